@@ -1,0 +1,38 @@
+//! # sketchdb
+//!
+//! An embedded, persistent database of similarity sketches: MinHash, b-bit MinHash, One
+//! Permutation Hashing and SimHash, with estimators that come with confidence intervals.
+//!
+//! ```
+//! use sketchdb::{SketchParams, Sketcher, Tokenizer};
+//!
+//! let params = SketchParams::minhash(128, 32, 42)?;
+//! let sketcher = Sketcher::new(params)?;
+//! let words = Tokenizer::shingles(2, 0)?;
+//! let a = sketcher.sketch_text(&words, "the quick brown fox jumps over the lazy dog")?;
+//! let b = sketcher.sketch_text(&words, "the quick brown fox jumped over the lazy dog")?;
+//! let j = a.similarity(&b, 0.95)?;
+//! assert!(j.lower <= j.value && j.value <= j.upper);
+//! println!("Jaccard ~ {:.2} (95% CI {:.2}..{:.2})", j.value, j.lower, j.upper);
+//! # Ok::<(), sketchdb::Error>(())
+//! ```
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+#![deny(clippy::host_endian_bytes, clippy::big_endian_bytes)]
+
+mod error;
+mod sketch;
+
+pub use error::{Error, Result};
+pub use sketch::bbit::{BBitMinHash, li_koenig_constants};
+pub use sketch::error::SketchError;
+pub use sketch::estimate::{DEFAULT_LEVEL, Estimate, clopper_pearson, set_hamming_from_resemblance};
+pub use sketch::hash::token_hash;
+pub use sketch::minhash::MinHash;
+pub use sketch::oph::OphSketch;
+pub use sketch::params::{DEFAULT_SEED, HashFamily, MAX_SLOTS, SketchKind, SketchParams};
+pub use sketch::simhash::SimHash;
+pub use sketch::sketch::{Sketch, Sketcher};
+pub use sketch::tokenize::{DEFAULT_SHINGLE_WORDS, DEFAULT_TOKEN_SEED, Tokenizer, TokenizerKind};
+pub use sketch::tokens::TokenSet;

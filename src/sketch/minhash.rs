@@ -1,0 +1,108 @@
+//! MinHash: k independent permutations, the minimum of each (Broder 1997).
+
+use super::error::SketchError;
+use super::estimate::{Estimate, check_level, gamma_quantile, proportion};
+use super::hash::Permutations;
+use super::kernels::minhash_update;
+use super::params::{SketchKind, SketchParams};
+use super::tokens::TokenSet;
+
+/// A MinHash signature: for each of k permutations the minimum permuted value over the set,
+/// kept at full 64 bits or as its top 32 bits (`bits` = 32), plus the set's cardinality.
+///
+/// Invariant: `values.len() == k` and, for 32-bit sketches, every value is below 2^32.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MinHash {
+    params: SketchParams,
+    values: Vec<u64>,
+    cardinality: u64,
+}
+
+/// The full 64-bit minima of every slot over `tokens` (shared with b-bit MinHash).
+pub(crate) fn full_minima(perms: &Permutations, tokens: &TokenSet) -> Result<Vec<u64>, SketchError> {
+    if tokens.is_empty() {
+        return Err(SketchError::EmptySet);
+    }
+    let mut mins = vec![u64::MAX; perms.a.len()];
+    minhash_update(&mut mins, &perms.a, &perms.b, perms.pre, tokens.as_slice());
+    Ok(mins)
+}
+
+impl MinHash {
+    pub(crate) fn compute(params: SketchParams, perms: &Permutations, tokens: &TokenSet) -> Result<Self, SketchError> {
+        let mut values = full_minima(perms, tokens)?;
+        if params.bits() == 32 {
+            for v in &mut values {
+                *v >>= 32;
+            }
+        }
+        Ok(MinHash { params, values, cardinality: tokens.len() as u64 })
+    }
+
+    /// Reassembles a stored signature, checking it against its parameters.
+    pub fn from_parts(params: SketchParams, values: Vec<u64>, cardinality: u64) -> Result<Self, SketchError> {
+        params.validate()?;
+        if params.kind() != SketchKind::MinHash {
+            return Err(SketchError::incompatible("kind", SketchKind::MinHash, params.kind()));
+        }
+        if values.len() != params.slots() {
+            return Err(SketchError::malformed("minhash", format!("{} values for k = {}", values.len(), params.size())));
+        }
+        if params.bits() == 32 {
+            if let Some(i) = values.iter().position(|&v| v > u64::from(u32::MAX)) {
+                return Err(SketchError::malformed("minhash", format!("value {i} exceeds 32 bits")));
+            }
+        }
+        Ok(MinHash { params, values, cardinality })
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &SketchParams {
+        &self.params
+    }
+    /// The k minima (top 32 bits for 32-bit sketches).
+    pub fn values(&self) -> &[u64] {
+        &self.values
+    }
+    /// The exact number of distinct tokens sketched.
+    pub fn cardinality(&self) -> u64 {
+        self.cardinality
+    }
+
+    /// The number of slots whose minima are equal.
+    pub fn matches(&self, other: &MinHash) -> Result<usize, SketchError> {
+        self.params.check_compatible(&other.params)?;
+        Ok(self.values.iter().zip(&other.values).filter(|(a, b)| a == b).count())
+    }
+
+    /// The Jaccard similarity: matching slots / k, with the exact Clopper-Pearson interval of
+    /// the binomial law of the number of matches.
+    pub fn jaccard(&self, other: &MinHash, level: f64) -> Result<Estimate, SketchError> {
+        check_level(level)?;
+        let m = self.matches(other)?;
+        Ok(proportion(m as f64, self.values.len() as f64, level))
+    }
+
+    /// The set's cardinality estimated from the minima alone.
+    ///
+    /// Each minimum, scaled to u in (0, 1), is the least of n uniform values, so
+    /// E = -ln(1 - u) is exponential with rate n and their sum S over k slots is Gamma(k, n).
+    /// The estimate is (k - 1) / S (unbiased; 1 / S when k = 1) and the interval
+    /// [G(a/2) / S, G(1 - a/2) / S] uses the quantiles G of Gamma(k, 1). The resolution of
+    /// 32-bit minima limits it to sets far smaller than 2^32.
+    pub fn cardinality_estimate(&self, level: f64) -> Result<Estimate, SketchError> {
+        check_level(level)?;
+        let scale = if self.params.bits() == 32 { 4_294_967_296.0 } else { 18_446_744_073_709_551_616.0 };
+        let s: f64 = self.values.iter().map(|&v| -(-((v as f64 + 0.5) / scale)).ln_1p()).sum();
+        let k = self.values.len() as f64;
+        let alpha = 1.0 - level;
+        let value = if k > 1.0 { (k - 1.0) / s } else { 1.0 / s };
+        Ok(Estimate {
+            value,
+            lower: gamma_quantile(k, alpha / 2.0)? / s,
+            upper: gamma_quantile(k, 1.0 - alpha / 2.0)? / s,
+            level,
+            samples: k,
+        })
+    }
+}

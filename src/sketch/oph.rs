@@ -1,0 +1,200 @@
+//! One Permutation Hashing (Li, Owen and Zhang, NIPS 2012) with optimal densification
+//! (Shrivastava, ICML 2017) for LSH keys.
+
+use super::error::SketchError;
+use super::estimate::{Estimate, check_level, clopper_pearson};
+use super::hash::{Permutations, fmix64, stream};
+use super::params::{SketchKind, SketchParams};
+use super::tokens::TokenSet;
+
+/// An OPH sketch: one permutation v(h) = a * fmix64(h ^ pre) + b, split into t bins by its top
+/// 32 bits (`bin = ((v >> 32) * t) >> 32`); each bin keeps the low `bits` bits of its least v.
+/// Bins no token fell into are *empty*: flagged in the bitmap (bit i of word i / 64) and
+/// stored as 0. This raw form is what is stored and scanned; [`OphSketch::densify`] derives
+/// the fully filled signature used only for LSH band keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OphSketch {
+    params: SketchParams,
+    bins: Vec<u32>,
+    empty: Vec<u64>,
+    cardinality: u64,
+}
+
+/// Densification gives up on random probes after this many per empty bin and takes the next
+/// non-empty bin cyclically (reached with probability (1 - filled/t)^64, documented fallback).
+const MAX_PROBES: u32 = 64;
+
+/// Which of t bins a permuted value falls into.
+#[inline(always)]
+fn bin_of(v: u64, t: u64) -> usize {
+    (((v >> 32) * t) >> 32) as usize
+}
+
+fn value_mask(bits: u8) -> u64 {
+    (1u64 << bits) - 1
+}
+
+impl OphSketch {
+    pub(crate) fn compute(params: SketchParams, perms: &Permutations, tokens: &TokenSet) -> Result<Self, SketchError> {
+        if tokens.is_empty() {
+            return Err(SketchError::EmptySet);
+        }
+        let t = params.slots();
+        let (a, b) = (perms.a[0], perms.b[0]);
+        let mut mins = vec![u64::MAX; t];
+        let mut filled = vec![0u64; t.div_ceil(64)];
+        for &h in tokens.as_slice() {
+            let v = a.wrapping_mul(perms.premix(h)).wrapping_add(b);
+            let i = bin_of(v, t as u64);
+            mins[i] = mins[i].min(v);
+            filled[i / 64] |= 1 << (i % 64);
+        }
+        let mask = value_mask(params.bits());
+        let bins = mins
+            .iter()
+            .enumerate()
+            .map(|(i, &m)| if filled[i / 64] >> (i % 64) & 1 == 1 { (m & mask) as u32 } else { 0 })
+            .collect();
+        let mut empty: Vec<u64> = filled.iter().map(|w| !w).collect();
+        if t % 64 != 0{
+            if let Some(last) = empty.last_mut() {
+                *last &= (1u64 << (t % 64)) - 1;
+            }
+        }
+        Ok(OphSketch { params, bins, empty, cardinality: tokens.len() as u64 })
+    }
+
+    /// Reassembles a stored sketch, checking it against its parameters. An all-empty sketch is
+    /// accepted only with cardinality 0 (see [`OphSketch::jaccard`] for what it estimates).
+    pub fn from_parts(params: SketchParams, bins: Vec<u32>, empty: Vec<u64>, cardinality: u64) -> Result<Self, SketchError> {
+        params.validate()?;
+        if params.kind() != SketchKind::Oph {
+            return Err(SketchError::incompatible("kind", SketchKind::Oph, params.kind()));
+        }
+        let t = params.slots();
+        if bins.len() != t || empty.len() != t.div_ceil(64) {
+            return Err(SketchError::malformed("oph", format!("{} bins / {} bitmap words for t = {t}", bins.len(), empty.len())));
+        }
+        if t % 64 != 0 && empty.last().is_some_and(|w| w >> (t % 64) != 0) {
+            return Err(SketchError::malformed("oph", "empty-bin bitmap marks bins beyond t"));
+        }
+        let mask = value_mask(params.bits());
+        for (i, &v) in bins.iter().enumerate() {
+            let is_empty = empty[i / 64] >> (i % 64) & 1 == 1;
+            if u64::from(v) > mask || (is_empty && v != 0) {
+                return Err(SketchError::malformed("oph", format!("bin {i} holds {v}, not a valid {}-bit value", params.bits())));
+            }
+        }
+        let all_empty = empty.iter().map(|w| w.count_ones() as usize).sum::<usize>() == t;
+        if all_empty != (cardinality == 0) {
+            return Err(SketchError::malformed("oph", "cardinality disagrees with the empty-bin bitmap"));
+        }
+        Ok(OphSketch { params, bins, empty, cardinality })
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &SketchParams {
+        &self.params
+    }
+    /// The raw bin values (0 for empty bins).
+    pub fn bins(&self) -> &[u32] {
+        &self.bins
+    }
+    /// The empty-bin bitmap: bit i % 64 of word i / 64 is set when bin i is empty.
+    pub fn empty_bitmap(&self) -> &[u64] {
+        &self.empty
+    }
+    /// The exact number of distinct tokens sketched.
+    pub fn cardinality(&self) -> u64 {
+        self.cardinality
+    }
+    /// Whether bin i is empty.
+    pub fn is_empty_bin(&self, i: usize) -> bool {
+        self.empty[i / 64] >> (i % 64) & 1 == 1
+    }
+    /// The number of empty bins.
+    pub fn empty_bins(&self) -> usize {
+        self.empty.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    /// Counts (N_emp, N_mat, both non-empty) over the bins of two sketches.
+    pub fn bin_counts(&self, other: &OphSketch) -> Result<(usize, usize, usize), SketchError> {
+        self.params.check_compatible(&other.params)?;
+        let t = self.bins.len();
+        let mut n_emp = 0;
+        for (x, y) in self.empty.iter().zip(&other.empty) {
+            n_emp += (x & y).count_ones() as usize;
+        }
+        let mut both = 0;
+        let mut n_mat = 0;
+        for i in 0..t {
+            if !self.is_empty_bin(i) && !other.is_empty_bin(i) {
+                both += 1;
+                n_mat += usize::from(self.bins[i] == other.bins[i]);
+            }
+        }
+        Ok((n_emp, n_mat, both))
+    }
+
+    /// The resemblance N_mat / (t - N_emp).
+    ///
+    /// N_emp counts bins empty in both sketches; N_mat counts bins non-empty in both with equal
+    /// values. Given m = t - N_emp, the m bin minima are distinct elements of X ∪ Y drawn
+    /// without replacement, so N_mat is hypergeometric. The interval is Clopper-Pearson with
+    /// the effective sample size m (f - 1) / (f - m), f = |X ∪ Y| estimated from the stored
+    /// cardinalities as (|X| + |Y|) / (1 + R). With `bits` < 32 the chance 2^-bits that two
+    /// different minima agree is removed: R = (N_mat - m2 2^-bits) / (m (1 - 2^-bits)), m2 the
+    /// bins non-empty in both.
+    ///
+    /// Two all-empty sketches (of empty sets) have no estimate: `SketchError::Undefined`.
+    pub fn jaccard(&self, other: &OphSketch, level: f64) -> Result<Estimate, SketchError> {
+        check_level(level)?;
+        let (n_emp, n_mat, both) = self.bin_counts(other)?;
+        let m = (self.bins.len() - n_emp) as f64;
+        if m == 0.0 {
+            return Err(SketchError::Undefined { reason: "both OPH sketches are all empty (empty sets)" });
+        }
+        let c = 1.0 / 2f64.powi(i32::from(self.params.bits()));
+        let correct = |p: f64| ((p * m - both as f64 * c) / (m * (1.0 - c))).clamp(0.0, 1.0);
+        let value = correct(n_mat as f64 / m);
+        let n_eff = if self.cardinality > 0 && other.cardinality > 0 {
+            let f = (self.cardinality + other.cardinality) as f64 / (1.0 + value);
+            m * ((f - 1.0) / (f - m).max(1.0)).max(1.0)
+        } else {
+            m
+        };
+        let (lo, hi) = clopper_pearson(n_mat as f64 / m * n_eff, n_eff, level);
+        Ok(Estimate { value, lower: correct(lo), upper: correct(hi), level, samples: m })
+    }
+
+    /// A fully filled signature for LSH keys by optimal densification: an empty bin j takes
+    /// the value of the first non-empty bin among the probes `bin_of(fmix64(key ^ (j << 32 |
+    /// attempt)), t)`, attempt = 0, 1, ... (64 probes, then the next non-empty bin
+    /// cyclically), `key` being output #3 of the seed's splitmix64 stream. Filled bins keep
+    /// their values. Fails with `EmptySet` for an all-empty sketch.
+    pub fn densify(&self) -> Result<Vec<u32>, SketchError> {
+        let t = self.bins.len();
+        if self.empty_bins() == t {
+            return Err(SketchError::EmptySet);
+        }
+        let key = stream(self.params.seed(), 4)[3];
+        let mut out = self.bins.clone();
+        for (j, slot) in out.iter_mut().enumerate() {
+            if !self.is_empty_bin(j) {
+                continue;
+            }
+            let mut src = None;
+            for attempt in 0..MAX_PROBES {
+                let r = fmix64(key ^ ((j as u64) << 32 | u64::from(attempt)));
+                let cand = bin_of(r, t as u64);
+                if !self.is_empty_bin(cand) {
+                    src = Some(cand);
+                    break;
+                }
+            }
+            let src = src.unwrap_or_else(|| (1..t).map(|d| (j + d) % t).find(|&c| !self.is_empty_bin(c)).unwrap_or(j));
+            *slot = self.bins[src];
+        }
+        Ok(out)
+    }
+}

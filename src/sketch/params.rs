@@ -1,0 +1,313 @@
+//! Sketch parameters: the kind, the hash family and its version, the seed and the widths.
+//!
+//! A `SketchParams` value fully determines how a sketch is computed from token hashes, so two
+//! sketches are comparable exactly when their parameters are equal. Collections persist their
+//! parameters; every comparison checks them field by field first.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+use super::error::SketchError;
+
+/// The largest number of permutations (MinHash, b-bit) or bins (OPH) a sketch may have.
+pub const MAX_SLOTS: u32 = 4096;
+
+/// The kinds of sketch sketchdb stores. The numeric codes are persisted: never renumber.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
+#[repr(u8)]
+pub enum SketchKind {
+    /// k independent permutations, the minimum of each (Broder).
+    MinHash = 1,
+    /// MinHash keeping only b bits of each minimum (Li and Koenig), plus the set's cardinality.
+    BBitMinHash = 2,
+    /// One Permutation Hashing: one permutation split into t bins, raw bin minima plus an
+    /// empty-bin bitmap (Li, Owen and Zhang).
+    Oph = 3,
+    /// Charikar's random-hyperplane fingerprint over weighted features.
+    SimHash = 4,
+}
+
+impl SketchKind {
+    /// The persisted one-byte code.
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The kind for a persisted code, or `None` for an unknown code.
+    pub fn from_code(code: u8) -> Option<Self> {
+        match code {
+            1 => Some(SketchKind::MinHash),
+            2 => Some(SketchKind::BBitMinHash),
+            3 => Some(SketchKind::Oph),
+            4 => Some(SketchKind::SimHash),
+            _ => None,
+        }
+    }
+
+    /// A short lower-case name, as shown by the shell and in errors.
+    pub fn name(self) -> &'static str {
+        match self {
+            SketchKind::MinHash => "minhash",
+            SketchKind::BBitMinHash => "bbit",
+            SketchKind::Oph => "oph",
+            SketchKind::SimHash => "simhash",
+        }
+    }
+
+    /// Parses the name returned by [`SketchKind::name`].
+    pub fn from_name(name: &str) -> Option<Self> {
+        [SketchKind::MinHash, SketchKind::BBitMinHash, SketchKind::Oph, SketchKind::SimHash]
+            .into_iter()
+            .find(|k| k.name() == name)
+    }
+}
+
+impl fmt::Display for SketchKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The hash family that turns a 64-bit token hash into permuted values. Codes are persisted.
+///
+/// `MixMultiplyShift` (code 1), version 1, is specified in `storage-format.md` section
+/// "Hash family" and in [`crate::sketch`]'s module docs: a seeded murmur3 `fmix64` pre-mix
+/// followed by per-slot affine maps `a_i * x + b_i mod 2^64` with odd `a_i`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
+#[repr(u16)]
+pub enum HashFamily {
+    /// fmix64 pre-mix then odd-multiplier affine maps modulo 2^64 (a bijection on u64).
+    MixMultiplyShift = 1,
+}
+
+impl HashFamily {
+    /// The version of the family this build computes. A sketch or collection recorded with
+    /// another version is refused rather than silently compared.
+    pub const CURRENT_VERSION: u16 = 1;
+
+    /// The persisted code.
+    pub fn code(self) -> u16 {
+        self as u16
+    }
+
+    /// The family for a persisted code.
+    pub fn from_code(code: u16) -> Option<Self> {
+        match code {
+            1 => Some(HashFamily::MixMultiplyShift),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for HashFamily {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HashFamily::MixMultiplyShift => f.write_str("mix-multiply-shift"),
+        }
+    }
+}
+
+/// Everything that determines a sketch: kind, hash family and version, seed, size and width.
+///
+/// * MinHash: `size` = k permutations (1..=4096), `bits` = 32 or 64 per stored minimum.
+/// * b-bit MinHash: `size` = k (1..=4096), `bits` = b in {1, 2, 4, 8, 16, 32}; `universe` is
+///   D in Li and Koenig's r = |X| / D (`None` means D = 2^64, right for hashed tokens).
+/// * OPH: `size` = t bins (1..=4096), `bits` = 8, 16 or 32 per stored bin value.
+/// * SimHash: `size` = `bits` = fingerprint width f, 64 or 128.
+///
+/// Construct through the per-kind constructors, which validate. Values decoded from storage
+/// must be checked with [`SketchParams::validate`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SketchParams {
+    kind: SketchKind,
+    family: HashFamily,
+    family_version: u16,
+    seed: u64,
+    size: u32,
+    bits: u8,
+    universe: Option<u64>,
+}
+
+/// The default seed used by the shell and examples when none is given.
+pub const DEFAULT_SEED: u64 = 0x5eed_5ce7_c4db_0001;
+
+impl SketchParams {
+    fn new(kind: SketchKind, seed: u64, size: u32, bits: u8, universe: Option<u64>) -> Result<Self, SketchError> {
+        let p = SketchParams {
+            kind,
+            family: HashFamily::MixMultiplyShift,
+            family_version: HashFamily::CURRENT_VERSION,
+            seed,
+            size,
+            bits,
+            universe,
+        };
+        p.validate()?;
+        Ok(p)
+    }
+
+    /// MinHash with `k` permutations storing `bits` (32 or 64) per minimum.
+    pub fn minhash(k: u32, bits: u8, seed: u64) -> Result<Self, SketchError> {
+        Self::new(SketchKind::MinHash, seed, k, bits, None)
+    }
+
+    /// b-bit MinHash with `k` permutations keeping `b` bits of each minimum; D = 2^64.
+    pub fn bbit(k: u32, b: u8, seed: u64) -> Result<Self, SketchError> {
+        Self::new(SketchKind::BBitMinHash, seed, k, b, None)
+    }
+
+    /// b-bit MinHash over a universe of `universe` = D distinct values (r = |X| / D).
+    pub fn bbit_with_universe(k: u32, b: u8, universe: u64, seed: u64) -> Result<Self, SketchError> {
+        Self::new(SketchKind::BBitMinHash, seed, k, b, Some(universe))
+    }
+
+    /// One Permutation Hashing with `bins` bins storing `bits` (8, 16 or 32) per bin.
+    pub fn oph(bins: u32, bits: u8, seed: u64) -> Result<Self, SketchError> {
+        Self::new(SketchKind::Oph, seed, bins, bits, None)
+    }
+
+    /// SimHash fingerprints of `bits` (64 or 128) bits.
+    pub fn simhash(bits: u8, seed: u64) -> Result<Self, SketchError> {
+        Self::new(SketchKind::SimHash, seed, u32::from(bits), bits, None)
+    }
+
+    /// Checks every field against the kind's allowed ranges and the family version against
+    /// the one this build computes.
+    pub fn validate(&self) -> Result<(), SketchError> {
+        if self.family_version != HashFamily::CURRENT_VERSION {
+            return Err(SketchError::invalid(
+                "family_version",
+                self.family_version,
+                "the hash family version this build computes (1)",
+            ));
+        }
+        let slots_ok = (1..=MAX_SLOTS).contains(&self.size);
+        match self.kind {
+            SketchKind::MinHash => {
+                if !slots_ok {
+                    return Err(SketchError::invalid("k", self.size, "1..=4096 permutations"));
+                }
+                if !matches!(self.bits, 32 | 64) {
+                    return Err(SketchError::invalid("bits", self.bits, "32 or 64 bits per minimum"));
+                }
+            }
+            SketchKind::BBitMinHash => {
+                if !slots_ok {
+                    return Err(SketchError::invalid("k", self.size, "1..=4096 permutations"));
+                }
+                if !matches!(self.bits, 1 | 2 | 4 | 8 | 16 | 32) {
+                    return Err(SketchError::invalid("b", self.bits, "one of 1, 2, 4, 8, 16, 32"));
+                }
+                if self.universe == Some(0) {
+                    return Err(SketchError::invalid("universe", 0, "a universe size D >= 1"));
+                }
+            }
+            SketchKind::Oph => {
+                if !slots_ok {
+                    return Err(SketchError::invalid("bins", self.size, "1..=4096 bins"));
+                }
+                if !matches!(self.bits, 8 | 16 | 32) {
+                    return Err(SketchError::invalid("bits", self.bits, "8, 16 or 32 bits per bin"));
+                }
+            }
+            SketchKind::SimHash => {
+                if !matches!(self.bits, 64 | 128) || self.size != u32::from(self.bits) {
+                    return Err(SketchError::invalid("bits", self.bits, "64 or 128 fingerprint bits"));
+                }
+            }
+        }
+        if self.kind != SketchKind::BBitMinHash && self.universe.is_some() {
+            return Err(SketchError::invalid("universe", format!("{:?}", self.universe), "only b-bit MinHash takes a universe"));
+        }
+        Ok(())
+    }
+
+    /// Fails with a typed error naming the first field in which `self` and `other` differ.
+    pub fn check_compatible(&self, other: &SketchParams) -> Result<(), SketchError> {
+        if self.kind != other.kind {
+            return Err(SketchError::incompatible("kind", self.kind, other.kind));
+        }
+        if self.family != other.family {
+            return Err(SketchError::incompatible("family", self.family, other.family));
+        }
+        if self.family_version != other.family_version {
+            return Err(SketchError::incompatible("family_version", self.family_version, other.family_version));
+        }
+        if self.seed != other.seed {
+            return Err(SketchError::incompatible("seed", format!("{:#x}", self.seed), format!("{:#x}", other.seed)));
+        }
+        if self.size != other.size {
+            let name = match self.kind {
+                SketchKind::Oph => "bins",
+                _ => "k",
+            };
+            return Err(SketchError::incompatible(name, self.size, other.size));
+        }
+        if self.bits != other.bits {
+            let name = if self.kind == SketchKind::BBitMinHash { "b" } else { "bits" };
+            return Err(SketchError::incompatible(name, self.bits, other.bits));
+        }
+        if self.universe != other.universe {
+            let show = |u: Option<u64>| u.map_or_else(|| "2^64".to_string(), |d| d.to_string());
+            return Err(SketchError::incompatible("universe", show(self.universe), show(other.universe)));
+        }
+        Ok(())
+    }
+
+    /// The sketch kind.
+    pub fn kind(&self) -> SketchKind {
+        self.kind
+    }
+    /// The hash family.
+    pub fn family(&self) -> HashFamily {
+        self.family
+    }
+    /// The hash family's version.
+    pub fn family_version(&self) -> u16 {
+        self.family_version
+    }
+    /// The seed of the hash family.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+    /// k permutations (MinHash, b-bit), t bins (OPH) or f bits (SimHash).
+    pub fn size(&self) -> u32 {
+        self.size
+    }
+    /// The number of slots as a `usize` (k, t, or for SimHash the number of 64-bit words).
+    pub fn slots(&self) -> usize {
+        match self.kind {
+            SketchKind::SimHash => self.size as usize / 64,
+            _ => self.size as usize,
+        }
+    }
+    /// Stored bits per value: 32/64 (MinHash), b (b-bit), 8/16/32 (OPH), f (SimHash).
+    pub fn bits(&self) -> u8 {
+        self.bits
+    }
+    /// The universe size D for b-bit MinHash; `None` means 2^64.
+    pub fn universe(&self) -> Option<u64> {
+        self.universe
+    }
+    /// D as a float (2^64 when unset).
+    pub fn universe_f64(&self) -> f64 {
+        self.universe.map_or(18_446_744_073_709_551_616.0, |d| d as f64)
+    }
+}
+
+impl fmt::Display for SketchParams {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kind {
+            SketchKind::MinHash => write!(f, "minhash(k={}, bits={}", self.size, self.bits)?,
+            SketchKind::BBitMinHash => write!(f, "bbit(k={}, b={}", self.size, self.bits)?,
+            SketchKind::Oph => write!(f, "oph(bins={}, bits={}", self.size, self.bits)?,
+            SketchKind::SimHash => write!(f, "simhash(bits={}", self.bits)?,
+        }
+        if let Some(d) = self.universe {
+            write!(f, ", universe={d}")?;
+        }
+        write!(f, ", seed={:#x}, family={} v{})", self.seed, self.family, self.family_version)
+    }
+}

@@ -1,0 +1,199 @@
+//! Text to tokens: the documented tokenizer.
+//!
+//! The recipe, exact enough to reimplement (also in `storage-format.md`, "Tokenizer"):
+//!
+//! 1. **Normalise**: lower-case every character with Unicode's default case mapping
+//!    (`char::to_lowercase`), then split into *words*: maximal runs of characters for which
+//!    `char::is_alphanumeric` holds (Unicode Alphabetic or Numeric). Everything else
+//!    (punctuation, symbols, white space, control characters) only separates words.
+//! 2. **Word shingles** (`Shingles { w }`): every run of `w` consecutive words, joined by one
+//!    space (U+0020). A text with fewer than `w` words (but at least one) gives one shingle of
+//!    all its words.
+//!    **Character n-grams** (`CharNgrams { n }`): the words joined by single spaces form the
+//!    normalised text; every run of `n` consecutive Unicode scalar values of it is a gram. A
+//!    normalised text shorter than `n` characters (but not empty) gives one gram, the whole.
+//! 3. **Hash**: each shingle or gram's UTF-8 bytes with xxh3-64 and the tokenizer's seed.
+//!
+//! A text with no words gives no tokens. Case mapping and the alphanumeric classes follow the
+//! Unicode version of the Rust standard library that built sketchdb; golden tests pin the
+//! results for ASCII and common non-ASCII text.
+
+use serde::{Deserialize, Serialize};
+
+use super::error::SketchError;
+use super::hash::token_hash;
+use super::tokens::TokenSet;
+
+/// The default shingle width in words.
+pub const DEFAULT_SHINGLE_WORDS: u32 = 5;
+/// The default token seed.
+pub const DEFAULT_TOKEN_SEED: u64 = 0;
+
+/// How text is cut into tokens before hashing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum TokenizerKind {
+    /// w-word shingles.
+    Shingles {
+        /// Words per shingle (>= 1).
+        w: u32,
+    },
+    /// Character n-grams of the normalised text.
+    CharNgrams {
+        /// Characters per gram (>= 1).
+        n: u32,
+    },
+}
+
+/// A tokenizer: how to cut text, plus the seed its xxh3-64 token hash uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Tokenizer {
+    kind: TokenizerKind,
+    seed: u64,
+}
+
+impl Default for Tokenizer {
+    fn default() -> Self {
+        Tokenizer { kind: TokenizerKind::Shingles { w: DEFAULT_SHINGLE_WORDS }, seed: DEFAULT_TOKEN_SEED }
+    }
+}
+
+impl Tokenizer {
+    /// w-word shingles hashed with `seed`.
+    pub fn shingles(w: u32, seed: u64) -> Result<Self, SketchError> {
+        if w == 0 || w > 64 {
+            return Err(SketchError::invalid("shingle_words", w, "1..=64 words per shingle"));
+        }
+        Ok(Tokenizer { kind: TokenizerKind::Shingles { w }, seed })
+    }
+
+    /// Character n-grams hashed with `seed`.
+    pub fn char_ngrams(n: u32, seed: u64) -> Result<Self, SketchError> {
+        if n == 0 || n > 256 {
+            return Err(SketchError::invalid("ngram_chars", n, "1..=256 characters per gram"));
+        }
+        Ok(Tokenizer { kind: TokenizerKind::CharNgrams { n }, seed })
+    }
+
+    /// The cutting rule.
+    pub fn kind(&self) -> TokenizerKind {
+        self.kind
+    }
+
+    /// The xxh3-64 seed of the token hash.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Checks a tokenizer decoded from storage.
+    pub fn validate(&self) -> Result<(), SketchError> {
+        match self.kind {
+            TokenizerKind::Shingles { w } => Self::shingles(w, self.seed).map(|_| ()),
+            TokenizerKind::CharNgrams { n } => Self::char_ngrams(n, self.seed).map(|_| ()),
+        }
+    }
+
+    /// Every token of `text` in order, with repeats (term frequency is kept for SimHash).
+    pub fn tokens(&self, text: &str) -> Vec<u64> {
+        let words = normalised_words(text);
+        if words.is_empty() {
+            return Vec::new();
+        }
+        match self.kind {
+            TokenizerKind::Shingles { w } => {
+                let w = w as usize;
+                if words.len() <= w {
+                    return vec![token_hash(words.join(" ").as_bytes(), self.seed)];
+                }
+                let mut buf = String::new();
+                words
+                    .windows(w)
+                    .map(|win| {
+                        buf.clear();
+                        for (i, word) in win.iter().enumerate() {
+                            if i > 0 {
+                                buf.push(' ');
+                            }
+                            buf.push_str(word);
+                        }
+                        token_hash(buf.as_bytes(), self.seed)
+                    })
+                    .collect()
+            }
+            TokenizerKind::CharNgrams { n } => {
+                let norm = words.join(" ");
+                let starts: Vec<usize> = norm.char_indices().map(|(i, _)| i).collect();
+                let n = n as usize;
+                if starts.len() <= n {
+                    return vec![token_hash(norm.as_bytes(), self.seed)];
+                }
+                (0..=starts.len() - n)
+                    .map(|i| {
+                        let end = starts.get(i + n).copied().unwrap_or(norm.len());
+                        token_hash(&norm.as_bytes()[starts[i]..end], self.seed)
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// The distinct tokens of `text`.
+    pub fn token_set(&self, text: &str) -> TokenSet {
+        TokenSet::from_unsorted(self.tokens(text))
+    }
+}
+
+/// Step 1 of the recipe: lower-cased alphanumeric words.
+fn normalised_words(text: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            cur.extend(c.to_lowercase());
+        } else if !cur.is_empty() {
+            words.push(std::mem::take(&mut cur));
+        }
+    }
+    if !cur.is_empty() {
+        words.push(cur);
+    }
+    words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalisation_lowercases_and_splits_on_non_alphanumerics() {
+        assert_eq!(normalised_words("Hello, WORLD!  Straße--42"), vec!["hello", "world", "straße", "42"]);
+        assert!(normalised_words(" ,.; ").is_empty());
+    }
+
+    #[test]
+    fn shingles_join_words_with_one_space() {
+        let t = Tokenizer::shingles(2, 7).unwrap();
+        let toks = t.tokens("The quick, brown fox");
+        let expect: Vec<u64> =
+            ["the quick", "quick brown", "brown fox"].iter().map(|s| token_hash(s.as_bytes(), 7)).collect();
+        assert_eq!(toks, expect);
+        // Fewer words than w: one shingle of all of them.
+        assert_eq!(t.tokens("Alone"), vec![token_hash(b"alone", 7)]);
+        assert!(t.tokens("...").is_empty());
+    }
+
+    #[test]
+    fn char_ngrams_span_the_normalised_text() {
+        let t = Tokenizer::char_ngrams(3, 0).unwrap();
+        let toks = t.tokens("A  Bé!");
+        let want: Vec<u64> = ["a b", " bé"].iter().map(|s| token_hash(s.as_bytes(), 0)).collect();
+        assert_eq!(toks, want);
+        assert_eq!(t.tokens("ab"), vec![token_hash(b"ab", 0)]);
+    }
+
+    #[test]
+    fn bad_widths_are_typed_errors() {
+        assert!(matches!(Tokenizer::shingles(0, 0), Err(SketchError::InvalidParam { param: "shingle_words", .. })));
+        assert!(matches!(Tokenizer::char_ngrams(0, 0), Err(SketchError::InvalidParam { param: "ngram_chars", .. })));
+    }
+}
