@@ -167,8 +167,7 @@ mod tests {
         simhash_accumulate(&mut c, &keys, &tokens);
         for w in 0..2 {
             for j in 0..64 {
-                let want: i64 =
-                    tokens.iter().map(|&h| if (fmix64(h ^ keys[w]) >> j) & 1 == 1 { 1 } else { -1 }).sum();
+                let want: i64 = tokens.iter().map(|&h| if (fmix64(h ^ keys[w]) >> j) & 1 == 1 { 1 } else { -1 }).sum();
                 assert_eq!(c[64 * w + j], want);
             }
         }

@@ -46,7 +46,10 @@ impl MinHash {
             return Err(SketchError::incompatible("kind", SketchKind::MinHash, params.kind()));
         }
         if values.len() != params.slots() {
-            return Err(SketchError::malformed("minhash", format!("{} values for k = {}", values.len(), params.size())));
+            return Err(SketchError::malformed(
+                "minhash",
+                format!("{} values for k = {}", values.len(), params.size()),
+            ));
         }
         if params.bits() == 32 {
             if let Some(i) = values.iter().position(|&v| v > u64::from(u32::MAX)) {

@@ -56,7 +56,7 @@ impl OphSketch {
             .map(|(i, &m)| if filled[i / 64] >> (i % 64) & 1 == 1 { (m & mask) as u32 } else { 0 })
             .collect();
         let mut empty: Vec<u64> = filled.iter().map(|w| !w).collect();
-        if t % 64 != 0{
+        if t % 64 != 0 {
             if let Some(last) = empty.last_mut() {
                 *last &= (1u64 << (t % 64)) - 1;
             }
@@ -66,14 +66,22 @@ impl OphSketch {
 
     /// Reassembles a stored sketch, checking it against its parameters. An all-empty sketch is
     /// accepted only with cardinality 0 (see [`OphSketch::jaccard`] for what it estimates).
-    pub fn from_parts(params: SketchParams, bins: Vec<u32>, empty: Vec<u64>, cardinality: u64) -> Result<Self, SketchError> {
+    pub fn from_parts(
+        params: SketchParams,
+        bins: Vec<u32>,
+        empty: Vec<u64>,
+        cardinality: u64,
+    ) -> Result<Self, SketchError> {
         params.validate()?;
         if params.kind() != SketchKind::Oph {
             return Err(SketchError::incompatible("kind", SketchKind::Oph, params.kind()));
         }
         let t = params.slots();
         if bins.len() != t || empty.len() != t.div_ceil(64) {
-            return Err(SketchError::malformed("oph", format!("{} bins / {} bitmap words for t = {t}", bins.len(), empty.len())));
+            return Err(SketchError::malformed(
+                "oph",
+                format!("{} bins / {} bitmap words for t = {t}", bins.len(), empty.len()),
+            ));
         }
         if t % 64 != 0 && empty.last().is_some_and(|w| w >> (t % 64) != 0) {
             return Err(SketchError::malformed("oph", "empty-bin bitmap marks bins beyond t"));
@@ -82,7 +90,10 @@ impl OphSketch {
         for (i, &v) in bins.iter().enumerate() {
             let is_empty = empty[i / 64] >> (i % 64) & 1 == 1;
             if u64::from(v) > mask || (is_empty && v != 0) {
-                return Err(SketchError::malformed("oph", format!("bin {i} holds {v}, not a valid {}-bit value", params.bits())));
+                return Err(SketchError::malformed(
+                    "oph",
+                    format!("bin {i} holds {v}, not a valid {}-bit value", params.bits()),
+                ));
             }
         }
         let all_empty = empty.iter().map(|w| w.count_ones() as usize).sum::<usize>() == t;

@@ -219,7 +219,11 @@ impl SketchParams {
             }
         }
         if self.kind != SketchKind::BBitMinHash && self.universe.is_some() {
-            return Err(SketchError::invalid("universe", format!("{:?}", self.universe), "only b-bit MinHash takes a universe"));
+            return Err(SketchError::invalid(
+                "universe",
+                format!("{:?}", self.universe),
+                "only b-bit MinHash takes a universe",
+            ));
         }
         Ok(())
     }

@@ -31,7 +31,11 @@ impl SimHash {
     }
 
     /// From features with caller weights (finite; a feature may repeat, weights add).
-    pub(crate) fn from_weighted(params: SketchParams, keys: &[u64; 2], features: &[(u64, f64)]) -> Result<Self, SketchError> {
+    pub(crate) fn from_weighted(
+        params: SketchParams,
+        keys: &[u64; 2],
+        features: &[(u64, f64)],
+    ) -> Result<Self, SketchError> {
         if features.is_empty() {
             return Err(SketchError::EmptySet);
         }
