@@ -39,7 +39,9 @@ fn single_core(c: &mut Criterion) {
         for (name, p) in &cases {
             let sk = Sketcher::new(*p).unwrap();
             g.throughput(Throughput::Elements(n as u64));
-            g.bench_with_input(BenchmarkId::new(*name, n), &set, |b, set| b.iter(|| sk.sketch(black_box(set)).unwrap()));
+            g.bench_with_input(BenchmarkId::new(*name, n), &set, |b, set| {
+                b.iter(|| sk.sketch(black_box(set)).unwrap())
+            });
         }
     }
     g.finish();

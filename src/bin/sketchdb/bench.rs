@@ -1,0 +1,129 @@
+//! `sketchdb bench`: runs the shared benchmark workloads (../shared/bench formats, read as they
+//! are) and prints one JSON result line per measurement, in the shared schema, on stdout.
+
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+use sketchdb::{SketchParams, Sketcher, TokenSet};
+
+use crate::input::{JsonlReader, Payload};
+use crate::output::CliError;
+
+/// The machine block of a result line.
+fn machine() -> Value {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse::<f64>().ok()))
+        .unwrap_or(-1.0);
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    json!({"cpu": cpu, "cores": cores, "loadavg1": load})
+}
+
+/// RFC 3339 UTC timestamp from the system clock (civil-from-days, Howard Hinnant's algorithm).
+fn timestamp() -> String {
+    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}+00:00", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// Prints one result line.
+pub fn emit(run_id: &str, workload: &str, dataset: &str, config: Value, metrics: Value, notes: &str) {
+    let line = json!({
+        "ts": timestamp(),
+        "run_id": run_id,
+        "system": "sketchdb",
+        "version": env!("CARGO_PKG_VERSION"),
+        "workload": workload,
+        "dataset": dataset,
+        "config": config,
+        "metrics": metrics,
+        "machine": machine(),
+        "notes": notes,
+    });
+    println!("{line}");
+}
+
+/// A run id unique enough to group the lines of one invocation.
+pub fn run_id() -> String {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    format!("{:x}-{:x}", nanos, std::process::id())
+}
+
+/// `sets-100k.jsonl` -> `sets-100k`.
+pub fn dataset_name(path: &Path) -> String {
+    path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "unknown".into())
+}
+
+/// Loads the token sets of a `sets-<n>.jsonl` file (at most `limit`).
+pub fn load_sets(path: &Path, limit: Option<usize>) -> Result<Vec<(String, TokenSet)>, CliError> {
+    let mut out = Vec::new();
+    for rec in JsonlReader::open(path)? {
+        let rec = rec?;
+        let Payload::Tokens(t) = rec.payload else {
+            return Err(CliError::Input(format!("{}: record `{}` has no `tokens`", path.display(), rec.key)));
+        };
+        out.push((rec.key, TokenSet::from_unsorted(t)));
+        if limit.is_some_and(|l| out.len() >= l) {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// The `minhash-create` workload: build 128-value signatures from the token sets, one thread
+/// and then all threads, for each sketch kind.
+pub fn minhash_create(sets_path: &PathBuf, limit: Option<usize>, run: &str) -> Result<(), CliError> {
+    let sets = load_sets(sets_path, limit)?;
+    let tokens: usize = sets.iter().map(|(_, s)| s.len()).sum();
+    let just_sets: Vec<TokenSet> = sets.into_iter().map(|(_, s)| s).collect();
+    let dataset = dataset_name(sets_path);
+    let kinds = [
+        ("minhash", SketchParams::minhash(128, 32, 1)?),
+        ("bbit-b8", SketchParams::bbit(128, 8, 1)?),
+        ("oph", SketchParams::oph(128, 32, 1)?),
+    ];
+    for (name, params) in kinds {
+        let sk = Sketcher::new(params)?;
+        for threads in [1usize, rayon::current_num_threads()] {
+            let start = Instant::now();
+            if threads == 1 {
+                for s in &just_sets {
+                    sk.sketch(s)?;
+                }
+            } else {
+                for r in sk.sketch_batch(&just_sets) {
+                    r?;
+                }
+            }
+            let secs = start.elapsed().as_secs_f64();
+            let n = just_sets.len() as f64;
+            emit(
+                run,
+                "minhash-create",
+                &dataset,
+                json!({"num_perm": 128, "kind": name, "threads": threads, "sets": just_sets.len()}),
+                json!({"sets_per_s": n / secs, "tokens_per_s": tokens as f64 / secs, "us_per_set": secs * 1e6 / n}),
+                "from pre-hashed u64 tokens; parsing excluded",
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,153 @@
+//! Reading the shell's inputs: JSONL records, u64 fingerprint files and text directories.
+//! Every malformed record is reported with its file and line number.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::output::CliError;
+
+/// One ingestable record, whatever the input format.
+#[derive(Debug, Clone)]
+pub enum Payload {
+    /// Text to tokenize with the collection's tokenizer.
+    Text(String),
+    /// Pre-hashed tokens (a set).
+    Tokens(Vec<u64>),
+    /// A SimHash fingerprint given directly.
+    Fingerprint(u128),
+}
+
+/// A keyed record read from an input file.
+#[derive(Debug, Clone)]
+pub struct InputRecord {
+    pub key: String,
+    pub payload: Payload,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JsonRecord {
+    key: String,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    tokens: Option<Vec<u64>>,
+    #[serde(default)]
+    simhash: Option<String>,
+}
+
+/// Parses a fingerprint of up to 32 hex digits, with or without `0x`.
+pub fn parse_hex_fingerprint(s: &str) -> Result<u128, String> {
+    let digits = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")).unwrap_or(s);
+    if digits.is_empty() || digits.len() > 32 {
+        return Err(format!("`{s}` is not 1 to 32 hex digits"));
+    }
+    u128::from_str_radix(digits, 16).map_err(|_| format!("`{s}` is not a hexadecimal fingerprint"))
+}
+
+/// Streams `{"key", "text"|"tokens"|"simhash"}` lines, one record per line; blank lines skip.
+pub struct JsonlReader {
+    path: PathBuf,
+    lines: std::io::Lines<BufReader<Box<dyn Read>>>,
+    line_no: usize,
+}
+
+impl JsonlReader {
+    pub fn open(path: &Path) -> Result<Self, CliError> {
+        let file: Box<dyn Read> = if path == Path::new("-") {
+            Box::new(std::io::stdin())
+        } else {
+            Box::new(File::open(path).map_err(|e| CliError::io(path, e))?)
+        };
+        Ok(JsonlReader { path: path.to_path_buf(), lines: BufReader::with_capacity(1 << 20, file).lines(), line_no: 0 })
+    }
+
+    fn bad(&self, msg: impl std::fmt::Display) -> CliError {
+        CliError::Input(format!("{}:{}: {msg}", self.path.display(), self.line_no))
+    }
+}
+
+impl Iterator for JsonlReader {
+    type Item = Result<InputRecord, CliError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let line = self.lines.next()?;
+            self.line_no += 1;
+            let line = match line {
+                Ok(l) => l,
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    return Some(Err(self.bad("not valid UTF-8")));
+                }
+                Err(e) => return Some(Err(self.bad(e))),
+            };
+            if line.trim().is_empty() {
+                continue;
+            }
+            let rec: JsonRecord = match serde_json::from_str(&line) {
+                Ok(r) => r,
+                Err(e) => return Some(Err(self.bad(format!("malformed JSON record: {e}")))),
+            };
+            let payload = match (rec.text, rec.tokens, rec.simhash) {
+                (Some(t), None, None) => Payload::Text(t),
+                (None, Some(t), None) => Payload::Tokens(t),
+                (None, None, Some(h)) => match parse_hex_fingerprint(&h) {
+                    Ok(v) => Payload::Fingerprint(v),
+                    Err(e) => return Some(Err(self.bad(format!("field `simhash`: {e}")))),
+                },
+                _ => {
+                    return Some(Err(self.bad("a record needs exactly one of `text`, `tokens` or `simhash`")));
+                }
+            };
+            return Some(Ok(InputRecord { key: rec.key, payload }));
+        }
+    }
+}
+
+/// Reads a raw little-endian u64 fingerprint file (no header; row index = key).
+pub fn read_u64_file(path: &Path) -> Result<Vec<u64>, CliError> {
+    let bytes = std::fs::read(path).map_err(|e| CliError::io(path, e))?;
+    if bytes.len() % 8 != 0 {
+        return Err(CliError::Input(format!(
+            "{}: {} bytes is not a whole number of little-endian u64 fingerprints",
+            path.display(),
+            bytes.len()
+        )));
+    }
+    Ok(bytes.chunks_exact(8).map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])).collect())
+}
+
+/// Every regular file under `dir` (recursively), sorted, keyed by its path relative to `dir`.
+pub fn text_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, CliError> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries = std::fs::read_dir(&d).map_err(|e| CliError::io(&d, e))?;
+        for entry in entries {
+            let path = entry.map_err(|e| CliError::io(&d, e))?.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.is_file() {
+                let key = path.strip_prefix(dir).unwrap_or(&path).to_string_lossy().replace('\\', "/");
+                out.push((key, path));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Reads a text file, naming the file when it is not UTF-8.
+pub fn read_text(path: &Path) -> Result<String, CliError> {
+    let bytes = std::fs::read(path).map_err(|e| CliError::io(path, e))?;
+    String::from_utf8(bytes).map_err(|e| {
+        CliError::Input(format!(
+            "{}: not valid UTF-8 (first bad byte at offset {})",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
