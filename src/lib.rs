@@ -30,7 +30,7 @@ pub use sketch::error::SketchError;
 pub use sketch::estimate::{DEFAULT_LEVEL, Estimate, clopper_pearson, set_hamming_from_resemblance};
 pub use sketch::hash::token_hash;
 pub use sketch::minhash::MinHash;
-pub use sketch::oph::OphSketch;
+pub use sketch::oph::{OphCounts, OphSketch, oph_estimate};
 pub use sketch::params::{DEFAULT_SEED, HashFamily, MAX_SLOTS, SketchKind, SketchParams};
 pub use sketch::simhash::SimHash;
 pub use sketch::sketch::{Sketch, Sketcher};

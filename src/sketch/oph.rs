@@ -20,6 +20,41 @@ pub struct OphSketch {
     cardinality: u64,
 }
 
+/// The bin counts of one OPH comparison: everything the estimator needs besides widths and
+/// cardinalities. Column scans compute these without decoding sketches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OphCounts {
+    /// t, the number of bins.
+    pub bins: usize,
+    /// N_emp: bins empty in both sketches.
+    pub n_emp: usize,
+    /// N_mat: bins non-empty in both with equal values.
+    pub n_mat: usize,
+    /// Bins non-empty in both.
+    pub both: usize,
+}
+
+/// The OPH resemblance estimate and interval from bin counts (see [`OphSketch::jaccard`]).
+/// Every OPH comparison, decoded or scanned column by column, goes through this function, so
+/// all access paths give bit-identical estimates.
+pub fn oph_estimate(c: OphCounts, bits: u8, card_x: u64, card_y: u64, level: f64) -> Result<Estimate, SketchError> {
+    let m = (c.bins - c.n_emp) as f64;
+    if m == 0.0 {
+        return Err(SketchError::Undefined { reason: "both OPH sketches are all empty (empty sets)" });
+    }
+    let cc = 1.0 / 2f64.powi(i32::from(bits));
+    let correct = |p: f64| ((p * m - c.both as f64 * cc) / (m * (1.0 - cc))).clamp(0.0, 1.0);
+    let value = correct(c.n_mat as f64 / m);
+    let n_eff = if card_x > 0 && card_y > 0 {
+        let f = (card_x + card_y) as f64 / (1.0 + value);
+        m * ((f - 1.0) / (f - m).max(1.0)).max(1.0)
+    } else {
+        m
+    };
+    let (lo, hi) = clopper_pearson(c.n_mat as f64 / m * n_eff, n_eff, level);
+    Ok(Estimate { value, lower: correct(lo), upper: correct(hi), level, samples: m })
+}
+
 /// Densification gives up on random probes after this many per empty bin and takes the next
 /// non-empty bin cyclically (reached with probability (1 - filled/t)^64, documented fallback).
 const MAX_PROBES: u32 = 64;
@@ -161,21 +196,8 @@ impl OphSketch {
     pub fn jaccard(&self, other: &OphSketch, level: f64) -> Result<Estimate, SketchError> {
         check_level(level)?;
         let (n_emp, n_mat, both) = self.bin_counts(other)?;
-        let m = (self.bins.len() - n_emp) as f64;
-        if m == 0.0 {
-            return Err(SketchError::Undefined { reason: "both OPH sketches are all empty (empty sets)" });
-        }
-        let c = 1.0 / 2f64.powi(i32::from(self.params.bits()));
-        let correct = |p: f64| ((p * m - both as f64 * c) / (m * (1.0 - c))).clamp(0.0, 1.0);
-        let value = correct(n_mat as f64 / m);
-        let n_eff = if self.cardinality > 0 && other.cardinality > 0 {
-            let f = (self.cardinality + other.cardinality) as f64 / (1.0 + value);
-            m * ((f - 1.0) / (f - m).max(1.0)).max(1.0)
-        } else {
-            m
-        };
-        let (lo, hi) = clopper_pearson(n_mat as f64 / m * n_eff, n_eff, level);
-        Ok(Estimate { value, lower: correct(lo), upper: correct(hi), level, samples: m })
+        let counts = OphCounts { bins: self.bins.len(), n_emp, n_mat, both };
+        oph_estimate(counts, self.params.bits(), self.cardinality, other.cardinality, level)
     }
 
     /// A fully filled signature for LSH keys by optimal densification: an empty bin j takes
