@@ -22,6 +22,7 @@
 #![deny(clippy::host_endian_bytes, clippy::big_endian_bytes)]
 
 mod error;
+mod planner;
 mod sketch;
 
 pub use error::{Error, Result};

@@ -53,6 +53,7 @@ pub struct JsonlReader {
     path: PathBuf,
     lines: std::io::Lines<BufReader<Box<dyn Read>>>,
     line_no: usize,
+    bytes: u64,
 }
 
 impl JsonlReader {
@@ -62,7 +63,17 @@ impl JsonlReader {
         } else {
             Box::new(File::open(path).map_err(|e| CliError::io(path, e))?)
         };
-        Ok(JsonlReader { path: path.to_path_buf(), lines: BufReader::with_capacity(1 << 20, file).lines(), line_no: 0 })
+        Ok(JsonlReader {
+            path: path.to_path_buf(),
+            lines: BufReader::with_capacity(1 << 20, file).lines(),
+            line_no: 0,
+            bytes: 0,
+        })
+    }
+
+    /// Bytes consumed so far (for progress).
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes
     }
 
     fn bad(&self, msg: impl std::fmt::Display) -> CliError {
@@ -84,6 +95,7 @@ impl Iterator for JsonlReader {
                 }
                 Err(e) => return Some(Err(self.bad(e))),
             };
+            self.bytes += line.len() as u64 + 1;
             if line.trim().is_empty() {
                 continue;
             }

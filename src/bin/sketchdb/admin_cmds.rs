@@ -1,0 +1,168 @@
+//! Collection and database administration: create, list, drop, stats, verify, compact.
+
+use clap::Args;
+use serde_json::json;
+use sketchdb::{CollectionConfig, SketchKind, SketchParams, Tokenizer};
+
+use crate::output::{CliError, table};
+use crate::session::Session;
+
+/// Sketch and tokenizer settings of a new collection.
+#[derive(Args, Debug, Clone)]
+pub struct CreateArgs {
+    /// The collection's name.
+    pub name: String,
+    /// Sketch kind: minhash, bbit, oph or simhash.
+    #[arg(long, default_value = "minhash")]
+    pub kind: String,
+    /// Permutations (minhash, bbit) or bins (oph).
+    #[arg(long, default_value_t = 128)]
+    pub k: u32,
+    /// Bits per value: minhash 32|64, bbit b in 1|2|4|8|16|32, oph 8|16|32, simhash 64|128.
+    #[arg(long)]
+    pub bits: Option<u8>,
+    /// Seed of the hash family.
+    #[arg(long, default_value_t = sketchdb::DEFAULT_SEED)]
+    pub seed: u64,
+    /// Words per shingle for text (default 5).
+    #[arg(long, conflicts_with = "ngram")]
+    pub shingle: Option<u32>,
+    /// Use character n-grams of this many characters for text instead of word shingles.
+    #[arg(long)]
+    pub ngram: Option<u32>,
+    /// Seed of the xxh3-64 token hash.
+    #[arg(long, default_value_t = sketchdb::DEFAULT_TOKEN_SEED)]
+    pub token_seed: u64,
+}
+
+impl CreateArgs {
+    pub fn config(&self) -> Result<CollectionConfig, CliError> {
+        let kind = SketchKind::from_name(&self.kind).ok_or_else(|| {
+            CliError::Usage(format!("unknown sketch kind `{}` (expected minhash, bbit, oph or simhash)", self.kind))
+        })?;
+        let params = match kind {
+            SketchKind::MinHash => SketchParams::minhash(self.k, self.bits.unwrap_or(32), self.seed)?,
+            SketchKind::BBitMinHash => SketchParams::bbit(self.k, self.bits.unwrap_or(8), self.seed)?,
+            SketchKind::Oph => SketchParams::oph(self.k, self.bits.unwrap_or(8), self.seed)?,
+            SketchKind::SimHash => SketchParams::simhash(self.bits.unwrap_or(64), self.seed)?,
+            _ => return Err(CliError::Usage(format!("sketch kind `{}` is not supported here", self.kind))),
+        };
+        let tokenizer = match (self.shingle, self.ngram) {
+            (_, Some(n)) => Tokenizer::char_ngrams(n, self.token_seed)?,
+            (w, None) => Tokenizer::shingles(w.unwrap_or(sketchdb::DEFAULT_SHINGLE_WORDS), self.token_seed)?,
+        };
+        Ok(CollectionConfig::new(params).with_tokenizer(tokenizer))
+    }
+}
+
+pub fn create(session: &mut Session, args: &CreateArgs) -> Result<(), CliError> {
+    let config = args.config()?;
+    session.create_missing = true;
+    let c = session.db()?.create_collection(&args.name, config)?;
+    println!("created collection `{}`: {}", c.name(), c.params());
+    Ok(())
+}
+
+fn tokenizer_text(t: &Tokenizer) -> String {
+    match t.kind() {
+        sketchdb::TokenizerKind::Shingles { w } => format!("{w}-word shingles, seed {}", t.seed()),
+        sketchdb::TokenizerKind::CharNgrams { n } => format!("{n}-char n-grams, seed {}", t.seed()),
+        _ => format!("{:?}", t.kind()),
+    }
+}
+
+pub fn list(session: &mut Session, json_out: bool) -> Result<(), CliError> {
+    let cols = session.db()?.collections()?;
+    if json_out {
+        for c in cols {
+            let s = c.stats()?;
+            println!(
+                "{}",
+                json!({"name": c.name(), "sketch": c.params().to_string(), "records": s.live,
+                       "tokenizer": tokenizer_text(&c.config().tokenizer)})
+            );
+        }
+        return Ok(());
+    }
+    let mut rows = Vec::new();
+    for c in cols {
+        let s = c.stats()?;
+        rows.push(vec![c.name().to_string(), c.params().to_string(), tokenizer_text(&c.config().tokenizer), s.live.to_string()]);
+    }
+    println!("{}", table(&["collection", "sketch", "tokenizer", "records"], rows));
+    Ok(())
+}
+
+pub fn drop(session: &mut Session, name: &str) -> Result<(), CliError> {
+    session.db()?.drop_collection(name)?;
+    println!("dropped collection `{name}`");
+    Ok(())
+}
+
+pub fn stats(session: &mut Session, json_out: bool) -> Result<(), CliError> {
+    let s = sketchdb::admin::stats(session.db()?)?;
+    if json_out {
+        for (name, c) in &s.collections {
+            println!(
+                "{}",
+                json!({"collection": name, "live": c.live, "deleted": c.deleted, "next_row": c.next_row,
+                       "page_capacity": c.page_capacity, "record_width": c.record_width, "file_bytes": s.file_bytes})
+            );
+        }
+        return Ok(());
+    }
+    println!("file: {} ({} bytes)", session.path().display(), s.file_bytes);
+    let rows = s
+        .collections
+        .iter()
+        .map(|(n, c)| {
+            vec![
+                n.clone(),
+                c.live.to_string(),
+                c.deleted.to_string(),
+                c.next_row.to_string(),
+                c.page_capacity.to_string(),
+                c.record_width.to_string(),
+            ]
+        })
+        .collect();
+    println!("{}", table(&["collection", "live", "deleted", "next row id", "rows/page", "bytes/record"], rows));
+    Ok(())
+}
+
+pub fn verify(session: &mut Session, json_out: bool) -> Result<bool, CliError> {
+    let report = sketchdb::admin::verify(session.db()?)?;
+    if json_out {
+        for p in &report.problems {
+            println!("{}", json!({"problem": p.to_string()}));
+        }
+        println!(
+            "{}",
+            json!({"ok": report.is_ok(), "collections": report.collections, "pages": report.pages,
+                   "rows": report.rows, "redb_integrity_ok": report.redb_integrity_ok,
+                   "problems": report.problems.len()})
+        );
+    } else {
+        for p in &report.problems {
+            println!("problem: {p}");
+        }
+        println!(
+            "verify: {} — {} collections, {} pages, {} rows checked; redb integrity {}",
+            if report.is_ok() { "ok" } else { "FAILED" },
+            report.collections,
+            report.pages,
+            report.rows,
+            if report.redb_integrity_ok { "ok" } else { "FAILED" }
+        );
+    }
+    Ok(report.is_ok())
+}
+
+pub fn compact(session: &mut Session) -> Result<(), CliError> {
+    let s = session.db()?.compact()?;
+    println!(
+        "compacted: {} pages rewritten, {} rows moved, {} deleted rows purged; file {} -> {} bytes",
+        s.pages_rewritten, s.rows_moved, s.rows_purged, s.file_bytes_before, s.file_bytes_after
+    );
+    Ok(())
+}

@@ -1,0 +1,202 @@
+//! `ingest`: text directories, JSONL records and raw u64 fingerprint files, in batched
+//! transactions, with a progress bar on stderr. Keys already stored are skipped, so an
+//! interrupted ingest can simply be run again.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use sketchdb::{Batch, Collection, SimHash, Sketch, SketchKind, Snapshot, TokenSet};
+
+use crate::input::{InputRecord, JsonlReader, Payload, read_text, read_u64_file, text_files};
+use crate::output::CliError;
+use crate::session::{Session, default_set_config, default_simhash_config};
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Decide from the path: a directory is text, `.jsonl`/`.json` JSONL, `.u64` fingerprints.
+    Auto,
+    /// A directory of text files (keys are paths relative to it).
+    Text,
+    /// JSON lines: {"key","text"} or {"key","tokens":[u64..]} or {"key","simhash":"hex"}.
+    Jsonl,
+    /// Raw little-endian u64 fingerprints, no header; keys are row indexes "0", "1", ...
+    U64,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct IngestArgs {
+    /// The collection (created with defaults when missing: MinHash k=128 for text and
+    /// tokens, 64-bit SimHash for fingerprints).
+    pub collection: String,
+    /// Input files or directories (`-` reads JSONL from stdin).
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// Input format.
+    #[arg(long, value_enum, default_value_t = Format::Auto)]
+    pub format: Format,
+    /// Records per transaction.
+    #[arg(long, default_value_t = 10_000)]
+    pub batch: usize,
+}
+
+fn detect(path: &Path, format: Format) -> Format {
+    if format != Format::Auto {
+        return format;
+    }
+    if path.is_dir() {
+        return Format::Text;
+    }
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("u64") => Format::U64,
+        _ => Format::Jsonl,
+    }
+}
+
+fn progress(total: u64, what: &str) -> ProgressBar {
+    let bar = ProgressBar::new(total);
+    let style = ProgressStyle::with_template(&format!(
+        "{{spinner}} {what} [{{bar:30}}] {{pos}}/{{len}} {{per_sec}} ETA {{eta}}"
+    ))
+    .unwrap_or_else(|_| ProgressStyle::default_bar())
+    .progress_chars("=> ");
+    bar.set_style(style);
+    bar
+}
+
+/// Turns a record into a sketch for `coll`.
+fn sketch_of(coll: &Collection, rec: &InputRecord) -> Result<Sketch, CliError> {
+    let sk = coll.sketcher();
+    let out = match &rec.payload {
+        Payload::Text(t) => sk.sketch_text(&coll.config().tokenizer, t),
+        Payload::Tokens(t) => sk.sketch_multiset(t),
+        Payload::Fingerprint(v) => {
+            return Ok(Sketch::SimHash(SimHash::from_parts(*coll.params(), *v)?));
+        }
+    };
+    out.map_err(|e| CliError::Input(format!("record `{}`: {e}", rec.key)))
+}
+
+struct Loader<'a> {
+    coll: &'a Collection,
+    snap: Snapshot,
+    batch: Batch,
+    batch_size: usize,
+    added: u64,
+    skipped: u64,
+    seen: std::collections::HashSet<String>,
+}
+
+impl Loader<'_> {
+    fn push(&mut self, rec: InputRecord) -> Result<(), CliError> {
+        if rec.key.is_empty() {
+            return Err(CliError::Input("a record has an empty key".into()));
+        }
+        // Resumable: keys already stored (or repeated in this input) are skipped.
+        if self.snap.get(&rec.key)?.is_some() || !self.seen.insert(rec.key.clone()) {
+            self.skipped += 1;
+            return Ok(());
+        }
+        let sketch = sketch_of(self.coll, &rec)?;
+        self.batch.insert(&rec.key, sketch);
+        if self.batch.len() >= self.batch_size {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), CliError> {
+        if !self.batch.is_empty() {
+            let s = self.coll.apply(&self.batch)?;
+            self.added += s.inserted;
+            self.batch.clear();
+            self.seen.clear();
+            self.snap = self.coll.snapshot()?;
+        }
+        Ok(())
+    }
+}
+
+pub fn ingest(session: &mut Session, args: &IngestArgs) -> Result<(), CliError> {
+    if args.batch == 0 {
+        return Err(CliError::Usage("--batch must be at least 1".into()));
+    }
+    let first = detect(&args.inputs[0], args.format);
+    let default = if first == Format::U64 { default_simhash_config()? } else { default_set_config()? };
+    session.create_missing = true;
+    let coll = session.collection_or_create(&args.collection, default)?;
+    let start = Instant::now();
+    let mut loader = Loader {
+        coll: &coll,
+        snap: coll.snapshot()?,
+        batch: Batch::with_capacity(args.batch),
+        batch_size: args.batch,
+        added: 0,
+        skipped: 0,
+        seen: Default::default(),
+    };
+    for input in &args.inputs {
+        match detect(input, args.format) {
+            Format::Text => {
+                let files = text_files(input)?;
+                let bar = progress(files.len() as u64, "files");
+                for (key, path) in files {
+                    let text = read_text(&path)?;
+                    loader.push(InputRecord { key, payload: Payload::Text(text) })?;
+                    bar.inc(1);
+                }
+                bar.finish_and_clear();
+            }
+            Format::Jsonl | Format::Auto => {
+                let total = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
+                let bar = progress(total, "bytes");
+                let mut reader = JsonlReader::open(input)?;
+                while let Some(rec) = reader.next() {
+                    loader.push(rec?)?;
+                    bar.set_position(reader.bytes_read());
+                }
+                bar.finish_and_clear();
+            }
+            Format::U64 => {
+                if coll.params().kind() != SketchKind::SimHash || coll.params().bits() != 64 {
+                    return Err(CliError::Usage(format!(
+                        "{}: u64 fingerprints need a 64-bit simhash collection, `{}` is {}",
+                        input.display(),
+                        coll.name(),
+                        coll.params()
+                    )));
+                }
+                let fps = read_u64_file(input)?;
+                let bar = progress(fps.len() as u64, "fingerprints");
+                for (i, fp) in fps.into_iter().enumerate() {
+                    loader.push(InputRecord { key: i.to_string(), payload: Payload::Fingerprint(u128::from(fp)) })?;
+                    if i % 4096 == 0 {
+                        bar.set_position(i as u64);
+                    }
+                }
+                bar.finish_and_clear();
+            }
+        }
+    }
+    loader.flush()?;
+    let secs = start.elapsed().as_secs_f64();
+    eprintln!(
+        "ingested {} records into `{}` ({} already present, skipped) in {:.2}s ({:.0} records/s)",
+        loader.added,
+        coll.name(),
+        loader.skipped,
+        secs,
+        loader.added as f64 / secs.max(1e-9)
+    );
+    Ok(())
+}
+
+/// Sketches a query given as text or tokens for `coll` (used by query and estimate).
+pub fn sketch_query(coll: &Collection, text: Option<&str>, tokens: Option<&[u64]>) -> Result<Sketch, CliError> {
+    match (text, tokens) {
+        (Some(t), _) => Ok(coll.sketcher().sketch_text(&coll.config().tokenizer, t)?),
+        (None, Some(t)) => Ok(coll.sketcher().sketch(&TokenSet::from_unsorted(t.to_vec()))?),
+        _ => Err(CliError::Usage("a query needs a key, --text or --tokens".into())),
+    }
+}

@@ -1,0 +1,90 @@
+//! The open database of one invocation (or one interactive shell), opened on first use.
+
+use std::path::{Path, PathBuf};
+
+use sketchdb::{Collection, CollectionConfig, Database, SketchParams, Tokenizer};
+
+use crate::output::CliError;
+
+/// The database file used when none is named.
+pub const DEFAULT_DB: &str = "sketchdb.db";
+
+/// A database path plus its handle once opened.
+pub struct Session {
+    path: PathBuf,
+    db: Option<Database>,
+    /// Whether `open` may create a missing file.
+    pub create_missing: bool,
+}
+
+impl Session {
+    pub fn new(path: Option<PathBuf>) -> Self {
+        Session { path: path.unwrap_or_else(|| PathBuf::from(DEFAULT_DB)), db: None, create_missing: false }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The database, opened (or, when allowed, created) on first use.
+    pub fn db(&mut self) -> Result<&Database, CliError> {
+        if self.db.is_none() {
+            let db = if self.path.exists() {
+                Database::open(&self.path)?
+            } else if self.create_missing {
+                eprintln!("sketchdb: creating database {}", self.path.display());
+                Database::create(&self.path)?
+            } else {
+                return Err(CliError::Usage(format!(
+                    "database {} does not exist (create it with `sketchdb --db {} create ...`)",
+                    self.path.display(),
+                    self.path.display()
+                )));
+            };
+            self.db = Some(db);
+        }
+        match &self.db {
+            Some(db) => Ok(db),
+            None => Err(CliError::Usage("database not open".into())),
+        }
+    }
+
+    /// A collection by name.
+    pub fn collection(&mut self, name: &str) -> Result<Collection, CliError> {
+        Ok(self.db()?.collection(name)?)
+    }
+
+    /// The collection `name`, created with `config` when it does not exist yet.
+    pub fn collection_or_create(&mut self, name: &str, config: CollectionConfig) -> Result<Collection, CliError> {
+        let db = self.db()?;
+        if db.collections()?.iter().any(|c| c.name() == name) {
+            return Ok(db.collection(name)?);
+        }
+        eprintln!("sketchdb: creating collection `{name}` with {}", config.params);
+        Ok(db.create_collection(name, config)?)
+    }
+
+    /// Names of the collections, for completion (empty when the database cannot be opened).
+    pub fn collection_names(&mut self) -> Vec<String> {
+        self.db()
+            .ok()
+            .and_then(|db| db.collections().ok())
+            .map(|cs| cs.iter().map(|c| c.name().to_string()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Closes the database (the shell reopens lazily).
+    pub fn close(&mut self) {
+        self.db = None;
+    }
+}
+
+/// The default configuration for text or token sets: MinHash, k = 128, 32-bit values.
+pub fn default_set_config() -> Result<CollectionConfig, CliError> {
+    Ok(CollectionConfig::new(SketchParams::minhash(128, 32, sketchdb::DEFAULT_SEED)?).with_tokenizer(Tokenizer::default()))
+}
+
+/// The default configuration for fingerprints: 64-bit SimHash.
+pub fn default_simhash_config() -> Result<CollectionConfig, CliError> {
+    Ok(CollectionConfig::new(SketchParams::simhash(64, sketchdb::DEFAULT_SEED)?))
+}

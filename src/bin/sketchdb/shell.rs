@@ -1,0 +1,123 @@
+//! The interactive shell: `sketchdb DB` with no subcommand. Each line is split like a POSIX
+//! shell line and parsed as the same subcommands the command line takes; `.help` lists them,
+//! `.quit` (or end of input) leaves. With a terminal, rustyline gives history and completion
+//! of command and collection names; piped input is read line by line without prompts.
+
+use std::io::{BufRead, IsTerminal};
+
+use rustyline::completion::{Completer, Pair};
+use rustyline::highlight::Highlighter;
+use rustyline::hint::Hinter;
+use rustyline::validate::Validator;
+use rustyline::{Context, Helper};
+
+use crate::output::CliError;
+
+/// What the shell needs from the command set.
+pub trait ShellCommands {
+    /// Runs one parsed line (argv without the program name).
+    fn execute(&mut self, argv: Vec<String>) -> Result<(), CliError>;
+    /// The help text listing the commands.
+    fn help(&self) -> String;
+    /// Command names, for completion.
+    fn command_names(&self) -> Vec<String>;
+    /// Collection names, for completion (best effort).
+    fn collection_names(&self) -> Vec<String>;
+}
+
+struct ShellHelper {
+    commands: Vec<String>,
+    collections: Vec<String>,
+}
+
+impl Completer for ShellHelper {
+    type Candidate = Pair;
+
+    fn complete(&self, line: &str, pos: usize, _ctx: &Context<'_>) -> rustyline::Result<(usize, Vec<Pair>)> {
+        let before = &line[..pos];
+        let start = before.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+        let word = &before[start..];
+        let pool = if start == 0 { &self.commands } else { &self.collections };
+        let hits = pool
+            .iter()
+            .filter(|c| c.starts_with(word))
+            .map(|c| Pair { display: c.clone(), replacement: c.clone() })
+            .collect();
+        Ok((start, hits))
+    }
+}
+
+impl Hinter for ShellHelper {
+    type Hint = String;
+}
+impl Highlighter for ShellHelper {}
+impl Validator for ShellHelper {}
+impl Helper for ShellHelper {}
+
+/// Runs one line; returns false when the shell should stop.
+fn run_line(cmds: &mut dyn ShellCommands, line: &str, interactive: bool, line_no: usize) -> Result<bool, CliError> {
+    let line = line.trim();
+    if line.is_empty() || line.starts_with('#') {
+        return Ok(true);
+    }
+    match line {
+        ".quit" | ".exit" => return Ok(false),
+        ".help" | "help" => {
+            println!("{}", cmds.help());
+            return Ok(true);
+        }
+        _ if line.starts_with('.') => {
+            return Err(CliError::Usage(format!("unknown dot-command `{line}` (try .help)")));
+        }
+        _ => {}
+    }
+    let argv = shlex::split(line).ok_or_else(|| {
+        let at = if interactive { String::new() } else { format!("line {line_no}: ") };
+        CliError::Usage(format!("{at}unbalanced quotes"))
+    })?;
+    cmds.execute(argv)?;
+    Ok(true)
+}
+
+/// Runs the shell until `.quit` or end of input. Errors are printed and the shell goes on;
+/// with piped input the exit status is non-zero when any line failed.
+pub fn run(cmds: &mut dyn ShellCommands) -> Result<bool, CliError> {
+    let mut failed = false;
+    if !std::io::stdin().is_terminal() {
+        for (i, line) in std::io::stdin().lock().lines().enumerate() {
+            let line = line.map_err(|e| CliError::Input(format!("stdin line {}: {e}", i + 1)))?;
+            match run_line(cmds, &line, false, i + 1) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => {
+                    eprintln!("sketchdb: error: line {}: {e}", i + 1);
+                    failed = true;
+                }
+            }
+        }
+        return Ok(!failed);
+    }
+    let mut editor = rustyline::Editor::<ShellHelper, rustyline::history::DefaultHistory>::new()
+        .map_err(|e| CliError::Io(format!("terminal: {e}")))?;
+    println!("sketchdb {} — .help for commands, .quit to leave", env!("CARGO_PKG_VERSION"));
+    loop {
+        editor.set_helper(Some(ShellHelper { commands: cmds.command_names(), collections: cmds.collection_names() }));
+        match editor.readline("sketchdb> ") {
+            Ok(line) => {
+                let _ = editor.add_history_entry(line.as_str());
+                match run_line(cmds, &line, true, 0) {
+                    Ok(true) => {}
+                    Ok(false) => break,
+                    Err(e) => {
+                        eprintln!("sketchdb: error: {e}");
+                        failed = true;
+                    }
+                }
+            }
+            Err(rustyline::error::ReadlineError::Interrupted) => continue,
+            Err(rustyline::error::ReadlineError::Eof) => break,
+            Err(e) => return Err(CliError::Io(format!("terminal: {e}"))),
+        }
+    }
+    Ok(!failed)
+}

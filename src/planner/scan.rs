@@ -1,0 +1,233 @@
+//! The OPH bin-matching column scan.
+//!
+//! For one page it counts, per row, the query's non-empty bins whose stored value equals the
+//! query's, one value column at a time (a byte compare the compiler vectorises), in stages.
+//! After each stage rows that cannot reach the threshold are dropped:
+//!
+//! * exact bound: even if every remaining query bin matched, N_mat / t_q (an upper bound of
+//!   the estimate, since m >= t_q) stays below the threshold;
+//! * confidence (optional): the Clopper-Pearson upper bound of the match rate seen so far is
+//!   below the threshold at the query's level.
+//!
+//! Both reduce to a per-stage minimum count computed once per query, so pruning is an integer
+//! compare. When few rows remain the scan switches from whole columns to the survivors.
+//! Survivors are finished with the bitmap columns (N_emp, bins non-empty in both, and the
+//! stored zeros of empty bins that equal a query zero) and scored by
+//! [`crate::sketch::oph::oph_estimate`], the estimator every access path shares.
+
+use crate::sketch::error::SketchError;
+use crate::sketch::estimate::{Estimate, clopper_pearson};
+use crate::sketch::oph::{OphCounts, OphSketch, oph_estimate};
+
+use super::plan::EarlyStop;
+
+/// Read access to one page's OPH columns.
+pub(crate) trait BinColumns {
+    /// Rows in the page.
+    fn rows(&self) -> usize;
+    /// Whether row i is deleted.
+    fn is_deleted(&self, i: usize) -> bool;
+    /// Bin j's values for every row: `rows * width` little-endian bytes.
+    fn bin_column(&self, j: usize) -> &[u8];
+    /// Word w of row i's empty-bin bitmap.
+    fn empty_word(&self, w: usize, i: usize) -> u64;
+    /// Row i's cardinality.
+    fn cardinality(&self, i: usize) -> u64;
+}
+
+/// A query prepared for scanning.
+pub(crate) struct OphProbe {
+    bins: Vec<u32>,
+    empty: Vec<u64>,
+    /// Query bins that are not empty, in scan order.
+    nonempty: Vec<usize>,
+    /// Query bins that are non-empty and hold 0: an empty stored bin (stored as 0) would
+    /// count as a match there and is subtracted at the end.
+    zero_mask: Vec<u64>,
+    width: usize,
+    bits: u8,
+    cardinality: u64,
+}
+
+impl OphProbe {
+    pub(crate) fn new(q: &OphSketch) -> OphProbe {
+        let t = q.bins().len();
+        let nonempty: Vec<usize> = (0..t).filter(|&j| !q.is_empty_bin(j)).collect();
+        let mut zero_mask = vec![0u64; t.div_ceil(64)];
+        for &j in &nonempty {
+            if q.bins()[j] == 0 {
+                zero_mask[j / 64] |= 1 << (j % 64);
+            }
+        }
+        OphProbe {
+            bins: q.bins().to_vec(),
+            empty: q.empty_bitmap().to_vec(),
+            nonempty,
+            zero_mask,
+            width: usize::from(q.params().bits() / 8),
+            bits: q.params().bits(),
+            cardinality: q.cardinality(),
+        }
+    }
+}
+
+/// Counters reported by EXPLAIN ANALYZE.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScanCounters {
+    /// Rows read (live and deleted).
+    pub rows: u64,
+    /// Bin values compared.
+    pub bins_compared: u64,
+    /// Rows dropped by early termination.
+    pub pruned: u64,
+    /// Rows scored with the estimator.
+    pub scored: u64,
+}
+
+/// Per-stage minimum match counts; rows below are dropped after that stage.
+pub(crate) struct Pruning {
+    stage: usize,
+    min_count: Vec<u32>,
+}
+
+impl Pruning {
+    /// Pruning for `probe` at `threshold` (None: never prune).
+    pub(crate) fn new(probe: &OphProbe, threshold: Option<f64>, early: EarlyStop) -> Pruning {
+        let tq = probe.nonempty.len();
+        let stage = (tq / 8).max(8);
+        let stages = tq.div_ceil(stage);
+        let Some(t) = threshold.filter(|_| early != EarlyStop::Never) else {
+            return Pruning { stage, min_count: vec![0; stages] };
+        };
+        let c = 1.0 / 2f64.powi(i32::from(probe.bits));
+        let need = t * tq as f64 * (1.0 - c);
+        let min_count = (1..=stages)
+            .map(|s| {
+                let done = (s * stage).min(tq);
+                let rem = (tq - done) as f64;
+                // Exact: cur + rem >= need, with a little slack against rounding.
+                let mut min = (need - rem - 1e-9).ceil().max(0.0) as u32;
+                if let EarlyStop::Confidence(level) = early {
+                    if done < tq {
+                        // Least x whose upper bound reaches t; the bound rises with x.
+                        let x = (0..=done as u32)
+                            .find(|&x| clopper_pearson(f64::from(x), done as f64, level).1 >= t)
+                            .unwrap_or(done as u32 + 1);
+                        min = min.max(x);
+                    }
+                }
+                min
+            })
+            .collect();
+        Pruning { stage, min_count }
+    }
+}
+
+#[inline(always)]
+fn count_column(col: &[u8], width: usize, q: u32, counts: &mut [u16]) {
+    match width {
+        1 => {
+            let q = q as u8;
+            for (c, &v) in counts.iter_mut().zip(col) {
+                *c += u16::from(v == q);
+            }
+        }
+        2 => {
+            let q = q as u16;
+            for (c, v) in counts.iter_mut().zip(col.chunks_exact(2)) {
+                *c += u16::from(u16::from_le_bytes([v[0], v[1]]) == q);
+            }
+        }
+        _ => {
+            for (c, v) in counts.iter_mut().zip(col.chunks_exact(4)) {
+                *c += u16::from(u32::from_le_bytes([v[0], v[1], v[2], v[3]]) == q);
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn value_at(col: &[u8], width: usize, i: usize) -> u32 {
+    match width {
+        1 => u32::from(col[i]),
+        2 => u32::from(u16::from_le_bytes([col[2 * i], col[2 * i + 1]])),
+        _ => u32::from_le_bytes([col[4 * i], col[4 * i + 1], col[4 * i + 2], col[4 * i + 3]]),
+    }
+}
+
+/// Scans one page: calls `emit(row index, estimate)` for every live row whose estimate is
+/// `>= threshold` (every live row when `threshold` is None).
+pub(crate) fn scan_page<C: BinColumns>(
+    probe: &OphProbe,
+    page: &C,
+    prune: &Pruning,
+    threshold: Option<f64>,
+    level: f64,
+    counters: &mut ScanCounters,
+    mut emit: impl FnMut(usize, Estimate),
+) -> Result<(), SketchError> {
+    let n = page.rows();
+    counters.rows += n as u64;
+    let width = probe.width;
+    let mut counts = vec![0u16; n];
+    // None: every row is still a candidate.
+    let mut alive: Option<Vec<usize>> = None;
+    for (s, stage_bins) in probe.nonempty.chunks(prune.stage).enumerate() {
+        match alive.as_ref().filter(|a| a.len() * 4 <= n) {
+            None => {
+                for &j in stage_bins {
+                    count_column(page.bin_column(j), width, probe.bins[j], &mut counts);
+                }
+                counters.bins_compared += (n * stage_bins.len()) as u64;
+            }
+            Some(rows) => {
+                for &j in stage_bins {
+                    let col = page.bin_column(j);
+                    let q = probe.bins[j];
+                    for &i in rows {
+                        counts[i] += u16::from(value_at(col, width, i) == q);
+                    }
+                }
+                counters.bins_compared += (rows.len() * stage_bins.len()) as u64;
+            }
+        }
+        let min = prune.min_count.get(s).copied().unwrap_or(0);
+        if min > 0 {
+            let before = alive.as_ref().map_or(n, Vec::len);
+            let kept = match alive.take() {
+                None => (0..n).filter(|&i| u32::from(counts[i]) >= min).collect(),
+                Some(mut rows) => {
+                    rows.retain(|&i| u32::from(counts[i]) >= min);
+                    rows
+                }
+            };
+            counters.pruned += (before - kept.len()) as u64;
+            alive = Some(kept);
+        }
+    }
+    let survivors = alive.unwrap_or_else(|| (0..n).collect());
+    let t = probe.bins.len();
+    let full_words = t / 64;
+    for i in survivors {
+        if page.is_deleted(i) {
+            continue;
+        }
+        let (mut n_emp, mut both, mut spurious) = (0usize, 0usize, 0usize);
+        for w in 0..probe.empty.len() {
+            let valid = if w < full_words { u64::MAX } else { (1u64 << (t % 64)) - 1 };
+            let re = page.empty_word(w, i);
+            let qe = probe.empty[w];
+            n_emp += (re & qe).count_ones() as usize;
+            both += (!re & !qe & valid).count_ones() as usize;
+            spurious += (re & probe.zero_mask[w]).count_ones() as usize;
+        }
+        let n_mat = usize::from(counts[i]).saturating_sub(spurious);
+        let c = OphCounts { bins: t, n_emp, n_mat, both };
+        counters.scored += 1;
+        let e = oph_estimate(c, probe.bits, probe.cardinality, page.cardinality(i), level)?;
+        if threshold.is_none_or(|th| e.value >= th) {
+            emit(i, e);
+        }
+    }
+    Ok(())
+}
