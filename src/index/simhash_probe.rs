@@ -172,6 +172,8 @@ pub fn probe<F: Fingerprint>(
 
 /// Every pair of rows within distance <= k, each pair once, sorted by (distance, a, b),
 /// from one run per table. Pairs are compared only inside their canonical table's buckets.
+/// Work is quadratic in bucket size: about `tables * n^2 / 2^p` distance checks for n
+/// random fingerprints with p-bit prefixes (plus the square of every duplicate cluster).
 pub fn self_join<F: Fingerprint>(
     design: &SimhashTableDesign,
     tables: &[RunView<'_, F>],

@@ -29,8 +29,8 @@ use crate::sketch::sketch::Sketch;
 /// The version of the band-key byte encoding and hash specified in the module docs.
 pub const BAND_HASH_VERSION: u16 = 1;
 
-/// Bands whose bytes fit this buffer are encoded on the stack.
-const STACK_BYTES: usize = 1024;
+/// Single band keys of at most this many bytes are encoded on the stack.
+const STACK_BYTES: usize = 4 + 8 * 16;
 
 /// The width of a signature's row values in band-key bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -81,12 +81,16 @@ impl LshRows {
             return Err(IndexError::size("signature rows for bands * rows", need, self.len()));
         }
         out.reserve(b);
+        let mut buf = Vec::with_capacity(4 + 8 * r);
         for i in 0..params.bands {
             let lo = i as usize * r;
-            out.push(match self {
-                LshRows::U32(v) => band_key_u32(i, &v[lo..lo + r], seed),
-                LshRows::U64(v) => band_key_u64(i, &v[lo..lo + r], seed),
-            });
+            buf.clear();
+            buf.extend_from_slice(&i.to_le_bytes());
+            match self {
+                LshRows::U32(v) => v[lo..lo + r].iter().for_each(|x| buf.extend_from_slice(&x.to_le_bytes())),
+                LshRows::U64(v) => v[lo..lo + r].iter().for_each(|x| buf.extend_from_slice(&x.to_le_bytes())),
+            }
+            out.push(xxh3_64_with_seed(&buf, seed));
         }
         Ok(())
     }
@@ -113,40 +117,36 @@ pub fn lsh_rows(sketch: &Sketch) -> Result<LshRows, IndexError> {
     }
 }
 
-/// Runs `hash` over the band bytes `u32_le(band) ++ values`, on the stack when they fit.
+/// XXH3-64 with `seed` of the band bytes `u32_le(band) ++ le(values...)`; on the stack when
+/// they fit [`STACK_BYTES`] (only the used part is written), else in one allocation.
 #[inline]
-fn with_band_bytes<const W: usize, T: Copy>(
-    band: u32,
-    values: &[T],
-    le: impl Fn(T) -> [u8; W],
-    hash: impl FnOnce(&[u8]) -> u64,
-) -> u64 {
+fn hash_band<const W: usize, T: Copy>(band: u32, values: &[T], le: impl Fn(T) -> [u8; W], seed: u64) -> u64 {
     let len = 4 + W * values.len();
-    let mut stack = [0u8; STACK_BYTES];
-    let mut heap = Vec::new();
-    let buf: &mut [u8] = if len <= STACK_BYTES {
-        &mut stack[..len]
-    } else {
-        heap.resize(len, 0);
-        &mut heap
+    let fill = |buf: &mut [u8]| {
+        buf[..4].copy_from_slice(&band.to_le_bytes());
+        for (dst, &v) in buf[4..].chunks_exact_mut(W).zip(values) {
+            dst.copy_from_slice(&le(v));
+        }
+        xxh3_64_with_seed(buf, seed)
     };
-    buf[..4].copy_from_slice(&band.to_le_bytes());
-    for (dst, &v) in buf[4..].chunks_exact_mut(W).zip(values) {
-        dst.copy_from_slice(&le(v));
+    if len <= STACK_BYTES {
+        let mut stack = [0u8; STACK_BYTES];
+        fill(&mut stack[..len])
+    } else {
+        fill(&mut vec![0u8; len])
     }
-    hash(buf)
 }
 
 /// The key of band `band` over u32 row values: XXH3-64 with `seed` of
 /// `u32_le(band) ++ u32_le(v_0) ++ ... ++ u32_le(v_{r-1})`.
 pub fn band_key_u32(band: u32, values: &[u32], seed: u64) -> u64 {
-    with_band_bytes(band, values, u32::to_le_bytes, |b| xxh3_64_with_seed(b, seed))
+    hash_band(band, values, u32::to_le_bytes, seed)
 }
 
 /// The key of band `band` over u64 row values: XXH3-64 with `seed` of
 /// `u32_le(band) ++ u64_le(v_0) ++ ... ++ u64_le(v_{r-1})`.
 pub fn band_key_u64(band: u32, values: &[u64], seed: u64) -> u64 {
-    with_band_bytes(band, values, u64::to_le_bytes, |b| xxh3_64_with_seed(b, seed))
+    hash_band(band, values, u64::to_le_bytes, seed)
 }
 
 /// Everything that determines an LSH index's band keys, stored with the index: the hash
@@ -216,7 +216,7 @@ mod tests {
         bytes.extend_from_slice(&5u64.to_le_bytes());
         assert_eq!(band_key_u64(2, &[u64::MAX, 5], 0), xxh3_64_with_seed(&bytes, 0));
         // Longer than the stack buffer: the heap path hashes the same bytes.
-        let long: Vec<u64> = (0..300).collect();
+        let long: Vec<u64> = (0..17).collect();
         let mut bytes = 1u32.to_le_bytes().to_vec();
         long.iter().for_each(|v| bytes.extend_from_slice(&v.to_le_bytes()));
         assert_eq!(band_key_u64(1, &long, 4), xxh3_64_with_seed(&bytes, 4));
@@ -268,6 +268,10 @@ mod tests {
         let mh_other = sk(SketchParams::minhash(32, 64, 1).expect("params"), &other);
         let b = scheme.keys(&lsh_rows(&mh_other).expect("rows")).expect("keys");
         assert_eq!(a.len(), 16);
+        let Sketch::MinHash(m) = &mh else { panic!("kind") };
+        for (i, key) in a.iter().enumerate() {
+            assert_eq!(*key, band_key_u64(i as u32, &m.values()[2 * i..2 * i + 2], 9));
+        }
         assert!(a.iter().zip(&b).any(|(x, y)| x == y));
         assert!(matches!(scheme.keys(&rows), Err(IndexError::SizeMismatch { .. })));
         let too_many = LshParams { bands: 17, rows: 2 };
