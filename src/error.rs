@@ -2,6 +2,7 @@
 
 use thiserror::Error;
 
+use crate::index::error::IndexError;
 use crate::sketch::error::SketchError;
 
 /// Any error sketchdb returns. Each layer has its own typed error; this wraps them.
@@ -11,6 +12,10 @@ pub enum Error {
     /// From the sketch layer: bad parameters, incompatible or malformed sketches.
     #[error(transparent)]
     Sketch(#[from] SketchError),
+    /// From the index layer: bad index parameters, sketches that cannot be indexed, malformed
+    /// table runs or stored designs.
+    #[error(transparent)]
+    Index(#[from] IndexError),
 }
 
 /// `Result` with sketchdb's [`Error`].

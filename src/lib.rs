@@ -22,10 +22,30 @@
 #![deny(clippy::host_endian_bytes, clippy::big_endian_bytes)]
 
 mod error;
+mod index;
 mod planner;
 mod sketch;
 
 pub use error::{Error, Result};
+pub use index::error::IndexError;
+pub use index::fingerprint::Fingerprint;
+pub use index::keys::band::{
+    BAND_HASH_VERSION, BandKeyScheme, LshRows, RowWidth, band_key_u32, band_key_u64, lsh_rows,
+};
+pub use index::keys::simhash_design::{
+    DEFAULT_SIMHASH_RADIUS, MAX_SIMHASH_TABLES, SIMHASH_PROBE_COST, SimhashBlock, SimhashTableDesign,
+};
+pub use index::lsh_params::{
+    CollisionModel, LshChoice, LshParams, LshWeights, candidate_probability, candidate_probability_with,
+    false_negative_area, false_positive_area, optimal_lsh_params,
+};
+#[doc(hidden)]
+pub use index::simhash_mem::SimhashMemIndex;
+#[doc(hidden)]
+pub use index::simhash_probe::{
+    ProbeScratch, RunView, SimhashMatch, SimhashPair, brute_force as simhash_brute_force, filter_bucket,
+    probe as simhash_probe, self_join as simhash_self_join,
+};
 pub use sketch::bbit::{BBitMinHash, li_koenig_constants};
 pub use sketch::error::SketchError;
 pub use sketch::estimate::{DEFAULT_LEVEL, Estimate, clopper_pearson, set_hamming_from_resemblance};

@@ -133,13 +133,18 @@ fn alternative(kind: PlanKind, q: &Query, s: &Stats, c: &CostModel) -> Alternati
     };
     let hamming = matches!(q.kind, QueryKind::Hamming(_));
     let no = |access: Access, why: &str| Alternative { plan: Plan { access, finish }, cost_ns: None, note: why.into() };
-    let yes = |access: Access, cost: f64, why: String| Alternative { plan: Plan { access, finish }, cost_ns: Some(cost), note: why };
+    let yes = |access: Access, cost: f64, why: String| Alternative {
+        plan: Plan { access, finish },
+        cost_ns: Some(cost),
+        note: why,
+    };
     match kind {
         PlanKind::FullScan => {
             if hamming && s.kind != SketchKind::SimHash {
                 return no(Access::FullScan, "Hamming queries need SimHash fingerprints");
             }
-            let per_row = if s.kind == SketchKind::SimHash { c.fingerprint_compare * slots } else { c.decode_per_slot * slots };
+            let per_row =
+                if s.kind == SketchKind::SimHash { c.fingerprint_compare * slots } else { c.decode_per_slot * slots };
             yes(Access::FullScan, rows * per_row, format!("reads all {rows} rows"))
         }
         PlanKind::OphBinScan => {
@@ -217,7 +222,10 @@ pub fn choose(query: &Query, stats: &Stats, costs: &CostModel) -> Choice {
         .map(|(_, a)| a.plan);
     match best {
         Some(plan) => {
-            let reason = format!("cheapest eligible access path ({})", if costs.calibrated { "calibrated costs" } else { "default costs" });
+            let reason = format!(
+                "cheapest eligible access path ({})",
+                if costs.calibrated { "calibrated costs" } else { "default costs" }
+            );
             Choice { plan, reason, alternatives }
         }
         // FullScan is always eligible for the questions a collection's kind supports; a

@@ -1,6 +1,7 @@
 //! The query planner: `Query` (what is asked), `Plan` (how), a pure `choose` over collection
 //! statistics and a measured cost model, `exec` that runs a plan, and EXPLAIN.
 
+pub(crate) mod cost;
 pub(crate) mod plan;
 pub(crate) mod query;
 pub(crate) mod scan;

@@ -80,12 +80,8 @@ impl BBitMinHash {
             return Err(SketchError::malformed("bbit", format!("{} words for k = {k}, b = {b}", words.len())));
         }
         let used = (k * usize::from(b)) % 64;
-        if used != 0 {
-            if let Some(last) = words.last() {
-                if last >> used != 0 {
-                    return Err(SketchError::malformed("bbit", "bits set beyond the last value"));
-                }
-            }
+        if used != 0 && words.last().is_some_and(|last| last >> used != 0) {
+            return Err(SketchError::malformed("bbit", "bits set beyond the last value"));
         }
         if cardinality == 0 {
             return Err(SketchError::malformed("bbit", "cardinality 0: a b-bit sketch is of a non-empty set"));

@@ -51,10 +51,8 @@ impl MinHash {
                 format!("{} values for k = {}", values.len(), params.size()),
             ));
         }
-        if params.bits() == 32 {
-            if let Some(i) = values.iter().position(|&v| v > u64::from(u32::MAX)) {
-                return Err(SketchError::malformed("minhash", format!("value {i} exceeds 32 bits")));
-            }
+        if let Some(i) = values.iter().position(|&v| params.bits() == 32 && v > u64::from(u32::MAX)) {
+            return Err(SketchError::malformed("minhash", format!("value {i} exceeds 32 bits")));
         }
         Ok(MinHash { params, values, cardinality })
     }

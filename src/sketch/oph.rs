@@ -91,10 +91,8 @@ impl OphSketch {
             .map(|(i, &m)| if filled[i / 64] >> (i % 64) & 1 == 1 { (m & mask) as u32 } else { 0 })
             .collect();
         let mut empty: Vec<u64> = filled.iter().map(|w| !w).collect();
-        if t % 64 != 0 {
-            if let Some(last) = empty.last_mut() {
-                *last &= (1u64 << (t % 64)) - 1;
-            }
+        if let Some(last) = empty.last_mut().filter(|_| !t.is_multiple_of(64)) {
+            *last &= (1u64 << (t % 64)) - 1;
         }
         Ok(OphSketch { params, bins, empty, cardinality: tokens.len() as u64 })
     }
@@ -118,7 +116,7 @@ impl OphSketch {
                 format!("{} bins / {} bitmap words for t = {t}", bins.len(), empty.len()),
             ));
         }
-        if t % 64 != 0 && empty.last().is_some_and(|w| w >> (t % 64) != 0) {
+        if !t.is_multiple_of(64) && empty.last().is_some_and(|w| w >> (t % 64) != 0) {
             return Err(SketchError::malformed("oph", "empty-bin bitmap marks bins beyond t"));
         }
         let mask = value_mask(params.bits());
