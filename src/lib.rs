@@ -21,6 +21,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![deny(clippy::host_endian_bytes, clippy::big_endian_bytes)]
 
+mod codec;
 mod error;
 mod sketch;
 
