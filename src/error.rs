@@ -2,7 +2,9 @@
 
 use thiserror::Error;
 
+use crate::codec::error::CodecError;
 use crate::sketch::error::SketchError;
+use crate::storage::StorageError;
 
 /// Any error sketchdb returns. Each layer has its own typed error; this wraps them.
 #[derive(Debug, Error)]
@@ -11,6 +13,13 @@ pub enum Error {
     /// From the sketch layer: bad parameters, incompatible or malformed sketches.
     #[error(transparent)]
     Sketch(#[from] SketchError),
+    /// From the codec layer: bytes that do not decode (usually wrapped in a storage error
+    /// that says where they came from).
+    #[error(transparent)]
+    Codec(#[from] CodecError),
+    /// From the storage layer: the file, collections, keys, pages and transactions.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
 }
 
 /// `Result` with sketchdb's [`Error`].

@@ -93,11 +93,10 @@ pub(crate) fn encode_with_version<T: Serialize>(
     version: u16,
     record: &T,
 ) -> Result<Vec<u8>, CodecError> {
-    let payload = postcard::to_allocvec(record)
-        .map_err(|e| CodecError::Payload { what: kind.what(), detail: e.to_string() })?;
-    let len = u32::try_from(payload.len()).map_err(|_| {
-        CodecError::field(kind.what(), "payload_len", payload.len(), "a payload below 4 GiB")
-    })?;
+    let payload =
+        postcard::to_allocvec(record).map_err(|e| CodecError::Payload { what: kind.what(), detail: e.to_string() })?;
+    let len = u32::try_from(payload.len())
+        .map_err(|_| CodecError::field(kind.what(), "payload_len", payload.len(), "a payload below 4 GiB"))?;
     let mut out = Vec::with_capacity(ENVELOPE_HEADER_LEN + payload.len());
     out.extend_from_slice(&ENVELOPE_MAGIC);
     out.extend_from_slice(&version.to_le_bytes());

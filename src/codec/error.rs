@@ -91,7 +91,12 @@ pub enum CodecError {
 }
 
 impl CodecError {
-    pub(crate) fn field(what: &'static str, field: &'static str, found: impl ToString, expected: impl ToString) -> Self {
+    pub(crate) fn field(
+        what: &'static str,
+        field: &'static str,
+        found: impl ToString,
+        expected: impl ToString,
+    ) -> Self {
         CodecError::BadField { what, field, found: found.to_string(), expected: expected.to_string() }
     }
 }

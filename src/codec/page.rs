@@ -40,10 +40,6 @@ impl PageSpec {
     pub(crate) fn page_of(&self, row: u64) -> u64 {
         row / u64::from(self.capacity.max(1))
     }
-    /// The first row id page `page_no` may hold.
-    pub(crate) fn page_start(&self, page_no: u64) -> u64 {
-        page_no.saturating_mul(u64::from(self.capacity))
-    }
 }
 
 /// The exact byte length of a page of `rows` rows of `record_width` bytes.
@@ -74,8 +70,11 @@ impl<'a> PageView<'a> {
     /// Checks everything a page says about itself: length, magic, version, crc, a known
     /// layout, the exact length, the row range and the tombstone padding bits.
     pub(crate) fn parse(bytes: &'a [u8]) -> Result<PageView<'a>, CodecError> {
-        let (h, _) = PageHeader::ref_from_prefix(bytes)
-            .map_err(|_| CodecError::Truncated { what: WHAT, need: PAGE_HEADER_LEN, got: bytes.len() })?;
+        let (h, _) = PageHeader::ref_from_prefix(bytes).map_err(|_| CodecError::Truncated {
+            what: WHAT,
+            need: PAGE_HEADER_LEN,
+            got: bytes.len(),
+        })?;
         if h.magic != PAGE_MAGIC {
             return Err(CodecError::BadMagic { what: WHAT, found: h.magic, expected: PAGE_MAGIC });
         }
@@ -162,10 +161,6 @@ impl<'a> PageView<'a> {
         Ok(v)
     }
 
-    /// The collection id in the header.
-    pub(crate) fn collection_id(&self) -> u32 {
-        self.collection_id
-    }
     /// The row id of row 0.
     pub(crate) fn first_row(&self) -> u64 {
         self.first_row
@@ -181,10 +176,6 @@ impl<'a> PageView<'a> {
     /// One past the last row id.
     pub(crate) fn end_row(&self) -> u64 {
         self.first_row + self.rows as u64
-    }
-    /// The raw bytes.
-    pub(crate) fn bytes(&self) -> &'a [u8] {
-        self.bytes
     }
 
     fn tombstone_word(&self, w: usize) -> u64 {
@@ -349,11 +340,6 @@ impl PageBuilder {
         let was_live = *word >> (i % 64) & 1 == 0;
         *word |= 1 << (i % 64);
         Ok(was_live)
-    }
-
-    /// Whether row index `i` is deleted.
-    pub(crate) fn is_deleted(&self, i: usize) -> bool {
-        self.tombstones.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1)
     }
 
     /// Appends a zeroed row and returns its index; fails when the page is full.

@@ -68,7 +68,9 @@ pub(crate) fn decode_row(page: &PageView<'_>, i: usize, params: &SketchParams) -
     let cardinality = page.cardinality(i).unwrap_or(0);
     let sketch_err = |source| CodecError::Sketch { what: WHAT, source };
     let sketch = match params.kind() {
-        SketchKind::MinHash => Sketch::MinHash(MinHash::from_parts(*params, values(), cardinality).map_err(sketch_err)?),
+        SketchKind::MinHash => {
+            Sketch::MinHash(MinHash::from_parts(*params, values(), cardinality).map_err(sketch_err)?)
+        }
         SketchKind::BBitMinHash => {
             Sketch::BBit(BBitMinHash::from_parts(*params, values(), cardinality).map_err(sketch_err)?)
         }
