@@ -15,12 +15,12 @@ pub fn open_on<B: Backend>(builder: DatabaseBuilder, backend: B) -> Result<Datab
     builder.open_on(backend)
 }
 
-/// The page numbers of a collection.
-pub fn page_numbers(collection: &Collection, db: &Database) -> Result<Vec<u64>> {
-    Ok(db.store().snapshot()?.page_numbers(collection.info())?)
+/// The first rows of a collection's pages (the pages' keys), in order.
+pub fn page_starts(collection: &Collection, db: &Database) -> Result<Vec<u64>> {
+    Ok(db.store().snapshot()?.page_starts(collection.info())?)
 }
 
-/// A stored page's raw bytes.
+/// A stored page's raw bytes (`page` is its first row).
 pub fn read_raw_page(collection: &Collection, db: &Database, page: u64) -> Result<Option<Vec<u8>>> {
     Ok(db.store().snapshot()?.raw_page(collection.info(), page)?)
 }

@@ -9,14 +9,15 @@
 //!     12     4 collection_id  u32, the owning collection
 //!     16     8 first_row      u64, row id of the page's first row
 //!     24     4 row_count      u32, rows in the page (1..=capacity)
-//!     28     4 capacity       u32, the collection's rows per page
+//!     28     4 capacity       u32, the collection's maximum rows per page
 //!     32     4 record_width   u32, bytes per row over all columns
 //!     36     1 sketch_kind    u8, SketchKind code (1 MinHash, 2 b-bit, 3 OPH, 4 SimHash)
 //!     37     1 value_width    u8, bytes per value column entry: 1, 2, 4 or 8
 //!     38     2 value_cols     u16, number of value columns
 //!     40     2 word_cols      u16, number of u64 auxiliary columns
 //!     42     1 flags          u8, bit 0: a u64 cardinality column follows; others zero
-//!     43     5 reserved       zero
+//!     43     1 reserved       zero
+//!     44     4 key_bytes      u32, total bytes of the keys in the key heap
 //! ```
 //!
 //! All integers little-endian. The struct is `Unaligned`, so it is read in place from any
@@ -57,8 +58,10 @@ pub(crate) const VALUE_COLS_OFFSET: usize = 38;
 pub(crate) const WORD_COLS_OFFSET: usize = 40;
 /// Offset of `flags` (u8).
 pub(crate) const FLAGS_OFFSET: usize = 42;
-/// Offset of the reserved bytes.
+/// Offset of the reserved byte.
 pub(crate) const RESERVED_OFFSET: usize = 43;
+/// Offset of `key_bytes` (u32).
+pub(crate) const KEY_BYTES_OFFSET: usize = 44;
 /// The header's length; the tombstone bitmap starts here.
 pub(crate) const PAGE_HEADER_LEN: usize = 48;
 /// `flags` bit 0: the page has a cardinality column.
@@ -82,7 +85,8 @@ pub(crate) struct PageHeader {
     pub value_cols: U16,
     pub word_cols: U16,
     pub flags: u8,
-    pub reserved: [u8; 5],
+    pub reserved: u8,
+    pub key_bytes: U32,
 }
 
 // The constants above are the spec; these assertions tie the struct to them.
@@ -104,6 +108,7 @@ const _: () = {
     assert!(offset_of!(PageHeader, word_cols) == WORD_COLS_OFFSET);
     assert!(offset_of!(PageHeader, flags) == FLAGS_OFFSET);
     assert!(offset_of!(PageHeader, reserved) == RESERVED_OFFSET);
+    assert!(offset_of!(PageHeader, key_bytes) == KEY_BYTES_OFFSET);
 };
 
 /// The crc32 of a whole page except its `crc32` field.

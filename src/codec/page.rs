@@ -1,28 +1,32 @@
 //! Columnar pages: [`PageBuilder`] writes them, [`PageView`] reads them in place.
 //!
-//! A page value is `header (48) | tombstone bitmap | columns`:
+//! A page value is `header (48) | tombstone bitmap | columns | key ends | key heap`:
 //!
 //! * the tombstone bitmap is `ceil(row_count / 64)` u64 words; bit `i % 64` of word `i / 64`
 //!   set means row `first_row + i` is deleted; bits at and beyond `row_count` are zero;
-//! * the columns follow, each `row_count * width` bytes (see [`super::layout`]).
+//! * the columns follow, each `row_count * width` bytes (see [`super::layout`]);
+//! * `row_count` u32 key ends: the key of row `i` is heap bytes `[end[i-1], end[i])` (with
+//!   `end[-1] = 0`); ends strictly increase (keys are non-empty), each key is at most
+//!   [`MAX_KEY_LEN`] bytes, and the last end equals `key_bytes`;
+//! * the key heap: `key_bytes` bytes, the rows' keys back to back.
 //!
-//! The value is exactly `48 + 8 * ceil(row_count / 64) + row_count * record_width` bytes and
-//! its crc32 covers every byte but the crc field itself.
-//!
-//! Page `p` of a collection with capacity `C` may only hold rows of `[p * C, (p + 1) * C)`:
-//! `first_row / C == p` and `first_row % C + row_count <= C`. Rows are a contiguous run
-//! starting at `first_row`.
+//! The value is exactly [`page_len`]`(row_count, record_width, key_bytes)` bytes and its
+//! crc32 covers every byte but the crc field itself. A page holds the contiguous run of row
+//! ids `[first_row, first_row + row_count)`; `row_count <= capacity`.
 
 use zerocopy::FromBytes;
 use zerocopy::little_endian::{U16, U32, U64};
 
 use super::FORMAT_VERSION;
 use super::error::CodecError;
-use super::header::{FLAG_CARDINALITY, PAGE_HEADER_LEN, PAGE_MAGIC, PageHeader, page_crc};
+use super::header::{CRC_OFFSET, FLAG_CARDINALITY, PAGE_HEADER_LEN, PAGE_MAGIC, PageHeader, page_crc};
 use super::layout::{ColumnLayout, bitmap_len};
 use crate::sketch::params::SketchKind;
 
 const WHAT: &str = "page";
+
+/// The longest user key, in bytes.
+pub const MAX_KEY_LEN: usize = 1024;
 
 /// What the owner of a page knows it must be: checked against the header on every read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,20 +35,14 @@ pub(crate) struct PageSpec {
     pub collection_id: u32,
     /// The collection's column layout.
     pub layout: ColumnLayout,
-    /// The collection's rows per page.
+    /// The collection's maximum rows per page.
     pub capacity: u32,
 }
 
-impl PageSpec {
-    /// The page number holding `row`.
-    pub(crate) fn page_of(&self, row: u64) -> u64 {
-        row / u64::from(self.capacity.max(1))
-    }
-}
-
-/// The exact byte length of a page of `rows` rows of `record_width` bytes.
-pub(crate) fn page_len(rows: usize, record_width: usize) -> usize {
-    PAGE_HEADER_LEN + bitmap_len(rows) + rows * record_width
+/// The exact byte length of a page of `rows` rows of `record_width` bytes and `key_bytes`
+/// bytes of keys.
+pub(crate) fn page_len(rows: usize, record_width: usize, key_bytes: usize) -> usize {
+    PAGE_HEADER_LEN + bitmap_len(rows) + rows * (record_width + 4) + key_bytes
 }
 
 fn read_le(bytes: &[u8]) -> u64 {
@@ -64,11 +62,13 @@ pub(crate) struct PageView<'a> {
     first_row: u64,
     rows: usize,
     data: usize,
+    ends: usize,
+    heap: usize,
 }
 
 impl<'a> PageView<'a> {
     /// Checks everything a page says about itself: length, magic, version, crc, a known
-    /// layout, the exact length, the row range and the tombstone padding bits.
+    /// layout, the exact length, the key ends and the tombstone padding bits.
     pub(crate) fn parse(bytes: &'a [u8]) -> Result<PageView<'a>, CodecError> {
         let (h, _) = PageHeader::ref_from_prefix(bytes).map_err(|_| CodecError::Truncated {
             what: WHAT,
@@ -95,8 +95,8 @@ impl<'a> PageView<'a> {
         if !matches!(h.value_width, 1 | 2 | 4 | 8) {
             return Err(CodecError::field(WHAT, "value_width", h.value_width, "1, 2, 4 or 8"));
         }
-        if h.flags & !FLAG_CARDINALITY != 0 || h.reserved != [0; 5] {
-            return Err(CodecError::field(WHAT, "flags", h.flags, "only bit 0 set, reserved bytes zero"));
+        if h.flags & !FLAG_CARDINALITY != 0 || h.reserved != 0 {
+            return Err(CodecError::field(WHAT, "flags", h.flags, "only bit 0 set, reserved byte zero"));
         }
         let layout = ColumnLayout {
             kind,
@@ -111,22 +111,20 @@ impl<'a> PageView<'a> {
         }
         let rows = h.row_count.get() as usize;
         let capacity = h.capacity.get();
+        if rows == 0 || rows > capacity as usize {
+            return Err(CodecError::field(WHAT, "row_count", rows, format!("1..={capacity} (the capacity)")));
+        }
         let first_row = h.first_row.get();
-        if rows == 0 || capacity == 0 {
-            return Err(CodecError::field(WHAT, "row_count", rows, "at least one row, capacity at least one"));
+        if first_row.checked_add(rows as u64).is_none() {
+            return Err(CodecError::field(WHAT, "first_row", first_row, "a run of row ids below 2^64"));
         }
-        if (first_row % u64::from(capacity)).saturating_add(rows as u64) > u64::from(capacity) {
-            return Err(CodecError::field(
-                WHAT,
-                "row_count",
-                rows,
-                format!("rows within the page's run of {capacity} from first_row {first_row}"),
-            ));
-        }
-        let need = page_len(rows, width);
+        let key_bytes = h.key_bytes.get() as usize;
+        let need = page_len(rows, width, key_bytes);
         if bytes.len() != need {
             return Err(CodecError::field(WHAT, "length", bytes.len(), need));
         }
+        let data = PAGE_HEADER_LEN + bitmap_len(rows);
+        let ends = data + rows * width;
         let view = PageView {
             bytes,
             layout,
@@ -134,17 +132,35 @@ impl<'a> PageView<'a> {
             capacity,
             first_row,
             rows,
-            data: PAGE_HEADER_LEN + bitmap_len(rows),
+            data,
+            ends,
+            heap: ends + 4 * rows,
         };
         if rows % 64 != 0 && view.tombstone_word(rows / 64) >> (rows % 64) != 0 {
             return Err(CodecError::field(WHAT, "tombstones", "bits set past row_count", "zero padding bits"));
+        }
+        let mut prev = 0usize;
+        for i in 0..rows {
+            let end = view.key_end(i);
+            if end <= prev || end - prev > MAX_KEY_LEN {
+                return Err(CodecError::field(
+                    WHAT,
+                    "key_ends",
+                    format!("row {i} ends at {end} after {prev}"),
+                    "keys of 1..=1024 bytes",
+                ));
+            }
+            prev = end;
+        }
+        if prev != key_bytes {
+            return Err(CodecError::field(WHAT, "key_bytes", key_bytes, prev));
         }
         Ok(view)
     }
 
     /// [`PageView::parse`], then checks the page belongs where it was found: the collection,
-    /// its layout and capacity, and page number `page_no`.
-    pub(crate) fn parse_expected(bytes: &'a [u8], spec: &PageSpec, page_no: u64) -> Result<PageView<'a>, CodecError> {
+    /// its layout and capacity, and the first row it is stored under.
+    pub(crate) fn parse_expected(bytes: &'a [u8], spec: &PageSpec, first_row: u64) -> Result<PageView<'a>, CodecError> {
         let v = Self::parse(bytes)?;
         if v.collection_id != spec.collection_id {
             return Err(CodecError::field(WHAT, "collection_id", v.collection_id, spec.collection_id));
@@ -155,8 +171,8 @@ impl<'a> PageView<'a> {
         if v.capacity != spec.capacity {
             return Err(CodecError::field(WHAT, "capacity", v.capacity, spec.capacity));
         }
-        if spec.page_of(v.first_row) != page_no {
-            return Err(CodecError::field(WHAT, "first_row", v.first_row, format!("a row of page {page_no}")));
+        if v.first_row != first_row {
+            return Err(CodecError::field(WHAT, "first_row", v.first_row, first_row));
         }
         Ok(v)
     }
@@ -177,10 +193,19 @@ impl<'a> PageView<'a> {
     pub(crate) fn end_row(&self) -> u64 {
         self.first_row + self.rows as u64
     }
+    /// The index of `row` in this page, if it holds it.
+    pub(crate) fn index_of(&self, row: u64) -> Option<usize> {
+        row.checked_sub(self.first_row).filter(|&i| i < self.rows as u64).map(|i| i as usize)
+    }
 
     fn tombstone_word(&self, w: usize) -> u64 {
         let at = PAGE_HEADER_LEN + 8 * w;
         self.bytes.get(at..at + 8).map_or(0, read_le)
+    }
+
+    fn key_end(&self, i: usize) -> usize {
+        let at = self.ends + 4 * i;
+        self.bytes.get(at..at + 4).map_or(0, read_le) as usize
     }
 
     /// Whether row `i` (an index into the page) is deleted.
@@ -191,6 +216,15 @@ impl<'a> PageView<'a> {
     /// Number of deleted rows.
     pub(crate) fn deleted_count(&self) -> usize {
         (0..self.rows.div_ceil(64)).map(|w| self.tombstone_word(w).count_ones() as usize).sum()
+    }
+
+    /// Row `i`'s key (empty if out of range).
+    pub(crate) fn key(&self, i: usize) -> &'a [u8] {
+        if i >= self.rows {
+            return &[];
+        }
+        let start = if i == 0 { 0 } else { self.key_end(i - 1) };
+        self.bytes.get(self.heap + start..self.heap + self.key_end(i)).unwrap_or(&[])
     }
 
     fn column_at(&self, prefix: usize, width: usize) -> &'a [u8] {
@@ -253,8 +287,8 @@ impl<'a> PageView<'a> {
 /// Builds one page: rows are appended at the end of the page's run, rows may be marked
 /// deleted, and [`PageBuilder::finish`] lays the columns out and seals the crc.
 ///
-/// Internally each column has room for every row the page may still hold (stride
-/// `max_rows`); `finish` packs them to stride `row_count`.
+/// Internally each column has room for `capacity` rows; `finish` packs them to stride
+/// `row_count`.
 #[derive(Clone, Debug)]
 pub(crate) struct PageBuilder {
     spec: PageSpec,
@@ -263,13 +297,14 @@ pub(crate) struct PageBuilder {
     max_rows: usize,
     tombstones: Vec<u64>,
     data: Vec<u8>,
+    key_ends: Vec<u32>,
+    keys: Vec<u8>,
 }
 
 impl PageBuilder {
     /// An empty page whose first row will be `first_row`.
     pub(crate) fn new(spec: PageSpec, first_row: u64) -> PageBuilder {
-        let cap = u64::from(spec.capacity.max(1));
-        let max_rows = (cap - first_row % cap) as usize;
+        let max_rows = spec.capacity.max(1) as usize;
         PageBuilder {
             spec,
             first_row,
@@ -277,6 +312,8 @@ impl PageBuilder {
             max_rows,
             tombstones: vec![0; max_rows.div_ceil(64)],
             data: vec![0; max_rows * spec.layout.record_width()],
+            key_ends: Vec::with_capacity(max_rows),
+            keys: Vec::new(),
         }
     }
 
@@ -287,6 +324,10 @@ impl PageBuilder {
         b.rows = n;
         for w in 0..n.div_ceil(64) {
             b.tombstones[w] = view.tombstone_word(w);
+        }
+        for i in 0..n {
+            b.keys.extend_from_slice(view.key(i));
+            b.key_ends.push(b.keys.len() as u32);
         }
         let layout = spec.layout;
         let mut copy = |prefix: usize, width: usize| {
@@ -326,9 +367,20 @@ impl PageBuilder {
     pub(crate) fn next_row(&self) -> u64 {
         self.first_row + self.rows as u64
     }
-    /// Whether the page's run of row ids is used up.
+    /// Whether the page holds `capacity` rows.
     pub(crate) fn is_full(&self) -> bool {
         self.rows >= self.max_rows
+    }
+    /// The page's length after appending one more row with a key of `key_len` bytes.
+    pub(crate) fn len_with(&self, key_len: usize) -> usize {
+        page_len(self.rows + 1, self.spec.layout.record_width(), self.keys.len() + key_len)
+    }
+
+    /// Row index `i`'s key (empty if out of range).
+    pub(crate) fn key(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.key_ends.get(i - 1).map_or(0, |&e| e as usize) };
+        let end = self.key_ends.get(i).map_or(0, |&e| e as usize);
+        self.keys.get(start..end).unwrap_or(&[])
     }
 
     /// Marks row index `i` deleted; returns whether it was live.
@@ -342,11 +394,19 @@ impl PageBuilder {
         Ok(was_live)
     }
 
-    /// Appends a zeroed row and returns its index; fails when the page is full.
-    pub(crate) fn begin_row(&mut self) -> Result<usize, CodecError> {
+    /// Appends a zeroed row with `key` and returns its index; fails when the page is full or
+    /// the key is empty or longer than [`MAX_KEY_LEN`].
+    pub(crate) fn begin_row(&mut self, key: &[u8]) -> Result<usize, CodecError> {
         if self.is_full() {
             return Err(CodecError::RowOutOfRange { index: self.rows, rows: self.max_rows });
         }
+        if key.is_empty() || key.len() > MAX_KEY_LEN {
+            return Err(CodecError::field(WHAT, "key", format!("{} bytes", key.len()), "1..=1024 bytes"));
+        }
+        let end = u32::try_from(self.keys.len() + key.len())
+            .map_err(|_| CodecError::field(WHAT, "key_bytes", "over 4 GiB", "under 4 GiB"))?;
+        self.keys.extend_from_slice(key);
+        self.key_ends.push(end);
         self.rows += 1;
         Ok(self.rows - 1)
     }
@@ -374,12 +434,24 @@ impl PageBuilder {
         }
     }
 
-    /// The page value: header, tombstones and the packed columns, crc sealed.
+    /// The page's final length.
+    pub(crate) fn len(&self) -> usize {
+        page_len(self.rows, self.spec.layout.record_width(), self.keys.len())
+    }
+
+    /// The page value: header, tombstones, packed columns and keys, crc sealed.
     pub(crate) fn finish(&self) -> Vec<u8> {
+        let mut out = vec![0u8; self.len()];
+        self.finish_into(&mut out);
+        out
+    }
+
+    /// Writes the page value into `out`, which must be exactly [`PageBuilder::len`] bytes
+    /// (as redb's reserved value space is); a shorter buffer gets a truncated, invalid page.
+    pub(crate) fn finish_into(&self, out: &mut [u8]) {
         let layout = &self.spec.layout;
         let n = self.rows;
         let width = layout.record_width();
-        let mut out = Vec::with_capacity(page_len(n, width));
         let header = PageHeader {
             magic: PAGE_MAGIC,
             format_version: U16::new(FORMAT_VERSION),
@@ -395,31 +467,41 @@ impl PageBuilder {
             value_cols: U16::new(layout.value_cols),
             word_cols: U16::new(layout.word_cols),
             flags: if layout.has_cardinality { FLAG_CARDINALITY } else { 0 },
-            reserved: [0; 5],
+            reserved: 0,
+            key_bytes: U32::new(self.keys.len() as u32),
         };
-        out.extend_from_slice(zerocopy::IntoBytes::as_bytes(&header));
+        let mut at = 0usize;
+        let mut put = |src: &[u8]| {
+            if let Some(d) = out.get_mut(at..at + src.len()) {
+                d.copy_from_slice(src);
+            }
+            at += src.len();
+        };
+        put(zerocopy::IntoBytes::as_bytes(&header));
         for w in self.tombstones.iter().take(n.div_ceil(64)) {
-            out.extend_from_slice(&w.to_le_bytes());
+            put(&w.to_le_bytes());
         }
-        // Each column group is one run of per-row-prefix widths; copy column by column.
-        let mut col = |prefix: usize, w: usize| {
-            let at = prefix * self.max_rows;
-            out.extend_from_slice(self.data.get(at..at + w * n).unwrap_or(&[]));
+        let col = |prefix: usize, w: usize, put: &mut dyn FnMut(&[u8])| {
+            let start = prefix * self.max_rows;
+            put(self.data.get(start..start + w * n).unwrap_or(&[]));
         };
         let vw = usize::from(layout.value_width);
         for j in 0..usize::from(layout.value_cols) {
-            col(j * vw, vw);
+            col(j * vw, vw, &mut put);
         }
         for j in 0..usize::from(layout.word_cols) {
-            col(layout.words_prefix() + 8 * j, 8);
+            col(layout.words_prefix() + 8 * j, 8, &mut put);
         }
         if layout.has_cardinality {
-            col(layout.cardinality_prefix(), 8);
+            col(layout.cardinality_prefix(), 8, &mut put);
         }
-        let crc = page_crc(&out);
-        if let Some(c) = out.get_mut(super::header::CRC_OFFSET..super::header::CRC_OFFSET + 4) {
+        for e in &self.key_ends {
+            put(&e.to_le_bytes());
+        }
+        put(&self.keys);
+        let crc = page_crc(out);
+        if let Some(c) = out.get_mut(CRC_OFFSET..CRC_OFFSET + 4) {
             c.copy_from_slice(&crc.to_le_bytes());
         }
-        out
     }
 }

@@ -15,15 +15,16 @@ use crate::sketch::sketch::Sketch;
 
 const WHAT: &str = "record";
 
-/// Appends `sketch` as the next row of `page` and returns its row id. The sketch's layout must
-/// be the page's (callers check parameter compatibility first, for a better error).
-pub(crate) fn push_sketch(page: &mut PageBuilder, sketch: &Sketch) -> Result<u64, CodecError> {
+/// Appends `sketch` with `key` as the next row of `page` and returns its row id. The sketch's
+/// layout must be the page's (callers check parameter compatibility first, for a better
+/// error).
+pub(crate) fn push_sketch(page: &mut PageBuilder, key: &[u8], sketch: &Sketch) -> Result<u64, CodecError> {
     let layout = ColumnLayout::for_params(sketch.params());
     if layout != page.spec().layout {
         return Err(CodecError::field(WHAT, "layout", format!("{layout:?}"), format!("{:?}", page.spec().layout)));
     }
     let row_id = page.next_row();
-    let i = page.begin_row()?;
+    let i = page.begin_row(key)?;
     match sketch {
         Sketch::MinHash(s) => {
             for (j, &v) in s.values().iter().enumerate() {

@@ -52,17 +52,19 @@ fn every_kind_round_trips_through_a_page() {
         let input = sketches(params, 70);
         let mut b = PageBuilder::new(spec, 140);
         for (i, s) in input.iter().enumerate() {
-            assert_eq!(push_sketch(&mut b, s).unwrap(), 140 + i as u64);
+            assert_eq!(push_sketch(&mut b, format!("key{i}").as_bytes(), s).unwrap(), 140 + i as u64);
         }
         assert!(b.is_full());
         b.set_deleted(3).unwrap();
         let bytes = b.finish();
-        let view = PageView::parse_expected(&bytes, &spec, 2).unwrap();
+        assert_eq!(bytes.len(), b.len());
+        let view = PageView::parse_expected(&bytes, &spec, 140).unwrap();
         assert_eq!(view.row_count(), 70);
         assert!(view.is_deleted(3) && !view.is_deleted(4));
         assert_eq!(view.deleted_count(), 1);
         for (i, s) in input.iter().enumerate() {
             assert_eq!(&decode_row(&view, i, &params).unwrap(), s, "{params}");
+            assert_eq!(view.key(i), format!("key{i}").as_bytes());
         }
         // Rebuilding from the view and appending nothing gives the same bytes.
         assert_eq!(PageBuilder::from_view(spec, &view).finish(), bytes);
@@ -76,7 +78,7 @@ fn columns_are_contiguous() {
     let input = sketches(params, 5);
     let mut b = PageBuilder::new(spec, 0);
     for s in &input {
-        push_sketch(&mut b, s).unwrap();
+        push_sketch(&mut b, b"k", s).unwrap();
     }
     let bytes = b.finish();
     let view = PageView::parse(&bytes).unwrap();
@@ -94,20 +96,20 @@ fn a_partial_page_grows_from_its_view() {
     let spec = spec(&params, 50);
     let input = sketches(params, 30);
     let mut b = PageBuilder::new(spec, 55);
-    for s in &input[..10] {
-        push_sketch(&mut b, s).unwrap();
+    for (i, s) in input[..10].iter().enumerate() {
+        push_sketch(&mut b, &[i as u8 + 1; 3], s).unwrap();
     }
     let first = b.finish();
     let mut b = PageBuilder::from_view(spec, &PageView::parse(&first).unwrap());
-    for s in &input[10..] {
-        push_sketch(&mut b, s).unwrap();
+    for (i, s) in input.iter().enumerate().skip(10) {
+        push_sketch(&mut b, &[i as u8 + 1; 3], s).unwrap();
     }
-    // Page 1 holds rows 50..100; starting at 55 leaves room for 45.
     assert_eq!(b.row_count(), 30);
     let bytes = b.finish();
-    let view = PageView::parse_expected(&bytes, &spec, 1).unwrap();
+    let view = PageView::parse_expected(&bytes, &spec, 55).unwrap();
     for (i, s) in input.iter().enumerate() {
         assert_eq!(&decode_row(&view, i, &params).unwrap(), s);
+        assert_eq!(view.key(i), &[i as u8 + 1; 3]);
     }
 }
 
@@ -116,8 +118,8 @@ fn every_flipped_byte_is_caught() {
     let params = SketchParams::minhash(8, 32, 1).unwrap();
     let spec = spec(&params, 16);
     let mut b = PageBuilder::new(spec, 0);
-    for s in sketches(params, 10) {
-        push_sketch(&mut b, &s).unwrap();
+    for (i, s) in sketches(params, 10).iter().enumerate() {
+        push_sketch(&mut b, format!("k{i}").as_bytes(), s).unwrap();
     }
     let bytes = b.finish();
     for at in 0..bytes.len() {
@@ -132,13 +134,16 @@ fn wrong_page_number_and_collection_are_refused() {
     let params = SketchParams::simhash(64, 1).unwrap();
     let spec = spec(&params, 16);
     let mut b = PageBuilder::new(spec, 16);
-    push_sketch(&mut b, &sketches(params, 1)[0]).unwrap();
+    push_sketch(&mut b, b"key", &sketches(params, 1)[0]).unwrap();
     let bytes = b.finish();
-    assert!(PageView::parse_expected(&bytes, &spec, 1).is_ok());
-    assert!(matches!(PageView::parse_expected(&bytes, &spec, 2), Err(CodecError::BadField { field: "first_row", .. })));
+    assert!(PageView::parse_expected(&bytes, &spec, 16).is_ok());
+    assert!(matches!(
+        PageView::parse_expected(&bytes, &spec, 17),
+        Err(CodecError::BadField { field: "first_row", .. })
+    ));
     let other = PageSpec { collection_id: 10, ..spec };
     assert!(matches!(
-        PageView::parse_expected(&bytes, &other, 1),
+        PageView::parse_expected(&bytes, &other, 16),
         Err(CodecError::BadField { field: "collection_id", .. })
     ));
 }
@@ -176,7 +181,9 @@ fn a_stored_value_beyond_its_width_is_an_error_not_a_sketch() {
     let params = SketchParams::bbit(3, 4, 1).unwrap();
     let spec = spec(&params, 4);
     let mut b = PageBuilder::new(spec, 0);
-    let row = b.begin_row().unwrap();
+    assert!(b.begin_row(b"").is_err());
+    assert!(b.begin_row(&[0; 1025]).is_err());
+    let row = b.begin_row(b"x").unwrap();
     b.set_value(0, row, u64::MAX);
     b.set_cardinality(row, 5);
     let bytes = b.finish();
@@ -213,7 +220,7 @@ proptest! {
         let input = sketches(params, 5);
         let mut b = PageBuilder::new(spec, 0);
         for s in &input {
-            push_sketch(&mut b, s).unwrap();
+            push_sketch(&mut b, b"key", s).unwrap();
         }
         let mut bytes = b.finish();
         for (at, x) in flips {
@@ -230,6 +237,7 @@ proptest! {
                 if let Ok(s) = decode_row(&view, i, &params) {
                     prop_assert_eq!(s.params(), &params);
                 }
+                prop_assert!(view.key(i).len() <= 1024);
             }
         }
     }

@@ -93,7 +93,7 @@ impl Snapshot {
 #[derive(Debug)]
 pub struct Scan {
     snapshot: Snapshot,
-    next_page: u64,
+    next_page: u64, // the first row the next page may start at
     buffer: VecDeque<Record>,
     done: bool,
 }
@@ -110,12 +110,9 @@ impl Iterator for Scan {
                 return None;
             }
             match self.snapshot.snap.next_page_records(&self.snapshot.info, self.next_page) {
-                Ok(Some((page_no, records))) => {
+                Ok(Some((end_row, records))) => {
                     self.buffer.extend(records.into_iter().map(Record::from));
-                    match page_no.checked_add(1) {
-                        Some(n) => self.next_page = n,
-                        None => self.done = true,
-                    }
+                    self.next_page = end_row;
                 }
                 Ok(None) => self.done = true,
                 Err(e) => {

@@ -12,7 +12,7 @@ use super::error::StorageError;
 use super::store::Store;
 use super::tables::{
     CATALOG_KEY, COLLECTION_NAMES, COLLECTION_STATE, COLLECTION_STATE_NAME, COLLECTIONS, COLLECTIONS_NAME, KEYS, META,
-    META_NAME, PAGES, ROWS,
+    META_NAME, PAGES,
 };
 use crate::codec::layout::ColumnLayout;
 use crate::codec::meta::{CatalogRecord, CollectionDef, CollectionState};
@@ -46,17 +46,20 @@ pub(crate) const PAGE_TARGET_BYTES: usize = 64 * 1024;
 /// Bytes left for redb's leaf header and the entry's key and offsets.
 pub(crate) const LEAF_OVERHEAD: usize = 64;
 
-/// Rows per page for records of `record_width` bytes: the most rows whose page value plus
-/// redb's leaf overhead fits in [`PAGE_TARGET_BYTES`] (or, for records too wide for that,
-/// in the next power of two above one row).
+/// Rows per page for records of `record_width` bytes: the most rows whose page value (with
+/// one-byte keys) plus redb's leaf overhead fits in [`PAGE_TARGET_BYTES`]. Writers also stop
+/// a page early when its keys would push it past the target (see [`page_fits`]).
 pub(crate) fn choose_capacity(record_width: usize) -> u32 {
-    let target = PAGE_TARGET_BYTES.max((page_len(1, record_width) + LEAF_OVERHEAD).next_power_of_two());
-    // page_len is increasing in rows; search down from the upper bound.
-    let mut rows = (target / record_width.max(1)).max(1);
-    while rows > 1 && page_len(rows, record_width) + LEAF_OVERHEAD > target {
+    let mut rows = (PAGE_TARGET_BYTES / record_width.max(1)).max(1);
+    while rows > 1 && page_len(rows, record_width, rows) + LEAF_OVERHEAD > PAGE_TARGET_BYTES {
         rows -= 1;
     }
     u32::try_from(rows).unwrap_or(u32::MAX)
+}
+
+/// Whether a page of `len` bytes stays within [`PAGE_TARGET_BYTES`] with redb's overhead.
+pub(crate) fn page_fits(len: usize) -> bool {
+    len + LEAF_OVERHEAD <= PAGE_TARGET_BYTES
 }
 
 fn validate_name(name: &str) -> Result<(), StorageError> {
@@ -210,9 +213,6 @@ impl Store {
             let empty: &[u8] = &[];
             let mut keys = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
             keys.retain_in((id, empty)..(id.saturating_add(1), empty), |_, _| false)
-                .map_err(StorageError::backend("drop collection"))?;
-            let mut rows = txn.open_table(ROWS).map_err(StorageError::backend("open table"))?;
-            rows.retain_in((id, 0u64)..=(id, u64::MAX), |_, _| false)
                 .map_err(StorageError::backend("drop collection"))?;
             let mut pages = txn.open_table(PAGES).map_err(StorageError::backend("open table"))?;
             pages

@@ -10,9 +10,10 @@
 
 use super::catalog::CollectionInfo;
 use super::error::StorageError;
+use super::reader::decode;
 use super::store::Store;
-use super::tables::{KEYS, ROWS};
-use super::writer::{PageCache, corrupt_page, state_in, write_state};
+use super::tables::KEYS;
+use super::writer::{PageCache, corrupt_page, inconsistent, state_in, write_state};
 use crate::codec::page::PageView;
 
 /// What a compaction did.
@@ -66,13 +67,11 @@ impl Store {
         {
             let id = info.def.id;
             let mut keys = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
-            let mut rows = txn.open_table(ROWS).map_err(StorageError::backend("open table"))?;
             let mut pages = PageCache::new(&txn, info)?;
-            for page_no in holed {
-                let Some(b) = pages.take(page_no)? else { continue };
+            for first in holed {
+                let Some(b) = pages.take(first)? else { continue };
                 let bytes = b.finish();
-                let view =
-                    PageView::parse_expected(&bytes, &info.spec, page_no).map_err(corrupt_page(info, page_no))?;
+                let view = PageView::parse_expected(&bytes, &info.spec, first).map_err(corrupt_page(info, first))?;
                 summary.pages_rewritten += 1;
                 for i in 0..view.row_count() {
                     let old_row = view.first_row() + i as u64;
@@ -80,19 +79,15 @@ impl Store {
                         summary.rows_purged += 1;
                         continue;
                     }
-                    let key = rows
-                        .remove((id, old_row))
-                        .map_err(StorageError::backend("move row key"))?
-                        .map(|g| g.value().to_vec())
-                        .ok_or_else(|| StorageError::Inconsistent {
-                            collection: info.def.name.clone(),
-                            row: Some(old_row),
-                            detail: "a live row has no key".into(),
-                        })?;
+                    let key = view.key(i);
                     let new_row = state.next_row;
-                    pages.append_copy(new_row, &view, i)?;
-                    keys.insert((id, key.as_slice()), new_row).map_err(StorageError::backend("move key"))?;
-                    rows.insert((id, new_row), key.as_slice()).map_err(StorageError::backend("move row key"))?;
+                    let sketch = decode(info, &view, first, i)?;
+                    pages.append(new_row, key, &sketch)?;
+                    let old =
+                        keys.insert((id, key), new_row).map_err(StorageError::backend("move key"))?.map(|g| g.value());
+                    if old != Some(old_row) {
+                        return Err(inconsistent(info, old_row, "a live row's key does not map to it"));
+                    }
                     state.next_row += 1;
                     summary.rows_moved += 1;
                 }

@@ -26,7 +26,7 @@ pub use error::StorageError;
 
 /// The longest user key, in bytes. Keys are 1..=`MAX_KEY_LEN` arbitrary bytes (UTF-8 text
 /// is stored as its bytes).
-pub const MAX_KEY_LEN: usize = 1024;
+pub use crate::codec::page::MAX_KEY_LEN;
 
 /// The longest collection name, in bytes (UTF-8).
 pub const MAX_COLLECTION_NAME_LEN: usize = 255;

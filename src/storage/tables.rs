@@ -1,7 +1,7 @@
 //! Every redb table sketchdb uses. `storage-format.md` ("Tables") is the spec of each.
 //!
 //! Collection ids are u32 (from 1, never reused); row ids are u64 (per collection, from 0,
-//! never reused); page numbers are u64 (`row_id / capacity`).
+//! never reused); a page is keyed by the row id of its first row.
 
 use redb::TableDefinition;
 
@@ -14,10 +14,9 @@ pub(crate) const COLLECTION_NAMES: TableDefinition<&str, u32> = TableDefinition:
 /// `u32 -> &[u8]`: collection id -> collection state envelope.
 pub(crate) const COLLECTION_STATE: TableDefinition<u32, &[u8]> = TableDefinition::new("sketchdb.collection_state");
 /// `(u32, &[u8]) -> u64`: (collection id, user key) -> row id of the key's live record.
+/// (The reverse map, row id -> key, is the key heap of the row's page.)
 pub(crate) const KEYS: TableDefinition<(u32, &[u8]), u64> = TableDefinition::new("sketchdb.keys");
-/// `(u32, u64) -> &[u8]`: (collection id, row id) -> user key, for live rows only.
-pub(crate) const ROWS: TableDefinition<(u32, u64), &[u8]> = TableDefinition::new("sketchdb.rows");
-/// `(u32, u64) -> &[u8]`: (collection id, page number) -> columnar page.
+/// `(u32, u64) -> &[u8]`: (collection id, first row id of the page) -> columnar page.
 pub(crate) const PAGES: TableDefinition<(u32, u64), &[u8]> = TableDefinition::new("sketchdb.pages");
 
 /// Key of the format record in [`META`].

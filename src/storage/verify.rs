@@ -9,7 +9,7 @@ use redb::ReadableTable;
 use super::catalog::CollectionInfo;
 use super::error::StorageError;
 use super::store::Store;
-use super::tables::{COLLECTION_NAMES, KEYS, PAGES, ROWS};
+use super::tables::{COLLECTION_NAMES, KEYS, PAGES};
 use crate::codec::record::decode_row;
 
 /// One problem found by `verify`.
@@ -17,7 +17,7 @@ use crate::codec::record::decode_row;
 pub struct Problem {
     /// The collection's name, if the problem belongs to one.
     pub collection: Option<String>,
-    /// The page number, if the problem is in a page.
+    /// The page (its first row id, the page's key), if the problem is in a page.
     pub page: Option<u64>,
     /// The row id, if the problem is about one row.
     pub row: Option<u64>,
@@ -127,28 +127,29 @@ impl Store {
     fn verify_collection(&self, info: &CollectionInfo, ctx: &mut Ctx<'_>) -> Result<(), StorageError> {
         let snap = self.snapshot()?;
         let state = snap.state(info)?;
-        let mut live_rows: Vec<u64> = Vec::with_capacity(state.live as usize);
+        let mut live_rows = 0u64;
         let (mut deleted, mut prev_end) = (0u64, 0u64);
         let id = info.def.id;
         let db = self.begin_read()?;
         let pages = db.open_table(PAGES).map_err(StorageError::backend("open table"))?;
+        let keys = db.open_table(KEYS).map_err(StorageError::backend("open table"))?;
         for entry in pages.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan pages"))? {
             let (k, v) = entry.map_err(StorageError::backend("scan pages"))?;
-            let page_no = k.value().1;
+            let page = k.value().1;
             ctx.report.pages += 1;
-            let view = match crate::codec::page::PageView::parse_expected(v.value(), &info.spec, page_no) {
+            let view = match crate::codec::page::PageView::parse_expected(v.value(), &info.spec, page) {
                 Ok(view) => view,
                 Err(e) => {
-                    ctx.problem(Some(page_no), None, format!("page fails its checks: {e}"));
+                    ctx.problem(Some(page), None, format!("page fails its checks: {e}"));
                     continue;
                 }
             };
             if view.first_row() < prev_end {
-                ctx.problem(Some(page_no), Some(view.first_row()), "page overlaps the previous page's rows");
+                ctx.problem(Some(page), Some(view.first_row()), "page overlaps the previous page's rows");
             }
             if view.end_row() > state.next_row {
                 ctx.problem(
-                    Some(page_no),
+                    Some(page),
                     Some(view.end_row() - 1),
                     format!("row at or past next_row {}", state.next_row),
                 );
@@ -161,47 +162,18 @@ impl Store {
                     deleted += 1;
                     continue;
                 }
-                live_rows.push(row);
+                live_rows += 1;
                 if let Err(e) = decode_row(&view, i, &info.def.params) {
-                    ctx.problem(Some(page_no), Some(row), format!("row does not decode: {e}"));
+                    ctx.problem(Some(page), Some(row), format!("row does not decode: {e}"));
+                }
+                match keys.get((id, view.key(i))).map_err(StorageError::backend("read key"))? {
+                    Some(g) if g.value() == row => {}
+                    Some(g) => ctx.problem(Some(page), Some(row), format!("its key maps to row {} instead", g.value())),
+                    None => ctx.problem(Some(page), Some(row), "its key is missing from sketchdb.keys"),
                 }
             }
         }
-        // rows table: exactly the live rows, each key mapping back to its row.
-        let rows = db.open_table(ROWS).map_err(StorageError::backend("open table"))?;
-        let keys = db.open_table(KEYS).map_err(StorageError::backend("open table"))?;
-        let mut live = live_rows.iter().peekable();
-        let mut row_entries = 0u64;
-        for entry in rows.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan row keys"))? {
-            let (k, v) = entry.map_err(StorageError::backend("scan row keys"))?;
-            let row = k.value().1;
-            row_entries += 1;
-            while let Some(&&r) = live.peek() {
-                if r >= row {
-                    break;
-                }
-                ctx.problem(Some(info.spec.page_of(r)), Some(r), "live row has no key in sketchdb.rows");
-                live.next();
-            }
-            if live.peek() == Some(&&row) {
-                live.next();
-            } else {
-                ctx.problem(
-                    Some(info.spec.page_of(row)),
-                    Some(row),
-                    "sketchdb.rows names a row that is deleted or missing",
-                );
-            }
-            let key = v.value();
-            match keys.get((id, key)).map_err(StorageError::backend("read key"))? {
-                Some(g) if g.value() == row => {}
-                Some(g) => ctx.problem(None, Some(row), format!("its key maps to row {} instead", g.value())),
-                None => ctx.problem(None, Some(row), "its key is missing from sketchdb.keys"),
-            }
-        }
-        for &r in live {
-            ctx.problem(Some(info.spec.page_of(r)), Some(r), "live row has no key in sketchdb.rows");
-        }
+        // Every live row's key maps back to it; equal counts make the maps a bijection.
         let empty: &[u8] = &[];
         let mut key_entries = 0u64;
         for entry in
@@ -210,15 +182,11 @@ impl Store {
             entry.map_err(StorageError::backend("scan keys"))?;
             key_entries += 1;
         }
-        if key_entries != row_entries {
-            ctx.problem(
-                None,
-                None,
-                format!("sketchdb.keys has {key_entries} keys but sketchdb.rows has {row_entries}"),
-            );
+        if key_entries != live_rows {
+            ctx.problem(None, None, format!("sketchdb.keys has {key_entries} keys for {live_rows} live rows"));
         }
-        if state.live != live_rows.len() as u64 {
-            ctx.problem(None, None, format!("state says {} live rows, pages hold {}", state.live, live_rows.len()));
+        if state.live != live_rows {
+            ctx.problem(None, None, format!("state says {} live rows, pages hold {live_rows}", state.live));
         }
         if state.deleted != deleted {
             ctx.problem(None, None, format!("state says {} deleted rows, pages hold {deleted}", state.deleted));

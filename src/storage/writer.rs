@@ -10,17 +10,18 @@
 //!   [`StorageError::DuplicateKey`].
 //! * upsert: as insert when the key is absent; otherwise the old row is tombstoned and the
 //!   key moves to a new row id. A stored row's columns never change after it is written.
-//! * delete: the row is tombstoned and the key removed from `keys` and `rows`; deleting an
-//!   absent key is not an error (it is counted in [`WriteSummary::missing`]).
+//! * delete: the row is tombstoned and the key removed from `keys`; deleting an absent key
+//!   is not an error (it is counted in [`WriteSummary::missing`]).
 
 use std::collections::BTreeMap;
 
 use redb::{ReadableTable, Table, WriteTransaction};
 
 use super::MAX_KEY_LEN;
-use super::catalog::{CollectionInfo, read_state};
+use super::catalog::{CollectionInfo, page_fits, read_state};
 use super::error::{StorageError, show_key};
-use super::tables::{COLLECTION_STATE, COLLECTION_STATE_NAME, KEYS, PAGES, ROWS};
+use super::tables::{COLLECTION_STATE, COLLECTION_STATE_NAME, KEYS, PAGES};
+use crate::codec::error::CodecError;
 use crate::codec::meta::CollectionState;
 use crate::codec::page::{PageBuilder, PageView};
 use crate::codec::record::push_sketch;
@@ -66,156 +67,155 @@ pub(crate) fn check_key(info: &CollectionInfo, key: &[u8]) -> Result<(), Storage
     Ok(())
 }
 
-pub(crate) fn corrupt_page(
-    info: &CollectionInfo,
-    page: u64,
-) -> impl FnOnce(crate::codec::error::CodecError) -> StorageError {
+/// Wraps a codec error as a corrupt page of `info` starting at row `page`.
+pub(crate) fn corrupt_page(info: &CollectionInfo, page: u64) -> impl FnOnce(CodecError) -> StorageError {
     let (collection, collection_id) = (info.def.name.clone(), info.def.id);
     move |source| StorageError::CorruptPage { collection, collection_id, page, source }
 }
 
-/// The pages one write transaction touches, each built once.
+pub(crate) fn inconsistent(info: &CollectionInfo, row: u64, detail: impl ToString) -> StorageError {
+    StorageError::Inconsistent { collection: info.def.name.clone(), row: Some(row), detail: detail.to_string() }
+}
+
+/// The pages one write transaction touches, each built once. Pages are keyed by first row.
 pub(crate) struct PageCache<'t, 'i> {
     info: &'i CollectionInfo,
     table: Table<'t, (u32, u64), &'static [u8]>,
-    tail: Option<(u64, PageBuilder)>,
+    tail: Option<PageBuilder>,
+    tail_looked_up: bool,
     dirty: BTreeMap<u64, PageBuilder>,
 }
 
 impl<'t, 'i> PageCache<'t, 'i> {
     pub(crate) fn new(txn: &'t WriteTransaction, info: &'i CollectionInfo) -> Result<Self, StorageError> {
         let table = txn.open_table(PAGES).map_err(StorageError::backend("open table"))?;
-        Ok(PageCache { info, table, tail: None, dirty: BTreeMap::new() })
+        Ok(PageCache { info, table, tail: None, tail_looked_up: false, dirty: BTreeMap::new() })
     }
 
-    /// The page as stored, or `None`.
-    fn load(&self, page_no: u64) -> Result<Option<PageBuilder>, StorageError> {
+    /// The stored page with the greatest first row `<= row`, as a builder.
+    fn load_at_or_before(&self, row: u64) -> Result<Option<PageBuilder>, StorageError> {
         let id = self.info.def.id;
-        let Some(v) = self.table.get((id, page_no)).map_err(StorageError::backend("read page"))? else {
-            return Ok(None);
-        };
+        let mut range = self.table.range((id, 0u64)..=(id, row)).map_err(StorageError::backend("read page"))?;
+        let Some(entry) = range.next_back() else { return Ok(None) };
+        let (k, v) = entry.map_err(StorageError::backend("read page"))?;
+        let first = k.value().1;
         let view =
-            PageView::parse_expected(v.value(), &self.info.spec, page_no).map_err(corrupt_page(self.info, page_no))?;
+            PageView::parse_expected(v.value(), &self.info.spec, first).map_err(corrupt_page(self.info, first))?;
         Ok(Some(PageBuilder::from_view(self.info.spec, &view)))
     }
 
     /// Removes a stored page (compaction), returning its builder copy.
-    pub(crate) fn take(&mut self, page_no: u64) -> Result<Option<PageBuilder>, StorageError> {
+    pub(crate) fn take(&mut self, first_row: u64) -> Result<Option<PageBuilder>, StorageError> {
         // The tail may hold rows appended in this transaction: store it before taking.
         self.flush_tail()?;
-        if let Some(b) = self.dirty.remove(&page_no) {
-            self.table.remove((self.info.def.id, page_no)).map_err(StorageError::backend("remove page"))?;
-            return Ok(Some(b));
-        }
-        let b = self.load(page_no)?;
+        self.tail_looked_up = false;
+        let b = match self.dirty.remove(&first_row) {
+            Some(b) => Some(b),
+            None => self.load_at_or_before(first_row)?.filter(|b| b.first_row() == first_row),
+        };
         if b.is_some() {
-            self.table.remove((self.info.def.id, page_no)).map_err(StorageError::backend("remove page"))?;
+            self.table.remove((self.info.def.id, first_row)).map_err(StorageError::backend("remove page"))?;
         }
         Ok(b)
     }
 
-    fn write(&mut self, page_no: u64, b: &PageBuilder) -> Result<(), StorageError> {
-        let bytes = b.finish();
-        self.table
-            .insert((self.info.def.id, page_no), bytes.as_slice())
+    fn write(&mut self, b: &PageBuilder) -> Result<(), StorageError> {
+        let mut guard = self
+            .table
+            .insert_reserve((self.info.def.id, b.first_row()), b.len())
             .map_err(StorageError::backend("write page"))?;
+        b.finish_into(guard.as_mut());
         Ok(())
     }
 
-    /// Appends a sketch as row `next_row` (which must be the collection's next row id).
-    pub(crate) fn append(&mut self, next_row: u64, sketch: &Sketch) -> Result<u64, StorageError> {
-        let page_no = self.info.spec.page_of(next_row);
-        if self.tail.as_ref().is_none_or(|(p, _)| *p != page_no) {
-            self.flush_tail()?;
-            let b = match self.dirty.remove(&page_no) {
-                Some(b) => b,
-                None => self.load(page_no)?.unwrap_or_else(|| PageBuilder::new(self.info.spec, next_row)),
+    /// Appends `sketch` with `key` as row `next_row` (the collection's next row id).
+    pub(crate) fn append(&mut self, next_row: u64, key: &[u8], sketch: &Sketch) -> Result<u64, StorageError> {
+        if self.tail.is_none() && !self.tail_looked_up {
+            self.tail_looked_up = true;
+            // The collection's last page: a copy dirtied earlier in this transaction
+            // supersedes the stored one.
+            let last_dirty = self.dirty.last_key_value().map(|(k, _)| *k);
+            let stored = self.load_at_or_before(u64::MAX)?;
+            let (last, was_dirty) = match (last_dirty, stored) {
+                (Some(d), s) if s.as_ref().is_none_or(|s| d >= s.first_row()) => (self.dirty.remove(&d), true),
+                (_, s) => (s, false),
             };
-            if b.row_count() > 0 && b.next_row() != next_row {
-                return Err(StorageError::Inconsistent {
-                    collection: self.info.def.name.clone(),
-                    row: Some(next_row),
-                    detail: format!("the tail page {page_no} ends at row {}, not at next_row", b.next_row()),
-                });
+            if let Some(last) = last {
+                if last.next_row() > next_row {
+                    return Err(inconsistent(self.info, next_row, "a page holds rows at or past next_row"));
+                }
+                if last.next_row() == next_row && !last.is_full() {
+                    self.tail = Some(last);
+                } else if was_dirty {
+                    self.dirty.insert(last.first_row(), last);
+                }
             }
-            self.tail = Some((page_no, b));
         }
-        let Some((_, b)) = self.tail.as_mut() else {
-            return unreachable_tail();
-        };
-        let row = push_sketch(b, sketch).map_err(corrupt_page(self.info, page_no))?;
-        if b.is_full() {
-            self.flush_tail()?;
+        if let Some(t) = &self.tail {
+            if t.is_full() || (t.row_count() > 0 && !page_fits(t.len_with(key.len()))) {
+                self.flush_tail()?;
+            }
+        }
+        let tail = self.tail.get_or_insert_with(|| PageBuilder::new(self.info.spec, next_row));
+        let first = tail.first_row();
+        let row = push_sketch(tail, key, sketch).map_err(corrupt_page(self.info, first))?;
+        if row != next_row {
+            return Err(inconsistent(self.info, next_row, format!("the tail page appends at row {row}")));
         }
         Ok(row)
     }
 
-    /// Appends row `i` of `view` verbatim (compaction) as row `next_row`.
-    pub(crate) fn append_copy(&mut self, next_row: u64, view: &PageView<'_>, i: usize) -> Result<u64, StorageError> {
-        let params = self.info.def.params;
-        let sketch = crate::codec::record::decode_row(view, i, &params).map_err(|source| StorageError::CorruptRow {
-            collection: self.info.def.name.clone(),
-            page: self.info.spec.page_of(view.first_row()),
-            row: view.first_row() + i as u64,
-            source,
-        })?;
-        self.append(next_row, &sketch)
-    }
-
     fn flush_tail(&mut self) -> Result<(), StorageError> {
-        if let Some((p, b)) = self.tail.take() {
+        if let Some(b) = self.tail.take() {
             if b.row_count() > 0 {
-                self.write(p, &b)?;
+                self.write(&b)?;
             }
         }
         Ok(())
     }
 
-    /// Tombstones `row`; fails if it is not a live row of its page.
-    pub(crate) fn delete(&mut self, row: u64) -> Result<(), StorageError> {
-        let page_no = self.info.spec.page_of(row);
-        let inconsistent = |detail: String| StorageError::Inconsistent {
-            collection: self.info.def.name.clone(),
-            row: Some(row),
-            detail,
-        };
+    /// Tombstones `row`, which must be a live row whose key is `key`.
+    pub(crate) fn delete(&mut self, row: u64, key: &[u8]) -> Result<(), StorageError> {
+        let info = self.info;
+        let holds = |b: &PageBuilder| b.first_row() <= row && row < b.next_row();
         let b = match &mut self.tail {
-            Some((p, b)) if *p == page_no => b,
+            Some(t) if holds(t) => t,
             _ => {
-                if !self.dirty.contains_key(&page_no) {
-                    let Some(b) = self.load(page_no)? else {
-                        return Err(inconsistent(format!("a key maps to it but page {page_no} is missing")));
-                    };
-                    self.dirty.insert(page_no, b);
-                }
-                let Some(b) = self.dirty.get_mut(&page_no) else {
-                    return unreachable_tail();
+                let cached = self.dirty.range(..=row).next_back().map(|(k, b)| (*k, holds(b)));
+                let first = match cached {
+                    Some((k, true)) => k,
+                    _ => {
+                        let b = self
+                            .load_at_or_before(row)?
+                            .filter(holds)
+                            .ok_or_else(|| inconsistent(info, row, "a key maps to a row no page holds"))?;
+                        let k = b.first_row();
+                        self.dirty.insert(k, b);
+                        k
+                    }
                 };
-                b
+                self.dirty.get_mut(&first).ok_or_else(|| inconsistent(info, row, "page cache lost a page"))?
             }
         };
-        let Some(i) = row.checked_sub(b.first_row()).map(|i| i as usize) else {
-            return Err(inconsistent(format!("a key maps to it but page {page_no} starts at {}", b.first_row())));
-        };
+        let i = (row - b.first_row()) as usize;
+        if b.key(i) != key {
+            return Err(inconsistent(info, row, format!("the row's key is not {}", show_key(key))));
+        }
         match b.set_deleted(i) {
             Ok(true) => Ok(()),
-            Ok(false) => Err(inconsistent("a key maps to a deleted row".into())),
-            Err(_) => Err(inconsistent(format!("a key maps to it but page {page_no} ends at {}", b.next_row()))),
+            Ok(false) => Err(inconsistent(info, row, "a key maps to a deleted row")),
+            Err(e) => Err(inconsistent(info, row, e)),
         }
     }
 
     /// Writes every touched page back.
     pub(crate) fn flush(mut self) -> Result<(), StorageError> {
         self.flush_tail()?;
-        for (p, b) in std::mem::take(&mut self.dirty) {
-            self.write(p, &b)?;
+        for b in std::mem::take(&mut self.dirty).into_values() {
+            self.write(&b)?;
         }
         Ok(())
     }
-}
-
-fn unreachable_tail<T>() -> Result<T, StorageError> {
-    Err(StorageError::Inconsistent { collection: String::new(), row: None, detail: "page cache lost a page".into() })
 }
 
 /// Writes a collection's state.
@@ -256,7 +256,6 @@ impl super::store::Store {
         {
             let id = info.def.id;
             let mut keys = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
-            let mut rows = txn.open_table(ROWS).map_err(StorageError::backend("open table"))?;
             let mut pages = PageCache::new(&txn, info)?;
             let params = &info.def.params;
             for op in ops {
@@ -277,16 +276,14 @@ impl super::store::Store {
                                     key: show_key(key),
                                 });
                             }
-                            rows.remove((id, old_row)).map_err(StorageError::backend("write row key"))?;
-                            pages.delete(old_row)?;
+                            pages.delete(old_row, key)?;
                             summary.replaced += 1;
                             state.deleted += 1;
                         } else {
                             summary.inserted += 1;
                             state.live += 1;
                         }
-                        rows.insert((id, row), key).map_err(StorageError::backend("write row key"))?;
-                        pages.append(row, sketch)?;
+                        pages.append(row, key, sketch)?;
                         state.next_row += 1;
                         summary.new_rows += 1;
                     }
@@ -297,8 +294,7 @@ impl super::store::Store {
                         match old {
                             None => summary.missing += 1,
                             Some(old_row) => {
-                                rows.remove((id, old_row)).map_err(StorageError::backend("delete row key"))?;
-                                pages.delete(old_row)?;
+                                pages.delete(old_row, key)?;
                                 summary.deleted += 1;
                                 state.live = state.live.saturating_sub(1);
                                 state.deleted += 1;
