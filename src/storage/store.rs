@@ -121,12 +121,19 @@ impl Store {
         if !path.exists() {
             return Err(io_err("open", path)(std::io::Error::from(std::io::ErrorKind::NotFound)));
         }
+        let not_redb = |e: redb::DatabaseError| StorageError::NotSketchdb {
+            path: path.to_path_buf(),
+            reason: format!("the storage engine refuses the file: {e}"),
+        };
         let db = Self::builder(&opts).open(path).map_err(|e| match e {
-            redb::DatabaseError::Storage(redb::StorageError::Corrupted(_))
-            | redb::DatabaseError::UpgradeRequired(_) => StorageError::NotSketchdb {
-                path: path.to_path_buf(),
-                reason: format!("the storage engine refuses the file: {e}"),
-            },
+            redb::DatabaseError::Storage(redb::StorageError::Corrupted(_)) | redb::DatabaseError::UpgradeRequired(_) => {
+                not_redb(e)
+            }
+            redb::DatabaseError::Storage(redb::StorageError::Io(ref io))
+                if io.kind() == std::io::ErrorKind::InvalidData =>
+            {
+                not_redb(e)
+            }
             e => StorageError::backend("open")(e),
         })?;
         Self::check_format(&db, path)?;

@@ -128,6 +128,7 @@ impl Store {
         let snap = self.snapshot()?;
         let state = snap.state(info)?;
         let mut live_rows = 0u64;
+        let mut damaged = 0u64;
         let (mut deleted, mut prev_end) = (0u64, 0u64);
         let id = info.def.id;
         let db = self.begin_read()?;
@@ -141,6 +142,7 @@ impl Store {
                 Ok(view) => view,
                 Err(e) => {
                     ctx.problem(Some(page), None, format!("page fails its checks: {e}"));
+                    damaged += 1;
                     continue;
                 }
             };
@@ -172,6 +174,10 @@ impl Store {
                     None => ctx.problem(Some(page), Some(row), "its key is missing from sketchdb.keys"),
                 }
             }
+        }
+        if damaged > 0 {
+            // The counts below would only restate the damaged pages.
+            return Ok(());
         }
         // Every live row's key maps back to it; equal counts make the maps a bijection.
         let empty: &[u8] = &[];
