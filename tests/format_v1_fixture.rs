@@ -22,7 +22,8 @@ fn collections() -> Vec<(&'static str, CollectionConfig)> {
         ("minhash", CollectionConfig::new(SketchParams::minhash(16, 32, 11).unwrap())),
         (
             "oph",
-            CollectionConfig::new(SketchParams::oph(70, 8, 12).unwrap()).with_tokenizer(Tokenizer::char_ngrams(3, 5).unwrap()),
+            CollectionConfig::new(SketchParams::oph(70, 8, 12).unwrap())
+                .with_tokenizer(Tokenizer::char_ngrams(3, 5).unwrap()),
         ),
         ("bbit", CollectionConfig::new(SketchParams::bbit(40, 4, 13).unwrap())),
         ("simhash", CollectionConfig::new(SketchParams::simhash(128, 14).unwrap())),
@@ -93,7 +94,8 @@ fn the_v1_fixture_opens_and_reads_exactly() {
         assert_eq!(c.config(), &config);
         let mut want = expected(name);
         if name == "oph" {
-            let s = Sketcher::new(config.params).unwrap().sketch_text(&config.tokenizer, "the quick brown fox").unwrap();
+            let s =
+                Sketcher::new(config.params).unwrap().sketch_text(&config.tokenizer, "the quick brown fox").unwrap();
             assert_eq!(c.get("text").unwrap().unwrap().sketch, s);
             want.push(("text".into(), 310, u64::MAX));
         }

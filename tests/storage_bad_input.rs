@@ -37,7 +37,10 @@ fn bad_input_gives_typed_errors() {
     for (p, field) in cases {
         let s = sketchdb::Sketcher::new(p).unwrap().sketch(&tokens).unwrap();
         match c.insert("w", &s) {
-            Err(Error::Storage(StorageError::Incompatible { collection, source: SketchError::Incompatible { field: f, .. } })) => {
+            Err(Error::Storage(StorageError::Incompatible {
+                collection,
+                source: SketchError::Incompatible { field: f, .. },
+            })) => {
                 assert_eq!((collection.as_str(), f), ("docs", field));
             }
             other => panic!("{field}: {other:?}"),
@@ -46,7 +49,9 @@ fn bad_input_gives_typed_errors() {
     assert!(c.get("w").unwrap().is_none());
     assert_eq!(c.len().unwrap(), 2);
 
-    assert!(matches!(db.collection("nope"), Err(Error::Storage(StorageError::UnknownCollection { name })) if name == "nope"));
+    assert!(
+        matches!(db.collection("nope"), Err(Error::Storage(StorageError::UnknownCollection { name })) if name == "nope")
+    );
     assert!(matches!(db.drop_collection("nope"), Err(Error::Storage(StorageError::UnknownCollection { .. }))));
     assert!(matches!(
         db.create_collection("", CollectionConfig::new(params)),

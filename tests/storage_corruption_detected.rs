@@ -71,7 +71,8 @@ fn a_flipped_byte_in_the_file_is_caught_without_panic() {
     let path = dir.path().join("db");
     let (page, good) = {
         let db = Database::create(&path).unwrap();
-        let c = db.create_collection("docs", CollectionConfig::new(SketchParams::minhash(128, 32, 9).unwrap())).unwrap();
+        let c =
+            db.create_collection("docs", CollectionConfig::new(SketchParams::minhash(128, 32, 9).unwrap())).unwrap();
         fill(&c, 1000);
         let page = sketchdb::testing::page_starts(&c, &db).unwrap()[3];
         (page, sketchdb::testing::read_raw_page(&c, &db, page).unwrap().unwrap())

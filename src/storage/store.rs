@@ -126,9 +126,8 @@ impl Store {
             reason: format!("the storage engine refuses the file: {e}"),
         };
         let db = Self::builder(&opts).open(path).map_err(|e| match e {
-            redb::DatabaseError::Storage(redb::StorageError::Corrupted(_)) | redb::DatabaseError::UpgradeRequired(_) => {
-                not_redb(e)
-            }
+            redb::DatabaseError::Storage(redb::StorageError::Corrupted(_))
+            | redb::DatabaseError::UpgradeRequired(_) => not_redb(e),
             redb::DatabaseError::Storage(redb::StorageError::Io(ref io))
                 if io.kind() == std::io::ErrorKind::InvalidData =>
             {
