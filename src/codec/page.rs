@@ -136,7 +136,7 @@ impl<'a> PageView<'a> {
             ends,
             heap: ends + 4 * rows,
         };
-        if rows % 64 != 0 && view.tombstone_word(rows / 64) >> (rows % 64) != 0 {
+        if !rows.is_multiple_of(64) && view.tombstone_word(rows / 64) >> (rows % 64) != 0 {
             return Err(CodecError::field(WHAT, "tombstones", "bits set past row_count", "zero padding bits"));
         }
         let mut prev = 0usize;

@@ -70,12 +70,20 @@ const SETTINGS: &str = "collection settings";
 
 pub(crate) fn encode_settings(config: &CollectionConfig) -> Result<Vec<u8>, Error> {
     to_postcard(SETTINGS, &Settings { tokenizer: config.tokenizer, index: config.index }).map_err(|source| {
-        Error::Storage(StorageError::CorruptMeta { table: "sketchdb.collections", key: "(new)".into(), source })
+        Error::Storage(StorageError::CorruptMeta {
+            table: "sketchdb.collections",
+            key: "(new)".into(),
+            source: Box::new(source),
+        })
     })
 }
 
 pub(crate) fn decode_settings(id: u32, params: SketchParams, bytes: &[u8]) -> Result<CollectionConfig, Error> {
-    let corrupt = |source| StorageError::CorruptMeta { table: "sketchdb.collections", key: id.to_string(), source };
+    let corrupt = |source| StorageError::CorruptMeta {
+        table: "sketchdb.collections",
+        key: id.to_string(),
+        source: Box::new(source),
+    };
     let s: Settings = from_postcard(SETTINGS, bytes).map_err(corrupt)?;
     s.tokenizer
         .validate()

@@ -78,13 +78,13 @@ pub(crate) fn decode_def(id: u32, bytes: &[u8]) -> Result<CollectionInfo, Storag
     let def = CollectionDef::decode(bytes).map_err(|source| StorageError::CorruptMeta {
         table: COLLECTIONS_NAME,
         key: id.to_string(),
-        source,
+        source: Box::new(source),
     })?;
     if def.id != id {
         return Err(StorageError::CorruptMeta {
             table: COLLECTIONS_NAME,
             key: id.to_string(),
-            source: crate::codec::error::CodecError::field("collection definition", "id", def.id, id),
+            source: Box::new(crate::codec::error::CodecError::field("collection definition", "id", def.id, id)),
         });
     }
     Ok(CollectionInfo::from_def(def))
@@ -103,7 +103,7 @@ pub(crate) fn read_state(
     CollectionState::decode(v.value()).map_err(|source| StorageError::CorruptMeta {
         table: COLLECTION_STATE_NAME,
         key: id.to_string(),
-        source,
+        source: Box::new(source),
     })
 }
 
@@ -124,7 +124,11 @@ impl Store {
                 return Err(StorageError::CollectionExists { name: name.to_string() });
             }
             let mut meta = txn.open_table(META).map_err(StorageError::backend("open table"))?;
-            let meta_err = |source| StorageError::CorruptMeta { table: META_NAME, key: CATALOG_KEY.into(), source };
+            let meta_err = |source| StorageError::CorruptMeta {
+                table: META_NAME,
+                key: CATALOG_KEY.into(),
+                source: Box::new(source),
+            };
             let mut catalog = match meta.get(CATALOG_KEY).map_err(StorageError::backend("read catalog"))? {
                 Some(v) => CatalogRecord::decode(v.value()).map_err(meta_err)?,
                 None => CatalogRecord { next_collection_id: 1 },
@@ -142,7 +146,11 @@ impl Store {
                 capacity: choose_capacity(layout.record_width()),
                 settings,
             };
-            let def_err = |source| StorageError::CorruptMeta { table: COLLECTIONS_NAME, key: id.to_string(), source };
+            let def_err = |source| StorageError::CorruptMeta {
+                table: COLLECTIONS_NAME,
+                key: id.to_string(),
+                source: Box::new(source),
+            };
             let def_bytes = def.encode().map_err(def_err)?;
             let state_bytes = CollectionState::default().encode().map_err(def_err)?;
             let cat_bytes = catalog.encode().map_err(meta_err)?;

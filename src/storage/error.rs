@@ -71,7 +71,7 @@ pub enum StorageError {
         key: String,
         /// What is wrong.
         #[source]
-        source: CodecError,
+        source: Box<CodecError>,
     },
     /// A page fails its checks (crc, header, layout, position).
     #[error("corrupt page {page} of collection `{collection}` (id {collection_id}): {source}")]
@@ -84,7 +84,7 @@ pub enum StorageError {
         page: u64,
         /// What is wrong.
         #[source]
-        source: CodecError,
+        source: Box<CodecError>,
     },
     /// A row of a sound page does not decode as a sketch of the collection's parameters.
     #[error("corrupt row {row} in page {page} of collection `{collection}`: {source}")]
@@ -97,7 +97,7 @@ pub enum StorageError {
         row: u64,
         /// What is wrong.
         #[source]
-        source: CodecError,
+        source: Box<CodecError>,
     },
     /// Tables disagree with each other (a key maps to a missing or deleted row, ...).
     #[error("inconsistent collection `{collection}`{}: {detail}", row.map(|r| format!(" at row {r}")).unwrap_or_default())]

@@ -175,6 +175,6 @@ pub(crate) fn decode(info: &CollectionInfo, view: &PageView<'_>, page: u64, i: u
         collection: info.def.name.clone(),
         page,
         row: view.first_row() + i as u64,
-        source,
+        source: Box::new(source),
     })
 }

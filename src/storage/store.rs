@@ -166,7 +166,7 @@ impl Store {
         let catalog = CatalogRecord { next_collection_id: 1 };
         let meta_err = |key: &str| {
             let key = key.to_string();
-            move |source| StorageError::CorruptMeta { table: META_NAME, key, source }
+            move |source| StorageError::CorruptMeta { table: META_NAME, key, source: Box::new(source) }
         };
         let txn = db.begin_write().map_err(StorageError::backend("begin write"))?;
         {
@@ -204,7 +204,11 @@ impl Store {
                     found: v,
                     supported: FORMAT_VERSION,
                 }),
-                _ => Err(StorageError::CorruptMeta { table: META_NAME, key: FORMAT_KEY.into(), source }),
+                _ => Err(StorageError::CorruptMeta {
+                    table: META_NAME,
+                    key: FORMAT_KEY.into(),
+                    source: Box::new(source),
+                }),
             },
         }
     }
@@ -253,7 +257,11 @@ impl Store {
         };
         let bytes =
             crate::codec::envelope::encode_with_version(crate::codec::envelope::RecordKind::Format, version, &format)
-                .map_err(|source| StorageError::CorruptMeta { table: META_NAME, key: FORMAT_KEY.into(), source })?;
+                .map_err(|source| StorageError::CorruptMeta {
+                table: META_NAME,
+                key: FORMAT_KEY.into(),
+                source: Box::new(source),
+            })?;
         let txn = self.begin_write()?;
         {
             let mut meta = txn.open_table(META).map_err(StorageError::backend("open table"))?;

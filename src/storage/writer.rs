@@ -70,7 +70,7 @@ pub(crate) fn check_key(info: &CollectionInfo, key: &[u8]) -> Result<(), Storage
 /// Wraps a codec error as a corrupt page of `info` starting at row `page`.
 pub(crate) fn corrupt_page(info: &CollectionInfo, page: u64) -> impl FnOnce(CodecError) -> StorageError {
     let (collection, collection_id) = (info.def.name.clone(), info.def.id);
-    move |source| StorageError::CorruptPage { collection, collection_id, page, source }
+    move |source| StorageError::CorruptPage { collection, collection_id, page, source: Box::new(source) }
 }
 
 pub(crate) fn inconsistent(info: &CollectionInfo, row: u64, detail: impl ToString) -> StorageError {
@@ -151,10 +151,10 @@ impl<'t, 'i> PageCache<'t, 'i> {
                 }
             }
         }
-        if let Some(t) = &self.tail {
-            if t.is_full() || (t.row_count() > 0 && !page_fits(t.len_with(key.len()))) {
-                self.flush_tail()?;
-            }
+        if let Some(t) = &self.tail
+            && (t.is_full() || (t.row_count() > 0 && !page_fits(t.len_with(key.len()))))
+        {
+            self.flush_tail()?;
         }
         let tail = self.tail.get_or_insert_with(|| PageBuilder::new(self.info.spec, next_row));
         let first = tail.first_row();
@@ -166,10 +166,10 @@ impl<'t, 'i> PageCache<'t, 'i> {
     }
 
     fn flush_tail(&mut self) -> Result<(), StorageError> {
-        if let Some(b) = self.tail.take() {
-            if b.row_count() > 0 {
-                self.write(&b)?;
-            }
+        if let Some(b) = self.tail.take()
+            && b.row_count() > 0
+        {
+            self.write(&b)?;
         }
         Ok(())
     }
@@ -227,7 +227,7 @@ pub(crate) fn write_state(
     let bytes = state.encode().map_err(|source| StorageError::CorruptMeta {
         table: COLLECTION_STATE_NAME,
         key: info.def.id.to_string(),
-        source,
+        source: Box::new(source),
     })?;
     txn.open_table(COLLECTION_STATE)
         .map_err(StorageError::backend("open table"))?
