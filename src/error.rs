@@ -2,8 +2,10 @@
 
 use thiserror::Error;
 
+use crate::codec::error::CodecError;
 use crate::index::error::IndexError;
 use crate::sketch::error::SketchError;
+use crate::storage::StorageError;
 
 /// Any error sketchdb returns. Each layer has its own typed error; this wraps them.
 #[derive(Debug, Error)]
@@ -16,6 +18,13 @@ pub enum Error {
     /// table runs or stored designs.
     #[error(transparent)]
     Index(#[from] IndexError),
+    /// From the codec layer: bytes that do not decode (usually wrapped in a storage error
+    /// that says where they came from).
+    #[error(transparent)]
+    Codec(#[from] CodecError),
+    /// From the storage layer: the file, collections, keys, pages and transactions.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
 }
 
 /// `Result` with sketchdb's [`Error`].

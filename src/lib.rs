@@ -21,11 +21,23 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 #![deny(clippy::host_endian_bytes, clippy::big_endian_bytes)]
 
+pub mod admin;
+mod codec;
+mod db;
 mod error;
 mod index;
 mod planner;
 mod sketch;
+mod storage;
+#[doc(hidden)]
+pub mod testing;
 
+pub use codec::error::CodecError;
+pub use db::batch::Batch;
+pub use db::collection::{Collection, CollectionStats};
+pub use db::config::{CollectionConfig, IndexConfig};
+pub use db::database::{Database, DatabaseBuilder};
+pub use db::snapshot::{PageColumns, Record, Scan, Snapshot};
 pub use error::{Error, Result};
 pub use index::error::IndexError;
 pub use index::fingerprint::Fingerprint;
@@ -57,3 +69,8 @@ pub use sketch::simhash::SimHash;
 pub use sketch::sketch::{Sketch, Sketcher};
 pub use sketch::tokenize::{DEFAULT_SHINGLE_WORDS, DEFAULT_TOKEN_SEED, Tokenizer, TokenizerKind};
 pub use sketch::tokens::TokenSet;
+pub use storage::compact::CompactionSummary;
+pub use storage::store::Durability;
+pub use storage::verify::{Problem, VerifyReport};
+pub use storage::writer::WriteSummary;
+pub use storage::{MAX_COLLECTION_NAME_LEN, MAX_KEY_LEN, StorageError};

@@ -1,0 +1,35 @@
+//! Administration: verification and statistics.
+
+use crate::db::database::Database;
+use crate::error::Result;
+use crate::storage::verify::VerifyReport;
+
+/// Checks the whole database: every page's crc and header and every row's decoding, the
+/// key <-> row id maps against the tombstones, each collection's counters, and redb's own
+/// integrity check (which needs no other transaction or snapshot alive:
+/// `StorageError::Busy` otherwise). Damage is reported in the [`VerifyReport`], each
+/// problem naming collection, page and row; the `Err` case means the checks could not run.
+///
+/// Reads every page: it takes time proportional to the file.
+pub fn verify(db: &Database) -> Result<VerifyReport> {
+    Ok(db.store().verify()?)
+}
+
+/// Database-wide statistics.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DatabaseStats {
+    /// The file's size in bytes (0 for custom backends).
+    pub file_bytes: u64,
+    /// Per collection: name and counters.
+    pub collections: Vec<(String, crate::db::collection::CollectionStats)>,
+}
+
+/// Collects [`DatabaseStats`] (cheap: reads counters, scans nothing).
+pub fn stats(db: &Database) -> Result<DatabaseStats> {
+    let file_bytes = std::fs::metadata(db.path()).map(|m| m.len()).unwrap_or(0);
+    let mut collections = vec![];
+    for c in db.collections()? {
+        collections.push((c.name().to_string(), c.stats()?));
+    }
+    Ok(DatabaseStats { file_bytes, collections })
+}

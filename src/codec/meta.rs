@@ -1,0 +1,122 @@
+//! Metadata records (postcard payloads inside an [`super::envelope`]) and helpers for the
+//! db layer's own postcard settings.
+//!
+//! postcard is not self-describing: fields are decoded in declaration order, so a record's
+//! fields may never be reordered or removed; a change that older builds cannot read bumps
+//! [`super::FORMAT_VERSION`], which those builds then refuse by name.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::envelope::{self, RecordKind};
+use super::error::CodecError;
+use crate::sketch::params::SketchParams;
+
+/// The file's format record: written once when the file is created.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct FormatRecord {
+    /// The sketchdb format version (also in the envelope frame).
+    pub format_version: u16,
+    /// The redb file-format version the file was created with.
+    pub redb_file_format: u8,
+    /// `"sketchdb <crate version>"` of the build that created the file (informational).
+    pub created_by: String,
+}
+
+/// Catalog-wide counters.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct CatalogRecord {
+    /// The id the next created collection gets. Ids are never reused.
+    pub next_collection_id: u32,
+}
+
+/// A collection's immutable definition.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct CollectionDef {
+    /// The collection id (the key of its pages, keys and state).
+    pub id: u32,
+    /// The unique name.
+    pub name: String,
+    /// The sketch parameters every record has.
+    pub params: SketchParams,
+    /// Rows per page.
+    pub capacity: u32,
+    /// The db layer's settings (tokenizer, index configuration), postcard-encoded by it.
+    pub settings: Vec<u8>,
+}
+
+/// A collection's mutable counters, rewritten by every transaction that changes it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct CollectionState {
+    /// The row id the next record gets; every row id in use is below it.
+    pub next_row: u64,
+    /// Live (not deleted) records.
+    pub live: u64,
+    /// Rows marked deleted and not yet compacted away.
+    pub deleted: u64,
+}
+
+impl FormatRecord {
+    pub(crate) fn encode(&self) -> Result<Vec<u8>, CodecError> {
+        envelope::encode(RecordKind::Format, self)
+    }
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
+        let r: FormatRecord = envelope::decode(RecordKind::Format, bytes)?;
+        if r.format_version != super::FORMAT_VERSION {
+            return Err(CodecError::UnsupportedVersion {
+                what: "format record",
+                found: r.format_version,
+                supported: super::FORMAT_VERSION,
+            });
+        }
+        Ok(r)
+    }
+}
+
+impl CatalogRecord {
+    pub(crate) fn encode(&self) -> Result<Vec<u8>, CodecError> {
+        envelope::encode(RecordKind::Catalog, self)
+    }
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
+        envelope::decode(RecordKind::Catalog, bytes)
+    }
+}
+
+impl CollectionDef {
+    pub(crate) fn encode(&self) -> Result<Vec<u8>, CodecError> {
+        envelope::encode(RecordKind::CollectionDef, self)
+    }
+    /// Decodes and validates (parameters in range, capacity at least one).
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
+        let d: CollectionDef = envelope::decode(RecordKind::CollectionDef, bytes)?;
+        d.params.validate().map_err(|source| CodecError::Sketch { what: "collection definition", source })?;
+        if d.capacity == 0 {
+            return Err(CodecError::field("collection definition", "capacity", 0, "at least one row per page"));
+        }
+        Ok(d)
+    }
+}
+
+impl CollectionState {
+    pub(crate) fn encode(&self) -> Result<Vec<u8>, CodecError> {
+        envelope::encode(RecordKind::CollectionState, self)
+    }
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
+        envelope::decode(RecordKind::CollectionState, bytes)
+    }
+}
+
+/// postcard-encodes a value of the db layer (stored inside [`CollectionDef::settings`]).
+pub(crate) fn to_postcard<T: Serialize>(what: &'static str, value: &T) -> Result<Vec<u8>, CodecError> {
+    postcard::to_allocvec(value).map_err(|e| CodecError::Payload { what, detail: e.to_string() })
+}
+
+/// Decodes [`to_postcard`]'s output, refusing trailing bytes.
+pub(crate) fn from_postcard<T: DeserializeOwned>(what: &'static str, bytes: &[u8]) -> Result<T, CodecError> {
+    let (v, rest) =
+        postcard::take_from_bytes::<T>(bytes).map_err(|e| CodecError::Payload { what, detail: e.to_string() })?;
+    if !rest.is_empty() {
+        return Err(CodecError::Payload { what, detail: format!("{} trailing bytes", rest.len()) });
+    }
+    Ok(v)
+}

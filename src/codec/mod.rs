@@ -1,0 +1,29 @@
+//! The codec layer: the only code that knows byte layouts.
+//!
+//! * [`envelope`]: the metadata envelope (magic, format version, record kind, length, crc32)
+//!   around a postcard payload.
+//! * [`header`]: the columnar page header, a zerocopy struct whose `*_OFFSET` constants mirror
+//!   `storage-format.md` field by field.
+//! * [`layout`]: which fixed-width columns a sketch kind is stored as.
+//! * [`page`]: [`page::PageBuilder`] (writer) and [`page::PageView`] (zero-copy reader).
+//! * [`record`]: one row of columns <-> a [`crate::Sketch`], always through `from_parts`.
+//! * [`meta`]: the postcard-encoded metadata records and the fixed-width table values.
+//!
+//! Nothing here panics on any input: every decoder checks lengths before slicing and
+//! returns a [`CodecError`] (the page and envelope decoders are fuzzed and proptested).
+
+pub(crate) mod envelope;
+pub(crate) mod error;
+pub(crate) mod header;
+pub(crate) mod layout;
+pub(crate) mod meta;
+pub(crate) mod page;
+pub(crate) mod record;
+
+#[cfg(test)]
+mod tests;
+
+/// The on-disk format version this build writes and the only one it reads.
+///
+/// It is stored in the format record, in every metadata envelope and in every page header.
+pub(crate) const FORMAT_VERSION: u16 = 1;

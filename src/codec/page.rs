@@ -1,0 +1,507 @@
+//! Columnar pages: [`PageBuilder`] writes them, [`PageView`] reads them in place.
+//!
+//! A page value is `header (48) | tombstone bitmap | columns | key ends | key heap`:
+//!
+//! * the tombstone bitmap is `ceil(row_count / 64)` u64 words; bit `i % 64` of word `i / 64`
+//!   set means row `first_row + i` is deleted; bits at and beyond `row_count` are zero;
+//! * the columns follow, each `row_count * width` bytes (see [`super::layout`]);
+//! * `row_count` u32 key ends: the key of row `i` is heap bytes `[end[i-1], end[i])` (with
+//!   `end[-1] = 0`); ends strictly increase (keys are non-empty), each key is at most
+//!   [`MAX_KEY_LEN`] bytes, and the last end equals `key_bytes`;
+//! * the key heap: `key_bytes` bytes, the rows' keys back to back.
+//!
+//! The value is exactly [`page_len`]`(row_count, record_width, key_bytes)` bytes and its
+//! crc32 covers every byte but the crc field itself. A page holds the contiguous run of row
+//! ids `[first_row, first_row + row_count)`; `row_count <= capacity`.
+
+use zerocopy::FromBytes;
+use zerocopy::little_endian::{U16, U32, U64};
+
+use super::FORMAT_VERSION;
+use super::error::CodecError;
+use super::header::{CRC_OFFSET, FLAG_CARDINALITY, PAGE_HEADER_LEN, PAGE_MAGIC, PageHeader, page_crc};
+use super::layout::{ColumnLayout, bitmap_len};
+use crate::sketch::params::SketchKind;
+
+const WHAT: &str = "page";
+
+/// The longest user key, in bytes.
+pub const MAX_KEY_LEN: usize = 1024;
+
+/// What the owner of a page knows it must be: checked against the header on every read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PageSpec {
+    /// The owning collection.
+    pub collection_id: u32,
+    /// The collection's column layout.
+    pub layout: ColumnLayout,
+    /// The collection's maximum rows per page.
+    pub capacity: u32,
+}
+
+/// The exact byte length of a page of `rows` rows of `record_width` bytes and `key_bytes`
+/// bytes of keys.
+pub(crate) fn page_len(rows: usize, record_width: usize, key_bytes: usize) -> usize {
+    PAGE_HEADER_LEN + bitmap_len(rows) + rows * (record_width + 4) + key_bytes
+}
+
+fn read_le(bytes: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    let n = bytes.len().min(8);
+    a[..n].copy_from_slice(&bytes[..n]);
+    u64::from_le_bytes(a)
+}
+
+/// A checked, zero-copy view of a page value.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PageView<'a> {
+    bytes: &'a [u8],
+    layout: ColumnLayout,
+    collection_id: u32,
+    capacity: u32,
+    first_row: u64,
+    rows: usize,
+    data: usize,
+    ends: usize,
+    heap: usize,
+}
+
+impl<'a> PageView<'a> {
+    /// Checks everything a page says about itself: length, magic, version, crc, a known
+    /// layout, the exact length, the key ends and the tombstone padding bits.
+    pub(crate) fn parse(bytes: &'a [u8]) -> Result<PageView<'a>, CodecError> {
+        let (h, _) = PageHeader::ref_from_prefix(bytes).map_err(|_| CodecError::Truncated {
+            what: WHAT,
+            need: PAGE_HEADER_LEN,
+            got: bytes.len(),
+        })?;
+        if h.magic != PAGE_MAGIC {
+            return Err(CodecError::BadMagic { what: WHAT, found: h.magic, expected: PAGE_MAGIC });
+        }
+        let version = h.format_version.get();
+        if version != FORMAT_VERSION {
+            return Err(CodecError::UnsupportedVersion { what: WHAT, found: version, supported: FORMAT_VERSION });
+        }
+        let stored = h.crc32.get();
+        let computed = page_crc(bytes);
+        if stored != computed {
+            return Err(CodecError::Checksum { what: WHAT, stored, computed });
+        }
+        if usize::from(h.header_len.get()) != PAGE_HEADER_LEN {
+            return Err(CodecError::field(WHAT, "header_len", h.header_len.get(), PAGE_HEADER_LEN));
+        }
+        let kind = SketchKind::from_code(h.sketch_kind)
+            .ok_or_else(|| CodecError::field(WHAT, "sketch_kind", h.sketch_kind, "1..=4"))?;
+        if !matches!(h.value_width, 1 | 2 | 4 | 8) {
+            return Err(CodecError::field(WHAT, "value_width", h.value_width, "1, 2, 4 or 8"));
+        }
+        if h.flags & !FLAG_CARDINALITY != 0 || h.reserved != 0 {
+            return Err(CodecError::field(WHAT, "flags", h.flags, "only bit 0 set, reserved byte zero"));
+        }
+        let layout = ColumnLayout {
+            kind,
+            value_cols: h.value_cols.get(),
+            value_width: h.value_width,
+            word_cols: h.word_cols.get(),
+            has_cardinality: h.flags & FLAG_CARDINALITY != 0,
+        };
+        let width = layout.record_width();
+        if h.record_width.get() as usize != width || width == 0 {
+            return Err(CodecError::field(WHAT, "record_width", h.record_width.get(), width));
+        }
+        let rows = h.row_count.get() as usize;
+        let capacity = h.capacity.get();
+        if rows == 0 || rows > capacity as usize {
+            return Err(CodecError::field(WHAT, "row_count", rows, format!("1..={capacity} (the capacity)")));
+        }
+        let first_row = h.first_row.get();
+        if first_row.checked_add(rows as u64).is_none() {
+            return Err(CodecError::field(WHAT, "first_row", first_row, "a run of row ids below 2^64"));
+        }
+        let key_bytes = h.key_bytes.get() as usize;
+        let need = page_len(rows, width, key_bytes);
+        if bytes.len() != need {
+            return Err(CodecError::field(WHAT, "length", bytes.len(), need));
+        }
+        let data = PAGE_HEADER_LEN + bitmap_len(rows);
+        let ends = data + rows * width;
+        let view = PageView {
+            bytes,
+            layout,
+            collection_id: h.collection_id.get(),
+            capacity,
+            first_row,
+            rows,
+            data,
+            ends,
+            heap: ends + 4 * rows,
+        };
+        if !rows.is_multiple_of(64) && view.tombstone_word(rows / 64) >> (rows % 64) != 0 {
+            return Err(CodecError::field(WHAT, "tombstones", "bits set past row_count", "zero padding bits"));
+        }
+        let mut prev = 0usize;
+        for i in 0..rows {
+            let end = view.key_end(i);
+            if end <= prev || end - prev > MAX_KEY_LEN {
+                return Err(CodecError::field(
+                    WHAT,
+                    "key_ends",
+                    format!("row {i} ends at {end} after {prev}"),
+                    "keys of 1..=1024 bytes",
+                ));
+            }
+            prev = end;
+        }
+        if prev != key_bytes {
+            return Err(CodecError::field(WHAT, "key_bytes", key_bytes, prev));
+        }
+        Ok(view)
+    }
+
+    /// [`PageView::parse`], then checks the page belongs where it was found: the collection,
+    /// its layout and capacity, and the first row it is stored under.
+    pub(crate) fn parse_expected(bytes: &'a [u8], spec: &PageSpec, first_row: u64) -> Result<PageView<'a>, CodecError> {
+        let v = Self::parse(bytes)?;
+        if v.collection_id != spec.collection_id {
+            return Err(CodecError::field(WHAT, "collection_id", v.collection_id, spec.collection_id));
+        }
+        if v.layout != spec.layout {
+            return Err(CodecError::field(WHAT, "layout", format!("{:?}", v.layout), format!("{:?}", spec.layout)));
+        }
+        if v.capacity != spec.capacity {
+            return Err(CodecError::field(WHAT, "capacity", v.capacity, spec.capacity));
+        }
+        if v.first_row != first_row {
+            return Err(CodecError::field(WHAT, "first_row", v.first_row, first_row));
+        }
+        Ok(v)
+    }
+
+    /// The row id of row 0.
+    pub(crate) fn first_row(&self) -> u64 {
+        self.first_row
+    }
+    /// The number of rows (live and deleted).
+    pub(crate) fn row_count(&self) -> usize {
+        self.rows
+    }
+    /// The page's column layout.
+    pub(crate) fn layout(&self) -> &ColumnLayout {
+        &self.layout
+    }
+    /// One past the last row id.
+    pub(crate) fn end_row(&self) -> u64 {
+        self.first_row + self.rows as u64
+    }
+    /// The index of `row` in this page, if it holds it.
+    pub(crate) fn index_of(&self, row: u64) -> Option<usize> {
+        row.checked_sub(self.first_row).filter(|&i| i < self.rows as u64).map(|i| i as usize)
+    }
+
+    fn tombstone_word(&self, w: usize) -> u64 {
+        let at = PAGE_HEADER_LEN + 8 * w;
+        self.bytes.get(at..at + 8).map_or(0, read_le)
+    }
+
+    fn key_end(&self, i: usize) -> usize {
+        let at = self.ends + 4 * i;
+        self.bytes.get(at..at + 4).map_or(0, read_le) as usize
+    }
+
+    /// Whether row `i` (an index into the page) is deleted.
+    pub(crate) fn is_deleted(&self, i: usize) -> bool {
+        self.tombstone_word(i / 64) >> (i % 64) & 1 == 1
+    }
+
+    /// Number of deleted rows.
+    pub(crate) fn deleted_count(&self) -> usize {
+        (0..self.rows.div_ceil(64)).map(|w| self.tombstone_word(w).count_ones() as usize).sum()
+    }
+
+    /// Row `i`'s key (empty if out of range).
+    pub(crate) fn key(&self, i: usize) -> &'a [u8] {
+        if i >= self.rows {
+            return &[];
+        }
+        let start = if i == 0 { 0 } else { self.key_end(i - 1) };
+        self.bytes.get(self.heap + start..self.heap + self.key_end(i)).unwrap_or(&[])
+    }
+
+    fn column_at(&self, prefix: usize, width: usize) -> &'a [u8] {
+        let start = self.data + prefix * self.rows;
+        self.bytes.get(start..start + width * self.rows).unwrap_or(&[])
+    }
+
+    /// Value column `j`: `row_count` entries of `value_width` bytes (empty if out of range).
+    pub(crate) fn value_column(&self, j: usize) -> &'a [u8] {
+        if j >= usize::from(self.layout.value_cols) {
+            return &[];
+        }
+        let w = usize::from(self.layout.value_width);
+        self.column_at(j * w, w)
+    }
+
+    /// All value columns, one after the other (`value_cols * row_count` entries).
+    pub(crate) fn value_columns(&self) -> &'a [u8] {
+        self.column_at(0, self.layout.words_prefix())
+    }
+
+    /// Auxiliary u64 column `j` (empty if out of range).
+    pub(crate) fn word_column(&self, j: usize) -> &'a [u8] {
+        if j >= usize::from(self.layout.word_cols) {
+            return &[];
+        }
+        self.column_at(self.layout.words_prefix() + 8 * j, 8)
+    }
+
+    /// The cardinality column, if the layout has one.
+    pub(crate) fn cardinality_column(&self) -> Option<&'a [u8]> {
+        self.layout.has_cardinality.then(|| self.column_at(self.layout.cardinality_prefix(), 8))
+    }
+
+    /// Entry `i` of value column `j`, zero-extended.
+    pub(crate) fn value(&self, j: usize, i: usize) -> u64 {
+        let w = usize::from(self.layout.value_width);
+        self.value_column(j).get(i * w..(i + 1) * w).map_or(0, read_le)
+    }
+
+    /// Entry `i` of word column `j`.
+    pub(crate) fn word(&self, j: usize, i: usize) -> u64 {
+        self.word_column(j).get(i * 8..(i + 1) * 8).map_or(0, read_le)
+    }
+
+    /// Row `i`'s cardinality, if the layout has one.
+    pub(crate) fn cardinality(&self, i: usize) -> Option<u64> {
+        self.cardinality_column().map(|c| c.get(i * 8..(i + 1) * 8).map_or(0, read_le))
+    }
+
+    /// Fails unless `i` is a row of this page.
+    pub(crate) fn check_row(&self, i: usize) -> Result<(), CodecError> {
+        if i >= self.rows {
+            return Err(CodecError::RowOutOfRange { index: i, rows: self.rows });
+        }
+        Ok(())
+    }
+}
+
+/// Builds one page: rows are appended at the end of the page's run, rows may be marked
+/// deleted, and [`PageBuilder::finish`] lays the columns out and seals the crc.
+///
+/// Internally each column has room for `capacity` rows; `finish` packs them to stride
+/// `row_count`.
+#[derive(Clone, Debug)]
+pub(crate) struct PageBuilder {
+    spec: PageSpec,
+    first_row: u64,
+    rows: usize,
+    max_rows: usize,
+    tombstones: Vec<u64>,
+    data: Vec<u8>,
+    key_ends: Vec<u32>,
+    keys: Vec<u8>,
+}
+
+impl PageBuilder {
+    /// An empty page whose first row will be `first_row`.
+    pub(crate) fn new(spec: PageSpec, first_row: u64) -> PageBuilder {
+        let max_rows = spec.capacity.max(1) as usize;
+        PageBuilder {
+            spec,
+            first_row,
+            rows: 0,
+            max_rows,
+            tombstones: vec![0; max_rows.div_ceil(64)],
+            data: vec![0; max_rows * spec.layout.record_width()],
+            key_ends: Vec::with_capacity(max_rows),
+            keys: Vec::new(),
+        }
+    }
+
+    /// A builder holding a copy of an existing page (already checked against `spec`).
+    pub(crate) fn from_view(spec: PageSpec, view: &PageView<'_>) -> PageBuilder {
+        let mut b = PageBuilder::new(spec, view.first_row());
+        let n = view.row_count().min(b.max_rows);
+        b.rows = n;
+        for w in 0..n.div_ceil(64) {
+            b.tombstones[w] = view.tombstone_word(w);
+        }
+        for i in 0..n {
+            b.keys.extend_from_slice(view.key(i));
+            b.key_ends.push(b.keys.len() as u32);
+        }
+        let layout = spec.layout;
+        let mut copy = |prefix: usize, width: usize| {
+            let src = view.column_at(prefix, width);
+            let dst = prefix * b.max_rows;
+            let len = src.len().min(width * n);
+            if let (Some(d), Some(s)) = (b.data.get_mut(dst..dst + len), src.get(..len)) {
+                d.copy_from_slice(s);
+            }
+        };
+        let vw = usize::from(layout.value_width);
+        for j in 0..usize::from(layout.value_cols) {
+            copy(j * vw, vw);
+        }
+        for j in 0..usize::from(layout.word_cols) {
+            copy(layout.words_prefix() + 8 * j, 8);
+        }
+        if layout.has_cardinality {
+            copy(layout.cardinality_prefix(), 8);
+        }
+        b
+    }
+
+    /// The page's spec.
+    pub(crate) fn spec(&self) -> &PageSpec {
+        &self.spec
+    }
+    /// Row id of the page's first row.
+    pub(crate) fn first_row(&self) -> u64 {
+        self.first_row
+    }
+    /// Rows held so far.
+    pub(crate) fn row_count(&self) -> usize {
+        self.rows
+    }
+    /// The row id the next appended row gets.
+    pub(crate) fn next_row(&self) -> u64 {
+        self.first_row + self.rows as u64
+    }
+    /// Whether the page holds `capacity` rows.
+    pub(crate) fn is_full(&self) -> bool {
+        self.rows >= self.max_rows
+    }
+    /// The page's length after appending one more row with a key of `key_len` bytes.
+    pub(crate) fn len_with(&self, key_len: usize) -> usize {
+        page_len(self.rows + 1, self.spec.layout.record_width(), self.keys.len() + key_len)
+    }
+
+    /// Row index `i`'s key (empty if out of range).
+    pub(crate) fn key(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.key_ends.get(i - 1).map_or(0, |&e| e as usize) };
+        let end = self.key_ends.get(i).map_or(0, |&e| e as usize);
+        self.keys.get(start..end).unwrap_or(&[])
+    }
+
+    /// Marks row index `i` deleted; returns whether it was live.
+    pub(crate) fn set_deleted(&mut self, i: usize) -> Result<bool, CodecError> {
+        if i >= self.rows {
+            return Err(CodecError::RowOutOfRange { index: i, rows: self.rows });
+        }
+        let word = &mut self.tombstones[i / 64];
+        let was_live = *word >> (i % 64) & 1 == 0;
+        *word |= 1 << (i % 64);
+        Ok(was_live)
+    }
+
+    /// Appends a zeroed row with `key` and returns its index; fails when the page is full or
+    /// the key is empty or longer than [`MAX_KEY_LEN`].
+    pub(crate) fn begin_row(&mut self, key: &[u8]) -> Result<usize, CodecError> {
+        if self.is_full() {
+            return Err(CodecError::RowOutOfRange { index: self.rows, rows: self.max_rows });
+        }
+        if key.is_empty() || key.len() > MAX_KEY_LEN {
+            return Err(CodecError::field(WHAT, "key", format!("{} bytes", key.len()), "1..=1024 bytes"));
+        }
+        let end = u32::try_from(self.keys.len() + key.len())
+            .map_err(|_| CodecError::field(WHAT, "key_bytes", "over 4 GiB", "under 4 GiB"))?;
+        self.keys.extend_from_slice(key);
+        self.key_ends.push(end);
+        self.rows += 1;
+        Ok(self.rows - 1)
+    }
+
+    fn put(&mut self, prefix: usize, width: usize, i: usize, v: u64) {
+        let at = prefix * self.max_rows + i * width;
+        if let Some(d) = self.data.get_mut(at..at + width) {
+            d.copy_from_slice(&v.to_le_bytes()[..width]);
+        }
+    }
+
+    /// Sets entry `i` of value column `j` (truncated to `value_width` bytes).
+    pub(crate) fn set_value(&mut self, j: usize, i: usize, v: u64) {
+        let w = usize::from(self.spec.layout.value_width);
+        self.put(j * w, w, i, v);
+    }
+    /// Sets entry `i` of word column `j`.
+    pub(crate) fn set_word(&mut self, j: usize, i: usize, v: u64) {
+        self.put(self.spec.layout.words_prefix() + 8 * j, 8, i, v);
+    }
+    /// Sets row `i`'s cardinality (ignored without a cardinality column).
+    pub(crate) fn set_cardinality(&mut self, i: usize, v: u64) {
+        if self.spec.layout.has_cardinality {
+            self.put(self.spec.layout.cardinality_prefix(), 8, i, v);
+        }
+    }
+
+    /// The page's final length.
+    pub(crate) fn len(&self) -> usize {
+        page_len(self.rows, self.spec.layout.record_width(), self.keys.len())
+    }
+
+    /// The page value: header, tombstones, packed columns and keys, crc sealed.
+    pub(crate) fn finish(&self) -> Vec<u8> {
+        let mut out = vec![0u8; self.len()];
+        self.finish_into(&mut out);
+        out
+    }
+
+    /// Writes the page value into `out`, which must be exactly [`PageBuilder::len`] bytes
+    /// (as redb's reserved value space is); a shorter buffer gets a truncated, invalid page.
+    pub(crate) fn finish_into(&self, out: &mut [u8]) {
+        let layout = &self.spec.layout;
+        let n = self.rows;
+        let width = layout.record_width();
+        let header = PageHeader {
+            magic: PAGE_MAGIC,
+            format_version: U16::new(FORMAT_VERSION),
+            header_len: U16::new(PAGE_HEADER_LEN as u16),
+            crc32: U32::new(0),
+            collection_id: U32::new(self.spec.collection_id),
+            first_row: U64::new(self.first_row),
+            row_count: U32::new(n as u32),
+            capacity: U32::new(self.spec.capacity),
+            record_width: U32::new(width as u32),
+            sketch_kind: layout.kind.code(),
+            value_width: layout.value_width,
+            value_cols: U16::new(layout.value_cols),
+            word_cols: U16::new(layout.word_cols),
+            flags: if layout.has_cardinality { FLAG_CARDINALITY } else { 0 },
+            reserved: 0,
+            key_bytes: U32::new(self.keys.len() as u32),
+        };
+        let mut at = 0usize;
+        let mut put = |src: &[u8]| {
+            if let Some(d) = out.get_mut(at..at + src.len()) {
+                d.copy_from_slice(src);
+            }
+            at += src.len();
+        };
+        put(zerocopy::IntoBytes::as_bytes(&header));
+        for w in self.tombstones.iter().take(n.div_ceil(64)) {
+            put(&w.to_le_bytes());
+        }
+        let col = |prefix: usize, w: usize, put: &mut dyn FnMut(&[u8])| {
+            let start = prefix * self.max_rows;
+            put(self.data.get(start..start + w * n).unwrap_or(&[]));
+        };
+        let vw = usize::from(layout.value_width);
+        for j in 0..usize::from(layout.value_cols) {
+            col(j * vw, vw, &mut put);
+        }
+        for j in 0..usize::from(layout.word_cols) {
+            col(layout.words_prefix() + 8 * j, 8, &mut put);
+        }
+        if layout.has_cardinality {
+            col(layout.cardinality_prefix(), 8, &mut put);
+        }
+        for e in &self.key_ends {
+            put(&e.to_le_bytes());
+        }
+        put(&self.keys);
+        let crc = page_crc(out);
+        if let Some(c) = out.get_mut(CRC_OFFSET..CRC_OFFSET + 4) {
+            c.copy_from_slice(&crc.to_le_bytes());
+        }
+    }
+}

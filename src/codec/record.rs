@@ -1,0 +1,92 @@
+//! One row of columns <-> a [`Sketch`].
+//!
+//! Encoding reads the sketch through its public accessors; decoding always goes through the
+//! kind's `from_parts`, so a corrupt value is an error, never a wrong sketch.
+
+use super::error::CodecError;
+use super::layout::ColumnLayout;
+use super::page::{PageBuilder, PageView};
+use crate::sketch::bbit::BBitMinHash;
+use crate::sketch::minhash::MinHash;
+use crate::sketch::oph::OphSketch;
+use crate::sketch::params::{SketchKind, SketchParams};
+use crate::sketch::simhash::SimHash;
+use crate::sketch::sketch::Sketch;
+
+const WHAT: &str = "record";
+
+/// Appends `sketch` with `key` as the next row of `page` and returns its row id. The sketch's
+/// layout must be the page's (callers check parameter compatibility first, for a better
+/// error).
+pub(crate) fn push_sketch(page: &mut PageBuilder, key: &[u8], sketch: &Sketch) -> Result<u64, CodecError> {
+    let layout = ColumnLayout::for_params(sketch.params());
+    if layout != page.spec().layout {
+        return Err(CodecError::field(WHAT, "layout", format!("{layout:?}"), format!("{:?}", page.spec().layout)));
+    }
+    let row_id = page.next_row();
+    let i = page.begin_row(key)?;
+    match sketch {
+        Sketch::MinHash(s) => {
+            for (j, &v) in s.values().iter().enumerate() {
+                page.set_value(j, i, v);
+            }
+            page.set_cardinality(i, s.cardinality());
+        }
+        Sketch::BBit(s) => {
+            for (j, &w) in s.words().iter().enumerate() {
+                page.set_value(j, i, w);
+            }
+            page.set_cardinality(i, s.cardinality());
+        }
+        Sketch::Oph(s) => {
+            for (j, &v) in s.bins().iter().enumerate() {
+                page.set_value(j, i, u64::from(v));
+            }
+            for (j, &w) in s.empty_bitmap().iter().enumerate() {
+                page.set_word(j, i, w);
+            }
+            page.set_cardinality(i, s.cardinality());
+        }
+        Sketch::SimHash(s) => {
+            let v = s.value();
+            page.set_value(0, i, v as u64);
+            if layout.value_cols > 1 {
+                page.set_value(1, i, (v >> 64) as u64);
+            }
+        }
+    }
+    Ok(row_id)
+}
+
+/// Decodes row index `i` of `page` as a sketch with `params`.
+pub(crate) fn decode_row(page: &PageView<'_>, i: usize, params: &SketchParams) -> Result<Sketch, CodecError> {
+    page.check_row(i)?;
+    let layout = ColumnLayout::for_params(params);
+    if &layout != page.layout() {
+        return Err(CodecError::field(WHAT, "layout", format!("{:?}", page.layout()), format!("{layout:?}")));
+    }
+    let values = || (0..usize::from(layout.value_cols)).map(|j| page.value(j, i)).collect::<Vec<u64>>();
+    let cardinality = page.cardinality(i).unwrap_or(0);
+    let sketch_err = |source| CodecError::Sketch { what: WHAT, source };
+    let sketch = match params.kind() {
+        SketchKind::MinHash => {
+            Sketch::MinHash(MinHash::from_parts(*params, values(), cardinality).map_err(sketch_err)?)
+        }
+        SketchKind::BBitMinHash => {
+            Sketch::BBit(BBitMinHash::from_parts(*params, values(), cardinality).map_err(sketch_err)?)
+        }
+        SketchKind::Oph => {
+            let bins = (0..usize::from(layout.value_cols))
+                .map(|j| u32::try_from(page.value(j, i)).unwrap_or(u32::MAX))
+                .collect();
+            let empty = (0..usize::from(layout.word_cols)).map(|j| page.word(j, i)).collect();
+            Sketch::Oph(OphSketch::from_parts(*params, bins, empty, cardinality).map_err(sketch_err)?)
+        }
+        SketchKind::SimHash => {
+            let lo = u128::from(page.value(0, i));
+            let hi = if layout.value_cols > 1 { u128::from(page.value(1, i)) } else { 0 };
+            Sketch::SimHash(SimHash::from_parts(*params, lo | hi << 64).map_err(sketch_err)?)
+        }
+    };
+    Ok(sketch)
+}

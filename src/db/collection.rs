@@ -1,0 +1,150 @@
+//! [`Collection`]: a named set of keyed sketches of one configuration.
+
+use std::sync::Arc;
+
+use super::batch::Batch;
+use super::config::{CollectionConfig, decode_settings};
+use super::snapshot::{PageColumns, Record, Scan, Snapshot};
+use crate::error::Result;
+use crate::sketch::params::SketchParams;
+use crate::sketch::sketch::{Sketch, Sketcher};
+use crate::sketch::tokens::TokenSet;
+use crate::storage::catalog::CollectionInfo;
+use crate::storage::store::Store;
+use crate::storage::writer::{WriteOp, WriteSummary};
+
+/// A handle to one collection. Cheap to clone, `Send + Sync`.
+///
+/// Keys are 1..=[`crate::MAX_KEY_LEN`] bytes (pass `&str` or `&[u8]`). Each key maps to one
+/// live record; each record has a row id (sequential per collection, never reused; a key's
+/// row id changes when it is upserted or moved by compaction).
+#[derive(Clone, Debug)]
+pub struct Collection {
+    store: Arc<Store>,
+    info: Arc<CollectionInfo>,
+    config: CollectionConfig,
+    sketcher: Arc<Sketcher>,
+}
+
+/// A collection's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CollectionStats {
+    /// Live records.
+    pub live: u64,
+    /// Deleted rows awaiting compaction.
+    pub deleted: u64,
+    /// The row id the next record gets.
+    pub next_row: u64,
+    /// Rows per page.
+    pub page_capacity: u32,
+    /// Bytes per record in the pages.
+    pub record_width: usize,
+}
+
+impl Collection {
+    pub(crate) fn new(store: Arc<Store>, info: CollectionInfo) -> Result<Self> {
+        let config = decode_settings(info.def.id, info.def.params, &info.def.settings)?;
+        let sketcher = Arc::new(Sketcher::new(info.def.params)?);
+        Ok(Collection { store, info: Arc::new(info), config, sketcher })
+    }
+
+    /// The collection's name.
+    pub fn name(&self) -> &str {
+        self.info.name()
+    }
+    /// Its configuration.
+    pub fn config(&self) -> &CollectionConfig {
+        &self.config
+    }
+    /// Its sketch parameters.
+    pub fn params(&self) -> &SketchParams {
+        &self.info.def.params
+    }
+    /// A sketcher for its parameters.
+    pub fn sketcher(&self) -> &Sketcher {
+        &self.sketcher
+    }
+
+    /// Inserts a record and returns its row id. A key already present is
+    /// `StorageError::DuplicateKey`; a sketch of other parameters is
+    /// `StorageError::Incompatible` naming the differing field.
+    pub fn insert(&self, key: impl AsRef<[u8]>, sketch: &Sketch) -> Result<u64> {
+        let s = self.store.apply(&self.info, [WriteOp::Insert(key.as_ref(), sketch)])?;
+        Ok(s.first_row)
+    }
+
+    /// Inserts or replaces a record; returns its (new) row id. A replaced record's old row
+    /// is tombstoned and the key moves to a new row id.
+    pub fn upsert(&self, key: impl AsRef<[u8]>, sketch: &Sketch) -> Result<u64> {
+        let s = self.store.apply(&self.info, [WriteOp::Upsert(key.as_ref(), sketch)])?;
+        Ok(s.first_row)
+    }
+
+    /// Deletes a record; returns whether the key was present.
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<bool> {
+        let s = self.store.apply(&self.info, [WriteOp::Delete(key.as_ref())])?;
+        Ok(s.deleted == 1)
+    }
+
+    /// Sketches a token set with the collection's parameters and inserts it.
+    pub fn insert_tokens(&self, key: impl AsRef<[u8]>, tokens: &TokenSet) -> Result<u64> {
+        let sketch = self.sketcher.sketch(tokens)?;
+        self.insert(key, &sketch)
+    }
+
+    /// Tokenizes text with the collection's tokenizer, sketches it and inserts it.
+    pub fn insert_text(&self, key: impl AsRef<[u8]>, text: &str) -> Result<u64> {
+        let sketch = self.sketcher.sketch_text(&self.config.tokenizer, text)?;
+        self.insert(key, &sketch)
+    }
+
+    /// Applies a batch in one transaction: all of it, or on any error none of it.
+    pub fn apply(&self, batch: &Batch) -> Result<WriteSummary> {
+        Ok(self.store.apply(&self.info, batch.ops())?)
+    }
+
+    /// The record of `key`, if present.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Record>> {
+        self.snapshot()?.get(key)
+    }
+
+    /// The record at row id `row`, if live.
+    pub fn get_row(&self, row: u64) -> Result<Option<Record>> {
+        self.snapshot()?.get_row(row)
+    }
+
+    /// The number of live records.
+    pub fn len(&self) -> Result<u64> {
+        Ok(self.stats()?.live)
+    }
+
+    /// Whether the collection has no live records.
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    /// The collection's counters.
+    pub fn stats(&self) -> Result<CollectionStats> {
+        self.snapshot()?.stats()
+    }
+
+    /// A consistent read-only view of the collection as of now.
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        Snapshot::new(self.store.snapshot()?, self.info.clone())
+    }
+
+    /// Every live record in row order, from a snapshot taken now.
+    pub fn scan(&self) -> Result<Scan> {
+        Ok(self.snapshot()?.into_scan())
+    }
+
+    /// Visits every page's columns in row order (the fast path for scans that read only some
+    /// columns). `f` returns `false` to stop.
+    pub fn for_each_page(&self, f: impl FnMut(&PageColumns<'_>) -> bool) -> Result<()> {
+        self.snapshot()?.for_each_page(f)
+    }
+
+    pub(crate) fn info(&self) -> &CollectionInfo {
+        &self.info
+    }
+}

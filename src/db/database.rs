@@ -1,0 +1,145 @@
+//! [`Database`]: one sketchdb file, opened in-process.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::collection::Collection;
+use super::config::{CollectionConfig, encode_settings};
+use crate::error::Result;
+use crate::storage::backend::Backend;
+use crate::storage::compact::CompactionSummary;
+use crate::storage::store::{Durability, Store, StoreOptions};
+
+/// A sketchdb database: one file holding named collections of sketches.
+///
+/// `Database` is `Send + Sync` and cheap to clone (an `Arc` inside); clones share one open
+/// file. Reads run on snapshots (a reader sees one commit, whatever writers do meanwhile);
+/// one write transaction runs at a time. The file is closed when the last clone and the last
+/// [`Collection`] handle are dropped.
+#[derive(Clone, Debug)]
+pub struct Database {
+    store: Arc<Store>,
+}
+
+/// Options for opening or creating a [`Database`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DatabaseBuilder {
+    opts: StoreOptions,
+}
+
+impl DatabaseBuilder {
+    /// The page cache size in bytes (default 1 GiB). Scans are fastest when the collection
+    /// fits.
+    pub fn cache_size(mut self, bytes: usize) -> Self {
+        self.opts.cache_size = Some(bytes);
+        self
+    }
+
+    /// The commit durability (default [`Durability::Immediate`]); see [`Durability`] for
+    /// exactly what `Eventual` can lose.
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.opts.durability = durability;
+        self
+    }
+
+    /// Creates a new database at `path` (an error if the path exists). Creation is atomic:
+    /// the file is built as `<path>.sketchdb-tmp` and renamed into place once committed.
+    pub fn create(self, path: impl AsRef<Path>) -> Result<Database> {
+        Ok(Database { store: Arc::new(Store::create(path.as_ref(), self.opts)?) })
+    }
+
+    /// Opens an existing database. Nothing is scanned or rebuilt at open; a file without a
+    /// sketchdb format record, or with an unknown format version, is refused.
+    pub fn open(self, path: impl AsRef<Path>) -> Result<Database> {
+        Ok(Database { store: Arc::new(Store::open(path.as_ref(), self.opts)?) })
+    }
+
+    pub(crate) fn create_on<B: Backend>(self, backend: B) -> Result<Database> {
+        Ok(Database { store: Arc::new(Store::create_on(backend, self.opts)?) })
+    }
+
+    pub(crate) fn open_on<B: Backend>(self, backend: B) -> Result<Database> {
+        Ok(Database { store: Arc::new(Store::open_on(backend, self.opts)?) })
+    }
+}
+
+impl Database {
+    /// Creates a new database at `path` with default options.
+    pub fn create(path: impl AsRef<Path>) -> Result<Database> {
+        Self::builder().create(path)
+    }
+
+    /// Opens an existing database with default options.
+    pub fn open(path: impl AsRef<Path>) -> Result<Database> {
+        Self::builder().open(path)
+    }
+
+    /// Options for opening or creating.
+    pub fn builder() -> DatabaseBuilder {
+        DatabaseBuilder::default()
+    }
+
+    /// Where the database lives.
+    pub fn path(&self) -> &Path {
+        self.store.location()
+    }
+
+    /// The commit durability this handle uses.
+    pub fn durability(&self) -> Durability {
+        self.store.durability()
+    }
+
+    /// Creates a collection. Its configuration is fixed from now on.
+    pub fn create_collection(&self, name: &str, config: CollectionConfig) -> Result<Collection> {
+        config.validate()?;
+        let settings = encode_settings(&config)?;
+        let info = self.store.create_collection(name, config.params, settings)?;
+        Collection::new(self.store.clone(), info)
+    }
+
+    /// A handle to an existing collection.
+    pub fn collection(&self, name: &str) -> Result<Collection> {
+        let info = self.store.collection(name)?;
+        Collection::new(self.store.clone(), info)
+    }
+
+    /// Every collection, ordered by name.
+    pub fn collections(&self) -> Result<Vec<Collection>> {
+        self.store.collections()?.into_iter().map(|info| Collection::new(self.store.clone(), info)).collect()
+    }
+
+    /// Drops a collection and all its records. Handles to it fail with
+    /// `UnknownCollection` from then on.
+    pub fn drop_collection(&self, name: &str) -> Result<()> {
+        Ok(self.store.drop_collection(name)?)
+    }
+
+    /// Rewrites pages that hold deleted rows without them (live rows move to new row ids)
+    /// and shrinks the file. Needs no live snapshots or scans (`StorageError::Busy`).
+    pub fn compact(&self) -> Result<CompactionSummary> {
+        let infos = self.store.collections()?;
+        Ok(self.store.compact(&infos)?)
+    }
+
+    /// Makes every earlier commit durable (only needed with [`Durability::Eventual`]).
+    pub fn flush(&self) -> Result<()> {
+        Ok(self.store.flush()?)
+    }
+
+    pub(crate) fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_is_send_and_sync() {
+        fn check<T: Send + Sync>() {}
+        check::<Database>();
+        check::<Collection>();
+        check::<crate::db::snapshot::Snapshot>();
+    }
+}

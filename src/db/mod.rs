@@ -1,0 +1,9 @@
+//! The public face: [`Database`], [`Collection`], [`CollectionConfig`], batches, snapshots
+//! and scans. Storage and sketch logic live below; this layer validates configuration,
+//! builds sketches from tokens or text, and converts between public and internal types.
+
+pub(crate) mod batch;
+pub(crate) mod collection;
+pub(crate) mod config;
+pub(crate) mod database;
+pub(crate) mod snapshot;

@@ -1,0 +1,123 @@
+//! Compaction: pages with tombstones are rewritten without them, then redb compacts the file
+//! to give the space back.
+//!
+//! The live rows of every page that has deleted rows are moved, in row order, to new row ids
+//! at the end of the collection (row ids are never reused; a key's row id changes only
+//! here), the emptied pages are removed, and `deleted` drops to zero. One write transaction
+//! per collection, so a crash leaves each collection either compacted or untouched. Then
+//! redb's own `compact` relocates pages to the front of the file and truncates it; that
+//! needs no live transactions or snapshots ([`StorageError::Busy`] otherwise).
+
+use super::catalog::CollectionInfo;
+use super::error::StorageError;
+use super::reader::decode;
+use super::store::Store;
+use super::tables::KEYS;
+use super::writer::{PageCache, corrupt_page, inconsistent, state_in, write_state};
+use crate::codec::page::PageView;
+
+/// What a compaction did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompactionSummary {
+    /// Pages rewritten because they held deleted rows.
+    pub pages_rewritten: u64,
+    /// Live rows moved to new row ids.
+    pub rows_moved: u64,
+    /// Deleted rows removed for good.
+    pub rows_purged: u64,
+    /// File size before, in bytes (0 for custom backends).
+    pub file_bytes_before: u64,
+    /// File size after, in bytes (0 for custom backends).
+    pub file_bytes_after: u64,
+}
+
+impl Store {
+    fn file_len(&self) -> u64 {
+        std::fs::metadata(self.location()).map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// Compacts every collection's pages, then the file.
+    pub(crate) fn compact(&self, collections: &[CollectionInfo]) -> Result<CompactionSummary, StorageError> {
+        let mut summary = CompactionSummary { file_bytes_before: self.file_len(), ..Default::default() };
+        for info in collections {
+            self.compact_collection(info, &mut summary)?;
+        }
+        self.compact_file()?;
+        summary.file_bytes_after = self.file_len();
+        Ok(summary)
+    }
+
+    fn compact_collection(&self, info: &CollectionInfo, summary: &mut CompactionSummary) -> Result<(), StorageError> {
+        let mut holed = vec![];
+        {
+            let snap = self.snapshot()?;
+            snap.for_each_page(info, |page_no, view| {
+                if view.deleted_count() > 0 {
+                    holed.push(page_no);
+                }
+                Ok(true)
+            })?;
+        }
+        if holed.is_empty() {
+            return Ok(());
+        }
+        let purged_before = summary.rows_purged;
+        let txn = self.begin_write()?;
+        let mut state = state_in(&txn, info)?;
+        {
+            let id = info.def.id;
+            let mut keys = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
+            let mut pages = PageCache::new(&txn, info)?;
+            for first in holed {
+                let Some(b) = pages.take(first)? else { continue };
+                let bytes = b.finish();
+                let view = PageView::parse_expected(&bytes, &info.spec, first).map_err(corrupt_page(info, first))?;
+                summary.pages_rewritten += 1;
+                for i in 0..view.row_count() {
+                    let old_row = view.first_row() + i as u64;
+                    if view.is_deleted(i) {
+                        summary.rows_purged += 1;
+                        continue;
+                    }
+                    let key = view.key(i);
+                    let new_row = state.next_row;
+                    let sketch = decode(info, &view, first, i)?;
+                    pages.append(new_row, key, &sketch)?;
+                    let old =
+                        keys.insert((id, key), new_row).map_err(StorageError::backend("move key"))?.map(|g| g.value());
+                    if old != Some(old_row) {
+                        return Err(inconsistent(info, old_row, "a live row's key does not map to it"));
+                    }
+                    state.next_row += 1;
+                    summary.rows_moved += 1;
+                }
+            }
+            pages.flush()?;
+        }
+        state.deleted = state.deleted.saturating_sub(summary_purged(summary, purged_before));
+        write_state(&txn, info, &state)?;
+        txn.commit().map_err(StorageError::backend("commit"))
+    }
+
+    /// redb's file compaction, repeated until it reports nothing left to do.
+    pub(crate) fn compact_file(&self) -> Result<(), StorageError> {
+        // redb compacts against the last durable commit.
+        self.flush()?;
+        let mut db = self.exclusive();
+        for _ in 0..64 {
+            match db.compact() {
+                Ok(true) => continue,
+                Ok(false) => break,
+                Err(redb::CompactionError::TransactionInProgress) => {
+                    return Err(StorageError::Busy { op: "file compaction" });
+                }
+                Err(e) => return Err(StorageError::backend("compact file")(e)),
+            }
+        }
+        Ok(())
+    }
+}
+
+fn summary_purged(summary: &CompactionSummary, before: u64) -> u64 {
+    summary.rows_purged - before
+}

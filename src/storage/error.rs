@@ -1,0 +1,201 @@
+//! Errors of the storage layer.
+
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+use crate::codec::error::CodecError;
+use crate::sketch::error::SketchError;
+
+/// An error from the redb backend, kept opaque so that no redb type is public.
+pub type BackendError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// An error from opening, reading or writing the database file.
+///
+/// Corruption errors say where: collection (name and id), page number and row id.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum StorageError {
+    /// The storage engine (redb) failed; its error is the `source()`.
+    #[error("storage engine error during {op}: {source}")]
+    Backend {
+        /// What was being done (`"open"`, `"commit"`, `"read page"`, ...).
+        op: &'static str,
+        /// redb's error.
+        #[source]
+        source: BackendError,
+    },
+    /// A file-system operation failed.
+    #[error("{op} {path}: {source}")]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The path involved.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `create` was asked for a path that already exists.
+    #[error("cannot create {path}: a file already exists there")]
+    AlreadyExists {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The file is a redb database but not a sketchdb one (no valid format record).
+    #[error("{path} is not a sketchdb database: {reason}")]
+    NotSketchdb {
+        /// The path (or `<backend>`).
+        path: PathBuf,
+        /// What is missing.
+        reason: String,
+    },
+    /// The file (or one of its records) has a format version this build does not read.
+    #[error("{path}: {what} has format version {found}; this build of sketchdb reads version {supported} only")]
+    UnsupportedFormat {
+        /// The path (or `<backend>`).
+        path: PathBuf,
+        /// Which record: `"format record (table sketchdb.meta, key \"format\")"`, ...
+        what: String,
+        /// The version found.
+        found: u16,
+        /// The version this build reads.
+        supported: u16,
+    },
+    /// A metadata value (catalog, collection definition or state) does not decode.
+    #[error("corrupt metadata in table {table}, key {key}: {source}")]
+    CorruptMeta {
+        /// The redb table.
+        table: &'static str,
+        /// The key, rendered.
+        key: String,
+        /// What is wrong.
+        #[source]
+        source: Box<CodecError>,
+    },
+    /// A page fails its checks (crc, header, layout, position).
+    #[error("corrupt page {page} of collection `{collection}` (id {collection_id}): {source}")]
+    CorruptPage {
+        /// The collection's name.
+        collection: String,
+        /// The collection's id.
+        collection_id: u32,
+        /// The page number.
+        page: u64,
+        /// What is wrong.
+        #[source]
+        source: Box<CodecError>,
+    },
+    /// A row of a sound page does not decode as a sketch of the collection's parameters.
+    #[error("corrupt row {row} in page {page} of collection `{collection}`: {source}")]
+    CorruptRow {
+        /// The collection's name.
+        collection: String,
+        /// The page number.
+        page: u64,
+        /// The row id.
+        row: u64,
+        /// What is wrong.
+        #[source]
+        source: Box<CodecError>,
+    },
+    /// Tables disagree with each other (a key maps to a missing or deleted row, ...).
+    #[error("inconsistent collection `{collection}`{}: {detail}", row.map(|r| format!(" at row {r}")).unwrap_or_default())]
+    Inconsistent {
+        /// The collection's name.
+        collection: String,
+        /// The row involved, if any.
+        row: Option<u64>,
+        /// What disagrees.
+        detail: String,
+    },
+    /// No collection has this name (or it was dropped since the handle was obtained).
+    #[error("unknown collection `{name}`")]
+    UnknownCollection {
+        /// The name asked for.
+        name: String,
+    },
+    /// `create_collection` with a name already in use.
+    #[error("collection `{name}` already exists")]
+    CollectionExists {
+        /// The name.
+        name: String,
+    },
+    /// A collection name that is empty or too long.
+    #[error("invalid collection name {name:?}: {reason}")]
+    InvalidCollectionName {
+        /// The name given.
+        name: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+    /// An empty key.
+    #[error("empty key in collection `{collection}`: keys are 1..={max} bytes", max = super::MAX_KEY_LEN)]
+    EmptyKey {
+        /// The collection.
+        collection: String,
+    },
+    /// A key longer than [`super::MAX_KEY_LEN`].
+    #[error("key of {len} bytes in collection `{collection}` exceeds the maximum of {max} bytes")]
+    KeyTooLong {
+        /// The collection.
+        collection: String,
+        /// The key's length.
+        len: usize,
+        /// The maximum.
+        max: usize,
+    },
+    /// `insert` of a key that is already present (use `upsert` to replace).
+    #[error("duplicate key {key} in collection `{collection}`")]
+    DuplicateKey {
+        /// The collection.
+        collection: String,
+        /// The key, rendered (UTF-8 text quoted, other bytes in hex).
+        key: String,
+    },
+    /// A sketch whose parameters differ from the collection's (wrong width, kind, seed...).
+    #[error("sketch does not fit collection `{collection}`: {source}")]
+    Incompatible {
+        /// The collection.
+        collection: String,
+        /// The first differing field, with both values.
+        #[source]
+        source: SketchError,
+    },
+    /// An operation that needs the database to itself (integrity check, file compaction)
+    /// while read or write transactions (snapshots, scans) are alive.
+    #[error("{op} needs exclusive access, but transactions or snapshots are still alive")]
+    Busy {
+        /// The operation.
+        op: &'static str,
+    },
+}
+
+impl StorageError {
+    /// Maps a redb error into [`StorageError::Backend`] (`op` says what was being done).
+    pub(crate) fn backend<E: Into<redb::Error>>(op: &'static str) -> impl FnOnce(E) -> StorageError {
+        move |e| StorageError::Backend { op, source: Box::new(e.into()) }
+    }
+
+    /// Whether the error reports damaged data (as opposed to bad input or I/O).
+    pub fn is_corruption(&self) -> bool {
+        matches!(
+            self,
+            StorageError::CorruptMeta { .. }
+                | StorageError::CorruptPage { .. }
+                | StorageError::CorruptRow { .. }
+                | StorageError::Inconsistent { .. }
+        )
+    }
+}
+
+/// Renders a key for messages: quoted if it is UTF-8 text, hex otherwise.
+pub(crate) fn show_key(key: &[u8]) -> String {
+    match std::str::from_utf8(key) {
+        Ok(s) => format!("{s:?}"),
+        Err(_) => {
+            let hex: String = key.iter().take(64).map(|b| format!("{b:02x}")).collect();
+            if key.len() > 64 { format!("0x{hex}...") } else { format!("0x{hex}") }
+        }
+    }
+}

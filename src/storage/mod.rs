@@ -1,0 +1,32 @@
+//! The storage layer: the redb adapter.
+//!
+//! * [`tables`]: every redb table definition, in one place.
+//! * [`store`]: [`store::Store`], the opened file (atomic create, format-record check,
+//!   durability, the custom-backend entry points for tests).
+//! * [`catalog`]: collections (create, look up, list, drop).
+//! * [`writer`]: write transactions: inserts, upserts, deletes, all-or-nothing batches.
+//! * [`reader`]: read snapshots: gets and page scans.
+//! * [`compact`]: page compaction and redb file compaction.
+//! * [`verify`]: the storage-level consistency checks behind `admin::verify`.
+//!
+//! No redb type escapes this module; redb errors become [`StorageError::Backend`] with the
+//! redb error kept as its `source()`.
+
+pub(crate) mod backend;
+pub(crate) mod catalog;
+pub(crate) mod compact;
+pub(crate) mod error;
+pub(crate) mod reader;
+pub(crate) mod store;
+pub(crate) mod tables;
+pub(crate) mod verify;
+pub(crate) mod writer;
+
+pub use error::StorageError;
+
+/// The longest user key, in bytes. Keys are 1..=`MAX_KEY_LEN` arbitrary bytes (UTF-8 text
+/// is stored as its bytes).
+pub use crate::codec::page::MAX_KEY_LEN;
+
+/// The longest collection name, in bytes (UTF-8).
+pub const MAX_COLLECTION_NAME_LEN: usize = 255;

@@ -1,0 +1,272 @@
+//! The opened database file: atomic creation, the format-record check at open, durability,
+//! and the transaction entry points every other storage module uses.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use parking_lot::{RwLock, RwLockWriteGuard};
+use redb::{ReadTransaction, ReadableDatabase, WriteTransaction};
+
+use super::backend::{Backend, RedbBackend};
+use super::error::StorageError;
+use super::tables::{CATALOG_KEY, FORMAT_KEY, META, META_NAME, REDB_FILE_FORMAT};
+use crate::codec::FORMAT_VERSION;
+use crate::codec::envelope::peek_version;
+use crate::codec::error::CodecError;
+use crate::codec::meta::{CatalogRecord, FormatRecord};
+
+/// How commits reach the disk.
+///
+/// * `Immediate` (the default): `commit` returns only after the data and the commit record
+///   are `fsync`ed. An acknowledged commit survives a process crash and a power loss.
+/// * `Eventual`: `commit` makes the changes visible to later transactions in this process
+///   and writes them to the file, but does not `fsync`. They become durable at the next
+///   `Immediate` commit, at [`crate::Database::flush`], or when the database is closed
+///   cleanly (dropped). A process crash or power loss before then rolls the file back to the
+///   last durable commit: the file stays consistent (redb never exposes a torn
+///   transaction), but every `Eventual` commit since that point is lost. Use it for bulk
+///   loads that can be redone, followed by `flush`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Durability {
+    /// fsync on every commit: acknowledged commits survive power loss.
+    #[default]
+    Immediate,
+    /// No fsync on commit: durable only after a later `Immediate` commit, `flush` or a clean
+    /// close; a crash or power loss loses the commits since then (never half of one).
+    Eventual,
+}
+
+/// Options for opening or creating a store.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct StoreOptions {
+    /// redb's page cache size in bytes (`None`: redb's default, 1 GiB).
+    pub cache_size: Option<usize>,
+    /// Commit durability.
+    pub durability: Durability,
+}
+
+/// An opened sketchdb file. `Send + Sync`; share it behind an `Arc`.
+///
+/// The redb handle sits behind a `RwLock` only so that the operations redb runs on
+/// `&mut Database` (integrity check, file compaction) can get it; every transaction takes
+/// the read side just long enough to begin.
+pub(crate) struct Store {
+    db: RwLock<redb::Database>,
+    location: PathBuf,
+    durability: Durability,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("location", &self.location).field("durability", &self.durability).finish()
+    }
+}
+
+fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> StorageError + 'a {
+    move |source| StorageError::Io { op, path: path.to_path_buf(), source }
+}
+
+/// `<path>.sketchdb-tmp`: where `create` builds the file before renaming it into place.
+pub(crate) fn temp_path(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_os_string();
+    s.push(".sketchdb-tmp");
+    PathBuf::from(s)
+}
+
+impl Store {
+    fn builder(opts: &StoreOptions) -> redb::Builder {
+        let mut b = redb::Builder::new();
+        if let Some(bytes) = opts.cache_size {
+            b.set_cache_size(bytes);
+        }
+        b
+    }
+
+    /// Creates a new database at `path`, atomically: the file is built and committed at
+    /// [`temp_path`], then renamed into place and the directory synced. A crash at any point
+    /// leaves either no file at `path` or a complete one.
+    pub(crate) fn create(path: &Path, opts: StoreOptions) -> Result<Store, StorageError> {
+        if path.exists() {
+            return Err(StorageError::AlreadyExists { path: path.to_path_buf() });
+        }
+        let tmp = temp_path(path);
+        match fs::remove_file(&tmp) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_err("remove stale temporary file", &tmp)(e)),
+        }
+        {
+            let db = Self::builder(&opts).create(&tmp).map_err(StorageError::backend("create"))?;
+            Self::initialise(&db)?;
+            db.close().map_err(StorageError::backend("close after create"))?;
+        }
+        if path.exists() {
+            let _ = fs::remove_file(&tmp);
+            return Err(StorageError::AlreadyExists { path: path.to_path_buf() });
+        }
+        fs::rename(&tmp, path).map_err(io_err("rename into place", path))?;
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        #[cfg(unix)]
+        fs::File::open(&dir).and_then(|d| d.sync_all()).map_err(io_err("sync directory", &dir))?;
+        Self::open(path, opts)
+    }
+
+    /// Opens an existing database. Reads only the format record: nothing is scanned or
+    /// rebuilt, so opening costs what redb's own open costs plus one small read.
+    pub(crate) fn open(path: &Path, opts: StoreOptions) -> Result<Store, StorageError> {
+        if !path.exists() {
+            return Err(io_err("open", path)(std::io::Error::from(std::io::ErrorKind::NotFound)));
+        }
+        let not_redb = |e: redb::DatabaseError| StorageError::NotSketchdb {
+            path: path.to_path_buf(),
+            reason: format!("the storage engine refuses the file: {e}"),
+        };
+        let db = Self::builder(&opts).open(path).map_err(|e| match e {
+            redb::DatabaseError::Storage(redb::StorageError::Corrupted(_))
+            | redb::DatabaseError::UpgradeRequired(_) => not_redb(e),
+            redb::DatabaseError::Storage(redb::StorageError::Io(ref io))
+                if io.kind() == std::io::ErrorKind::InvalidData =>
+            {
+                not_redb(e)
+            }
+            e => StorageError::backend("open")(e),
+        })?;
+        Self::check_format(&db, path)?;
+        Ok(Store { db: RwLock::new(db), location: path.to_path_buf(), durability: opts.durability })
+    }
+
+    /// Creates a database on an empty custom backend (no rename: the backend is opaque).
+    pub(crate) fn create_on<B: Backend>(backend: B, opts: StoreOptions) -> Result<Store, StorageError> {
+        let db =
+            Self::builder(&opts).create_with_backend(RedbBackend(backend)).map_err(StorageError::backend("create"))?;
+        Self::initialise(&db)?;
+        Ok(Store { db: RwLock::new(db), location: PathBuf::from("<backend>"), durability: opts.durability })
+    }
+
+    /// Opens a database previously created on a custom backend.
+    pub(crate) fn open_on<B: Backend>(backend: B, opts: StoreOptions) -> Result<Store, StorageError> {
+        let location = PathBuf::from("<backend>");
+        let db = Self::builder(&opts)
+            .create_with_backend(RedbBackend(backend))
+            .map_err(|e| StorageError::NotSketchdb { path: location.clone(), reason: e.to_string() })?;
+        Self::check_format(&db, &location)?;
+        Ok(Store { db: RwLock::new(db), location, durability: opts.durability })
+    }
+
+    fn initialise(db: &redb::Database) -> Result<(), StorageError> {
+        let format = FormatRecord {
+            format_version: FORMAT_VERSION,
+            redb_file_format: REDB_FILE_FORMAT,
+            created_by: format!("sketchdb {}", env!("CARGO_PKG_VERSION")),
+        };
+        let catalog = CatalogRecord { next_collection_id: 1 };
+        let meta_err = |key: &str| {
+            let key = key.to_string();
+            move |source| StorageError::CorruptMeta { table: META_NAME, key, source: Box::new(source) }
+        };
+        let txn = db.begin_write().map_err(StorageError::backend("begin write"))?;
+        {
+            let mut meta = txn.open_table(META).map_err(StorageError::backend("open table"))?;
+            let f = format.encode().map_err(meta_err(FORMAT_KEY))?;
+            let c = catalog.encode().map_err(meta_err(CATALOG_KEY))?;
+            meta.insert(FORMAT_KEY, f.as_slice()).map_err(StorageError::backend("write format record"))?;
+            meta.insert(CATALOG_KEY, c.as_slice()).map_err(StorageError::backend("write catalog"))?;
+        }
+        txn.commit().map_err(StorageError::backend("commit"))
+    }
+
+    fn check_format(db: &redb::Database, location: &Path) -> Result<(), StorageError> {
+        let not_ours = |reason: &str| StorageError::NotSketchdb { path: location.to_path_buf(), reason: reason.into() };
+        let txn = db.begin_read().map_err(StorageError::backend("begin read"))?;
+        let meta = match txn.open_table(META) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Err(not_ours("no sketchdb.meta table")),
+            Err(e) => return Err(StorageError::backend("open table")(e)),
+        };
+        let Some(bytes) = meta.get(FORMAT_KEY).map_err(StorageError::backend("read format record"))? else {
+            return Err(not_ours("no format record in table sketchdb.meta"));
+        };
+        let bytes = bytes.value();
+        let what = format!("the format record (table {META_NAME}, key \"{FORMAT_KEY}\")");
+        match FormatRecord::decode(bytes) {
+            Ok(_) => Ok(()),
+            Err(CodecError::UnsupportedVersion { found, supported, .. }) => {
+                Err(StorageError::UnsupportedFormat { path: location.to_path_buf(), what, found, supported })
+            }
+            Err(source) => match peek_version(bytes) {
+                Some(v) if v != FORMAT_VERSION => Err(StorageError::UnsupportedFormat {
+                    path: location.to_path_buf(),
+                    what,
+                    found: v,
+                    supported: FORMAT_VERSION,
+                }),
+                _ => Err(StorageError::CorruptMeta {
+                    table: META_NAME,
+                    key: FORMAT_KEY.into(),
+                    source: Box::new(source),
+                }),
+            },
+        }
+    }
+
+    /// Where the database lives (`<backend>` for custom backends).
+    pub(crate) fn location(&self) -> &Path {
+        &self.location
+    }
+
+    /// The commit durability.
+    pub(crate) fn durability(&self) -> Durability {
+        self.durability
+    }
+
+    /// Begins a read transaction: a consistent snapshot of the last commit.
+    pub(crate) fn begin_read(&self) -> Result<ReadTransaction, StorageError> {
+        self.db.read().begin_read().map_err(StorageError::backend("begin read"))
+    }
+
+    /// Begins a write transaction with the store's durability.
+    pub(crate) fn begin_write(&self) -> Result<WriteTransaction, StorageError> {
+        let mut txn = self.db.read().begin_write().map_err(StorageError::backend("begin write"))?;
+        if self.durability == Durability::Eventual {
+            txn.set_durability(redb::Durability::None).map_err(StorageError::backend("set durability"))?;
+        }
+        Ok(txn)
+    }
+
+    /// Makes every earlier commit durable (an empty `Immediate` commit).
+    pub(crate) fn flush(&self) -> Result<(), StorageError> {
+        let txn = self.db.read().begin_write().map_err(StorageError::backend("begin write"))?;
+        txn.commit().map_err(StorageError::backend("commit"))
+    }
+
+    /// The redb handle to itself, for integrity checks and file compaction.
+    pub(crate) fn exclusive(&self) -> RwLockWriteGuard<'_, redb::Database> {
+        self.db.write()
+    }
+
+    /// Rewrites the format record with another version (tests of version refusal only).
+    pub(crate) fn rewrite_format_version(&self, version: u16) -> Result<(), StorageError> {
+        let format = FormatRecord {
+            format_version: version,
+            redb_file_format: REDB_FILE_FORMAT,
+            created_by: format!("sketchdb {} (test)", env!("CARGO_PKG_VERSION")),
+        };
+        let bytes =
+            crate::codec::envelope::encode_with_version(crate::codec::envelope::RecordKind::Format, version, &format)
+                .map_err(|source| StorageError::CorruptMeta {
+                table: META_NAME,
+                key: FORMAT_KEY.into(),
+                source: Box::new(source),
+            })?;
+        let txn = self.begin_write()?;
+        {
+            let mut meta = txn.open_table(META).map_err(StorageError::backend("open table"))?;
+            meta.insert(FORMAT_KEY, bytes.as_slice()).map_err(StorageError::backend("write format record"))?;
+        }
+        txn.commit().map_err(StorageError::backend("commit"))
+    }
+}

@@ -1,0 +1,33 @@
+//! Every redb table sketchdb uses. `storage-format.md` ("Tables") is the spec of each.
+//!
+//! Collection ids are u32 (from 1, never reused); row ids are u64 (per collection, from 0,
+//! never reused); a page is keyed by the row id of its first row.
+
+use redb::TableDefinition;
+
+/// `&str -> &[u8]`: `"format"` -> format record envelope, `"catalog"` -> catalog envelope.
+pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("sketchdb.meta");
+/// `u32 -> &[u8]`: collection id -> collection definition envelope.
+pub(crate) const COLLECTIONS: TableDefinition<u32, &[u8]> = TableDefinition::new("sketchdb.collections");
+/// `&str -> u32`: collection name -> collection id.
+pub(crate) const COLLECTION_NAMES: TableDefinition<&str, u32> = TableDefinition::new("sketchdb.collection_names");
+/// `u32 -> &[u8]`: collection id -> collection state envelope.
+pub(crate) const COLLECTION_STATE: TableDefinition<u32, &[u8]> = TableDefinition::new("sketchdb.collection_state");
+/// `(u32, &[u8]) -> u64`: (collection id, user key) -> row id of the key's live record.
+/// (The reverse map, row id -> key, is the key heap of the row's page.)
+pub(crate) const KEYS: TableDefinition<(u32, &[u8]), u64> = TableDefinition::new("sketchdb.keys");
+/// `(u32, u64) -> &[u8]`: (collection id, first row id of the page) -> columnar page.
+pub(crate) const PAGES: TableDefinition<(u32, u64), &[u8]> = TableDefinition::new("sketchdb.pages");
+
+/// Key of the format record in [`META`].
+pub(crate) const FORMAT_KEY: &str = "format";
+/// Key of the catalog record in [`META`].
+pub(crate) const CATALOG_KEY: &str = "catalog";
+
+/// Names, for error messages.
+pub(crate) const META_NAME: &str = "sketchdb.meta";
+pub(crate) const COLLECTIONS_NAME: &str = "sketchdb.collections";
+pub(crate) const COLLECTION_STATE_NAME: &str = "sketchdb.collection_state";
+
+/// The redb file-format version sketchdb files are written with (redb 4.x: format 3).
+pub(crate) const REDB_FILE_FORMAT: u8 = 3;

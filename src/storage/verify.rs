@@ -1,0 +1,232 @@
+//! Storage-level verification: every page's crc and header, every row's decoding, the
+//! key <-> row id maps against the tombstones, the collection counters, and redb's own
+//! integrity check. Each problem names its collection, page and row.
+
+use std::fmt;
+
+use redb::ReadableTable;
+
+use super::catalog::CollectionInfo;
+use super::error::StorageError;
+use super::store::Store;
+use super::tables::{COLLECTION_NAMES, KEYS, PAGES};
+use crate::codec::record::decode_row;
+
+/// One problem found by `verify`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// The collection's name, if the problem belongs to one.
+    pub collection: Option<String>,
+    /// The page (its first row id, the page's key), if the problem is in a page.
+    pub page: Option<u64>,
+    /// The row id, if the problem is about one row.
+    pub row: Option<u64>,
+    /// What is wrong.
+    pub detail: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.collection {
+            Some(c) => write!(f, "collection `{c}`")?,
+            None => write!(f, "database")?,
+        }
+        if let Some(p) = self.page {
+            write!(f, ", page {p}")?;
+        }
+        if let Some(r) = self.row {
+            write!(f, ", row {r}")?;
+        }
+        write!(f, ": {}", self.detail)
+    }
+}
+
+/// What `verify` checked and found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// Every problem found; empty when the database is sound.
+    pub problems: Vec<Problem>,
+    /// Collections checked.
+    pub collections: u64,
+    /// Pages checked.
+    pub pages: u64,
+    /// Rows (live and deleted) checked.
+    pub rows: u64,
+    /// Whether redb's integrity check passed without needing a repair.
+    pub redb_integrity_ok: bool,
+}
+
+impl VerifyReport {
+    /// Whether no problem was found.
+    pub fn is_ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+struct Ctx<'a> {
+    report: &'a mut VerifyReport,
+    name: String,
+}
+
+impl Ctx<'_> {
+    fn problem(&mut self, page: Option<u64>, row: Option<u64>, detail: impl ToString) {
+        self.report.problems.push(Problem {
+            collection: Some(self.name.clone()),
+            page,
+            row,
+            detail: detail.to_string(),
+        });
+    }
+}
+
+impl Store {
+    /// Runs every check. Errors only when the checks cannot run (I/O, or
+    /// [`StorageError::Busy`] for redb's check while transactions are alive); damage is
+    /// reported as problems.
+    pub(crate) fn verify(&self) -> Result<VerifyReport, StorageError> {
+        let mut report = VerifyReport::default();
+        match self.collections() {
+            Ok(collections) => {
+                report.collections = collections.len() as u64;
+                for info in &collections {
+                    let mut ctx = Ctx { report: &mut report, name: info.def.name.clone() };
+                    if let Err(e) = self.verify_collection(info, &mut ctx) {
+                        if !e.is_corruption() && !matches!(e, StorageError::UnknownCollection { .. }) {
+                            return Err(e);
+                        }
+                        ctx.problem(None, None, e);
+                    }
+                }
+                self.verify_names(&collections, &mut report)?;
+            }
+            Err(e) if e.is_corruption() => {
+                report.problems.push(Problem { collection: None, page: None, row: None, detail: e.to_string() })
+            }
+            Err(e) => return Err(e),
+        }
+        let mut db = self.exclusive();
+        match db.check_integrity() {
+            Ok(true) => report.redb_integrity_ok = true,
+            Ok(false) => report.problems.push(Problem {
+                collection: None,
+                page: None,
+                row: None,
+                detail: "redb's integrity check found damage and repaired the file".into(),
+            }),
+            Err(redb::DatabaseError::TransactionInProgress) => return Err(StorageError::Busy { op: "verify" }),
+            Err(e) => report.problems.push(Problem {
+                collection: None,
+                page: None,
+                row: None,
+                detail: format!("redb's integrity check failed: {e}"),
+            }),
+        }
+        Ok(report)
+    }
+
+    fn verify_collection(&self, info: &CollectionInfo, ctx: &mut Ctx<'_>) -> Result<(), StorageError> {
+        let snap = self.snapshot()?;
+        let state = snap.state(info)?;
+        let mut live_rows = 0u64;
+        let mut damaged = 0u64;
+        let (mut deleted, mut prev_end) = (0u64, 0u64);
+        let id = info.def.id;
+        let db = self.begin_read()?;
+        let pages = db.open_table(PAGES).map_err(StorageError::backend("open table"))?;
+        let keys = db.open_table(KEYS).map_err(StorageError::backend("open table"))?;
+        for entry in pages.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan pages"))? {
+            let (k, v) = entry.map_err(StorageError::backend("scan pages"))?;
+            let page = k.value().1;
+            ctx.report.pages += 1;
+            let view = match crate::codec::page::PageView::parse_expected(v.value(), &info.spec, page) {
+                Ok(view) => view,
+                Err(e) => {
+                    ctx.problem(Some(page), None, format!("page fails its checks: {e}"));
+                    damaged += 1;
+                    continue;
+                }
+            };
+            if view.first_row() < prev_end {
+                ctx.problem(Some(page), Some(view.first_row()), "page overlaps the previous page's rows");
+            }
+            if view.end_row() > state.next_row {
+                ctx.problem(
+                    Some(page),
+                    Some(view.end_row() - 1),
+                    format!("row at or past next_row {}", state.next_row),
+                );
+            }
+            prev_end = view.end_row();
+            for i in 0..view.row_count() {
+                let row = view.first_row() + i as u64;
+                ctx.report.rows += 1;
+                if view.is_deleted(i) {
+                    deleted += 1;
+                    continue;
+                }
+                live_rows += 1;
+                if let Err(e) = decode_row(&view, i, &info.def.params) {
+                    ctx.problem(Some(page), Some(row), format!("row does not decode: {e}"));
+                }
+                match keys.get((id, view.key(i))).map_err(StorageError::backend("read key"))? {
+                    Some(g) if g.value() == row => {}
+                    Some(g) => ctx.problem(Some(page), Some(row), format!("its key maps to row {} instead", g.value())),
+                    None => ctx.problem(Some(page), Some(row), "its key is missing from sketchdb.keys"),
+                }
+            }
+        }
+        if damaged > 0 {
+            // The counts below would only restate the damaged pages.
+            return Ok(());
+        }
+        // Every live row's key maps back to it; equal counts make the maps a bijection.
+        let empty: &[u8] = &[];
+        let mut key_entries = 0u64;
+        for entry in
+            keys.range((id, empty)..(id.saturating_add(1), empty)).map_err(StorageError::backend("scan keys"))?
+        {
+            entry.map_err(StorageError::backend("scan keys"))?;
+            key_entries += 1;
+        }
+        if key_entries != live_rows {
+            ctx.problem(None, None, format!("sketchdb.keys has {key_entries} keys for {live_rows} live rows"));
+        }
+        if state.live != live_rows {
+            ctx.problem(None, None, format!("state says {} live rows, pages hold {live_rows}", state.live));
+        }
+        if state.deleted != deleted {
+            ctx.problem(None, None, format!("state says {} deleted rows, pages hold {deleted}", state.deleted));
+        }
+        Ok(())
+    }
+
+    fn verify_names(&self, collections: &[CollectionInfo], report: &mut VerifyReport) -> Result<(), StorageError> {
+        let db = self.begin_read()?;
+        let names = match db.open_table(COLLECTION_NAMES) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(()),
+            Err(e) => return Err(StorageError::backend("open table")(e)),
+        };
+        let count = names.iter().map_err(StorageError::backend("scan names"))?.count();
+        for info in collections {
+            let got = names.get(info.def.name.as_str()).map_err(StorageError::backend("read name"))?.map(|g| g.value());
+            if got != Some(info.def.id) {
+                report.problems.push(Problem {
+                    collection: Some(info.def.name.clone()),
+                    page: None,
+                    row: None,
+                    detail: format!("sketchdb.collection_names maps the name to {got:?}, not id {}", info.def.id),
+                });
+            }
+        }
+        if count != collections.len() {
+            report.problems.push(Problem {
+                collection: None,
+                page: None,
+                row: None,
+                detail: format!("{count} collection names for {} collections", collections.len()),
+            });
+        }
+        Ok(())
+    }
+}

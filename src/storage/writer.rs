@@ -1,0 +1,312 @@
+//! Write transactions: inserts, upserts and deletes of one collection, all or nothing.
+//!
+//! Within a transaction every touched page is built once: the open tail page is loaded (or
+//! started) on the first append and written back when full or at the end; a page that loses
+//! rows to deletes is loaded once, its tombstone bits set, and written back at the end. Any
+//! error drops the transaction uncommitted, so a failed batch leaves nothing behind.
+//!
+//! Semantics (also in `storage-format.md`):
+//! * insert: a new row id (`next_row`, then incremented); a key already present is
+//!   [`StorageError::DuplicateKey`].
+//! * upsert: as insert when the key is absent; otherwise the old row is tombstoned and the
+//!   key moves to a new row id. A stored row's columns never change after it is written.
+//! * delete: the row is tombstoned and the key removed from `keys`; deleting an absent key
+//!   is not an error (it is counted in [`WriteSummary::missing`]).
+
+use std::collections::BTreeMap;
+
+use redb::{ReadableTable, Table, WriteTransaction};
+
+use super::MAX_KEY_LEN;
+use super::catalog::{CollectionInfo, page_fits, read_state};
+use super::error::{StorageError, show_key};
+use super::tables::{COLLECTION_STATE, COLLECTION_STATE_NAME, KEYS, PAGES};
+use crate::codec::error::CodecError;
+use crate::codec::meta::CollectionState;
+use crate::codec::page::{PageBuilder, PageView};
+use crate::codec::record::push_sketch;
+use crate::sketch::sketch::Sketch;
+
+/// One write of a batch.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum WriteOp<'a> {
+    /// Insert; the key must be absent.
+    Insert(&'a [u8], &'a Sketch),
+    /// Insert or replace.
+    Upsert(&'a [u8], &'a Sketch),
+    /// Delete if present.
+    Delete(&'a [u8]),
+}
+
+/// What a committed batch did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriteSummary {
+    /// Keys that were absent and now have a record.
+    pub inserted: u64,
+    /// Keys whose record was replaced by an upsert.
+    pub replaced: u64,
+    /// Keys deleted.
+    pub deleted: u64,
+    /// Deletes of keys that were absent.
+    pub missing: u64,
+    /// The row id of the batch's first new row; new rows are `first_row..first_row + new_rows`,
+    /// in batch order.
+    pub first_row: u64,
+    /// Rows written (inserts plus upserts).
+    pub new_rows: u64,
+}
+
+/// Checks a user key's length.
+pub(crate) fn check_key(info: &CollectionInfo, key: &[u8]) -> Result<(), StorageError> {
+    if key.is_empty() {
+        return Err(StorageError::EmptyKey { collection: info.def.name.clone() });
+    }
+    if key.len() > MAX_KEY_LEN {
+        return Err(StorageError::KeyTooLong { collection: info.def.name.clone(), len: key.len(), max: MAX_KEY_LEN });
+    }
+    Ok(())
+}
+
+/// Wraps a codec error as a corrupt page of `info` starting at row `page`.
+pub(crate) fn corrupt_page(info: &CollectionInfo, page: u64) -> impl FnOnce(CodecError) -> StorageError {
+    let (collection, collection_id) = (info.def.name.clone(), info.def.id);
+    move |source| StorageError::CorruptPage { collection, collection_id, page, source: Box::new(source) }
+}
+
+pub(crate) fn inconsistent(info: &CollectionInfo, row: u64, detail: impl ToString) -> StorageError {
+    StorageError::Inconsistent { collection: info.def.name.clone(), row: Some(row), detail: detail.to_string() }
+}
+
+/// The pages one write transaction touches, each built once. Pages are keyed by first row.
+pub(crate) struct PageCache<'t, 'i> {
+    info: &'i CollectionInfo,
+    table: Table<'t, (u32, u64), &'static [u8]>,
+    tail: Option<PageBuilder>,
+    tail_looked_up: bool,
+    dirty: BTreeMap<u64, PageBuilder>,
+}
+
+impl<'t, 'i> PageCache<'t, 'i> {
+    pub(crate) fn new(txn: &'t WriteTransaction, info: &'i CollectionInfo) -> Result<Self, StorageError> {
+        let table = txn.open_table(PAGES).map_err(StorageError::backend("open table"))?;
+        Ok(PageCache { info, table, tail: None, tail_looked_up: false, dirty: BTreeMap::new() })
+    }
+
+    /// The stored page with the greatest first row `<= row`, as a builder.
+    fn load_at_or_before(&self, row: u64) -> Result<Option<PageBuilder>, StorageError> {
+        let id = self.info.def.id;
+        let mut range = self.table.range((id, 0u64)..=(id, row)).map_err(StorageError::backend("read page"))?;
+        let Some(entry) = range.next_back() else { return Ok(None) };
+        let (k, v) = entry.map_err(StorageError::backend("read page"))?;
+        let first = k.value().1;
+        let view =
+            PageView::parse_expected(v.value(), &self.info.spec, first).map_err(corrupt_page(self.info, first))?;
+        Ok(Some(PageBuilder::from_view(self.info.spec, &view)))
+    }
+
+    /// Removes a stored page (compaction), returning its builder copy.
+    pub(crate) fn take(&mut self, first_row: u64) -> Result<Option<PageBuilder>, StorageError> {
+        // The tail may hold rows appended in this transaction: store it before taking.
+        self.flush_tail()?;
+        self.tail_looked_up = false;
+        let b = match self.dirty.remove(&first_row) {
+            Some(b) => Some(b),
+            None => self.load_at_or_before(first_row)?.filter(|b| b.first_row() == first_row),
+        };
+        if b.is_some() {
+            self.table.remove((self.info.def.id, first_row)).map_err(StorageError::backend("remove page"))?;
+        }
+        Ok(b)
+    }
+
+    fn write(&mut self, b: &PageBuilder) -> Result<(), StorageError> {
+        let mut guard = self
+            .table
+            .insert_reserve((self.info.def.id, b.first_row()), b.len())
+            .map_err(StorageError::backend("write page"))?;
+        b.finish_into(guard.as_mut());
+        Ok(())
+    }
+
+    /// Appends `sketch` with `key` as row `next_row` (the collection's next row id).
+    pub(crate) fn append(&mut self, next_row: u64, key: &[u8], sketch: &Sketch) -> Result<u64, StorageError> {
+        if self.tail.is_none() && !self.tail_looked_up {
+            self.tail_looked_up = true;
+            // The collection's last page: a copy dirtied earlier in this transaction
+            // supersedes the stored one.
+            let last_dirty = self.dirty.last_key_value().map(|(k, _)| *k);
+            let stored = self.load_at_or_before(u64::MAX)?;
+            let (last, was_dirty) = match (last_dirty, stored) {
+                (Some(d), s) if s.as_ref().is_none_or(|s| d >= s.first_row()) => (self.dirty.remove(&d), true),
+                (_, s) => (s, false),
+            };
+            if let Some(last) = last {
+                if last.next_row() > next_row {
+                    return Err(inconsistent(self.info, next_row, "a page holds rows at or past next_row"));
+                }
+                if last.next_row() == next_row && !last.is_full() {
+                    self.tail = Some(last);
+                } else if was_dirty {
+                    self.dirty.insert(last.first_row(), last);
+                }
+            }
+        }
+        if let Some(t) = &self.tail
+            && (t.is_full() || (t.row_count() > 0 && !page_fits(t.len_with(key.len()))))
+        {
+            self.flush_tail()?;
+        }
+        let tail = self.tail.get_or_insert_with(|| PageBuilder::new(self.info.spec, next_row));
+        let first = tail.first_row();
+        let row = push_sketch(tail, key, sketch).map_err(corrupt_page(self.info, first))?;
+        if row != next_row {
+            return Err(inconsistent(self.info, next_row, format!("the tail page appends at row {row}")));
+        }
+        Ok(row)
+    }
+
+    fn flush_tail(&mut self) -> Result<(), StorageError> {
+        if let Some(b) = self.tail.take()
+            && b.row_count() > 0
+        {
+            self.write(&b)?;
+        }
+        Ok(())
+    }
+
+    /// Tombstones `row`, which must be a live row whose key is `key`.
+    pub(crate) fn delete(&mut self, row: u64, key: &[u8]) -> Result<(), StorageError> {
+        let info = self.info;
+        let holds = |b: &PageBuilder| b.first_row() <= row && row < b.next_row();
+        let b = match &mut self.tail {
+            Some(t) if holds(t) => t,
+            _ => {
+                let cached = self.dirty.range(..=row).next_back().map(|(k, b)| (*k, holds(b)));
+                let first = match cached {
+                    Some((k, true)) => k,
+                    _ => {
+                        let b = self
+                            .load_at_or_before(row)?
+                            .filter(holds)
+                            .ok_or_else(|| inconsistent(info, row, "a key maps to a row no page holds"))?;
+                        let k = b.first_row();
+                        self.dirty.insert(k, b);
+                        k
+                    }
+                };
+                self.dirty.get_mut(&first).ok_or_else(|| inconsistent(info, row, "page cache lost a page"))?
+            }
+        };
+        let i = (row - b.first_row()) as usize;
+        if b.key(i) != key {
+            return Err(inconsistent(info, row, format!("the row's key is not {}", show_key(key))));
+        }
+        match b.set_deleted(i) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(inconsistent(info, row, "a key maps to a deleted row")),
+            Err(e) => Err(inconsistent(info, row, e)),
+        }
+    }
+
+    /// Writes every touched page back.
+    pub(crate) fn flush(mut self) -> Result<(), StorageError> {
+        self.flush_tail()?;
+        for b in std::mem::take(&mut self.dirty).into_values() {
+            self.write(&b)?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes a collection's state.
+pub(crate) fn write_state(
+    txn: &WriteTransaction,
+    info: &CollectionInfo,
+    state: &CollectionState,
+) -> Result<(), StorageError> {
+    let bytes = state.encode().map_err(|source| StorageError::CorruptMeta {
+        table: COLLECTION_STATE_NAME,
+        key: info.def.id.to_string(),
+        source: Box::new(source),
+    })?;
+    txn.open_table(COLLECTION_STATE)
+        .map_err(StorageError::backend("open table"))?
+        .insert(info.def.id, bytes.as_slice())
+        .map_err(StorageError::backend("write collection state"))?;
+    Ok(())
+}
+
+/// Reads a collection's state inside a write transaction.
+pub(crate) fn state_in(txn: &WriteTransaction, info: &CollectionInfo) -> Result<CollectionState, StorageError> {
+    let t = txn.open_table(COLLECTION_STATE).map_err(StorageError::backend("open table"))?;
+    read_state(&t, info)
+}
+
+impl super::store::Store {
+    /// Applies `ops` to one collection in one transaction: all of them or, on any error,
+    /// none.
+    pub(crate) fn apply<'a>(
+        &self,
+        info: &CollectionInfo,
+        ops: impl IntoIterator<Item = WriteOp<'a>>,
+    ) -> Result<WriteSummary, StorageError> {
+        let txn = self.begin_write()?;
+        let mut state = state_in(&txn, info)?;
+        let mut summary = WriteSummary { first_row: state.next_row, ..WriteSummary::default() };
+        {
+            let id = info.def.id;
+            let mut keys = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
+            let mut pages = PageCache::new(&txn, info)?;
+            let params = &info.def.params;
+            for op in ops {
+                match op {
+                    WriteOp::Insert(key, sketch) | WriteOp::Upsert(key, sketch) => {
+                        check_key(info, key)?;
+                        params.check_compatible(sketch.params()).map_err(|source| StorageError::Incompatible {
+                            collection: info.def.name.clone(),
+                            source,
+                        })?;
+                        let row = state.next_row;
+                        let old =
+                            keys.insert((id, key), row).map_err(StorageError::backend("write key"))?.map(|g| g.value());
+                        if let Some(old_row) = old {
+                            if matches!(op, WriteOp::Insert(..)) {
+                                return Err(StorageError::DuplicateKey {
+                                    collection: info.def.name.clone(),
+                                    key: show_key(key),
+                                });
+                            }
+                            pages.delete(old_row, key)?;
+                            summary.replaced += 1;
+                            state.deleted += 1;
+                        } else {
+                            summary.inserted += 1;
+                            state.live += 1;
+                        }
+                        pages.append(row, key, sketch)?;
+                        state.next_row += 1;
+                        summary.new_rows += 1;
+                    }
+                    WriteOp::Delete(key) => {
+                        check_key(info, key)?;
+                        let old =
+                            keys.remove((id, key)).map_err(StorageError::backend("delete key"))?.map(|g| g.value());
+                        match old {
+                            None => summary.missing += 1,
+                            Some(old_row) => {
+                                pages.delete(old_row, key)?;
+                                summary.deleted += 1;
+                                state.live = state.live.saturating_sub(1);
+                                state.deleted += 1;
+                            }
+                        }
+                    }
+                }
+            }
+            pages.flush()?;
+        }
+        write_state(&txn, info, &state)?;
+        txn.commit().map_err(StorageError::backend("commit"))?;
+        Ok(summary)
+    }
+}
