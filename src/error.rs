@@ -4,6 +4,7 @@ use thiserror::Error;
 
 use crate::codec::error::CodecError;
 use crate::index::error::IndexError;
+use crate::planner::error::QueryError;
 use crate::sketch::error::SketchError;
 use crate::storage::StorageError;
 
@@ -18,6 +19,9 @@ pub enum Error {
     /// table runs or stored designs.
     #[error(transparent)]
     Index(#[from] IndexError),
+    /// From the planner: a query that does not fit the collection or a plan it cannot run.
+    #[error(transparent)]
+    Query(#[from] QueryError),
     /// From the codec layer: bytes that do not decode (usually wrapped in a storage error
     /// that says where they came from).
     #[error(transparent)]

@@ -2,6 +2,9 @@
 //! statistics and a measured cost model, `exec` that runs a plan, and EXPLAIN.
 
 pub(crate) mod cost;
+pub(crate) mod error;
+pub(crate) mod exec;
+pub(crate) mod explain;
 pub(crate) mod plan;
 pub(crate) mod query;
 pub(crate) mod scan;

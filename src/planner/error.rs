@@ -1,0 +1,37 @@
+//! Errors of the planner and executor.
+
+use thiserror::Error;
+
+/// A query that cannot be answered as asked.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[non_exhaustive]
+pub enum QueryError {
+    /// The question does not fit the collection's sketch kind.
+    #[error("a {query} query cannot run on a {kind} collection: {reason}")]
+    Unsupported {
+        /// The query kind (`threshold`, `top-k`, `hamming`).
+        query: &'static str,
+        /// The collection's sketch kind.
+        kind: &'static str,
+        /// Why.
+        reason: &'static str,
+    },
+    /// A query parameter is out of range.
+    #[error("invalid query parameter `{param}` = {value}: {expected}")]
+    InvalidParam {
+        /// The parameter.
+        param: &'static str,
+        /// Its value.
+        value: String,
+        /// What it must be.
+        expected: &'static str,
+    },
+    /// A forced plan that this collection cannot run.
+    #[error("plan {plan} is not available: {reason}")]
+    PlanUnavailable {
+        /// The plan's name.
+        plan: &'static str,
+        /// Why.
+        reason: String,
+    },
+}

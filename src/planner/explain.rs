@@ -1,0 +1,54 @@
+//! EXPLAIN and EXPLAIN ANALYZE: the chosen plan, why, every alternative with its estimated
+//! cost, and (ANALYZE) what execution actually did.
+
+use std::fmt;
+
+use super::cost::Choice;
+use super::exec::Analyze;
+
+/// The output of EXPLAIN (and, with `analyze`, EXPLAIN ANALYZE).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Explain {
+    /// The planner's choice and the alternatives it weighed.
+    pub choice: Choice,
+    /// What running the plan did, for EXPLAIN ANALYZE.
+    pub analyze: Option<Analyze>,
+}
+
+fn cost_text(ns: f64) -> String {
+    if ns >= 1e9 {
+        format!("{:.2} s", ns / 1e9)
+    } else if ns >= 1e6 {
+        format!("{:.2} ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.1} us", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
+
+impl fmt::Display for Explain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "plan: {}", self.choice.plan)?;
+        writeln!(f, "why:  {}", self.choice.reason)?;
+        writeln!(f, "alternatives:")?;
+        for a in &self.choice.alternatives {
+            let mark = if a.plan == self.choice.plan { "*" } else { " " };
+            let cost = a.cost_ns.map_or_else(|| "not eligible".to_string(), |c| format!("est. {}", cost_text(c)));
+            writeln!(f, " {mark} {:<14} {:<18} {}", a.plan.access.kind().name(), cost, a.note)?;
+        }
+        if let Some(a) = &self.analyze {
+            writeln!(
+                f,
+                "analyze: {} results in {}; {} rows touched, {} candidates verified, {} bins compared, {} rows pruned early",
+                a.results,
+                cost_text(a.elapsed.as_nanos() as f64),
+                a.rows_touched,
+                a.candidates,
+                a.bins_compared,
+                a.pruned
+            )?;
+        }
+        Ok(())
+    }
+}
