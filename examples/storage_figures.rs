@@ -55,8 +55,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         batches.push(b);
     }
     let t = Instant::now();
-    for b in &batches {
+    let mut last = Instant::now();
+    for (j, b) in batches.iter().enumerate() {
         c.apply(b)?;
+        if std::env::var_os("FIGURES_VERBOSE").is_some() && (j + 1) % 10 == 0 {
+            let per = last.elapsed().as_secs_f64() / 10.0;
+            eprintln!("batches {}..{}: {:.0} records/s", j - 9, j + 1, batch_size as f64 / per);
+            last = Instant::now();
+        }
     }
     let secs = t.elapsed().as_secs_f64();
     println!(

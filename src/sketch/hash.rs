@@ -1,6 +1,6 @@
 //! The hash family `MixMultiplyShift` v1 and the token hash.
 //!
-//! Specification (also in `storage-format.md`, section "Hash family"):
+//! Specification (also in `storage-format.md`, section 8):
 //!
 //! * `splitmix64(state)`: `state += 0x9E3779B97F4A7C15; z = state;
 //!   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9; z = (z ^ (z >> 27)) * 0x94D049BB133111EB;

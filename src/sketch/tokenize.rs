@@ -1,6 +1,6 @@
 //! Text to tokens: the documented tokenizer.
 //!
-//! The recipe, exact enough to reimplement (also in `storage-format.md`, "Tokenizer"):
+//! The recipe, exact enough to reimplement (also in `storage-format.md`, section 8.4):
 //!
 //! 1. **Normalise**: lower-case every character with Unicode's default case mapping
 //!    (`char::to_lowercase`), then split into *words*: maximal runs of characters for which
