@@ -37,6 +37,7 @@ pub use db::batch::Batch;
 pub use db::collection::{Collection, CollectionStats};
 pub use db::config::{CollectionConfig, IndexConfig};
 pub use db::database::{Database, DatabaseBuilder};
+pub use db::query::{Cluster, DedupResult, QueryResult};
 pub use db::snapshot::{PageColumns, Record, Scan, Snapshot};
 pub use error::{Error, Result};
 pub use index::error::IndexError;
@@ -58,6 +59,12 @@ pub use index::simhash_probe::{
     ProbeScratch, RunView, SimhashMatch, SimhashPair, brute_force as simhash_brute_force, filter_bucket,
     probe as simhash_probe, self_join as simhash_self_join,
 };
+pub use planner::cost::{Alternative, Choice, CostModel, LshStats, SimhashStats, Stats as PlannerStats, choose};
+pub use planner::error::QueryError;
+pub use planner::exec::{Analyze, Hit};
+pub use planner::explain::Explain;
+pub use planner::plan::{Access, EarlyStop, Finish, Plan, PlanKind};
+pub use planner::query::{Query, QueryKind, QueryOptions};
 pub use sketch::bbit::{BBitMinHash, li_koenig_constants};
 pub use sketch::error::SketchError;
 pub use sketch::estimate::{DEFAULT_LEVEL, Estimate, clopper_pearson, set_hamming_from_resemblance};

@@ -144,6 +144,10 @@ impl Collection {
         self.snapshot()?.for_each_page(f)
     }
 
+    pub(crate) fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
     pub(crate) fn info(&self) -> &CollectionInfo {
         &self.info
     }

@@ -6,4 +6,5 @@ pub(crate) mod batch;
 pub(crate) mod collection;
 pub(crate) mod config;
 pub(crate) mod database;
+pub(crate) mod query;
 pub(crate) mod snapshot;

@@ -26,6 +26,14 @@ pub enum QueryError {
         /// What it must be.
         expected: &'static str,
     },
+    /// A query by key names a key the collection does not hold.
+    #[error("collection `{collection}` has no key `{key}`")]
+    UnknownKey {
+        /// The collection.
+        collection: String,
+        /// The key (lossy UTF-8).
+        key: String,
+    },
     /// A forced plan that this collection cannot run.
     #[error("plan {plan} is not available: {reason}")]
     PlanUnavailable {

@@ -205,7 +205,13 @@ fn simhash_hit(query: &SimHash, key: Vec<u8>, row_id: u64, value: u128, level: f
     Ok(Hit { key, row_id, estimate, distance: Some(d) })
 }
 
-fn full_scan(snap: &ReadSnapshot, info: &CollectionInfo, query: &Query, out: &mut Collector, a: &mut Analyze) -> Result<()> {
+fn full_scan(
+    snap: &ReadSnapshot,
+    info: &CollectionInfo,
+    query: &Query,
+    out: &mut Collector,
+    a: &mut Analyze,
+) -> Result<()> {
     let level = query.options.level;
     let hamming = matches!(query.kind, QueryKind::Hamming(_));
     let sim = simhash_value(&query.sketch);
@@ -255,7 +261,11 @@ fn oph_scan(
     a: &mut Analyze,
 ) -> Result<()> {
     let Sketch::Oph(q) = &query.sketch else {
-        return Err(QueryError::PlanUnavailable { plan: "oph-bin-scan", reason: "the query is not an OPH sketch".into() }.into());
+        return Err(QueryError::PlanUnavailable {
+            plan: "oph-bin-scan",
+            reason: "the query is not an OPH sketch".into(),
+        }
+        .into());
     };
     q.params().check_compatible(&info.def.params)?;
     let probe = OphProbe::new(q);
@@ -289,7 +299,12 @@ fn oph_scan(
 }
 
 /// Runs `plan` for `query` on one snapshot.
-pub(crate) fn execute(snap: &ReadSnapshot, info: &CollectionInfo, query: &Query, plan: &Plan) -> Result<(Vec<Hit>, Analyze)> {
+pub(crate) fn execute(
+    snap: &ReadSnapshot,
+    info: &CollectionInfo,
+    query: &Query,
+    plan: &Plan,
+) -> Result<(Vec<Hit>, Analyze)> {
     validate(query, info.def.params.kind())?;
     query.sketch.params().check_compatible(&info.def.params)?;
     let start = Instant::now();

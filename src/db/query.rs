@@ -1,0 +1,228 @@
+//! Queries on a collection: similarity threshold, top-k, Hamming radius, pairwise estimates,
+//! EXPLAIN and dedup. Each runs on one snapshot: key lookups, statistics and execution all
+//! see the same commit.
+
+use std::collections::HashMap;
+
+use super::collection::Collection;
+use crate::error::Result;
+use crate::planner::cost::{Choice, CostModel, Stats, choose};
+use crate::planner::error::QueryError;
+use crate::planner::exec::{Analyze, Hit, execute};
+use crate::planner::explain::Explain;
+use crate::planner::plan::Plan;
+use crate::planner::query::{Query, QueryKind, QueryOptions};
+use crate::sketch::estimate::Estimate;
+use crate::sketch::sketch::Sketch;
+use crate::storage::reader::{ReadSnapshot, decode};
+
+/// The answer to a query: verified, scored hits best first, the plan that produced them and
+/// what execution did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueryResult {
+    /// The hits, best first (highest estimate; for Hamming queries, smallest distance).
+    pub hits: Vec<Hit>,
+    /// The plan that ran.
+    pub plan: Plan,
+    /// Execution counters and time.
+    pub analyze: Analyze,
+}
+
+/// One group of near-duplicates: the connected component of verified pairs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cluster {
+    /// Row ids, ascending.
+    pub rows: Vec<u64>,
+    /// The keys, in the same order.
+    pub keys: Vec<Vec<u8>>,
+}
+
+/// The result of a dedup self-join.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DedupResult {
+    /// Clusters of two or more records, largest first (then by first row id).
+    pub clusters: Vec<Cluster>,
+    /// Verified pairs found (each unordered pair once).
+    pub pairs: u64,
+    /// The plan used for each probe (the first record's).
+    pub plan: Option<Plan>,
+}
+
+fn key_text(key: &[u8]) -> String {
+    String::from_utf8_lossy(key).into_owned()
+}
+
+impl Collection {
+    fn planner_stats_in(&self, snap: &ReadSnapshot) -> Result<Stats> {
+        let state = snap.state(self.info())?;
+        let p = self.params();
+        Ok(Stats {
+            live: state.live,
+            deleted: state.deleted,
+            kind: p.kind(),
+            slots: p.slots(),
+            bits: p.bits(),
+            lsh: None,
+            simhash: None,
+        })
+    }
+
+    /// The statistics the planner reads (kept current by every write).
+    pub fn planner_stats(&self) -> Result<Stats> {
+        let snap = self.store().snapshot()?;
+        self.planner_stats_in(&snap)
+    }
+
+    fn stored_sketch(&self, snap: &ReadSnapshot, key: &[u8]) -> Result<Sketch> {
+        match snap.get(self.info(), key)? {
+            Some(r) => Ok(r.sketch),
+            None => Err(QueryError::UnknownKey { collection: self.name().to_string(), key: key_text(key) }.into()),
+        }
+    }
+
+    /// The stored sketch of `key` (a typed error when absent), for building queries.
+    pub fn sketch_of(&self, key: impl AsRef<[u8]>) -> Result<Sketch> {
+        let snap = self.store().snapshot()?;
+        self.stored_sketch(&snap, key.as_ref())
+    }
+
+    fn costs(&self) -> CostModel {
+        CostModel::default()
+    }
+
+    /// The planner's choice for `query`, without running it.
+    pub fn plan(&self, query: &Query) -> Result<Choice> {
+        let snap = self.store().snapshot()?;
+        let stats = self.planner_stats_in(&snap)?;
+        Ok(choose(query, &stats, &self.costs()))
+    }
+
+    fn run(&self, snap: &ReadSnapshot, query: &Query) -> Result<(Choice, Vec<Hit>, Analyze)> {
+        let stats = self.planner_stats_in(snap)?;
+        let choice = choose(query, &stats, &self.costs());
+        let (hits, analyze) = execute(snap, self.info(), query, &choice.plan)?;
+        Ok((choice, hits, analyze))
+    }
+
+    /// Runs a query: the planner chooses the access path (unless forced), every candidate is
+    /// verified with the estimator and the hits come back scored, best first.
+    pub fn query(&self, query: &Query) -> Result<QueryResult> {
+        let snap = self.store().snapshot()?;
+        let (choice, hits, analyze) = self.run(&snap, query)?;
+        Ok(QueryResult { hits, plan: choice.plan, analyze })
+    }
+
+    /// A query whose probe is the stored sketch of `key` (the key itself is among the hits
+    /// when it qualifies).
+    pub fn query_key(&self, key: impl AsRef<[u8]>, kind: QueryKind, options: QueryOptions) -> Result<QueryResult> {
+        let snap = self.store().snapshot()?;
+        let sketch = self.stored_sketch(&snap, key.as_ref())?;
+        let (choice, hits, analyze) = self.run(&snap, &Query { sketch, kind, options })?;
+        Ok(QueryResult { hits, plan: choice.plan, analyze })
+    }
+
+    /// EXPLAIN (and with `analyze`, EXPLAIN ANALYZE): the plan, why, the alternatives with
+    /// their estimated costs, and what execution did.
+    pub fn explain(&self, query: &Query, analyze: bool) -> Result<Explain> {
+        let snap = self.store().snapshot()?;
+        if analyze {
+            let (choice, _, a) = self.run(&snap, query)?;
+            Ok(Explain { choice, analyze: Some(a) })
+        } else {
+            let stats = self.planner_stats_in(&snap)?;
+            Ok(Explain { choice: choose(query, &stats, &self.costs()), analyze: None })
+        }
+    }
+
+    /// The pairwise estimate between two stored keys: Jaccard (set sketches) or cosine
+    /// (SimHash), with its interval at `level`.
+    pub fn estimate(&self, a: impl AsRef<[u8]>, b: impl AsRef<[u8]>, level: f64) -> Result<Estimate> {
+        let snap = self.store().snapshot()?;
+        let x = self.stored_sketch(&snap, a.as_ref())?;
+        let y = self.stored_sketch(&snap, b.as_ref())?;
+        Ok(x.similarity(&y, level)?)
+    }
+
+    /// Groups near-duplicates: every record is probed with `kind` (a similarity threshold, or
+    /// a Hamming radius for SimHash); verified pairs are joined into connected components.
+    pub fn dedup(&self, kind: QueryKind, options: QueryOptions) -> Result<DedupResult> {
+        if matches!(kind, QueryKind::TopK(_)) {
+            return Err(QueryError::InvalidParam {
+                param: "dedup",
+                value: "top-k".into(),
+                expected: "a similarity threshold or a Hamming radius",
+            }
+            .into());
+        }
+        let snap = self.store().snapshot()?;
+        let mut parent: HashMap<u64, u64> = HashMap::new();
+        let mut keys: HashMap<u64, Vec<u8>> = HashMap::new();
+        let mut pairs = 0u64;
+        let mut plan = None;
+        let mut rows = Vec::new();
+        snap.for_each_page(self.info(), |first, view| {
+            for i in (0..view.row_count()).filter(|&i| !view.is_deleted(i)) {
+                let sketch = decode(self.info(), view, first, i)?;
+                rows.push((view.first_row() + i as u64, view.key(i).to_vec(), sketch));
+            }
+            Ok(true)
+        })?;
+        for (row, key, sketch) in rows {
+            let row = &row;
+            let (choice, hits, _) = self.run(&snap, &Query { sketch, kind, options })?;
+            plan.get_or_insert(choice.plan);
+            keys.insert(*row, key.clone());
+            for h in hits.iter().filter(|h| h.row_id > *row) {
+                pairs += 1;
+                keys.entry(h.row_id).or_insert_with(|| h.key.clone());
+                union(&mut parent, *row, h.row_id);
+            }
+        }
+        let mut groups: HashMap<u64, Vec<u64>> = HashMap::new();
+        let members: Vec<u64> = parent.keys().copied().collect();
+        for r in members {
+            let root = find(&mut parent, r);
+            groups.entry(root).or_default().push(r);
+        }
+        let mut clusters: Vec<Cluster> = groups
+            .into_values()
+            .filter(|g| g.len() > 1)
+            .map(|mut g| {
+                g.sort_unstable();
+                let keys = g.iter().map(|r| keys.get(r).cloned().unwrap_or_default()).collect();
+                Cluster { rows: g, keys }
+            })
+            .collect();
+        clusters.sort_by(|a, b| b.rows.len().cmp(&a.rows.len()).then(a.rows[0].cmp(&b.rows[0])));
+        Ok(DedupResult { clusters, pairs, plan })
+    }
+}
+
+fn find(parent: &mut HashMap<u64, u64>, x: u64) -> u64 {
+    let mut root = x;
+    while let Some(&p) = parent.get(&root) {
+        if p == root {
+            break;
+        }
+        root = p;
+    }
+    // Path compression.
+    let mut cur = x;
+    while cur != root {
+        let next = parent.get(&cur).copied().unwrap_or(root);
+        parent.insert(cur, root);
+        cur = next;
+    }
+    root
+}
+
+fn union(parent: &mut HashMap<u64, u64>, a: u64, b: u64) {
+    parent.entry(a).or_insert(a);
+    parent.entry(b).or_insert(b);
+    let (ra, rb) = (find(parent, a), find(parent, b));
+    if ra != rb {
+        // The smaller row id becomes the root: deterministic clusters.
+        let (lo, hi) = if ra < rb { (ra, rb) } else { (rb, ra) };
+        parent.insert(hi, lo);
+    }
+}
