@@ -88,9 +88,31 @@ pub fn load_sets(path: &Path, limit: Option<usize>) -> Result<Vec<(String, Token
     Ok(out)
 }
 
+/// The workloads `sketchdb bench` runs.
+#[derive(clap::Subcommand, Debug)]
+pub enum Workload {
+    /// Build 128-value signatures from a sets-<n>.jsonl file (MinHash, b-bit, OPH).
+    MinhashCreate {
+        /// The sets file (../shared/bench format).
+        #[arg(long)]
+        sets: PathBuf,
+        /// Use only the first N sets.
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+}
+
+/// Runs one workload.
+pub fn run(w: &Workload) -> Result<(), CliError> {
+    let run = run_id();
+    match w {
+        Workload::MinhashCreate { sets, limit } => minhash_create(sets, *limit, &run),
+    }
+}
+
 /// The `minhash-create` workload: build 128-value signatures from the token sets, one thread
 /// and then all threads, for each sketch kind.
-pub fn minhash_create(sets_path: &PathBuf, limit: Option<usize>, run: &str) -> Result<(), CliError> {
+pub fn minhash_create(sets_path: &Path, limit: Option<usize>, run: &str) -> Result<(), CliError> {
     let sets = load_sets(sets_path, limit)?;
     let tokens: usize = sets.iter().map(|(_, s)| s.len()).sum();
     let just_sets: Vec<TokenSet> = sets.into_iter().map(|(_, s)| s).collect();

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use sketchdb::{Batch, Collection, SimHash, Sketch, SketchKind, Snapshot, TokenSet};
+use sketchdb::{Batch, Collection, SimHash, Sketch, SketchKind, Snapshot};
 
 use crate::input::{InputRecord, JsonlReader, Payload, read_text, read_u64_file, text_files};
 use crate::output::CliError;
@@ -190,13 +190,4 @@ pub fn ingest(session: &mut Session, args: &IngestArgs) -> Result<(), CliError> 
         loader.added as f64 / secs.max(1e-9)
     );
     Ok(())
-}
-
-/// Sketches a query given as text or tokens for `coll` (used by query and estimate).
-pub fn sketch_query(coll: &Collection, text: Option<&str>, tokens: Option<&[u64]>) -> Result<Sketch, CliError> {
-    match (text, tokens) {
-        (Some(t), _) => Ok(coll.sketcher().sketch_text(&coll.config().tokenizer, t)?),
-        (None, Some(t)) => Ok(coll.sketcher().sketch(&TokenSet::from_unsorted(t.to_vec()))?),
-        _ => Err(CliError::Usage("a query needs a key, --text or --tokens".into())),
-    }
 }

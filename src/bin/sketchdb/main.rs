@@ -1,54 +1,224 @@
 //! `sketchdb`: the admin shell. Subcommands and the interactive prompt share one command set;
 //! everything goes through the library's public API.
+//!
+//! `sketchdb [--db FILE] <command> ...` runs one command (the database defaults to
+//! `sketchdb.db`, or `$SKETCHDB_DB`); `sketchdb FILE` with no command opens the interactive
+//! shell on FILE. Errors print one line naming what and where, with exit code 1 (2 for
+//! command-line usage errors).
 
+mod admin_cmds;
 mod bench;
+mod bounds;
+mod ingest;
 mod input;
 mod output;
+mod query_cmds;
+mod session;
+mod shell;
+mod transfer;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use output::CliError;
+use session::Session;
 
-/// sketchdb: an embedded database of similarity sketches.
+/// sketchdb: an embedded database of similarity sketches (MinHash, b-bit, OPH, SimHash).
 #[derive(Parser, Debug)]
-#[command(name = "sketchdb", version, about)]
+#[command(name = "sketchdb", version, about, subcommand_precedence_over_arg = true)]
 struct Cli {
+    /// Open the interactive shell on this database file.
+    database: Option<PathBuf>,
+    /// The database file (default: sketchdb.db in the current directory).
+    #[arg(long, global = true, env = "SKETCHDB_DB")]
+    db: Option<PathBuf>,
+    /// Print JSON lines instead of tables.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+/// One line of the interactive shell.
+#[derive(Parser, Debug)]
+#[command(name = "", no_binary_name = true, disable_version_flag = true)]
+struct ShellLine {
+    /// Print JSON lines instead of tables.
+    #[arg(long, global = true)]
+    json: bool,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Run a shared benchmark workload and print JSON result lines.
+    /// Create a collection (sketch kind, parameters, tokenizer).
+    Create(admin_cmds::CreateArgs),
+    /// List collections.
+    List,
+    /// Drop a collection and its records.
+    Drop {
+        /// The collection.
+        collection: String,
+    },
+    /// Ingest text files, JSONL records or u64 fingerprint files (resumable).
+    Ingest(ingest::IngestArgs),
+    /// Find similar records: by threshold, top-k or Hamming radius.
+    Query {
+        /// The collection.
+        collection: String,
+        #[command(flatten)]
+        probe: query_cmds::Probe,
+        #[command(flatten)]
+        ask: query_cmds::Ask,
+    },
+    /// Estimate the similarity of two stored keys, with its interval.
+    Estimate {
+        /// The collection.
+        collection: String,
+        /// First key.
+        a: String,
+        /// Second key.
+        b: String,
+        /// Confidence level.
+        #[arg(long, default_value_t = 0.95)]
+        level: f64,
+    },
+    /// Show the plan a query would use, the alternatives and their costs.
+    Explain {
+        /// The collection.
+        collection: String,
+        #[command(flatten)]
+        probe: query_cmds::Probe,
+        #[command(flatten)]
+        ask: query_cmds::Ask,
+        /// Also run the query and report what it did.
+        #[arg(long)]
+        analyze: bool,
+    },
+    /// Group near-duplicates into clusters (a directory is ingested first).
+    Dedup(query_cmds::DedupArgs),
+    /// Collection and file statistics.
+    Stats,
+    /// Check every page, map and index, and redb's integrity.
+    Verify,
+    /// Rewrite pages without deleted rows and give file space back.
+    Compact,
+    /// Write a collection as JSON lines (round trip exact).
+    Export {
+        /// The collection.
+        collection: String,
+        /// Output file (`-` for stdout).
+        #[arg(long, short, default_value = "-")]
+        out: PathBuf,
+    },
+    /// Read a collection written by `export`.
+    Import {
+        /// The export file.
+        input: PathBuf,
+        /// Import into this collection instead of the one named in the file.
+        #[arg(long)]
+        into: Option<String>,
+        /// Records per transaction.
+        #[arg(long, default_value_t = 10_000)]
+        batch: usize,
+    },
+    /// Expected LSH false positives/negatives and estimator error for a configuration.
+    Bounds(bounds::BoundsArgs),
+    /// Run a shared benchmark workload; prints JSON result lines.
     Bench {
         #[command(subcommand)]
-        workload: BenchWorkload,
+        workload: bench::Workload,
     },
 }
 
-#[derive(Subcommand, Debug)]
-enum BenchWorkload {
-    /// Build 128-value signatures from a sets-<n>.jsonl file (MinHash, b-bit, OPH).
-    MinhashCreate {
-        /// The sets file (../shared/bench format).
-        #[arg(long)]
-        sets: PathBuf,
-        /// Use only the first N sets.
-        #[arg(long)]
-        limit: Option<usize>,
-    },
-}
-
-fn run(cli: Cli) -> Result<(), CliError> {
-    match cli.command {
-        Command::Bench { workload } => {
-            let run = bench::run_id();
-            match workload {
-                BenchWorkload::MinhashCreate { sets, limit } => bench::minhash_create(&sets, limit, &run),
+fn dispatch(session: &mut Session, command: &Command, json_out: bool) -> Result<(), CliError> {
+    match command {
+        Command::Create(args) => admin_cmds::create(session, args),
+        Command::List => admin_cmds::list(session, json_out),
+        Command::Drop { collection } => admin_cmds::drop(session, collection),
+        Command::Ingest(args) => ingest::ingest(session, args),
+        Command::Query { collection, probe, ask } => query_cmds::query(session, collection, probe, ask, json_out),
+        Command::Estimate { collection, a, b, level } => {
+            query_cmds::estimate(session, collection, a, b, *level, json_out)
+        }
+        Command::Explain { collection, probe, ask, analyze } => {
+            query_cmds::explain(session, collection, probe, ask, *analyze, json_out)
+        }
+        Command::Dedup(args) => {
+            session.create_missing = true;
+            query_cmds::dedup(session, args)
+        }
+        Command::Stats => admin_cmds::stats(session, json_out),
+        Command::Verify => {
+            if admin_cmds::verify(session, json_out)? {
+                Ok(())
+            } else {
+                Err(CliError::Input(format!("verify found problems in {}", session.path().display())))
             }
+        }
+        Command::Compact => admin_cmds::compact(session),
+        Command::Export { collection, out } => transfer::export(session, collection, out),
+        Command::Import { input, into, batch } => transfer::import(session, input, into.as_deref(), *batch),
+        Command::Bounds(args) => bounds::bounds(args, json_out),
+        Command::Bench { workload } => bench::run(workload),
+    }
+}
+
+struct Shell {
+    session: Session,
+}
+
+impl shell::ShellCommands for Shell {
+    fn execute(&mut self, argv: Vec<String>) -> Result<(), CliError> {
+        match ShellLine::try_parse_from(argv) {
+            Ok(line) => dispatch(&mut self.session, &line.command, line.json),
+            Err(e) if matches!(e.kind(), clap::error::ErrorKind::DisplayHelp) => {
+                print!("{e}");
+                Ok(())
+            }
+            Err(e) => {
+                let text = e.render().to_string();
+                let first = text.lines().next().unwrap_or("invalid command").trim_start_matches("error: ").to_string();
+                Err(CliError::Usage(format!("{first} (try .help)")))
+            }
+        }
+    }
+
+    fn help(&self) -> String {
+        let mut cmd = ShellLine::command();
+        format!("{}\n.help  this text\n.quit  leave the shell", cmd.render_help())
+    }
+
+    fn command_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = ShellLine::command().get_subcommands().map(|c| c.get_name().to_string()).collect();
+        names.extend([".help".to_string(), ".quit".to_string()]);
+        names
+    }
+
+    fn collection_names(&self) -> Vec<String> {
+        // Completion must not create or lock anything: a throwaway session.
+        Session::new(Some(self.session.path().to_path_buf())).collection_names()
+    }
+}
+
+fn run(cli: Cli) -> Result<bool, CliError> {
+    match cli.command {
+        Some(_) if cli.database.is_some() => Err(CliError::Usage(
+            "give the database with --db when running a command (or no command to open the shell)".into(),
+        )),
+        Some(command) => {
+            let mut session = Session::new(cli.db);
+            dispatch(&mut session, &command, cli.json)?;
+            Ok(true)
+        }
+        None => {
+            let path = cli.database.or(cli.db).unwrap_or_else(|| PathBuf::from(session::DEFAULT_DB));
+            let mut session = Session::new(Some(path));
+            session.create_missing = true;
+            shell::run(&mut Shell { session })
         }
     }
 }
@@ -56,7 +226,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
         Err(e) => {
             eprintln!("sketchdb: error: {e}");
             ExitCode::from(1)

@@ -44,6 +44,12 @@ impl From<sketchdb::Error> for CliError {
     }
 }
 
+impl From<sketchdb::IndexError> for CliError {
+    fn from(e: sketchdb::IndexError) -> Self {
+        CliError::Db(e.into())
+    }
+}
+
 impl From<sketchdb::SketchError> for CliError {
     fn from(e: sketchdb::SketchError) -> Self {
         CliError::Db(e.into())

@@ -72,16 +72,12 @@ impl Session {
             .map(|cs| cs.iter().map(|c| c.name().to_string()).collect())
             .unwrap_or_default()
     }
-
-    /// Closes the database (the shell reopens lazily).
-    pub fn close(&mut self) {
-        self.db = None;
-    }
 }
 
 /// The default configuration for text or token sets: MinHash, k = 128, 32-bit values.
 pub fn default_set_config() -> Result<CollectionConfig, CliError> {
-    Ok(CollectionConfig::new(SketchParams::minhash(128, 32, sketchdb::DEFAULT_SEED)?).with_tokenizer(Tokenizer::default()))
+    Ok(CollectionConfig::new(SketchParams::minhash(128, 32, sketchdb::DEFAULT_SEED)?)
+        .with_tokenizer(Tokenizer::default()))
 }
 
 /// The default configuration for fingerprints: 64-bit SimHash.

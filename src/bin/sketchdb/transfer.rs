@@ -9,9 +9,7 @@ use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
 
 use serde_json::{Value, json};
-use sketchdb::{
-    BBitMinHash, Batch, CollectionConfig, MinHash, OphSketch, SimHash, Sketch, SketchParams, Tokenizer,
-};
+use sketchdb::{BBitMinHash, Batch, CollectionConfig, MinHash, OphSketch, SimHash, Sketch, SketchParams, Tokenizer};
 
 use crate::input::parse_hex_fingerprint;
 use crate::output::CliError;
@@ -95,7 +93,9 @@ fn u64s(v: &Value, field: &str) -> Result<Vec<u64>, String> {
 fn sketch_from_json(params: SketchParams, v: &Value) -> Result<Sketch, String> {
     let card = || v.get("cardinality").and_then(Value::as_u64).ok_or("missing `cardinality`".to_string());
     let s = match params.kind() {
-        sketchdb::SketchKind::MinHash => Sketch::MinHash(MinHash::from_parts(params, u64s(v, "values")?, card()?).map_err(|e| e.to_string())?),
+        sketchdb::SketchKind::MinHash => {
+            Sketch::MinHash(MinHash::from_parts(params, u64s(v, "values")?, card()?).map_err(|e| e.to_string())?)
+        }
         sketchdb::SketchKind::BBitMinHash => {
             Sketch::BBit(BBitMinHash::from_parts(params, u64s(v, "words")?, card()?).map_err(|e| e.to_string())?)
         }
@@ -119,11 +119,17 @@ pub fn import(session: &mut Session, input: &Path, into: Option<&str>, batch_siz
     let file = std::fs::File::open(input).map_err(|e| CliError::io(input, e))?;
     let mut lines = BufReader::new(file).lines();
     let at = |line: usize, msg: String| CliError::Input(format!("{}:{line}: {msg}", input.display()));
-    let header_line = lines.next().ok_or_else(|| at(1, "empty file: no export header".into()))?.map_err(|e| at(1, e.to_string()))?;
+    let header_line =
+        lines.next().ok_or_else(|| at(1, "empty file: no export header".into()))?.map_err(|e| at(1, e.to_string()))?;
     let header: Value = serde_json::from_str(&header_line).map_err(|e| at(1, format!("malformed header: {e}")))?;
     match header.get("sketchdb_export").and_then(Value::as_u64) {
         Some(EXPORT_VERSION) => {}
-        Some(v) => return Err(at(1, format!("export format version {v} is not supported (this build reads {EXPORT_VERSION})"))),
+        Some(v) => {
+            return Err(at(
+                1,
+                format!("export format version {v} is not supported (this build reads {EXPORT_VERSION})"),
+            ));
+        }
         None => return Err(at(1, "not a sketchdb export: the header lacks `sketchdb_export`".into())),
     }
     let params: SketchParams = serde_json::from_value(header.get("params").cloned().unwrap_or(Value::Null))

@@ -1,0 +1,111 @@
+//! `bounds`: what a configuration promises before any data is stored — LSH candidate
+//! probability, false-positive and false-negative areas for (bands, rows, threshold), and the
+//! estimator's expected interval for k slots of b bits (in the manner of Mash's `bounds`).
+
+use clap::Args;
+use serde_json::json;
+use sketchdb::{
+    CollisionModel, LshParams, LshWeights, candidate_probability_with, clopper_pearson, false_negative_area,
+    false_positive_area, optimal_lsh_params,
+};
+
+use crate::output::{CliError, table};
+
+#[derive(Args, Debug, Clone)]
+pub struct BoundsArgs {
+    /// Slots per signature (permutations or bins).
+    #[arg(long, default_value_t = 128)]
+    pub k: u32,
+    /// Bits kept per value (32 or 64: exact minima; fewer: b-bit correction applies).
+    #[arg(long, default_value_t = 32)]
+    pub bits: u8,
+    /// The similarity threshold of LSH queries.
+    #[arg(long, default_value_t = 0.8)]
+    pub threshold: f64,
+    /// LSH bands (default: optimal for k and the threshold).
+    #[arg(long, requires = "rows")]
+    pub bands: Option<u32>,
+    /// LSH rows per band.
+    #[arg(long, requires = "bands")]
+    pub rows: Option<u32>,
+    /// Confidence level of the intervals.
+    #[arg(long, default_value_t = 0.95)]
+    pub level: f64,
+}
+
+pub fn bounds(args: &BoundsArgs, json_out: bool) -> Result<(), CliError> {
+    if !(0.0..1.0).contains(&args.level) || args.level <= 0.0 {
+        return Err(CliError::Usage(format!("--level {} is not in (0, 1)", args.level)));
+    }
+    if args.bits == 0 || args.bits > 64 {
+        return Err(CliError::Usage(format!("--bits {} is not in 1..=64", args.bits)));
+    }
+    let model = if args.bits >= 32 { CollisionModel::Exact } else { CollisionModel::Bits(args.bits) };
+    let (params, chosen) = match (args.bands, args.rows) {
+        (Some(b), Some(r)) => {
+            if u64::from(b) * u64::from(r) > u64::from(args.k) || b == 0 || r == 0 {
+                return Err(CliError::Usage(format!(
+                    "bands x rows = {b} x {r} must be at least 1 and at most k = {}",
+                    args.k
+                )));
+            }
+            (LshParams { bands: b, rows: r }, false)
+        }
+        _ => (optimal_lsh_params(args.k, args.threshold, LshWeights::default(), model)?.params, true),
+    };
+    let fp = false_positive_area(args.threshold, params, model)?;
+    let fneg = false_negative_area(args.threshold, params, model)?;
+    let mut grid: Vec<f64> = (1..=10).map(|i| f64::from(i) / 10.0).collect();
+    grid.push(args.threshold);
+    grid.sort_by(f64::total_cmp);
+    grid.dedup();
+    // Expected interval of the estimate at similarity j: the Clopper-Pearson interval of the
+    // expected number of matching slots, through the b-bit correction when bits < 32.
+    let c = if args.bits >= 32 { 0.0 } else { (-f64::from(args.bits)).exp2() };
+    let k = f64::from(args.k);
+    let interval = |j: f64| {
+        let p = j + (1.0 - j) * c;
+        let (lo, hi) = clopper_pearson(p * k, k, args.level);
+        let fix = |x: f64| ((x - c) / (1.0 - c)).clamp(0.0, 1.0);
+        (fix(lo), fix(hi))
+    };
+    if json_out {
+        for s in &grid {
+            let (lo, hi) = interval(*s);
+            println!(
+                "{}",
+                json!({"similarity": s, "candidate_probability": candidate_probability_with(*s, params, model),
+                       "interval_lower": lo, "interval_upper": hi, "bands": params.bands, "rows": params.rows,
+                       "k": args.k, "bits": args.bits, "threshold": args.threshold,
+                       "false_positive_area": fp, "false_negative_area": fneg})
+            );
+        }
+        return Ok(());
+    }
+    println!(
+        "LSH {} bands x {} rows{} for threshold {} (k = {}, {} bits): false-positive area {:.5}, false-negative area {:.5}",
+        params.bands,
+        params.rows,
+        if chosen { " (optimal)" } else { "" },
+        args.threshold,
+        args.k,
+        args.bits,
+        fp,
+        fneg
+    );
+    let rows = grid
+        .iter()
+        .map(|&s| {
+            let (lo, hi) = interval(s);
+            vec![
+                format!("{s:.2}"),
+                format!("{:.4}", candidate_probability_with(s, params, model)),
+                format!("[{lo:.3}, {hi:.3}]"),
+                format!("{:.3}", (hi - lo) / 2.0),
+            ]
+        })
+        .collect();
+    let level = format!("{:.0}% interval of the estimate", args.level * 100.0);
+    println!("{}", table(&["similarity", "P(candidate)", &level, "half-width"], rows));
+    Ok(())
+}

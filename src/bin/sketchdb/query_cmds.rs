@@ -1,0 +1,361 @@
+//! Query-side commands: query, estimate, explain, dedup.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+use serde_json::{Value, json};
+use sketchdb::{Collection, Hit, PlanKind, Query, QueryKind, QueryOptions, QueryResult, SimHash, Sketch, SketchKind};
+
+use crate::input::parse_hex_fingerprint;
+use crate::output::{CliError, table};
+use crate::session::Session;
+
+/// What to ask and how.
+#[derive(Args, Debug, Clone)]
+pub struct Ask {
+    /// Keep records with estimated similarity >= T (Jaccard; cosine for SimHash).
+    #[arg(long, conflicts_with_all = ["top_k", "radius"])]
+    pub threshold: Option<f64>,
+    /// Return the K most similar records.
+    #[arg(long, conflicts_with = "radius")]
+    pub top_k: Option<usize>,
+    /// Return every SimHash record within this Hamming distance (inclusive).
+    #[arg(long)]
+    pub radius: Option<u32>,
+    /// Confidence level of the intervals.
+    #[arg(long, default_value_t = 0.95)]
+    pub level: f64,
+    /// Require an answer exact with respect to the stored sketches (no LSH, no probabilistic
+    /// early termination).
+    #[arg(long)]
+    pub exact: bool,
+    /// Force an access path: full-scan, oph-bin-scan, lsh-probe or simhash-probe.
+    #[arg(long)]
+    pub plan: Option<String>,
+}
+
+impl Ask {
+    pub fn kind(&self, default_threshold: f64) -> Result<QueryKind, CliError> {
+        Ok(match (self.threshold, self.top_k, self.radius) {
+            (Some(t), None, None) => QueryKind::Threshold(t),
+            (None, Some(k), None) => QueryKind::TopK(k),
+            (None, None, Some(r)) => QueryKind::Hamming(r),
+            (None, None, None) => QueryKind::Threshold(default_threshold),
+            _ => return Err(CliError::Usage("give one of --threshold, --top-k or --radius".into())),
+        })
+    }
+
+    pub fn options(&self) -> Result<QueryOptions, CliError> {
+        let force = match &self.plan {
+            None => None,
+            Some(p) => Some(PlanKind::from_name(p).ok_or_else(|| {
+                CliError::Usage(format!(
+                    "unknown plan `{p}` (expected full-scan, oph-bin-scan, lsh-probe or simhash-probe)"
+                ))
+            })?),
+        };
+        Ok(QueryOptions { level: self.level, exact: self.exact, force, ..QueryOptions::default() })
+    }
+}
+
+/// Where the query sketch comes from.
+#[derive(Args, Debug, Clone)]
+pub struct Probe {
+    /// A stored key to query with.
+    pub key: Option<String>,
+    /// Text to sketch with the collection's tokenizer.
+    #[arg(long, conflicts_with = "key")]
+    pub text: Option<String>,
+    /// Comma-separated u64 token hashes.
+    #[arg(long, conflicts_with_all = ["key", "text"], value_delimiter = ',')]
+    pub tokens: Option<Vec<u64>>,
+    /// A SimHash fingerprint in hex.
+    #[arg(long, conflicts_with_all = ["key", "text", "tokens"])]
+    pub simhash: Option<String>,
+    /// A JSONL file of queries: {"qid" or "key", and one of "text", "tokens", "simhash"};
+    /// other fields are ignored.
+    #[arg(long, conflicts_with_all = ["key", "text", "tokens", "simhash"])]
+    pub queries: Option<PathBuf>,
+}
+
+fn probe_sketch(
+    coll: &Collection,
+    text: Option<&str>,
+    tokens: Option<&[u64]>,
+    simhash: Option<&str>,
+) -> Result<Sketch, CliError> {
+    if let Some(h) = simhash {
+        let v = parse_hex_fingerprint(h).map_err(CliError::Usage)?;
+        return Ok(Sketch::SimHash(SimHash::from_parts(*coll.params(), v)?));
+    }
+    match (text, tokens) {
+        (Some(t), _) => Ok(coll.sketcher().sketch_text(&coll.config().tokenizer, t)?),
+        (None, Some(t)) => Ok(coll.sketcher().sketch_multiset(t)?),
+        _ => Err(CliError::Usage("a query needs a key, --text, --tokens, --simhash or --queries".into())),
+    }
+}
+
+fn hit_json(label: &str, h: &Hit, plan: &str) -> Value {
+    let key = h
+        .key_str()
+        .map_or_else(|| json!({"hex": h.key.iter().map(|b| format!("{b:02x}")).collect::<String>()}), |k| json!(k));
+    let mut v = json!({"query": label, "key": key, "estimate": h.estimate.value, "lower": h.estimate.lower,
+                       "upper": h.estimate.upper, "level": h.estimate.level, "row_id": h.row_id, "plan": plan});
+    if let (Some(d), Some(o)) = (h.distance, v.as_object_mut()) {
+        o.insert("distance".into(), json!(d));
+    }
+    v
+}
+
+fn print_result(label: &str, r: &QueryResult, json_out: bool) {
+    let plan = r.plan.to_string();
+    if json_out {
+        for h in &r.hits {
+            println!("{}", hit_json(label, h, &plan));
+        }
+        return;
+    }
+    let with_distance = r.hits.iter().any(|h| h.distance.is_some());
+    let rows = r
+        .hits
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let mut row = vec![
+                (i + 1).to_string(),
+                h.key_str().map_or_else(|| format!("{:?}", h.key), str::to_string),
+                format!("{:.4}", h.estimate.value),
+                format!("[{:.4}, {:.4}]", h.estimate.lower, h.estimate.upper),
+            ];
+            if with_distance {
+                row.push(h.distance.map_or_else(String::new, |d| d.to_string()));
+            }
+            row
+        })
+        .collect();
+    let mut header = vec!["#", "key", "estimate", "interval"];
+    if with_distance {
+        header.push("distance");
+    }
+    println!("{}", table(&header, rows));
+    println!("{} results for {label} via {} in {:.3} ms", r.hits.len(), plan, r.analyze.elapsed.as_secs_f64() * 1e3);
+}
+
+#[derive(serde::Deserialize)]
+struct QueryLine {
+    #[serde(default)]
+    qid: Option<String>,
+    #[serde(default)]
+    key: Option<String>,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    tokens: Option<Vec<u64>>,
+    #[serde(default)]
+    simhash: Option<String>,
+}
+
+fn run_query_file(
+    coll: &Collection,
+    path: &Path,
+    kind: QueryKind,
+    options: QueryOptions,
+    json_out: bool,
+) -> Result<(), CliError> {
+    let text = std::fs::read_to_string(path).map_err(|e| CliError::io(path, e))?;
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let at = |m: String| CliError::Input(format!("{}:{}: {m}", path.display(), i + 1));
+        let q: QueryLine = serde_json::from_str(line).map_err(|e| at(format!("malformed query: {e}")))?;
+        let label = q.qid.clone().or_else(|| q.key.clone()).unwrap_or_else(|| format!("line {}", i + 1));
+        let r = if q.text.is_none() && q.tokens.is_none() && q.simhash.is_none() {
+            let key = q.key.ok_or_else(|| at("a query needs `key`, `text`, `tokens` or `simhash`".into()))?;
+            coll.query_key(&key, kind, options)?
+        } else {
+            let sketch = probe_sketch(coll, q.text.as_deref(), q.tokens.as_deref(), q.simhash.as_deref())
+                .map_err(|e| at(e.to_string()))?;
+            coll.query(&Query { sketch, kind, options })?
+        };
+        print_result(&label, &r, json_out);
+    }
+    Ok(())
+}
+
+pub fn query(
+    session: &mut Session,
+    collection: &str,
+    probe: &Probe,
+    ask: &Ask,
+    json_out: bool,
+) -> Result<(), CliError> {
+    let coll = session.collection(collection)?;
+    let default_t = if coll.params().kind() == SketchKind::SimHash { 0.9 } else { 0.5 };
+    let kind = ask.kind(default_t)?;
+    let options = ask.options()?;
+    if let Some(path) = &probe.queries {
+        return run_query_file(&coll, path, kind, options, json_out);
+    }
+    let (label, r) = match &probe.key {
+        Some(k) => (k.clone(), coll.query_key(k, kind, options)?),
+        None => {
+            let sketch = probe_sketch(&coll, probe.text.as_deref(), probe.tokens.as_deref(), probe.simhash.as_deref())?;
+            ("query".to_string(), coll.query(&Query { sketch, kind, options })?)
+        }
+    };
+    print_result(&label, &r, json_out);
+    Ok(())
+}
+
+pub fn explain(
+    session: &mut Session,
+    collection: &str,
+    probe: &Probe,
+    ask: &Ask,
+    analyze: bool,
+    json_out: bool,
+) -> Result<(), CliError> {
+    let coll = session.collection(collection)?;
+    let kind = ask.kind(0.5)?;
+    let options = ask.options()?;
+    let sketch = match &probe.key {
+        Some(k) => coll.sketch_of(k)?,
+        None => probe_sketch(&coll, probe.text.as_deref(), probe.tokens.as_deref(), probe.simhash.as_deref())?,
+    };
+    let e = coll.explain(&Query { sketch, kind, options }, analyze)?;
+    if json_out {
+        let alts: Vec<Value> = e
+            .choice
+            .alternatives
+            .iter()
+            .map(|a| json!({"plan": a.plan.to_string(), "cost_ns": a.cost_ns, "note": a.note}))
+            .collect();
+        let mut v = json!({"plan": e.choice.plan.to_string(), "reason": e.choice.reason, "alternatives": alts});
+        if let (Some(a), Some(o)) = (e.analyze, v.as_object_mut()) {
+            o.insert(
+                "analyze".into(),
+                json!({"results": a.results, "elapsed_us": a.elapsed.as_secs_f64() * 1e6, "rows_touched": a.rows_touched,
+                       "candidates": a.candidates, "bins_compared": a.bins_compared, "pruned": a.pruned}),
+            );
+        }
+        println!("{v}");
+    } else {
+        print!("{e}");
+    }
+    Ok(())
+}
+
+pub fn estimate(
+    session: &mut Session,
+    collection: &str,
+    a: &str,
+    b: &str,
+    level: f64,
+    json_out: bool,
+) -> Result<(), CliError> {
+    let coll = session.collection(collection)?;
+    let e = coll.estimate(a, b, level)?;
+    let what = if coll.params().kind() == SketchKind::SimHash { "cosine" } else { "jaccard" };
+    if json_out {
+        println!(
+            "{}",
+            json!({"a": a, "b": b, "measure": what, "estimate": e.value, "lower": e.lower, "upper": e.upper, "level": level})
+        );
+    } else {
+        println!("{what}({a}, {b}) = {:.4}  [{:.4}, {:.4}] at {:.0}%", e.value, e.lower, e.upper, level * 100.0);
+    }
+    Ok(())
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClusterFormat {
+    Table,
+    Jsonl,
+    Csv,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct DedupArgs {
+    /// A collection name, or a directory of text files to ingest first (into a collection
+    /// named after the directory, in the database file).
+    pub target: String,
+    #[command(flatten)]
+    pub ask: Ask,
+    /// Output format for the clusters.
+    #[arg(long, value_enum, default_value_t = ClusterFormat::Table)]
+    pub format: ClusterFormat,
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
+}
+
+pub fn dedup(session: &mut Session, args: &DedupArgs) -> Result<(), CliError> {
+    let path = Path::new(&args.target);
+    let name = if path.is_dir() {
+        let name = path
+            .canonicalize()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "docs".into());
+        let ingest = crate::ingest::IngestArgs {
+            collection: name.clone(),
+            inputs: vec![path.to_path_buf()],
+            format: crate::ingest::Format::Text,
+            batch: 10_000,
+        };
+        crate::ingest::ingest(session, &ingest)?;
+        name
+    } else {
+        args.target.clone()
+    };
+    let coll = session.collection(&name)?;
+    let default_t = if coll.params().kind() == SketchKind::SimHash { 0.9 } else { 0.5 };
+    let kind = args.ask.kind(default_t)?;
+    let d = coll.dedup(kind, args.ask.options()?)?;
+    let key = |k: &[u8]| String::from_utf8_lossy(k).into_owned();
+    match args.format {
+        ClusterFormat::Jsonl => {
+            for (i, c) in d.clusters.iter().enumerate() {
+                let keys: Vec<String> = c.keys.iter().map(|k| key(k)).collect();
+                println!("{}", json!({"cluster": i + 1, "size": c.keys.len(), "keys": keys, "rows": c.rows}));
+            }
+        }
+        ClusterFormat::Csv => {
+            println!("cluster,key,row_id");
+            for (i, c) in d.clusters.iter().enumerate() {
+                for (k, r) in c.keys.iter().zip(&c.rows) {
+                    println!("{},{},{r}", i + 1, csv_field(&key(k)));
+                }
+            }
+        }
+        ClusterFormat::Table => {
+            let rows = d
+                .clusters
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    vec![
+                        (i + 1).to_string(),
+                        c.keys.len().to_string(),
+                        c.keys.iter().map(|k| key(k)).collect::<Vec<_>>().join(", "),
+                    ]
+                })
+                .collect();
+            println!("{}", table(&["cluster", "size", "members"], rows));
+            let what = match kind {
+                QueryKind::Hamming(r) => format!("Hamming distance <= {r}"),
+                QueryKind::Threshold(t) => format!("similarity >= {t}"),
+                _ => String::new(),
+            };
+            eprintln!(
+                "{} clusters from {} verified pairs ({what}) in collection `{name}` of {}",
+                d.clusters.len(),
+                d.pairs,
+                session.path().display()
+            );
+        }
+    }
+    Ok(())
+}
