@@ -1,0 +1,59 @@
+//! Bad input to the binary: one clear line naming what and where, a non-zero exit code,
+//! never a panic.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn run(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sketchdb")).current_dir(dir).args(args).output().unwrap()
+}
+
+fn fails_with(dir: &Path, args: &[&str], needle: &str) {
+    let out = run(dir, args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+    assert!(err.contains(needle), "{args:?}: expected `{needle}` in: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(err.lines().filter(|l| l.starts_with("sketchdb: error")).count() == 1, "{err}");
+}
+
+#[test]
+fn bad_inputs_are_one_clear_line_and_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fails_with(d, &["ingest", "c", "missing.jsonl"], "missing.jsonl");
+    std::fs::write(d.join("bad.jsonl"), "{\"key\":\"a\",\"text\":\"fine\"}\n\n{\"key\": \"b\", \"text\": \n").unwrap();
+    fails_with(d, &["ingest", "c", "bad.jsonl"], "bad.jsonl:3: malformed JSON record");
+    std::fs::write(d.join("both.jsonl"), "{\"key\":\"a\",\"text\":\"x\",\"tokens\":[1]}\n").unwrap();
+    fails_with(d, &["ingest", "c", "both.jsonl"], "both.jsonl:1: a record needs exactly one of");
+    std::fs::write(d.join("neg.jsonl"), "{\"key\":\"a\",\"tokens\":[-1]}\n").unwrap();
+    fails_with(d, &["ingest", "c", "neg.jsonl"], "neg.jsonl:1:");
+    std::fs::write(d.join("utf.jsonl"), b"{\"key\":\"a\",\"text\":\"\xff\xfe\"}\n").unwrap();
+    fails_with(d, &["ingest", "c", "utf.jsonl"], "utf.jsonl:1: not valid UTF-8");
+    std::fs::create_dir(d.join("texts")).unwrap();
+    std::fs::write(d.join("texts/bad.txt"), b"ok \xc3\x28 broken").unwrap();
+    fails_with(d, &["ingest", "t", "texts"], "bad.txt: not valid UTF-8");
+    std::fs::write(d.join("short.u64"), [1u8, 2, 3]).unwrap();
+    fails_with(d, &["ingest", "f", "short.u64"], "not a whole number of little-endian u64");
+    std::fs::write(d.join("fp.jsonl"), "{\"key\":\"a\",\"simhash\":\"xyz\"}\n").unwrap();
+    fails_with(d, &["ingest", "f", "fp.jsonl"], "fp.jsonl:1: field `simhash`");
+
+    // A database now exists (the failed ingests created it); unknown names and bad params.
+    fails_with(d, &["query", "nope", "k", "--threshold", "0.5"], "unknown collection `nope`");
+    fails_with(d, &["create", "x", "--kind", "bogus"], "unknown sketch kind `bogus`");
+    fails_with(d, &["create", "x", "--kind", "bbit", "--bits", "3"], "`b` = 3");
+    fails_with(d, &["create", "x", "--kind", "minhash", "--k", "0"], "`k` = 0");
+    std::fs::write(d.join("ok.jsonl"), "{\"key\":\"a\",\"text\":\"some words here to sketch\"}\n").unwrap();
+    assert!(run(d, &["ingest", "c", "ok.jsonl"]).status.success());
+    fails_with(d, &["query", "c", "a", "--threshold", "1.5"], "threshold");
+    fails_with(d, &["query", "c", "a", "--radius", "3"], "SimHash");
+    fails_with(d, &["query", "c", "missing-key", "--top-k", "3"], "no key `missing-key`");
+    fails_with(d, &["query", "c", "a", "--plan", "nonsense"], "unknown plan `nonsense`");
+    fails_with(d, &["--db", "absent.db", "stats"], "absent.db does not exist");
+    std::fs::write(d.join("notdb.db"), b"this is not a database file at all").unwrap();
+    fails_with(d, &["--db", "notdb.db", "stats"], "notdb.db");
+    fails_with(d, &["import", "bad.jsonl"], "bad.jsonl:1: not a sketchdb export");
+
+    // Usage errors are clap's: exit code 2.
+    assert_eq!(run(d, &["query"]).status.code(), Some(2));
+}

@@ -1,0 +1,89 @@
+//! Every subcommand's normal path, run through the binary; `--json` output parses.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn run(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sketchdb")).current_dir(dir).args(args).output().unwrap()
+}
+
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let out = run(dir, args);
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn json_lines(s: &str) -> Vec<Value> {
+    s.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"))).collect()
+}
+
+#[test]
+fn a_session_through_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("docs.jsonl"),
+        r#"{"key":"a","text":"the quick brown fox jumps over the lazy dog near the river bank today"}
+{"key":"b","text":"the quick brown fox jumps over the lazy dog near the river bank tonight"}
+{"key":"c","text":"completely different words about databases and sketches and hashing"}
+"#,
+    )
+    .unwrap();
+    ok(d, &["create", "docs", "--kind", "oph", "--k", "128", "--bits", "8", "--shingle", "3"]);
+    let err = String::from_utf8(run(d, &["ingest", "docs", "docs.jsonl"]).stderr).unwrap();
+    assert!(err.contains("ingested 3 records"), "{err}");
+    let list = json_lines(&ok(d, &["list", "--json"]));
+    assert_eq!(list[0]["name"], "docs");
+    assert_eq!(list[0]["records"], 3);
+
+    let hits = json_lines(&ok(d, &["query", "docs", "a", "--threshold", "0.5", "--json"]));
+    let keys: Vec<&str> = hits.iter().map(|h| h["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, ["a", "b"]);
+    assert!(hits[0]["lower"].as_f64().unwrap() <= hits[0]["estimate"].as_f64().unwrap());
+    assert!(hits[0]["plan"].as_str().unwrap().contains("OphBinScan"));
+    let by_text = json_lines(&ok(d, &["query", "docs", "--text", "databases and sketches and hashing", "--top-k", "1", "--json"]));
+    assert_eq!(by_text[0]["key"], "c");
+
+    let est = json_lines(&ok(d, &["estimate", "docs", "a", "b", "--json"]));
+    assert_eq!(est[0]["measure"], "jaccard");
+    let explain = json_lines(&ok(d, &["explain", "docs", "a", "--threshold", "0.8", "--analyze", "--json"]));
+    assert!(explain[0]["alternatives"].as_array().unwrap().len() >= 4);
+    assert!(explain[0]["analyze"]["rows_touched"].as_u64().unwrap() >= 3);
+    let forced = json_lines(&ok(d, &["query", "docs", "a", "--threshold", "0.5", "--plan", "full-scan", "--json"]));
+    assert_eq!(forced.len(), 2);
+    assert!(forced[0]["plan"].as_str().unwrap().starts_with("FullScan"));
+
+    let stats = json_lines(&ok(d, &["stats", "--json"]));
+    assert_eq!(stats[0]["live"], 3);
+    let verify = json_lines(&ok(d, &["verify", "--json"]));
+    assert_eq!(verify.last().unwrap()["ok"], true);
+    ok(d, &["compact"]);
+
+    // Export / import round trip is exact.
+    ok(d, &["export", "docs", "--out", "docs.export"]);
+    ok(d, &["--db", "copy.db", "import", "docs.export"]);
+    let again = ok(d, &["--db", "copy.db", "export", "docs"]);
+    assert_eq!(again, std::fs::read_to_string(d.join("docs.export")).unwrap());
+
+    // Tokens and SimHash inputs.
+    std::fs::write(d.join("sets.jsonl"), "{\"key\":\"s1\",\"tokens\":[1,2,3,18446744073709551615]}\n{\"key\":\"s2\",\"tokens\":[1,2,3,4]}\n").unwrap();
+    ok(d, &["ingest", "sets", "sets.jsonl"]);
+    let e = json_lines(&ok(d, &["estimate", "sets", "s1", "s2", "--json"]));
+    assert!(e[0]["estimate"].as_f64().unwrap() > 0.0);
+    std::fs::write(d.join("fp.jsonl"), "{\"key\":\"f1\",\"simhash\":\"00000000000000ff\"}\n{\"key\":\"f2\",\"simhash\":\"00000000000000fe\"}\n").unwrap();
+    ok(d, &["create", "fps", "--kind", "simhash"]);
+    ok(d, &["ingest", "fps", "fp.jsonl"]);
+    let near = json_lines(&ok(d, &["query", "fps", "--simhash", "ff", "--radius", "1", "--json"]));
+    assert_eq!(near.iter().map(|h| h["distance"].as_u64().unwrap()).collect::<Vec<_>>(), [0, 1]);
+    let raw: Vec<u8> = [0xffu64, 0xfe, 0x1].iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(d.join("fp.u64"), raw).unwrap();
+    ok(d, &["ingest", "raw", "fp.u64"]);
+    let near = json_lines(&ok(d, &["query", "raw", "0", "--radius", "2", "--json"]));
+    assert_eq!(near.len(), 2);
+
+    ok(d, &["drop", "raw"]);
+    let bounds = json_lines(&ok(d, &["bounds", "--k", "128", "--threshold", "0.8", "--json"]));
+    assert!(bounds.iter().all(|b| b["candidate_probability"].as_f64().unwrap() <= 1.0));
+}
