@@ -43,7 +43,10 @@ fn a_session_through_every_command() {
     assert_eq!(keys, ["a", "b"]);
     assert!(hits[0]["lower"].as_f64().unwrap() <= hits[0]["estimate"].as_f64().unwrap());
     assert!(hits[0]["plan"].as_str().unwrap().contains("OphBinScan"));
-    let by_text = json_lines(&ok(d, &["query", "docs", "--text", "databases and sketches and hashing", "--top-k", "1", "--json"]));
+    let by_text = json_lines(&ok(
+        d,
+        &["query", "docs", "--text", "databases and sketches and hashing", "--top-k", "1", "--json"],
+    ));
     assert_eq!(by_text[0]["key"], "c");
 
     let est = json_lines(&ok(d, &["estimate", "docs", "a", "b", "--json"]));
@@ -68,11 +71,19 @@ fn a_session_through_every_command() {
     assert_eq!(again, std::fs::read_to_string(d.join("docs.export")).unwrap());
 
     // Tokens and SimHash inputs.
-    std::fs::write(d.join("sets.jsonl"), "{\"key\":\"s1\",\"tokens\":[1,2,3,18446744073709551615]}\n{\"key\":\"s2\",\"tokens\":[1,2,3,4]}\n").unwrap();
+    std::fs::write(
+        d.join("sets.jsonl"),
+        "{\"key\":\"s1\",\"tokens\":[1,2,3,18446744073709551615]}\n{\"key\":\"s2\",\"tokens\":[1,2,3,4]}\n",
+    )
+    .unwrap();
     ok(d, &["ingest", "sets", "sets.jsonl"]);
     let e = json_lines(&ok(d, &["estimate", "sets", "s1", "s2", "--json"]));
     assert!(e[0]["estimate"].as_f64().unwrap() > 0.0);
-    std::fs::write(d.join("fp.jsonl"), "{\"key\":\"f1\",\"simhash\":\"00000000000000ff\"}\n{\"key\":\"f2\",\"simhash\":\"00000000000000fe\"}\n").unwrap();
+    std::fs::write(
+        d.join("fp.jsonl"),
+        "{\"key\":\"f1\",\"simhash\":\"00000000000000ff\"}\n{\"key\":\"f2\",\"simhash\":\"00000000000000fe\"}\n",
+    )
+    .unwrap();
     ok(d, &["create", "fps", "--kind", "simhash"]);
     ok(d, &["ingest", "fps", "fp.jsonl"]);
     let near = json_lines(&ok(d, &["query", "fps", "--simhash", "ff", "--radius", "1", "--json"]));

@@ -56,6 +56,45 @@ pub(crate) struct CollectionState {
     pub deleted: u64,
 }
 
+/// The planner's cost constants as measured on the machine by a calibration, in nanoseconds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct PlannerCostsRecord {
+    /// Full scan: decoding one row and estimating, per slot.
+    pub decode_per_slot: f64,
+    /// Bin scan: one OPH bin of one row.
+    pub bin_compare: f64,
+    /// Scan: one 64-bit fingerprint word.
+    pub fingerprint_compare: f64,
+    /// One index or row lookup.
+    pub lookup: f64,
+    /// Fetching and verifying one candidate, per slot.
+    pub verify_per_slot: f64,
+    /// `"sketchdb <version>"` of the build that measured (informational).
+    pub measured_by: String,
+}
+
+impl PlannerCostsRecord {
+    pub(crate) fn encode(&self) -> Result<Vec<u8>, CodecError> {
+        envelope::encode(RecordKind::PlannerCosts, self)
+    }
+    /// Decodes and checks that every constant is finite and positive.
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
+        let r: PlannerCostsRecord = envelope::decode(RecordKind::PlannerCosts, bytes)?;
+        for (name, v) in [
+            ("decode_per_slot", r.decode_per_slot),
+            ("bin_compare", r.bin_compare),
+            ("fingerprint_compare", r.fingerprint_compare),
+            ("lookup", r.lookup),
+            ("verify_per_slot", r.verify_per_slot),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(CodecError::field("planner costs", name, v, "a finite, positive number of nanoseconds"));
+            }
+        }
+        Ok(r)
+    }
+}
+
 impl FormatRecord {
     pub(crate) fn encode(&self) -> Result<Vec<u8>, CodecError> {
         envelope::encode(RecordKind::Format, self)

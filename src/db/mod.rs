@@ -3,6 +3,7 @@
 //! builds sketches from tokens or text, and converts between public and internal types.
 
 pub(crate) mod batch;
+pub(crate) mod calibrate;
 pub(crate) mod collection;
 pub(crate) mod config;
 pub(crate) mod database;

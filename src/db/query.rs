@@ -87,7 +87,9 @@ impl Collection {
     }
 
     fn costs(&self) -> CostModel {
-        CostModel::default()
+        // A damaged costs record must not stop queries: plan with the defaults, and let
+        // `verify` report the record.
+        self.store().planner_costs().ok().flatten().as_ref().map(CostModel::from).unwrap_or_default()
     }
 
     /// The planner's choice for `query`, without running it.

@@ -15,6 +15,7 @@
 pub(crate) mod backend;
 pub(crate) mod catalog;
 pub(crate) mod compact;
+pub(crate) mod costs;
 pub(crate) mod error;
 pub(crate) mod reader;
 pub(crate) mod store;

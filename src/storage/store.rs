@@ -55,6 +55,8 @@ pub(crate) struct Store {
     db: RwLock<redb::Database>,
     location: PathBuf,
     durability: Durability,
+    /// The stored planner costs, read on first use (outer `None`: not read yet).
+    pub(crate) costs: parking_lot::Mutex<Option<Option<crate::codec::meta::PlannerCostsRecord>>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -136,7 +138,12 @@ impl Store {
             e => StorageError::backend("open")(e),
         })?;
         Self::check_format(&db, path)?;
-        Ok(Store { db: RwLock::new(db), location: path.to_path_buf(), durability: opts.durability })
+        Ok(Store {
+            db: RwLock::new(db),
+            location: path.to_path_buf(),
+            durability: opts.durability,
+            costs: Default::default(),
+        })
     }
 
     /// Creates a database on an empty custom backend (no rename: the backend is opaque).
@@ -144,7 +151,12 @@ impl Store {
         let db =
             Self::builder(&opts).create_with_backend(RedbBackend(backend)).map_err(StorageError::backend("create"))?;
         Self::initialise(&db)?;
-        Ok(Store { db: RwLock::new(db), location: PathBuf::from("<backend>"), durability: opts.durability })
+        Ok(Store {
+            db: RwLock::new(db),
+            location: PathBuf::from("<backend>"),
+            durability: opts.durability,
+            costs: Default::default(),
+        })
     }
 
     /// Opens a database previously created on a custom backend.
@@ -154,7 +166,7 @@ impl Store {
             .create_with_backend(RedbBackend(backend))
             .map_err(|e| StorageError::NotSketchdb { path: location.clone(), reason: e.to_string() })?;
         Self::check_format(&db, &location)?;
-        Ok(Store { db: RwLock::new(db), location, durability: opts.durability })
+        Ok(Store { db: RwLock::new(db), location, durability: opts.durability, costs: Default::default() })
     }
 
     fn initialise(db: &redb::Database) -> Result<(), StorageError> {

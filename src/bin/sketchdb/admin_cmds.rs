@@ -171,3 +171,21 @@ pub fn compact(session: &mut Session) -> Result<(), CliError> {
     );
     Ok(())
 }
+
+pub fn calibrate(session: &mut Session, json_out: bool) -> Result<(), CliError> {
+    let m = session.db()?.calibrate()?;
+    if json_out {
+        println!(
+            "{}",
+            json!({"decode_per_slot_ns": m.decode_per_slot, "bin_compare_ns": m.bin_compare,
+                   "fingerprint_compare_ns": m.fingerprint_compare, "lookup_ns": m.lookup,
+                   "verify_per_slot_ns": m.verify_per_slot})
+        );
+    } else {
+        println!(
+            "calibrated and stored: decode {:.3} ns/slot, bin compare {:.4} ns, fingerprint compare {:.3} ns, lookup {:.0} ns, verify {:.3} ns/slot",
+            m.decode_per_slot, m.bin_compare, m.fingerprint_compare, m.lookup, m.verify_per_slot
+        );
+    }
+    Ok(())
+}

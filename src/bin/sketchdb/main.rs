@@ -125,6 +125,8 @@ enum Command {
         #[arg(long, default_value_t = 10_000)]
         batch: usize,
     },
+    /// Measure the planner's cost constants on this machine and store them in the database.
+    Calibrate,
     /// Expected LSH false positives/negatives and estimator error for a configuration.
     Bounds(bounds::BoundsArgs),
     /// Run a shared benchmark workload; prints JSON result lines.
@@ -162,6 +164,7 @@ fn dispatch(session: &mut Session, command: &Command, json_out: bool) -> Result<
         Command::Compact => admin_cmds::compact(session),
         Command::Export { collection, out } => transfer::export(session, collection, out),
         Command::Import { input, into, batch } => transfer::import(session, input, into.as_deref(), *batch),
+        Command::Calibrate => admin_cmds::calibrate(session, json_out),
         Command::Bounds(args) => bounds::bounds(args, json_out),
         Command::Bench { workload } => bench::run(workload),
     }
