@@ -93,11 +93,11 @@ proptest! {
         prop_assert_eq!(d.len(), t as usize);
         let filled: std::collections::HashSet<u32> =
             (0..t as usize).filter(|&i| !o.is_empty_bin(i)).map(|i| o.bins()[i]).collect();
-        for i in 0..t as usize {
+        for (i, &v) in d.iter().enumerate() {
             if o.is_empty_bin(i) {
-                prop_assert!(filled.contains(&d[i]));
+                prop_assert!(filled.contains(&v));
             } else {
-                prop_assert_eq!(d[i], o.bins()[i]);
+                prop_assert_eq!(v, o.bins()[i]);
             }
         }
     }

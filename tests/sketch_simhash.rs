@@ -43,9 +43,11 @@ fn term_frequency_equals_explicit_weights() {
     assert_eq!(tf, weighted);
 }
 
+type Weighted = Vec<(u64, f64)>;
+
 /// Two random weighted vectors over ~400 features, with a shared part whose size and weight
 /// perturbation vary, so the true cosines span (0, 1].
-fn vector_pair(rng: &mut Rng) -> (Vec<(u64, f64)>, Vec<(u64, f64)>, f64) {
+fn vector_pair(rng: &mut Rng) -> (Weighted, Weighted, f64) {
     let n = 400;
     let shared = rng.range(0, n as u64) as usize;
     let noise = rng.f64() * 0.8;

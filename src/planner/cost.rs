@@ -151,7 +151,9 @@ fn alternative(kind: PlanKind, q: &Query, s: &Stats, c: &CostModel) -> Alternati
             if s.kind != SketchKind::Oph || hamming {
                 return no(Access::OphBinScan { early: EarlyStop::Never }, "only for OPH similarity queries");
             }
-            let early = if q.options.exact || threshold.is_none() {
+            let early = if !q.options.early_termination {
+                EarlyStop::Never
+            } else if q.options.exact || threshold.is_none() {
                 EarlyStop::ExactBound
             } else {
                 EarlyStop::Confidence(q.options.level)
@@ -210,10 +212,10 @@ fn alternative(kind: PlanKind, q: &Query, s: &Stats, c: &CostModel) -> Alternati
 /// inputs always give the same choice.
 pub fn choose(query: &Query, stats: &Stats, costs: &CostModel) -> Choice {
     let alternatives: Vec<Alternative> = PlanKind::ALL.iter().map(|&k| alternative(k, query, stats, costs)).collect();
-    if let Some(forced) = query.options.force {
-        if let Some(a) = alternatives.iter().find(|a| a.plan.access.kind() == forced) {
-            return Choice { plan: a.plan, reason: format!("forced {forced}"), alternatives };
-        }
+    if let Some(forced) = query.options.force
+        && let Some(a) = alternatives.iter().find(|a| a.plan.access.kind() == forced)
+    {
+        return Choice { plan: a.plan, reason: format!("forced {forced}"), alternatives };
     }
     let best = alternatives
         .iter()

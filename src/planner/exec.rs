@@ -225,10 +225,10 @@ fn full_scan(
             let hit = if let Some(q) = sim {
                 let fp = stored_fingerprint(view, words, i);
                 // Cheap reject before building the hit.
-                if let Finish::Radius { radius } = out.finish {
-                    if (fp ^ q.value()).count_ones() > radius {
-                        continue;
-                    }
+                if let Finish::Radius { radius } = out.finish
+                    && (fp ^ q.value()).count_ones() > radius
+                {
+                    continue;
                 }
                 simhash_hit(q, view.key(i).to_vec(), row_id, fp, level, hamming)
             } else {

@@ -5,6 +5,7 @@ pub(crate) mod cost;
 pub(crate) mod error;
 pub(crate) mod exec;
 pub(crate) mod explain;
+mod kernels;
 pub(crate) mod plan;
 pub(crate) mod query;
 pub(crate) mod scan;

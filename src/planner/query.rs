@@ -42,11 +42,14 @@ pub struct QueryOptions {
     pub recall_target: f64,
     /// Force an access path (for tests and experts); `choose` still reports the costs.
     pub force: Option<PlanKind>,
+    /// Allow scans to stop counting a row early (exact bounds always; probabilistic ones
+    /// unless `exact`). Off: every bin of every row is compared (for measurement).
+    pub early_termination: bool,
 }
 
 impl Default for QueryOptions {
     fn default() -> Self {
-        QueryOptions { level: DEFAULT_LEVEL, exact: false, recall_target: 0.95, force: None }
+        QueryOptions { level: DEFAULT_LEVEL, exact: false, recall_target: 0.95, force: None, early_termination: true }
     }
 }
 

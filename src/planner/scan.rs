@@ -107,14 +107,14 @@ impl Pruning {
                 let rem = (tq - done) as f64;
                 // Exact: cur + rem >= need, with a little slack against rounding.
                 let mut min = (need - rem - 1e-9).ceil().max(0.0) as u32;
-                if let EarlyStop::Confidence(level) = early {
-                    if done < tq {
-                        // Least x whose upper bound reaches t; the bound rises with x.
-                        let x = (0..=done as u32)
-                            .find(|&x| clopper_pearson(f64::from(x), done as f64, level).1 >= t)
-                            .unwrap_or(done as u32 + 1);
-                        min = min.max(x);
-                    }
+                if let EarlyStop::Confidence(level) = early
+                    && done < tq
+                {
+                    // Least x whose upper bound reaches t; the bound rises with x.
+                    let x = (0..=done as u32)
+                        .find(|&x| clopper_pearson(f64::from(x), done as f64, level).1 >= t)
+                        .unwrap_or(done as u32 + 1);
+                    min = min.max(x);
                 }
                 min
             })
@@ -156,8 +156,23 @@ fn value_at(col: &[u8], width: usize, i: usize) -> u32 {
 }
 
 /// Scans one page: calls `emit(row index, estimate)` for every live row whose estimate is
-/// `>= threshold` (every live row when `threshold` is None).
+/// `>= threshold` (every live row when `threshold` is None). Runs the widest vector variant
+/// the CPU supports (see `kernels`).
 pub(crate) fn scan_page<C: BinColumns>(
+    probe: &OphProbe,
+    page: &C,
+    prune: &Pruning,
+    threshold: Option<f64>,
+    level: f64,
+    counters: &mut ScanCounters,
+    emit: impl FnMut(usize, Estimate),
+) -> Result<(), SketchError> {
+    super::kernels::scan_page_dispatch(probe, page, prune, threshold, level, counters, emit)
+}
+
+/// The portable body of [`scan_page`], compiled once per CPU feature level.
+#[inline(always)]
+pub(crate) fn scan_page_portable<C: BinColumns>(
     probe: &OphProbe,
     page: &C,
     prune: &Pruning,
