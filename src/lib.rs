@@ -16,6 +16,26 @@
 //! println!("Jaccard ~ {:.2} (95% CI {:.2}..{:.2})", j.value, j.lower, j.upper);
 //! # Ok::<(), sketchdb::Error>(())
 //! ```
+//!
+//! A database file with a collection, queried by a stored key:
+//!
+//! ```
+//! use sketchdb::{CollectionConfig, Database, Query, SketchParams};
+//!
+//! # let dir = tempfile::tempdir().unwrap();
+//! let db = Database::create(dir.path().join("docs.sketchdb"))?;
+//! let docs = db.create_collection("docs", CollectionConfig::new(SketchParams::oph(128, 8, 42)?))?;
+//! docs.insert_text("a", "the quick brown fox jumps over the lazy dog")?;
+//! docs.insert_text("b", "the quick brown fox jumped over the lazy dog")?;
+//! let probe = docs.sketch_of("a")?;
+//! let hits = docs.query(&Query::threshold(probe, 0.3))?.hits;
+//! assert_eq!(hits[0].key_str(), Some("a"));
+//! for hit in hits {
+//!     let e = hit.estimate;
+//!     println!("{:?}: {:.2} [{:.2}, {:.2}]", hit.key_str(), e.value, e.lower, e.upper);
+//! }
+//! # Ok::<(), sketchdb::Error>(())
+//! ```
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
