@@ -17,7 +17,7 @@
 
 use crate::sketch::error::SketchError;
 use crate::sketch::estimate::{Estimate, clopper_pearson};
-use crate::sketch::oph::{OphCounts, OphSketch, oph_estimate};
+use crate::sketch::oph::{OphCounts, OphSketch, oph_estimate, oph_point};
 
 use super::plan::EarlyStop;
 
@@ -239,10 +239,12 @@ pub(crate) fn scan_page_portable<C: BinColumns>(
         let n_mat = usize::from(counts[i]).saturating_sub(spurious);
         let c = OphCounts { bins: t, n_emp, n_mat, both };
         counters.scored += 1;
-        let e = oph_estimate(c, probe.bits, probe.cardinality, page.cardinality(i), level)?;
-        if threshold.is_none_or(|th| e.value >= th) {
-            emit(i, e);
+        // The interval costs an incomplete-beta inversion: only for rows that qualify.
+        if threshold.is_some_and(|th| oph_point(c, probe.bits).is_ok_and(|v| v < th)) {
+            continue;
         }
+        let e = oph_estimate(c, probe.bits, probe.cardinality, page.cardinality(i), level)?;
+        emit(i, e);
     }
     Ok(())
 }

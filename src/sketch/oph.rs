@@ -34,17 +34,25 @@ pub struct OphCounts {
     pub both: usize,
 }
 
-/// The OPH resemblance estimate and interval from bin counts (see [`OphSketch::jaccard`]).
-/// Every OPH comparison, decoded or scanned column by column, goes through this function, so
-/// all access paths give bit-identical estimates.
-pub fn oph_estimate(c: OphCounts, bits: u8, card_x: u64, card_y: u64, level: f64) -> Result<Estimate, SketchError> {
+/// The point estimate alone (no interval): what [`oph_estimate`] returns as `value`, bit for
+/// bit, at a fraction of the cost. Scans use it to discard rows below a threshold.
+pub fn oph_point(c: OphCounts, bits: u8) -> Result<f64, SketchError> {
     let m = (c.bins - c.n_emp) as f64;
     if m == 0.0 {
         return Err(SketchError::Undefined { reason: "both OPH sketches are all empty (empty sets)" });
     }
     let cc = 1.0 / 2f64.powi(i32::from(bits));
+    Ok(((c.n_mat as f64 / m * m - c.both as f64 * cc) / (m * (1.0 - cc))).clamp(0.0, 1.0))
+}
+
+/// The OPH resemblance estimate and interval from bin counts (see [`OphSketch::jaccard`]).
+/// Every OPH comparison, decoded or scanned column by column, goes through this function, so
+/// all access paths give bit-identical estimates.
+pub fn oph_estimate(c: OphCounts, bits: u8, card_x: u64, card_y: u64, level: f64) -> Result<Estimate, SketchError> {
+    let m = (c.bins - c.n_emp) as f64;
+    let value = oph_point(c, bits)?;
+    let cc = 1.0 / 2f64.powi(i32::from(bits));
     let correct = |p: f64| ((p * m - c.both as f64 * cc) / (m * (1.0 - cc))).clamp(0.0, 1.0);
-    let value = correct(c.n_mat as f64 / m);
     let n_eff = if card_x > 0 && card_y > 0 {
         let f = (card_x + card_y) as f64 / (1.0 + value);
         m * ((f - 1.0) / (f - m).max(1.0)).max(1.0)
