@@ -46,6 +46,8 @@ pub(crate) enum RecordKind {
     CollectionDef = 3,
     /// A collection's mutable state (`collection_state` table).
     CollectionState = 4,
+    /// A collection's index definition (`index_defs` table).
+    IndexDef = 5,
 }
 
 impl RecordKind {
@@ -55,6 +57,7 @@ impl RecordKind {
             RecordKind::Catalog => "catalog record",
             RecordKind::CollectionDef => "collection definition",
             RecordKind::CollectionState => "collection state",
+            RecordKind::IndexDef => "index definition",
         }
     }
 }
