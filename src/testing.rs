@@ -139,3 +139,13 @@ pub fn drop_first_index_bucket(collection: &Collection, db: &Database) -> Result
     txn.commit().map_err(StorageError::backend("commit"))?;
     Ok(found)
 }
+
+/// The collection's LSH band-key scheme (seed, banding, row width), if it has an LSH index.
+pub fn lsh_scheme(collection: &Collection, db: &Database) -> Result<Option<crate::BandKeyScheme>> {
+    let snap = db.store().snapshot()?;
+    let def = crate::index::meta::IndexDef::load(snap.txn(), collection.info())?;
+    Ok(def.and_then(|d| match &d.spec {
+        crate::index::meta::IndexSpec::Lsh { scheme, .. } => Some(*scheme),
+        crate::index::meta::IndexSpec::Simhash { .. } => None,
+    }))
+}
