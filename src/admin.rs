@@ -7,12 +7,15 @@ use crate::storage::verify::VerifyReport;
 /// Checks the whole database: every page's crc and header and every row's decoding, the
 /// key <-> row id maps against the tombstones, each collection's counters, and redb's own
 /// integrity check (which needs no other transaction or snapshot alive:
-/// `StorageError::Busy` otherwise). Damage is reported in the [`VerifyReport`], each
+/// `StorageError::Busy` otherwise), and every index against the live rows (each problem
+/// naming the index table, SimHash table or LSH band, and bucket). Damage is reported in the [`VerifyReport`], each
 /// problem naming collection, page and row; the `Err` case means the checks could not run.
 ///
 /// Reads every page: it takes time proportional to the file.
 pub fn verify(db: &Database) -> Result<VerifyReport> {
-    Ok(db.store().verify()?)
+    let mut report = db.store().verify()?;
+    crate::index::verify::verify_indexes(db.store(), &mut report)?;
+    Ok(report)
 }
 
 /// Database-wide statistics.

@@ -50,3 +50,102 @@ pub fn rewrite_format_version(db: &Database, version: u16) -> Result<()> {
 pub fn page_capacity_for(record_width: usize) -> u32 {
     crate::storage::catalog::choose_capacity(record_width)
 }
+
+/// Every live row within `radius` of `fp` by the collection's SimHash tables, as
+/// `(row, distance)` sorted by (distance, row).
+pub fn simhash_within(collection: &Collection, db: &Database, fp: u128, radius: u32) -> Result<Vec<(u64, u32)>> {
+    let snap = db.store().snapshot()?;
+    Ok(crate::index::simhash_read::simhash_within(&snap, collection.info(), fp, radius)?)
+}
+
+/// The batch form of [`simhash_within`] (one snapshot, one opened index).
+pub fn simhash_within_batch(
+    collection: &Collection,
+    db: &Database,
+    fps: &[u128],
+    radius: u32,
+) -> Result<Vec<Vec<(u64, u32)>>> {
+    let snap = db.store().snapshot()?;
+    Ok(crate::index::simhash_read::simhash_within_batch(&snap, collection.info(), fps, radius)?)
+}
+
+/// Every pair of live rows within `radius`, each once as `(a, b, distance)` with a < b.
+pub fn simhash_pairs(collection: &Collection, db: &Database, radius: u32) -> Result<Vec<(u64, u64, u32)>> {
+    let snap = db.store().snapshot()?;
+    Ok(crate::index::simhash_read::simhash_pairs(&snap, collection.info(), radius)?)
+}
+
+/// The LSH candidates of `sketch` from the first `bands` bands: distinct live row ids,
+/// ascending.
+pub fn lsh_candidates(
+    collection: &Collection,
+    db: &Database,
+    sketch: &crate::sketch::sketch::Sketch,
+    bands: u32,
+) -> Result<Vec<u64>> {
+    let snap = db.store().snapshot()?;
+    Ok(crate::index::lsh_read::lsh_candidates(&snap, collection.info(), sketch, bands)?)
+}
+
+/// The LSH statistics: banding and mean hit-bucket size.
+pub fn lsh_stats(collection: &Collection, db: &Database) -> Result<Option<(crate::LshParams, f64)>> {
+    let snap = db.store().snapshot()?;
+    Ok(crate::index::stats::lsh_stats(&snap, collection.info())?.map(|s| (s.params, s.mean_hit_bucket)))
+}
+
+/// The SimHash statistics: (tables, radius, shortest prefix bits).
+pub fn simhash_stats(collection: &Collection, db: &Database) -> Result<Option<(u32, u32, u32)>> {
+    let snap = db.store().snapshot()?;
+    Ok(crate::index::stats::simhash_stats(&snap, collection.info())?.map(|s| (s.tables, s.radius, s.prefix_bits)))
+}
+
+/// Plants an index inconsistency that redb's checksums cannot see: drops the first stored
+/// LSH bucket chunk or SimHash bucket of the collection. Returns whether one was found.
+pub fn drop_first_index_bucket(collection: &Collection, db: &Database) -> Result<bool> {
+    use crate::storage::StorageError;
+    use crate::storage::tables::{LSH_BUCKETS, SIMHASH_BUCKETS};
+    use redb::ReadableTable;
+    let id = collection.info().def.id;
+    let txn = db.store().begin_write()?;
+    let found = {
+        let mut t = txn.open_table(LSH_BUCKETS).map_err(StorageError::backend("open table"))?;
+        let first = t
+            .range((id, 0u32, 0u64, 0u32)..=(id, u32::MAX, u64::MAX, u32::MAX))
+            .map_err(StorageError::backend("scan"))?
+            .next()
+            .transpose()
+            .map_err(StorageError::backend("scan"))?
+            .map(|(k, _)| k.value());
+        let mut found = false;
+        if let Some(k) = first {
+            t.remove(k).map_err(StorageError::backend("remove"))?;
+            found = true;
+        } else {
+            let mut t = txn.open_table(SIMHASH_BUCKETS).map_err(StorageError::backend("open table"))?;
+            let first = t
+                .range((id, 0u32, 0u32)..=(id, u32::MAX, u32::MAX))
+                .map_err(StorageError::backend("scan"))?
+                .next()
+                .transpose()
+                .map_err(StorageError::backend("scan"))?
+                .map(|(k, _)| k.value());
+            if let Some(k) = first {
+                t.remove(k).map_err(StorageError::backend("remove"))?;
+                found = true;
+            }
+        }
+        found
+    };
+    txn.commit().map_err(StorageError::backend("commit"))?;
+    Ok(found)
+}
+
+/// The collection's LSH band-key scheme (seed, banding, row width), if it has an LSH index.
+pub fn lsh_scheme(collection: &Collection, db: &Database) -> Result<Option<crate::BandKeyScheme>> {
+    let snap = db.store().snapshot()?;
+    let def = crate::index::meta::IndexDef::load(snap.txn(), collection.info())?;
+    Ok(def.and_then(|d| match &d.spec {
+        crate::index::meta::IndexSpec::Lsh { scheme, .. } => Some(*scheme),
+        crate::index::meta::IndexSpec::Simhash { .. } => None,
+    }))
+}

@@ -46,8 +46,10 @@ pub(crate) enum RecordKind {
     CollectionDef = 3,
     /// A collection's mutable state (`collection_state` table).
     CollectionState = 4,
+    /// A collection's index definition (`index_defs` table).
+    IndexDef = 5,
     /// The planner's measured cost constants (`meta` table, key `"planner.costs"`).
-    PlannerCosts = 5,
+    PlannerCosts = 6,
 }
 
 impl RecordKind {
@@ -57,6 +59,7 @@ impl RecordKind {
             RecordKind::Catalog => "catalog record",
             RecordKind::CollectionDef => "collection definition",
             RecordKind::CollectionState => "collection state",
+            RecordKind::IndexDef => "index definition",
             RecordKind::PlannerCosts => "planner costs",
         }
     }

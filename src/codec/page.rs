@@ -418,6 +418,17 @@ impl PageBuilder {
         }
     }
 
+    /// Entry `i` of value column `j` (0 out of range).
+    pub(crate) fn value(&self, j: usize, i: usize) -> u64 {
+        let w = usize::from(self.spec.layout.value_width);
+        let at = j * w * self.max_rows + i * w;
+        let mut b = [0u8; 8];
+        if let Some(s) = self.data.get(at..at + w) {
+            b[..w].copy_from_slice(s);
+        }
+        u64::from_le_bytes(b)
+    }
+
     /// Sets entry `i` of value column `j` (truncated to `value_width` bytes).
     pub(crate) fn set_value(&mut self, j: usize, i: usize, v: u64) {
         let w = usize::from(self.spec.layout.value_width);

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use super::batch::Batch;
-use super::config::{CollectionConfig, decode_settings};
+use super::config::{CollectionConfig, IndexConfig, decode_settings, encode_settings};
+use crate::index::maintain::IndexMaintainer;
 use super::snapshot::{PageColumns, Record, Scan, Snapshot};
 use crate::error::Result;
 use crate::sketch::params::SketchParams;
@@ -69,20 +70,20 @@ impl Collection {
     /// `StorageError::DuplicateKey`; a sketch of other parameters is
     /// `StorageError::Incompatible` naming the differing field.
     pub fn insert(&self, key: impl AsRef<[u8]>, sketch: &Sketch) -> Result<u64> {
-        let s = self.store.apply(&self.info, [WriteOp::Insert(key.as_ref(), sketch)])?;
+        let s = self.store.apply(&self.info, [WriteOp::Insert(key.as_ref(), sketch)], &mut IndexMaintainer::new())?;
         Ok(s.first_row)
     }
 
     /// Inserts or replaces a record; returns its (new) row id. A replaced record's old row
     /// is tombstoned and the key moves to a new row id.
     pub fn upsert(&self, key: impl AsRef<[u8]>, sketch: &Sketch) -> Result<u64> {
-        let s = self.store.apply(&self.info, [WriteOp::Upsert(key.as_ref(), sketch)])?;
+        let s = self.store.apply(&self.info, [WriteOp::Upsert(key.as_ref(), sketch)], &mut IndexMaintainer::new())?;
         Ok(s.first_row)
     }
 
     /// Deletes a record; returns whether the key was present.
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<bool> {
-        let s = self.store.apply(&self.info, [WriteOp::Delete(key.as_ref())])?;
+        let s = self.store.apply(&self.info, [WriteOp::Delete(key.as_ref())], &mut IndexMaintainer::new())?;
         Ok(s.deleted == 1)
     }
 
@@ -100,7 +101,7 @@ impl Collection {
 
     /// Applies a batch in one transaction: all of it, or on any error none of it.
     pub fn apply(&self, batch: &Batch) -> Result<WriteSummary> {
-        Ok(self.store.apply(&self.info, batch.ops())?)
+        Ok(self.store.apply(&self.info, batch.ops(), &mut IndexMaintainer::new())?)
     }
 
     /// The record of `key`, if present.
@@ -142,6 +143,23 @@ impl Collection {
     /// columns). `f` returns `false` to stop.
     pub fn for_each_page(&self, f: impl FnMut(&PageColumns<'_>) -> bool) -> Result<()> {
         self.snapshot()?.for_each_page(f)
+    }
+
+    /// Drops the collection's index and builds `index` in its place (another design, another
+    /// kind, or none), in one write transaction: readers see the old index or the new one.
+    /// A SimHash table design and its bucket width are chosen for the current number of live
+    /// rows, an LSH banding as [`IndexConfig::Lsh`] says. The new configuration is stored
+    /// in the collection's definition; this handle reflects it, other open handles keep
+    /// their old [`Collection::config`] value but maintain the new index (every write reads
+    /// the stored index definition).
+    pub fn rebuild_index(&mut self, index: IndexConfig) -> Result<()> {
+        let config = self.config.with_index(index);
+        config.validate()?;
+        let settings = encode_settings(&config)?;
+        let info = crate::index::maintain::rebuild(&self.store, &self.info, index.request(), settings)?;
+        self.info = Arc::new(info);
+        self.config = config;
+        Ok(())
     }
 
     pub(crate) fn store(&self) -> &Arc<Store> {

@@ -13,12 +13,86 @@ use crate::storage::StorageError;
 /// Persisted (postcard, inside the collection definition): variants may only be appended,
 /// never reordered. A build that meets a variant it does not know refuses the collection
 /// with a typed error rather than guessing.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum IndexConfig {
     /// No index: queries scan the columnar pages.
     #[default]
     None,
+    /// SimHash permuted tables (Manku, Jain, Das Sarma) that find every fingerprint within
+    /// Hamming distance `radius` exactly. The table design (blocks, tables, prefix and bucket
+    /// widths) is chosen from the collection's size when it is created or rebuilt
+    /// ([`crate::Collection::rebuild_index`]) and recorded in the file. SimHash collections
+    /// only.
+    SimhashTables {
+        /// The radius k every probe is exact for (default 3).
+        radius: u32,
+    },
+    /// LSH banding buckets over MinHash, b-bit MinHash or densified OPH signatures, tuned for
+    /// a Jaccard `threshold`. Without `bands` and `rows` the banding minimising the equally
+    /// weighted false-positive and false-negative areas at the threshold is chosen (with
+    /// only one given, the other is the most the signature allows). The band-key hash
+    /// (XXH3-64, versioned) and its seed are recorded in the file.
+    Lsh {
+        /// The similarity threshold the banding is tuned for, in (0, 1).
+        threshold: f64,
+        /// Bands b.
+        bands: Option<u32>,
+        /// Rows per band r (b * r <= the signature's slots).
+        rows: Option<u32>,
+    },
+}
+
+impl PartialEq for IndexConfig {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (IndexConfig::None, IndexConfig::None) => true,
+            (IndexConfig::SimhashTables { radius: a }, IndexConfig::SimhashTables { radius: b }) => a == b,
+            (
+                IndexConfig::Lsh { threshold: t1, bands: b1, rows: r1 },
+                IndexConfig::Lsh { threshold: t2, bands: b2, rows: r2 },
+            ) => t1.to_bits() == t2.to_bits() && b1 == b2 && r1 == r2,
+            _ => false,
+        }
+    }
+}
+
+impl Eq for IndexConfig {}
+
+impl std::hash::Hash for IndexConfig {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        match self {
+            IndexConfig::None => {}
+            IndexConfig::SimhashTables { radius } => radius.hash(state),
+            IndexConfig::Lsh { threshold, bands, rows } => {
+                threshold.to_bits().hash(state);
+                bands.hash(state);
+                rows.hash(state);
+            }
+        }
+    }
+}
+
+impl IndexConfig {
+    /// SimHash tables of radius `radius`.
+    pub fn simhash_tables(radius: u32) -> Self {
+        IndexConfig::SimhashTables { radius }
+    }
+
+    /// LSH bands for `threshold` with the optimised banding.
+    pub fn lsh(threshold: f64) -> Self {
+        IndexConfig::Lsh { threshold, bands: None, rows: None }
+    }
+
+    pub(crate) fn request(&self) -> Option<crate::index::maintain::IndexRequest> {
+        use crate::index::maintain::IndexRequest;
+        match *self {
+            IndexConfig::None => None,
+            IndexConfig::SimhashTables { radius } => Some(IndexRequest::Simhash { radius }),
+            IndexConfig::Lsh { threshold, bands, rows } => Some(IndexRequest::Lsh { threshold, bands, rows }),
+        }
+    }
 }
 
 /// How a collection is configured: fixed when it is created.
@@ -55,6 +129,9 @@ impl CollectionConfig {
     pub fn validate(&self) -> Result<(), Error> {
         self.params.validate()?;
         self.tokenizer.validate()?;
+        if let Some(request) = self.index.request() {
+            crate::index::maintain::spec_for(request, &self.params, 0)?;
+        }
         Ok(())
     }
 }

@@ -93,7 +93,11 @@ impl Database {
     pub fn create_collection(&self, name: &str, config: CollectionConfig) -> Result<Collection> {
         config.validate()?;
         let settings = encode_settings(&config)?;
-        let info = self.store.create_collection(name, config.params, settings)?;
+        let request = config.index.request();
+        let info = self.store.create_collection(name, config.params, settings, &mut |txn, info| match request {
+            Some(r) => crate::index::maintain::create_index_in(txn, info, r),
+            None => Ok(()),
+        })?;
         Collection::new(self.store.clone(), info)
     }
 
@@ -118,7 +122,10 @@ impl Database {
     /// and shrinks the file. Needs no live snapshots or scans (`StorageError::Busy`).
     pub fn compact(&self) -> Result<CompactionSummary> {
         let infos = self.store.collections()?;
-        Ok(self.store.compact(&infos)?)
+        let hook_for = |_: &crate::storage::catalog::CollectionInfo| -> Box<dyn crate::storage::hook::IndexHook> {
+            Box::new(crate::index::maintain::IndexMaintainer::new())
+        };
+        Ok(self.store.compact(&infos, &hook_for)?)
     }
 
     /// Makes every earlier commit durable (only needed with [`Durability::Eventual`]).

@@ -1,15 +1,26 @@
-//! Indexes, the pure half: key derivation ([`keys`]), LSH parameter choice
+//! Indexes. The pure half: key derivation ([`keys`]), LSH parameter choice
 //! ([`lsh_params`]), exact SimHash radius probing over sorted runs ([`simhash_probe`]) and an
-//! in-memory SimHash table index ([`simhash_mem`]). Nothing here touches storage; the
-//! persisted tables call into these.
+//! in-memory SimHash table index ([`simhash_mem`]). The persisted half, in redb tables next
+//! to the records and maintained in the same write transactions: the index definition
+//! ([`meta`]), SimHash tables ([`simhash_tables`], [`simhash_read`]), LSH buckets ([`lsh`],
+//! [`lsh_read`]), maintenance and rebuilds ([`maintain`]), planner statistics ([`stats`])
+//! and verification ([`verify`]).
 
 pub(crate) mod error;
 pub(crate) mod fingerprint;
 pub(crate) mod keys;
+pub(crate) mod lsh;
 pub(crate) mod lsh_params;
+pub(crate) mod lsh_read;
+pub(crate) mod maintain;
+pub(crate) mod meta;
 mod popcnt;
 pub(crate) mod simhash_mem;
 pub(crate) mod simhash_probe;
+pub(crate) mod simhash_read;
+pub(crate) mod simhash_tables;
+pub(crate) mod stats;
+pub(crate) mod verify;
 
 #[cfg(test)]
 mod tests;

@@ -5,14 +5,14 @@
 //! the `keys`, `rows` and `pages` tables, all keyed by its u32 id. Ids are never reused, so
 //! a handle to a dropped collection can never reach a newer one of the same name.
 
-use redb::{ReadableTable, ReadableTableMetadata};
+use redb::{ReadableTable, ReadableTableMetadata, WriteTransaction};
 
 use super::MAX_COLLECTION_NAME_LEN;
 use super::error::StorageError;
 use super::store::Store;
 use super::tables::{
-    CATALOG_KEY, COLLECTION_NAMES, COLLECTION_STATE, COLLECTION_STATE_NAME, COLLECTIONS, COLLECTIONS_NAME, KEYS, META,
-    META_NAME, PAGES,
+    CATALOG_KEY, COLLECTION_NAMES, COLLECTION_STATE, COLLECTION_STATE_NAME, COLLECTIONS, COLLECTIONS_NAME, INDEX_DEFS,
+    KEYS, LSH_BUCKETS, LSH_ROWS, META, META_NAME, PAGES, SIMHASH_BUCKETS,
 };
 use crate::codec::layout::ColumnLayout;
 use crate::codec::meta::{CatalogRecord, CollectionDef, CollectionState};
@@ -109,11 +109,14 @@ pub(crate) fn read_state(
 
 impl Store {
     /// Creates a collection; fails if the name is taken.
+    /// `init` runs inside the creating transaction (the index layer writes the index
+    /// definition there, so a collection never exists without its index).
     pub(crate) fn create_collection(
         &self,
         name: &str,
         params: SketchParams,
         settings: Vec<u8>,
+        init: &mut dyn FnMut(&WriteTransaction, &CollectionInfo) -> Result<(), StorageError>,
     ) -> Result<CollectionInfo, StorageError> {
         validate_name(name)?;
         params.validate().map_err(|source| StorageError::Incompatible { collection: name.to_string(), source })?;
@@ -167,6 +170,7 @@ impl Store {
                 .map_err(StorageError::backend("write collection"))?;
             CollectionInfo::from_def(def)
         };
+        init(&txn, &info)?;
         txn.commit().map_err(StorageError::backend("commit"))?;
         Ok(info)
     }
@@ -226,7 +230,48 @@ impl Store {
             pages
                 .retain_in((id, 0u64)..=(id, u64::MAX), |_, _| false)
                 .map_err(StorageError::backend("drop collection"))?;
+            drop_index_entries(&txn, id)?;
         }
         txn.commit().map_err(StorageError::backend("commit"))
     }
+}
+
+/// Removes every index entry of collection `id` (its definition, SimHash buckets, LSH
+/// buckets and reverse map), inside `txn`: used by drop and by index rebuilds.
+pub(crate) fn drop_index_entries(txn: &WriteTransaction, id: u32) -> Result<(), StorageError> {
+    let rm = || StorageError::backend("remove index entries");
+    txn.open_table(INDEX_DEFS).map_err(StorageError::backend("open table"))?.remove(id).map_err(rm())?;
+    txn.open_table(SIMHASH_BUCKETS)
+        .map_err(StorageError::backend("open table"))?
+        .retain_in((id, 0u32, 0u32)..=(id, u32::MAX, u32::MAX), |_, _| false)
+        .map_err(rm())?;
+    txn.open_table(LSH_BUCKETS)
+        .map_err(StorageError::backend("open table"))?
+        .retain_in((id, 0u32, 0u64, 0u32)..=(id, u32::MAX, u64::MAX, u32::MAX), |_, _| false)
+        .map_err(rm())?;
+    txn.open_table(LSH_ROWS)
+        .map_err(StorageError::backend("open table"))?
+        .retain_in((id, 0u64)..=(id, u64::MAX), |_, _| false)
+        .map_err(rm())?;
+    Ok(())
+}
+
+/// Rewrites a collection's definition with new db-layer settings (same id, name, params
+/// and capacity), inside `txn`; returns the new info.
+pub(crate) fn rewrite_settings(
+    txn: &WriteTransaction,
+    info: &CollectionInfo,
+    settings: Vec<u8>,
+) -> Result<CollectionInfo, StorageError> {
+    let def = CollectionDef { settings, ..info.def.clone() };
+    let bytes = def.encode().map_err(|source| StorageError::CorruptMeta {
+        table: COLLECTIONS_NAME,
+        key: def.id.to_string(),
+        source: Box::new(source),
+    })?;
+    txn.open_table(COLLECTIONS)
+        .map_err(StorageError::backend("open table"))?
+        .insert(def.id, bytes.as_slice())
+        .map_err(StorageError::backend("write collection"))?;
+    Ok(CollectionInfo::from_def(def))
 }

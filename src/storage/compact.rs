@@ -10,6 +10,7 @@
 
 use super::catalog::CollectionInfo;
 use super::error::StorageError;
+use super::hook::IndexHook;
 use super::reader::decode;
 use super::store::Store;
 use super::tables::KEYS;
@@ -37,17 +38,28 @@ impl Store {
     }
 
     /// Compacts every collection's pages, then the file.
-    pub(crate) fn compact(&self, collections: &[CollectionInfo]) -> Result<CompactionSummary, StorageError> {
+    /// `hook_for` gives each collection's index maintenance (moved rows change row ids).
+    pub(crate) fn compact(
+        &self,
+        collections: &[CollectionInfo],
+        hook_for: &dyn Fn(&CollectionInfo) -> Box<dyn IndexHook>,
+    ) -> Result<CompactionSummary, StorageError> {
         let mut summary = CompactionSummary { file_bytes_before: self.file_len(), ..Default::default() };
         for info in collections {
-            self.compact_collection(info, &mut summary)?;
+            let mut hook = hook_for(info);
+            self.compact_collection(info, &mut summary, hook.as_mut())?;
         }
         self.compact_file()?;
         summary.file_bytes_after = self.file_len();
         Ok(summary)
     }
 
-    fn compact_collection(&self, info: &CollectionInfo, summary: &mut CompactionSummary) -> Result<(), StorageError> {
+    fn compact_collection(
+        &self,
+        info: &CollectionInfo,
+        summary: &mut CompactionSummary,
+        hook: &mut dyn IndexHook,
+    ) -> Result<(), StorageError> {
         let mut holed = vec![];
         {
             let snap = self.snapshot()?;
@@ -64,6 +76,7 @@ impl Store {
         let purged_before = summary.rows_purged;
         let txn = self.begin_write()?;
         let mut state = state_in(&txn, info)?;
+        hook.begin(&txn, info)?;
         {
             let id = info.def.id;
             let mut keys = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
@@ -83,6 +96,12 @@ impl Store {
                     let new_row = state.next_row;
                     let sketch = decode(info, &view, first, i)?;
                     pages.append(new_row, key, &sketch)?;
+                    let fp = match &sketch {
+                        crate::sketch::sketch::Sketch::SimHash(s) => s.value(),
+                        _ => 0,
+                    };
+                    hook.removed(old_row, fp)?;
+                    hook.added(new_row, &sketch)?;
                     let old =
                         keys.insert((id, key), new_row).map_err(StorageError::backend("move key"))?.map(|g| g.value());
                     if old != Some(old_row) {
@@ -94,6 +113,7 @@ impl Store {
             }
             pages.flush()?;
         }
+        hook.finish(&txn, info)?;
         state.deleted = state.deleted.saturating_sub(summary_purged(summary, purged_before));
         write_state(&txn, info, &state)?;
         txn.commit().map_err(StorageError::backend("commit"))

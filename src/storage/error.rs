@@ -162,6 +162,16 @@ pub enum StorageError {
         #[source]
         source: SketchError,
     },
+    /// An index could not take a record or a stored index definition is unusable (a sketch
+    /// that cannot be banded, a design that fails its invariants, ...).
+    #[error("index of collection `{collection}`: {source}")]
+    Index {
+        /// The collection.
+        collection: String,
+        /// The index layer's error.
+        #[source]
+        source: Box<crate::index::error::IndexError>,
+    },
     /// An operation that needs the database to itself (integrity check, file compaction)
     /// while read or write transactions (snapshots, scans) are alive.
     #[error("{op} needs exclusive access, but transactions or snapshots are still alive")]

@@ -17,6 +17,7 @@ pub(crate) mod catalog;
 pub(crate) mod compact;
 pub(crate) mod costs;
 pub(crate) mod error;
+pub(crate) mod hook;
 pub(crate) mod reader;
 pub(crate) mod store;
 pub(crate) mod tables;

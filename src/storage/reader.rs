@@ -29,7 +29,7 @@ pub(crate) struct RowRecord {
     pub sketch: Sketch,
 }
 
-fn open<K: redb::Key + 'static, V: redb::Value + 'static>(
+pub(crate) fn open<K: redb::Key + 'static, V: redb::Value + 'static>(
     txn: &ReadTransaction,
     def: redb::TableDefinition<K, V>,
 ) -> Result<Option<ReadOnlyTable<K, V>>, StorageError> {
@@ -51,6 +51,11 @@ impl super::store::Store {
 }
 
 impl ReadSnapshot {
+    /// The read transaction (for the index layer's tables).
+    pub(crate) fn txn(&self) -> &ReadTransaction {
+        &self.txn
+    }
+
     /// The collection's state; `UnknownCollection` if it was dropped.
     pub(crate) fn state(&self, info: &CollectionInfo) -> Result<CollectionState, StorageError> {
         let Some(t) = open(&self.txn, COLLECTION_STATE)? else {

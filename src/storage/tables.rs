@@ -19,6 +19,29 @@ pub(crate) const KEYS: TableDefinition<(u32, &[u8]), u64> = TableDefinition::new
 /// `(u32, u64) -> &[u8]`: (collection id, first row id of the page) -> columnar page.
 pub(crate) const PAGES: TableDefinition<(u32, u64), &[u8]> = TableDefinition::new("sketchdb.pages");
 
+// ---- Index tables (storage-format.md, "Index tables"). Written by `crate::index`. ----
+
+/// `u32 -> &[u8]`: collection id -> index definition envelope (record kind 5): the index
+/// spec (SimHash table design or LSH band-key scheme) and its counters. Absent: no index.
+pub(crate) const INDEX_DEFS: TableDefinition<u32, &[u8]> = TableDefinition::new("sketchdb.index_defs");
+/// `(u32, u32, u32) -> &[u8]`: (collection id, SimHash table number, bucket) -> packed
+/// bucket (count, sorted key suffixes, row ids). Bucket = the top `bucket_bits` bits of the
+/// table's permuted key.
+pub(crate) const SIMHASH_BUCKETS: TableDefinition<(u32, u32, u32), &[u8]> =
+    TableDefinition::new("sketchdb.simhash_buckets");
+/// `(u32, u32, u64, u32) -> &[u8]`: (collection id, band, band key, chunk) -> packed row
+/// ids (chunk 0 starts with the bucket header).
+pub(crate) const LSH_BUCKETS: TableDefinition<(u32, u32, u64, u32), &[u8]> =
+    TableDefinition::new("sketchdb.lsh_buckets");
+/// `(u32, u64) -> &[u8]`: (collection id, row id) -> the row's band keys (u64 LE, band
+/// order): the reverse map that makes deletes cheap.
+pub(crate) const LSH_ROWS: TableDefinition<(u32, u64), &[u8]> = TableDefinition::new("sketchdb.lsh_rows");
+
+pub(crate) const INDEX_DEFS_NAME: &str = "sketchdb.index_defs";
+pub(crate) const SIMHASH_BUCKETS_NAME: &str = "sketchdb.simhash_buckets";
+pub(crate) const LSH_BUCKETS_NAME: &str = "sketchdb.lsh_buckets";
+pub(crate) const LSH_ROWS_NAME: &str = "sketchdb.lsh_rows";
+
 /// Key of the format record in [`META`].
 pub(crate) const FORMAT_KEY: &str = "format";
 /// Key of the catalog record in [`META`].

@@ -20,6 +20,7 @@ use redb::{ReadableTable, Table, WriteTransaction};
 use super::MAX_KEY_LEN;
 use super::catalog::{CollectionInfo, page_fits, read_state};
 use super::error::{StorageError, show_key};
+use super::hook::IndexHook;
 use super::tables::{COLLECTION_STATE, COLLECTION_STATE_NAME, KEYS, PAGES};
 use crate::codec::error::CodecError;
 use crate::codec::meta::CollectionState;
@@ -174,8 +175,10 @@ impl<'t, 'i> PageCache<'t, 'i> {
         Ok(())
     }
 
-    /// Tombstones `row`, which must be a live row whose key is `key`.
-    pub(crate) fn delete(&mut self, row: u64, key: &[u8]) -> Result<(), StorageError> {
+    /// Tombstones `row`, which must be a live row whose key is `key`; returns the row's
+    /// first two value columns as a SimHash fingerprint (`lo | hi << 64`; meaningless for
+    /// other kinds), for the index hook.
+    pub(crate) fn delete(&mut self, row: u64, key: &[u8]) -> Result<u128, StorageError> {
         let info = self.info;
         let holds = |b: &PageBuilder| b.first_row() <= row && row < b.next_row();
         let b = match &mut self.tail {
@@ -201,8 +204,10 @@ impl<'t, 'i> PageCache<'t, 'i> {
         if b.key(i) != key {
             return Err(inconsistent(info, row, format!("the row's key is not {}", show_key(key))));
         }
+        let lo = u128::from(b.value(0, i));
+        let hi = if b.spec().layout.value_cols > 1 { u128::from(b.value(1, i)) } else { 0 };
         match b.set_deleted(i) {
-            Ok(true) => Ok(()),
+            Ok(true) => Ok(lo | hi << 64),
             Ok(false) => Err(inconsistent(info, row, "a key maps to a deleted row")),
             Err(e) => Err(inconsistent(info, row, e)),
         }
@@ -249,9 +254,11 @@ impl super::store::Store {
         &self,
         info: &CollectionInfo,
         ops: impl IntoIterator<Item = WriteOp<'a>>,
+        hook: &mut dyn IndexHook,
     ) -> Result<WriteSummary, StorageError> {
         let txn = self.begin_write()?;
         let mut state = state_in(&txn, info)?;
+        hook.begin(&txn, info)?;
         let mut summary = WriteSummary { first_row: state.next_row, ..WriteSummary::default() };
         {
             let id = info.def.id;
@@ -276,7 +283,8 @@ impl super::store::Store {
                                     key: show_key(key),
                                 });
                             }
-                            pages.delete(old_row, key)?;
+                            let fp = pages.delete(old_row, key)?;
+                            hook.removed(old_row, fp)?;
                             summary.replaced += 1;
                             state.deleted += 1;
                         } else {
@@ -284,6 +292,7 @@ impl super::store::Store {
                             state.live += 1;
                         }
                         pages.append(row, key, sketch)?;
+                        hook.added(row, sketch)?;
                         state.next_row += 1;
                         summary.new_rows += 1;
                     }
@@ -294,7 +303,8 @@ impl super::store::Store {
                         match old {
                             None => summary.missing += 1,
                             Some(old_row) => {
-                                pages.delete(old_row, key)?;
+                                let fp = pages.delete(old_row, key)?;
+                                hook.removed(old_row, fp)?;
                                 summary.deleted += 1;
                                 state.live = state.live.saturating_sub(1);
                                 state.deleted += 1;
@@ -305,8 +315,30 @@ impl super::store::Store {
             }
             pages.flush()?;
         }
+        hook.finish(&txn, info)?;
         write_state(&txn, info, &state)?;
         txn.commit().map_err(StorageError::backend("commit"))?;
         Ok(summary)
     }
+}
+
+/// Calls `f(row, sketch)` for every live row of the collection, in row order, reading the
+/// pages through the write transaction `txn` (index rebuilds).
+pub(crate) fn for_each_live_in(
+    txn: &WriteTransaction,
+    info: &CollectionInfo,
+    mut f: impl FnMut(u64, &Sketch) -> Result<(), StorageError>,
+) -> Result<(), StorageError> {
+    let pages = txn.open_table(PAGES).map_err(StorageError::backend("open table"))?;
+    let id = info.def.id;
+    for entry in pages.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan pages"))? {
+        let (k, v) = entry.map_err(StorageError::backend("scan pages"))?;
+        let first = k.value().1;
+        let view = PageView::parse_expected(v.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
+        for i in (0..view.row_count()).filter(|&i| !view.is_deleted(i)) {
+            let sketch = super::reader::decode(info, &view, first, i)?;
+            f(view.first_row() + i as u64, &sketch)?;
+        }
+    }
+    Ok(())
 }

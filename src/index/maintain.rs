@@ -1,0 +1,195 @@
+//! Index maintenance: [`IndexMaintainer`] (the storage layer's [`IndexHook`] for every
+//! collection: it reads the collection's index definition inside the write transaction, so
+//! a handle never maintains a stale design), index creation and rebuilds.
+
+use redb::WriteTransaction;
+
+use super::error::IndexError;
+use super::keys::band::{BandKeyScheme, RowWidth};
+use super::keys::simhash_design::SimhashTableDesign;
+use super::lsh::LshDelta;
+use super::lsh_params::{CollisionModel, LshParams, LshWeights, optimal_lsh_params};
+use super::meta::{IndexDef, IndexSpec, index_err};
+use super::simhash_tables::{SimhashDelta, bucket_bits_for};
+use crate::sketch::params::{SketchKind, SketchParams};
+use crate::sketch::sketch::Sketch;
+use crate::storage::StorageError;
+use crate::storage::catalog::{CollectionInfo, drop_index_entries, rewrite_settings};
+use crate::storage::hook::IndexHook;
+use crate::storage::store::Store;
+use crate::storage::writer::{for_each_live_in, state_in};
+
+/// The seed of every LSH band-key scheme this build creates (recorded in the scheme).
+pub(crate) const LSH_SEED: u64 = 0x736b_6574_6368_6462;
+
+/// What index to build, as the db layer's `IndexConfig` asks.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum IndexRequest {
+    /// SimHash permuted tables of radius k.
+    Simhash { radius: u32 },
+    /// LSH bands for a threshold, the banding optimised unless given.
+    Lsh { threshold: f64, bands: Option<u32>, rows: Option<u32> },
+}
+
+/// The spec for a request on a collection of `params` holding about `n_rows` rows.
+pub(crate) fn spec_for(request: IndexRequest, params: &SketchParams, n_rows: u64) -> Result<IndexSpec, IndexError> {
+    match request {
+        IndexRequest::Simhash { radius } => {
+            if params.kind() != SketchKind::SimHash {
+                return Err(IndexError::invalid("index", "SimHash tables", "a SimHash collection"));
+            }
+            let design = SimhashTableDesign::design(n_rows, radius, u32::from(params.bits()))?;
+            Ok(IndexSpec::Simhash { design, bucket_bits: bucket_bits_for(n_rows) })
+        }
+        IndexRequest::Lsh { threshold, bands, rows } => {
+            let (width, model) = match params.kind() {
+                SketchKind::SimHash => return Err(IndexError::NotBanded { kind: SketchKind::SimHash }),
+                SketchKind::MinHash if params.bits() == 64 => (RowWidth::U64, CollisionModel::Exact),
+                SketchKind::MinHash => (RowWidth::U32, CollisionModel::Exact),
+                SketchKind::BBitMinHash => (RowWidth::U32, CollisionModel::Bits(params.bits())),
+                SketchKind::Oph if params.bits() < 32 => (RowWidth::U32, CollisionModel::Bits(params.bits())),
+                _ => (RowWidth::U32, CollisionModel::Exact),
+            };
+            if !(threshold > 0.0 && threshold < 1.0) {
+                return Err(IndexError::invalid("threshold", threshold, "a similarity strictly between 0 and 1"));
+            }
+            let slots = u32::try_from(params.slots()).unwrap_or(u32::MAX);
+            let lsh = match (bands, rows) {
+                (Some(b), Some(r)) => LshParams { bands: b, rows: r },
+                (Some(b), None) => LshParams { bands: b, rows: slots / b.max(1) },
+                (None, Some(r)) => LshParams { bands: slots / r.max(1), rows: r },
+                (None, None) => optimal_lsh_params(slots, threshold, LshWeights::default(), model)?.params,
+            };
+            if lsh.bands == 0 || lsh.rows == 0 || u64::from(lsh.bands) * u64::from(lsh.rows) > u64::from(slots) {
+                return Err(IndexError::invalid(
+                    "bands/rows",
+                    format!("{}x{}", lsh.bands, lsh.rows),
+                    "b >= 1, r >= 1 and b * r <= the signature's slots",
+                ));
+            }
+            Ok(IndexSpec::Lsh { scheme: BandKeyScheme::new(LSH_SEED, lsh, width), threshold })
+        }
+    }
+}
+
+enum Active {
+    None,
+    Simhash(SimhashDelta),
+    Lsh(LshDelta),
+}
+
+/// The index hook of one write transaction.
+pub(crate) struct IndexMaintainer {
+    def: Option<IndexDef>,
+    active: Active,
+    info_name: String,
+    info: Option<CollectionInfo>,
+}
+
+impl IndexMaintainer {
+    pub(crate) fn new() -> IndexMaintainer {
+        IndexMaintainer { def: None, active: Active::None, info_name: String::new(), info: None }
+    }
+}
+
+fn fingerprint_of(sketch: &Sketch) -> u128 {
+    match sketch {
+        Sketch::SimHash(s) => s.value(),
+        _ => 0,
+    }
+}
+
+impl IndexHook for IndexMaintainer {
+    fn begin(&mut self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<(), StorageError> {
+        self.def = IndexDef::load_in(txn, info)?;
+        self.info_name = info.def.name.clone();
+        self.active = match self.def.as_ref().map(|d| &d.spec) {
+            None => Active::None,
+            Some(IndexSpec::Simhash { design, bucket_bits }) => {
+                Active::Simhash(SimhashDelta::new(design.clone(), *bucket_bits))
+            }
+            Some(IndexSpec::Lsh { scheme, .. }) => Active::Lsh(LshDelta::new(*scheme)),
+        };
+        if let Active::Lsh(_) = self.active {
+            self.info = Some(info.clone());
+        }
+        Ok(())
+    }
+
+    fn added(&mut self, row: u64, sketch: &Sketch) -> Result<(), StorageError> {
+        match &mut self.active {
+            Active::None => Ok(()),
+            Active::Simhash(d) => {
+                d.add(row, fingerprint_of(sketch));
+                Ok(())
+            }
+            Active::Lsh(d) => match &self.info {
+                Some(info) => d.add(info, row, sketch),
+                None => Ok(()),
+            },
+        }
+    }
+
+    fn removed(&mut self, row: u64, fingerprint: u128) -> Result<(), StorageError> {
+        match &mut self.active {
+            Active::None => {}
+            Active::Simhash(d) => d.remove(row, fingerprint),
+            Active::Lsh(d) => d.remove(row),
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<(), StorageError> {
+        let Some(def) = self.def.as_mut() else { return Ok(()) };
+        match &mut self.active {
+            Active::None => return Ok(()),
+            Active::Simhash(d) => {
+                d.flush(txn, info)?;
+                def.entries = def.entries.saturating_add_signed(d.net_rows);
+                d.net_rows = 0;
+            }
+            Active::Lsh(d) => {
+                d.flush(txn, info)?;
+                def.entries = (i128::from(def.entries) + d.d_entries).clamp(0, i128::from(u64::MAX)) as u64;
+                def.sum_sq = (def.sum_sq as i128 + d.d_sum_sq).max(0) as u128;
+                d.d_entries = 0;
+                d.d_sum_sq = 0;
+            }
+        }
+        def.store_in(txn, info)
+    }
+}
+
+/// Writes a new, empty index for `request` inside the creating transaction.
+pub(crate) fn create_index_in(
+    txn: &WriteTransaction,
+    info: &CollectionInfo,
+    request: IndexRequest,
+) -> Result<(), StorageError> {
+    let spec = spec_for(request, &info.def.params, 0).map_err(index_err(info))?;
+    IndexDef { spec, entries: 0, sum_sq: 0 }.store_in(txn, info)
+}
+
+/// Drops the collection's index and builds `request`'s (chosen for the live row count) from
+/// every live row, in one write transaction; also stores the db layer's new `settings`.
+pub(crate) fn rebuild(
+    store: &Store,
+    info: &CollectionInfo,
+    request: Option<IndexRequest>,
+    settings: Vec<u8>,
+) -> Result<CollectionInfo, StorageError> {
+    let txn = store.begin_write()?;
+    let state = state_in(&txn, info)?;
+    drop_index_entries(&txn, info.def.id)?;
+    let new_info = rewrite_settings(&txn, info, settings)?;
+    if let Some(request) = request {
+        let spec = spec_for(request, &info.def.params, state.live).map_err(index_err(info))?;
+        IndexDef { spec, entries: 0, sum_sq: 0 }.store_in(&txn, info)?;
+        let mut hook = IndexMaintainer::new();
+        hook.begin(&txn, info)?;
+        for_each_live_in(&txn, info, |row, sketch| hook.added(row, sketch))?;
+        hook.finish(&txn, info)?;
+    }
+    txn.commit().map_err(StorageError::backend("commit"))?;
+    Ok(new_info)
+}

@@ -1,0 +1,130 @@
+//! [`IndexDef`]: a collection's persisted index definition (table `sketchdb.index_defs`,
+//! envelope record kind 5): the spec (SimHash table design or LSH band-key scheme) and the
+//! counters writes keep current in the same transaction.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use redb::{ReadTransaction, ReadableTable, WriteTransaction};
+use serde::{Deserialize, Serialize};
+
+use super::error::IndexError;
+use super::keys::band::BandKeyScheme;
+use super::keys::simhash_design::SimhashTableDesign;
+use crate::codec::envelope::{self, RecordKind};
+use crate::codec::error::CodecError;
+use crate::storage::StorageError;
+use crate::storage::catalog::CollectionInfo;
+use crate::storage::reader::open;
+use crate::storage::tables::{INDEX_DEFS, INDEX_DEFS_NAME};
+
+/// Which index, with everything that determines its keys. Persisted (postcard): variants
+/// may only be appended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) enum IndexSpec {
+    /// SimHash permuted tables; `bucket_bits` is the bucket width B (each table's bucket is
+    /// the top `min(B, p_t)` bits of its permuted key).
+    Simhash { design: SimhashTableDesign, bucket_bits: u32 },
+    /// LSH banding buckets for `threshold`.
+    Lsh { scheme: BandKeyScheme, threshold: f64 },
+}
+
+/// A collection's index definition and counters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct IndexDef {
+    /// The spec.
+    pub spec: IndexSpec,
+    /// SimHash: rows indexed (each in every table). LSH: sum of bucket sizes (rows * bands).
+    pub entries: u64,
+    /// LSH: sum over buckets of size^2 (0 for SimHash).
+    pub sum_sq: u128,
+}
+
+/// The widest bucket a SimHash table uses.
+pub(crate) const MAX_BUCKET_BITS: u32 = 24;
+/// The narrowest bucket width chosen (so collections created empty get a useful width).
+pub(crate) const MIN_BUCKET_BITS: u32 = 16;
+
+impl IndexDef {
+    /// Checks a decoded definition.
+    pub(crate) fn validate(&self) -> Result<(), IndexError> {
+        match &self.spec {
+            IndexSpec::Simhash { design, bucket_bits } => {
+                design.validate()?;
+                if *bucket_bits == 0 || *bucket_bits > MAX_BUCKET_BITS {
+                    return Err(IndexError::inconsistent("simhash index", format!("bucket_bits {bucket_bits}")));
+                }
+            }
+            IndexSpec::Lsh { scheme, threshold } => {
+                scheme.validate()?;
+                if !(*threshold > 0.0 && *threshold < 1.0) {
+                    return Err(IndexError::inconsistent("lsh index", format!("threshold {threshold}")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn corrupt(id: u32, source: CodecError) -> StorageError {
+        StorageError::CorruptMeta { table: INDEX_DEFS_NAME, key: id.to_string(), source: Box::new(source) }
+    }
+
+    pub(crate) fn encode(&self, id: u32) -> Result<Vec<u8>, StorageError> {
+        envelope::encode(RecordKind::IndexDef, self).map_err(|e| Self::corrupt(id, e))
+    }
+
+    pub(crate) fn decode(id: u32, bytes: &[u8]) -> Result<IndexDef, StorageError> {
+        let def: IndexDef = envelope::decode(RecordKind::IndexDef, bytes).map_err(|e| Self::corrupt(id, e))?;
+        def.validate().map_err(|e| {
+            Self::corrupt(id, CodecError::Payload { what: "index definition", detail: e.to_string() })
+        })?;
+        Ok(def)
+    }
+
+    /// The definition of `info`'s index inside a write transaction (`None`: no index).
+    pub(crate) fn load_in(txn: &WriteTransaction, info: &CollectionInfo) -> Result<Option<IndexDef>, StorageError> {
+        let t = txn.open_table(INDEX_DEFS).map_err(StorageError::backend("open table"))?;
+        let v = t.get(info.def.id).map_err(StorageError::backend("read index definition"))?;
+        v.map(|v| IndexDef::decode(info.def.id, v.value())).transpose()
+    }
+
+    /// Writes the definition inside a write transaction.
+    pub(crate) fn store_in(&self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<(), StorageError> {
+        let bytes = self.encode(info.def.id)?;
+        txn.open_table(INDEX_DEFS)
+            .map_err(StorageError::backend("open table"))?
+            .insert(info.def.id, bytes.as_slice())
+            .map_err(StorageError::backend("write index definition"))?;
+        Ok(())
+    }
+
+    /// The definition as of a read transaction. Decoded definitions are cached by their
+    /// bytes, so a probe pays one small read and a comparison, not a decode and validation.
+    pub(crate) fn load(txn: &ReadTransaction, info: &CollectionInfo) -> Result<Option<Arc<IndexDef>>, StorageError> {
+        let Some(t) = open(txn, INDEX_DEFS)? else { return Ok(None) };
+        let Some(v) = t.get(info.def.id).map_err(StorageError::backend("read index definition"))? else {
+            return Ok(None);
+        };
+        let bytes = v.value();
+        let mut cache = DEF_CACHE.lock();
+        if let Some((_, def)) = cache.iter().find(|(b, _)| b.as_slice() == bytes) {
+            return Ok(Some(def.clone()));
+        }
+        let def = Arc::new(IndexDef::decode(info.def.id, bytes)?);
+        if cache.len() >= DEF_CACHE_LEN {
+            cache.remove(0);
+        }
+        cache.push((bytes.to_vec(), def.clone()));
+        Ok(Some(def))
+    }
+}
+
+const DEF_CACHE_LEN: usize = 16;
+/// Recently decoded definitions, keyed by their exact stored bytes (envelope with crc), so
+/// a cached entry can never stand for other bytes.
+static DEF_CACHE: Mutex<Vec<(Vec<u8>, Arc<IndexDef>)>> = Mutex::new(Vec::new());
+
+/// Wraps an index-layer error as a storage error of `info`.
+pub(crate) fn index_err(info: &CollectionInfo) -> impl FnOnce(IndexError) -> StorageError + '_ {
+    move |e| StorageError::Index { collection: info.def.name.clone(), source: Box::new(e) }
+}

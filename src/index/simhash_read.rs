@@ -1,0 +1,198 @@
+//! Probing the persisted SimHash tables: radius queries (single and batch) and the
+//! self-join, on a read snapshot. Exact: every live row within the radius, each once (the
+//! canonical-table rule), identical fingerprints never merged.
+
+use redb::ReadOnlyTable;
+
+use super::fingerprint::Fingerprint;
+use super::keys::simhash_design::SimhashTableDesign;
+use super::meta::{IndexDef, IndexSpec};
+use super::simhash_probe::{ProbeScratch, RunView, SimhashMatch, filter_bucket};
+use super::simhash_tables::{BucketView, Geometry, bucket_err};
+use crate::storage::StorageError;
+use crate::storage::catalog::CollectionInfo;
+use crate::storage::reader::{ReadSnapshot, open};
+use crate::storage::tables::SIMHASH_BUCKETS;
+
+type BucketTable = ReadOnlyTable<(u32, u32, u32), &'static [u8]>;
+
+/// An opened SimHash index of one snapshot: reuse it for many probes.
+pub(crate) struct SimhashProber<'i> {
+    info: &'i CollectionInfo,
+    design: SimhashTableDesign,
+    geometry: Vec<Geometry>,
+    table: Option<BucketTable>,
+    scratch: ProbeScratch,
+    keys64: Vec<u64>,
+    keys128: Vec<u128>,
+    rows: Vec<u64>,
+    hits: Vec<SimhashMatch>,
+}
+
+fn not_simhash(info: &CollectionInfo) -> StorageError {
+    StorageError::Index {
+        collection: info.def.name.clone(),
+        source: Box::new(super::error::IndexError::invalid("index", "none or LSH", "a SimHash table index")),
+    }
+}
+
+impl<'i> SimhashProber<'i> {
+    /// Opens the collection's SimHash index; `None` when it has none.
+    pub(crate) fn open(snap: &ReadSnapshot, info: &'i CollectionInfo) -> Result<Option<Self>, StorageError> {
+        let Some(def) = IndexDef::load(snap.txn(), info)? else { return Ok(None) };
+        let IndexSpec::Simhash { design, bucket_bits } = &def.spec else { return Ok(None) };
+        let geometry = (0..design.table_count()).map(|t| Geometry::of(design, *bucket_bits, t)).collect();
+        let table = open(snap.txn(), SIMHASH_BUCKETS)?;
+        Ok(Some(SimhashProber {
+            info,
+            design: design.clone(),
+            geometry,
+            table,
+            scratch: ProbeScratch::default(),
+            keys64: Vec::new(),
+            keys128: Vec::new(),
+            rows: Vec::new(),
+            hits: Vec::new(),
+        }))
+    }
+
+    /// The radius the tables guarantee.
+    pub(crate) fn radius(&self) -> u32 {
+        self.design.k()
+    }
+
+    /// Every live row within `radius` (<= the design's k) of `fp`, sorted by (distance, row).
+    pub(crate) fn within(&mut self, fp: u128, radius: u32) -> Result<Vec<(u64, u32)>, StorageError> {
+        if radius > self.radius() {
+            return Err(StorageError::Index {
+                collection: self.info.def.name.clone(),
+                source: Box::new(super::error::IndexError::invalid(
+                    "radius",
+                    radius,
+                    "at most the radius the tables were designed for",
+                )),
+            });
+        }
+        self.hits.clear();
+        if self.design.f() == 64 {
+            self.probe::<u64>(fp)?;
+        } else {
+            self.probe::<u128>(fp)?;
+        }
+        let mut out: Vec<(u64, u32)> =
+            self.hits.iter().filter(|m| m.distance <= radius).map(|m| (m.row, m.distance)).collect();
+        out.sort_unstable_by_key(|&(row, d)| (d, row));
+        Ok(out)
+    }
+
+    fn probe<F: Fingerprint>(&mut self, fp: u128) -> Result<(), StorageError> {
+        let Some(table) = &self.table else { return Ok(()) };
+        let id = self.info.def.id;
+        let design = &self.design;
+        for (t, g) in self.geometry.iter().enumerate() {
+            let key = design.permute_u128(t, fp);
+            let bucket = g.bucket(key);
+            let Some(v) =
+                table.get((id, t as u32, bucket)).map_err(StorageError::backend("read simhash bucket"))?
+            else {
+                continue;
+            };
+            let view = BucketView::parse(v.value(), *g).map_err(|d| bucket_err(self.info, t as u32, bucket, d))?;
+            self.rows.clear();
+            let bad = |e| bucket_err(self.info, t as u32, bucket, e);
+            if F::BITS == 64 {
+                self.keys64.clear();
+                view.decode_into::<u64>(*g, bucket, &mut self.keys64, &mut self.rows);
+                let run = RunView::from_sorted(&self.keys64, &self.rows).map_err(bad)?;
+                filter_bucket(design, t, key as u64, run, &mut self.scratch, &mut self.hits);
+            } else {
+                self.keys128.clear();
+                view.decode_into::<u128>(*g, bucket, &mut self.keys128, &mut self.rows);
+                let run = RunView::from_sorted(&self.keys128, &self.rows).map_err(bad)?;
+                filter_bucket(design, t, key, run, &mut self.scratch, &mut self.hits);
+            }
+        }
+        Ok(())
+    }
+
+    /// Every pair of live rows within `radius` (<= k), each once as (a, b, distance) with
+    /// a < b, sorted by (distance, a, b).
+    pub(crate) fn pairs(&mut self, radius: u32) -> Result<Vec<(u64, u64, u32)>, StorageError> {
+        if radius > self.radius() {
+            return self.within(0, radius).map(|_| vec![]);
+        }
+        let mut out = Vec::new();
+        let Some(table) = &self.table else { return Ok(out) };
+        let design = &self.design;
+        let id = self.info.def.id;
+        let mut hits = Vec::new();
+        for (t, g) in self.geometry.iter().enumerate() {
+            let t32 = t as u32;
+            let shift = design.f() - design.prefix_bits(t);
+            let range = table
+                .range((id, t32, 0u32)..=(id, t32, u32::MAX))
+                .map_err(StorageError::backend("scan simhash buckets"))?;
+            for entry in range {
+                let (k, v) = entry.map_err(StorageError::backend("scan simhash buckets"))?;
+                let bucket = k.value().2;
+                let view = BucketView::parse(v.value(), *g).map_err(|d| bucket_err(self.info, t32, bucket, d))?;
+                self.keys128.clear();
+                self.rows.clear();
+                view.decode_into::<u128>(*g, bucket, &mut self.keys128, &mut self.rows);
+                let keys = &self.keys128;
+                let mut lo = 0;
+                while lo < keys.len() {
+                    let prefix = keys[lo].shr(shift);
+                    let hi = lo + keys[lo..].partition_point(|k| k.shr(shift) == prefix);
+                    for i in lo..hi {
+                        hits.clear();
+                        u128::within(keys[i], &keys[i + 1..hi], radius, &mut hits);
+                        for &(d, j) in &hits {
+                            let j = i + 1 + j;
+                            if design.is_canonical(t, keys[i] ^ keys[j]) {
+                                let (a, b) = (self.rows[i], self.rows[j]);
+                                out.push((a.min(b), a.max(b), d));
+                            }
+                        }
+                    }
+                    lo = hi;
+                }
+            }
+        }
+        out.sort_unstable_by_key(|&(a, b, d)| (d, a, b));
+        Ok(out)
+    }
+}
+
+/// Every live row within `radius` of `fp`, sorted by (distance, row). `radius` must not
+/// exceed the design's k; a collection without SimHash tables is an `Index` error.
+pub(crate) fn simhash_within(
+    snap: &ReadSnapshot,
+    info: &CollectionInfo,
+    fp: u128,
+    radius: u32,
+) -> Result<Vec<(u64, u32)>, StorageError> {
+    let mut p = SimhashProber::open(snap, info)?.ok_or_else(|| not_simhash(info))?;
+    p.within(fp, radius)
+}
+
+/// The batch form: one result list per query, in query order.
+pub(crate) fn simhash_within_batch(
+    snap: &ReadSnapshot,
+    info: &CollectionInfo,
+    fps: &[u128],
+    radius: u32,
+) -> Result<Vec<Vec<(u64, u32)>>, StorageError> {
+    let mut p = SimhashProber::open(snap, info)?.ok_or_else(|| not_simhash(info))?;
+    fps.iter().map(|&fp| p.within(fp, radius)).collect()
+}
+
+/// The self-join: every pair within `radius`, each once (a < b), sorted by (distance, a, b).
+pub(crate) fn simhash_pairs(
+    snap: &ReadSnapshot,
+    info: &CollectionInfo,
+    radius: u32,
+) -> Result<Vec<(u64, u64, u32)>, StorageError> {
+    let mut p = SimhashProber::open(snap, info)?.ok_or_else(|| not_simhash(info))?;
+    p.pairs(radius)
+}

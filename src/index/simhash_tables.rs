@@ -1,0 +1,258 @@
+//! Persisted SimHash permuted tables: one packed redb value per (table, bucket).
+//!
+//! Table `sketchdb.simhash_buckets`, key `(collection id, table t, bucket)`, where the
+//! bucket is the top `B_t = min(bucket_bits, p_t)` bits of the row's permuted key in table
+//! t. The value (all integers little-endian; `storage-format.md`, "Index tables"):
+//!
+//! ```text
+//! offset  width      field
+//!      0      1      layout      1
+//!      1      1      s           suffix bytes per entry: ceil((f - B_t) / 8)
+//!      2      1      w           row-id bytes per entry, 1..=8 (the fewest holding the largest)
+//!      3      1      reserved    0
+//!      4      4      n           entries, >= 1
+//!      8    n*s      suffixes    the low f - B_t bits of each permuted key, s bytes LE
+//!  8+n*s    n*w      rows        each row id, w bytes LE
+//! ```
+//!
+//! Entries are sorted by (permuted key, row id); a row appears once per table. Writes are
+//! buffered per transaction ([`SimhashDelta`]) and each touched bucket is read, merged and
+//! rewritten once, in key order, at the end of the transaction.
+
+use std::collections::BTreeMap;
+
+use redb::{ReadableTable, WriteTransaction};
+
+use super::fingerprint::Fingerprint;
+use super::keys::simhash_design::SimhashTableDesign;
+use crate::storage::StorageError;
+use crate::storage::catalog::CollectionInfo;
+use crate::storage::tables::SIMHASH_BUCKETS;
+
+/// Bytes of the bucket value header.
+pub(crate) const BUCKET_HEADER_LEN: usize = 8;
+/// The bucket value layout version (byte 0).
+pub(crate) const BUCKET_LAYOUT: u8 = 1;
+
+/// The bucket width for a design chosen at `n_rows`: about 128 rows per bucket, at least
+/// [`super::meta::MIN_BUCKET_BITS`] and at most [`super::meta::MAX_BUCKET_BITS`].
+pub(crate) fn bucket_bits_for(n_rows: u64) -> u32 {
+    let per = (n_rows / 128).max(1);
+    let bits = 64 - (per - 1).leading_zeros().min(63);
+    bits.clamp(super::meta::MIN_BUCKET_BITS, super::meta::MAX_BUCKET_BITS)
+}
+
+/// Table t's bucket geometry.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Geometry {
+    /// f.
+    pub f: u32,
+    /// B_t.
+    pub bits: u32,
+    /// Suffix bytes s.
+    pub suffix_bytes: usize,
+}
+
+impl Geometry {
+    pub(crate) fn of(design: &SimhashTableDesign, bucket_bits: u32, table: usize) -> Geometry {
+        let bits = bucket_bits.min(design.prefix_bits(table));
+        Geometry { f: design.f(), bits, suffix_bytes: (design.f() - bits).div_ceil(8) as usize }
+    }
+    /// The bucket of a permuted key.
+    #[inline]
+    pub(crate) fn bucket(&self, key: u128) -> u32 {
+        if self.bits == 0 { 0 } else { (key >> (self.f - self.bits)) as u32 }
+    }
+    #[inline]
+    fn suffix_mask(&self) -> u128 {
+        let n = self.f - self.bits;
+        if n >= 128 { u128::MAX } else { (1u128 << n) - 1 }
+    }
+    #[inline]
+    fn base(&self, bucket: u32) -> u128 {
+        if self.bits == 0 { 0 } else { u128::from(bucket) << (self.f - self.bits) }
+    }
+}
+
+/// A decoded bucket value's header.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BucketView<'a> {
+    n: usize,
+    row_bytes: usize,
+    suffixes: &'a [u8],
+    rows: &'a [u8],
+    suffix_bytes: usize,
+}
+
+impl<'a> BucketView<'a> {
+    /// Checks the header and length against the geometry.
+    pub(crate) fn parse(bytes: &'a [u8], g: Geometry) -> Result<BucketView<'a>, String> {
+        if bytes.len() < BUCKET_HEADER_LEN {
+            return Err(format!("bucket value of {} bytes is shorter than its header", bytes.len()));
+        }
+        if bytes[0] != BUCKET_LAYOUT || bytes[3] != 0 {
+            return Err(format!("unknown bucket layout {} / reserved {}", bytes[0], bytes[3]));
+        }
+        let (s, w) = (usize::from(bytes[1]), usize::from(bytes[2]));
+        if s != g.suffix_bytes || !(1..=8).contains(&w) {
+            return Err(format!("suffix bytes {s} (expected {}), row bytes {w} (1..=8)", g.suffix_bytes));
+        }
+        let n = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize;
+        if n == 0 || bytes.len() != BUCKET_HEADER_LEN + n * (s + w) {
+            return Err(format!("{n} entries do not fill a value of {} bytes", bytes.len()));
+        }
+        let (suffixes, rows) = bytes[BUCKET_HEADER_LEN..].split_at(n * s);
+        Ok(BucketView { n, row_bytes: w, suffixes, rows, suffix_bytes: s })
+    }
+
+    /// Appends the full permuted keys (bucket bits restored) and row ids.
+    pub(crate) fn decode_into<F: Fingerprint>(&self, g: Geometry, bucket: u32, keys: &mut Vec<F>, rows: &mut Vec<u64>) {
+        let base = g.base(bucket);
+        let s = self.suffix_bytes;
+        keys.reserve(self.n);
+        if s <= 8 {
+            for c in self.suffixes.chunks_exact(s) {
+                let mut a = [0u8; 8];
+                a[..s].copy_from_slice(c);
+                keys.push(F::from_u128_truncating(base | u128::from(u64::from_le_bytes(a))));
+            }
+        } else {
+            for c in self.suffixes.chunks_exact(s) {
+                let mut a = [0u8; 16];
+                a[..s].copy_from_slice(c);
+                keys.push(F::from_u128_truncating(base | u128::from_le_bytes(a)));
+            }
+        }
+        let w = self.row_bytes;
+        rows.reserve(self.n);
+        for c in self.rows.chunks_exact(w) {
+            let mut a = [0u8; 8];
+            a[..w].copy_from_slice(c);
+            rows.push(u64::from_le_bytes(a));
+        }
+    }
+}
+
+/// Encodes sorted entries `(full permuted key, row)` of one bucket.
+pub(crate) fn encode_bucket(entries: &[(u128, u64)], g: Geometry, out: &mut [u8]) {
+    let s = g.suffix_bytes;
+    let max_row = entries.iter().map(|e| e.1).max().unwrap_or(0);
+    let w = (8 - (max_row.leading_zeros() / 8) as usize).max(1);
+    out[0] = BUCKET_LAYOUT;
+    out[1] = s as u8;
+    out[2] = w as u8;
+    out[3] = 0;
+    out[4..8].copy_from_slice(&(entries.len() as u32).to_le_bytes());
+    let mask = g.suffix_mask();
+    let (suf, rows) = out[BUCKET_HEADER_LEN..].split_at_mut(entries.len() * s);
+    for ((key, _), d) in entries.iter().zip(suf.chunks_exact_mut(s)) {
+        d.copy_from_slice(&(key & mask).to_le_bytes()[..s]);
+    }
+    for ((_, row), d) in entries.iter().zip(rows.chunks_exact_mut(w)) {
+        d.copy_from_slice(&row.to_le_bytes()[..w]);
+    }
+}
+
+/// The encoded length of `entries`.
+pub(crate) fn encoded_len(entries: &[(u128, u64)], g: Geometry) -> usize {
+    let max_row = entries.iter().map(|e| e.1).max().unwrap_or(0);
+    let w = (8 - (max_row.leading_zeros() / 8) as usize).max(1);
+    BUCKET_HEADER_LEN + entries.len() * (g.suffix_bytes + w)
+}
+
+#[derive(Default)]
+struct BucketChange {
+    adds: Vec<(u128, u64)>,
+    removes: Vec<u64>,
+}
+
+/// The SimHash table changes of one write transaction, applied at its end.
+pub(crate) struct SimhashDelta {
+    design: SimhashTableDesign,
+    geometry: Vec<Geometry>,
+    changes: BTreeMap<(u32, u32), BucketChange>,
+    /// Net rows added.
+    pub net_rows: i64,
+}
+
+impl SimhashDelta {
+    pub(crate) fn new(design: SimhashTableDesign, bucket_bits: u32) -> SimhashDelta {
+        let geometry = (0..design.table_count()).map(|t| Geometry::of(&design, bucket_bits, t)).collect();
+        SimhashDelta { design, geometry, changes: BTreeMap::new(), net_rows: 0 }
+    }
+
+    /// Row `row` with fingerprint `fp` enters every table.
+    pub(crate) fn add(&mut self, row: u64, fp: u128) {
+        for (t, g) in self.geometry.iter().enumerate() {
+            let key = self.design.permute_u128(t, fp);
+            self.changes.entry((t as u32, g.bucket(key))).or_default().adds.push((key, row));
+        }
+        self.net_rows += 1;
+    }
+
+    /// Row `row` with fingerprint `fp` leaves every table.
+    pub(crate) fn remove(&mut self, row: u64, fp: u128) {
+        for (t, g) in self.geometry.iter().enumerate() {
+            let key = self.design.permute_u128(t, fp);
+            self.changes.entry((t as u32, g.bucket(key))).or_default().removes.push(row);
+        }
+        self.net_rows -= 1;
+    }
+
+    /// Reads, merges and rewrites every touched bucket, in key order.
+    pub(crate) fn flush(&mut self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<(), StorageError> {
+        let id = info.def.id;
+        let mut table = txn.open_table(SIMHASH_BUCKETS).map_err(StorageError::backend("open table"))?;
+        let mut entries: Vec<(u128, u64)> = Vec::new();
+        let (mut keys, mut rows): (Vec<u128>, Vec<u64>) = (Vec::new(), Vec::new());
+        for ((t, bucket), mut ch) in std::mem::take(&mut self.changes) {
+            let g = self.geometry[t as usize];
+            entries.clear();
+            if let Some(v) = table.get((id, t, bucket)).map_err(StorageError::backend("read simhash bucket"))? {
+                let view = BucketView::parse(v.value(), g).map_err(|d| bucket_err(info, t, bucket, d))?;
+                keys.clear();
+                rows.clear();
+                view.decode_into::<u128>(g, bucket, &mut keys, &mut rows);
+                entries.extend(keys.iter().copied().zip(rows.iter().copied()));
+            }
+            if !ch.removes.is_empty() {
+                ch.removes.sort_unstable();
+                let before = entries.len() + ch.adds.len();
+                entries.retain(|e| ch.removes.binary_search(&e.1).is_err());
+                ch.adds.retain(|e| ch.removes.binary_search(&e.1).is_err());
+                let removed = before - entries.len() - ch.adds.len();
+                if removed != ch.removes.len() {
+                    return Err(bucket_err(
+                        info,
+                        t,
+                        bucket,
+                        format!("{} rows to remove, {removed} found in the bucket", ch.removes.len()),
+                    ));
+                }
+            }
+            ch.adds.sort_unstable();
+            entries.extend_from_slice(&ch.adds);
+            // Two sorted runs: the stable sort merges them in linear time.
+            entries.sort();
+            if entries.is_empty() {
+                table.remove((id, t, bucket)).map_err(StorageError::backend("remove simhash bucket"))?;
+            } else {
+                let len = encoded_len(&entries, g);
+                let mut guard = table
+                    .insert_reserve((id, t, bucket), len)
+                    .map_err(StorageError::backend("write simhash bucket"))?;
+                encode_bucket(&entries, g, guard.as_mut());
+            }
+        }
+        Ok(())
+    }
+}
+
+pub(crate) fn bucket_err(info: &CollectionInfo, table: u32, bucket: u32, detail: impl std::fmt::Display) -> StorageError {
+    StorageError::Inconsistent {
+        collection: info.def.name.clone(),
+        row: None,
+        detail: format!("index table sketchdb.simhash_buckets, table {table}, bucket {bucket:#x}: {detail}"),
+    }
+}
+

@@ -1,0 +1,57 @@
+//! Per-collection index statistics for the planner, read from the index definition that
+//! every write keeps current in its own transaction.
+
+use super::lsh_params::LshParams;
+use super::meta::{IndexDef, IndexSpec};
+use crate::storage::StorageError;
+use crate::storage::catalog::CollectionInfo;
+use crate::storage::reader::ReadSnapshot;
+
+/// LSH index statistics.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct LshIndexStats {
+    /// The banding.
+    pub params: LshParams,
+    /// sum(s^2) / sum(s) over buckets (0 when empty): the expected size of the bucket a
+    /// stored row's band key falls in.
+    pub mean_hit_bucket: f64,
+}
+
+/// SimHash table statistics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SimhashIndexStats {
+    /// Tables.
+    pub tables: u32,
+    /// The radius the tables guarantee.
+    pub radius: u32,
+    /// The shortest table prefix in bits.
+    pub prefix_bits: u32,
+}
+
+/// The LSH statistics, or `None` without an LSH index.
+pub(crate) fn lsh_stats(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Option<LshIndexStats>, StorageError> {
+    let def = IndexDef::load(snap.txn(), info)?;
+    Ok(def.and_then(|d| match &d.spec {
+        IndexSpec::Lsh { scheme, .. } => Some(LshIndexStats {
+            params: scheme.params,
+            mean_hit_bucket: if d.entries == 0 { 0.0 } else { d.sum_sq as f64 / d.entries as f64 },
+        }),
+        IndexSpec::Simhash { .. } => None,
+    }))
+}
+
+/// The SimHash statistics, or `None` without SimHash tables.
+pub(crate) fn simhash_stats(
+    snap: &ReadSnapshot,
+    info: &CollectionInfo,
+) -> Result<Option<SimhashIndexStats>, StorageError> {
+    let def = IndexDef::load(snap.txn(), info)?;
+    Ok(def.and_then(|d| match &d.spec {
+        IndexSpec::Simhash { design, .. } => Some(SimhashIndexStats {
+            tables: design.table_count() as u32,
+            radius: design.k(),
+            prefix_bits: design.min_prefix_bits(),
+        }),
+        IndexSpec::Lsh { .. } => None,
+    }))
+}

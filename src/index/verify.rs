@@ -1,0 +1,307 @@
+//! Index verification: recomputes every index entry from the live rows and compares it with
+//! the stored tables (SimHash buckets; LSH buckets, chunk headers and the reverse map) and
+//! the definition's counters. Each problem names collection, index table, table or band,
+//! and bucket.
+
+use std::collections::BTreeMap;
+
+use redb::ReadTransaction;
+
+use super::keys::band::lsh_rows;
+use super::lsh::{CHUNK_ROWS, parse_chunk0, push_rows};
+use super::meta::{IndexDef, IndexSpec};
+use super::simhash_tables::{BucketView, Geometry};
+use crate::storage::StorageError;
+use crate::storage::catalog::CollectionInfo;
+use crate::storage::reader::{ReadSnapshot, decode, open};
+use crate::storage::store::Store;
+use crate::storage::tables::{LSH_BUCKETS, LSH_BUCKETS_NAME, LSH_ROWS, LSH_ROWS_NAME, SIMHASH_BUCKETS, SIMHASH_BUCKETS_NAME};
+use crate::storage::verify::{Problem, VerifyReport};
+use crate::sketch::sketch::Sketch;
+
+/// Problems reported per collection at most (the rest are counted in one last problem).
+const MAX_PROBLEMS: usize = 50;
+
+struct Out<'a> {
+    report: &'a mut VerifyReport,
+    name: String,
+    count: usize,
+}
+
+impl Out<'_> {
+    fn problem(&mut self, row: Option<u64>, detail: String) {
+        self.count += 1;
+        if self.count <= MAX_PROBLEMS {
+            self.report.problems.push(Problem { collection: Some(self.name.clone()), page: None, row, detail });
+        }
+    }
+}
+
+/// Checks every collection's index against its rows, adding problems to `report`.
+pub(crate) fn verify_indexes(store: &Store, report: &mut VerifyReport) -> Result<(), StorageError> {
+    let collections = match store.collections() {
+        Ok(c) => c,
+        Err(e) if e.is_corruption() => return Ok(()), // reported by the storage checks
+        Err(e) => return Err(e),
+    };
+    for info in &collections {
+        let snap = store.snapshot()?;
+        let mut out = Out { report, name: info.def.name.clone(), count: 0 };
+        let def = match IndexDef::load(snap.txn(), info) {
+            Ok(d) => d,
+            Err(e) if e.is_corruption() => {
+                out.problem(None, format!("index definition: {e}"));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let mut live: Vec<(u64, Sketch)> = Vec::new();
+        let scanned = snap.for_each_page(info, |first, view| {
+            for i in (0..view.row_count()).filter(|&i| !view.is_deleted(i)) {
+                live.push((view.first_row() + i as u64, decode(info, view, first, i)?));
+            }
+            Ok(true)
+        });
+        if scanned.is_err() {
+            continue; // damaged pages are the storage checks' problems
+        }
+        let r = match def.as_deref() {
+            None => check_empty(snap.txn(), info, &mut out),
+            Some(d @ IndexDef { spec: IndexSpec::Simhash { .. }, .. }) => check_simhash(snap.txn(), info, d, &live, &mut out),
+            Some(d) => check_lsh(&snap, info, d, &live, &mut out),
+        };
+        match r {
+            Ok(()) => {}
+            Err(e) if e.is_corruption() => out.problem(None, e.to_string()),
+            Err(e) => return Err(e),
+        }
+        if out.count > MAX_PROBLEMS {
+            let more = out.count - MAX_PROBLEMS;
+            out.report.problems.push(Problem {
+                collection: Some(out.name.clone()),
+                page: None,
+                row: None,
+                detail: format!("... and {more} more index problems"),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn check_empty(txn: &ReadTransaction, info: &CollectionInfo, out: &mut Out<'_>) -> Result<(), StorageError> {
+    let id = info.def.id;
+    let backend = StorageError::backend;
+    if let Some(t) = open(txn, SIMHASH_BUCKETS)? {
+        if t.range((id, 0u32, 0u32)..=(id, u32::MAX, u32::MAX)).map_err(backend("scan"))?.next().is_some() {
+            out.problem(None, format!("no index definition, but {SIMHASH_BUCKETS_NAME} has entries"));
+        }
+    }
+    if let Some(t) = open(txn, LSH_BUCKETS)? {
+        if t.range((id, 0u32, 0u64, 0u32)..=(id, u32::MAX, u64::MAX, u32::MAX)).map_err(backend("scan"))?.next().is_some() {
+            out.problem(None, format!("no index definition, but {LSH_BUCKETS_NAME} has entries"));
+        }
+    }
+    if let Some(t) = open(txn, LSH_ROWS)? {
+        if t.range((id, 0u64)..=(id, u64::MAX)).map_err(backend("scan"))?.next().is_some() {
+            out.problem(None, format!("no index definition, but {LSH_ROWS_NAME} has entries"));
+        }
+    }
+    Ok(())
+}
+
+fn check_simhash(
+    txn: &ReadTransaction,
+    info: &CollectionInfo,
+    def: &IndexDef,
+    live: &[(u64, Sketch)],
+    out: &mut Out<'_>,
+) -> Result<(), StorageError> {
+    let IndexSpec::Simhash { design, bucket_bits } = &def.spec else { return Ok(()) };
+    if def.entries != live.len() as u64 {
+        out.problem(None, format!("simhash index counts {} rows, the pages hold {} live rows", def.entries, live.len()));
+    }
+    let id = info.def.id;
+    let table = open(txn, SIMHASH_BUCKETS)?;
+    for t in 0..design.table_count() {
+        let g = Geometry::of(design, *bucket_bits, t);
+        let mut want: BTreeMap<u32, Vec<(u128, u64)>> = BTreeMap::new();
+        for (row, s) in live {
+            let fp = match s {
+                Sketch::SimHash(s) => s.value(),
+                _ => 0,
+            };
+            let key = design.permute_u128(t, fp);
+            want.entry(g.bucket(key)).or_default().push((key, *row));
+        }
+        let mut stored: BTreeMap<u32, Vec<(u128, u64)>> = BTreeMap::new();
+        if let Some(table) = &table {
+            let t32 = t as u32;
+            for e in table.range((id, t32, 0u32)..=(id, t32, u32::MAX)).map_err(StorageError::backend("scan"))? {
+                let (k, v) = e.map_err(StorageError::backend("scan"))?;
+                let bucket = k.value().2;
+                let where_ = format!("{SIMHASH_BUCKETS_NAME}, table {t}, bucket {bucket:#x}");
+                match BucketView::parse(v.value(), g) {
+                    Err(d) => out.problem(None, format!("{where_}: {d}")),
+                    Ok(view) => {
+                        let (mut keys, mut rows) = (Vec::<u128>::new(), Vec::new());
+                        view.decode_into(g, bucket, &mut keys, &mut rows);
+                        let entries: Vec<(u128, u64)> = keys.into_iter().zip(rows).collect();
+                        if entries.windows(2).any(|w| w[1] < w[0]) {
+                            out.problem(None, format!("{where_}: entries not sorted by (key, row)"));
+                        }
+                        stored.insert(bucket, entries);
+                    }
+                }
+            }
+        }
+        for (bucket, mut w) in want {
+            w.sort_unstable();
+            let where_ = format!("{SIMHASH_BUCKETS_NAME}, table {t}, bucket {bucket:#x}");
+            match stored.remove(&bucket) {
+                None => out.problem(Some(w[0].1), format!("{where_}: missing ({} live rows belong there)", w.len())),
+                Some(mut s) => {
+                    s.sort_unstable();
+                    if s != w {
+                        let extra = s.iter().find(|e| w.binary_search(e).is_err()).map(|e| e.1);
+                        let missing = w.iter().find(|e| s.binary_search(e).is_err()).map(|e| e.1);
+                        out.problem(
+                            extra.or(missing),
+                            format!(
+                                "{where_}: {} entries stored, {} expected (first stale row {extra:?}, first missing row {missing:?})",
+                                s.len(),
+                                w.len()
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+        for (bucket, s) in stored {
+            out.problem(
+                s.first().map(|e| e.1),
+                format!("{SIMHASH_BUCKETS_NAME}, table {t}, bucket {bucket:#x}: {} entries of no live row", s.len()),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn check_lsh(
+    snap: &ReadSnapshot,
+    info: &CollectionInfo,
+    def: &IndexDef,
+    live: &[(u64, Sketch)],
+    out: &mut Out<'_>,
+) -> Result<(), StorageError> {
+    let IndexSpec::Lsh { scheme, .. } = &def.spec else { return Ok(()) };
+    let id = info.def.id;
+    let txn = snap.txn();
+    // Expected reverse map and buckets.
+    let mut want_rev: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    let mut want: BTreeMap<(u32, u64), Vec<u64>> = BTreeMap::new();
+    for (row, s) in live {
+        let keys = match lsh_rows(s).and_then(|r| scheme.keys(&r)) {
+            Ok(k) => k,
+            Err(e) => {
+                out.problem(Some(*row), format!("row cannot be banded: {e}"));
+                continue;
+            }
+        };
+        for (b, &k) in keys.iter().enumerate() {
+            want.entry((b as u32, k)).or_default().push(*row);
+        }
+        want_rev.insert(*row, keys);
+    }
+    if let Some(rev) = open(txn, LSH_ROWS)? {
+        for e in rev.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan"))? {
+            let (k, v) = e.map_err(StorageError::backend("scan"))?;
+            let row = k.value().1;
+            let mut keys = Vec::new();
+            push_rows(v.value(), &mut keys);
+            match want_rev.remove(&row) {
+                None => out.problem(Some(row), format!("{LSH_ROWS_NAME}: entry for a row that is not live")),
+                Some(w) if w != keys => out.problem(Some(row), format!("{LSH_ROWS_NAME}: band keys differ from the row's")),
+                Some(_) => {}
+            }
+        }
+    }
+    for row in want_rev.keys() {
+        out.problem(Some(*row), format!("{LSH_ROWS_NAME}: live row has no entry"));
+    }
+    let (mut entries, mut sum_sq) = (0u64, 0u128);
+    if let Some(t) = open(txn, LSH_BUCKETS)? {
+        let mut cur: Option<(u32, u64)> = None;
+        let mut rows: Vec<u64> = Vec::new();
+        let mut header_total = 0u64;
+        let mut finish = |cur: Option<(u32, u64)>, rows: &mut Vec<u64>, total: u64, out: &mut Out<'_>| {
+            let Some((band, key)) = cur else { return };
+            let where_ = format!("{LSH_BUCKETS_NAME}, band {band}, bucket {key:#018x}");
+            if total != rows.len() as u64 {
+                out.problem(None, format!("{where_}: header says {total} rows, chunks hold {}", rows.len()));
+            }
+            if rows.windows(2).any(|w| w[1] <= w[0]) {
+                out.problem(None, format!("{where_}: row ids not strictly ascending"));
+            }
+            let n = rows.len() as u64;
+            entries += n;
+            sum_sq += u128::from(n) * u128::from(n);
+            match want.remove(&(band, key)) {
+                None => out.problem(rows.first().copied(), format!("{where_}: bucket of no live row's band key")),
+                Some(w) if w != *rows => {
+                    let stale = rows.iter().find(|r| w.binary_search(r).is_err()).copied();
+                    let missing = w.iter().find(|r| rows.binary_search(r).is_err()).copied();
+                    out.problem(
+                        stale.or(missing),
+                        format!("{where_}: rows differ (first stale {stale:?}, first missing {missing:?})"),
+                    );
+                }
+                Some(_) => {}
+            }
+            rows.clear();
+        };
+        for e in t.range((id, 0u32, 0u64, 0u32)..=(id, u32::MAX, u64::MAX, u32::MAX)).map_err(StorageError::backend("scan"))? {
+            let (k, v) = e.map_err(StorageError::backend("scan"))?;
+            let (_, band, key, chunk) = k.value();
+            if cur != Some((band, key)) {
+                finish(cur, &mut rows, header_total, out);
+                cur = Some((band, key));
+                header_total = 0;
+                if chunk != 0 {
+                    out.problem(None, format!("{LSH_BUCKETS_NAME}, band {band}, bucket {key:#018x}: chunk {chunk} without chunk 0"));
+                }
+            }
+            let body = if chunk == 0 {
+                match parse_chunk0(v.value()) {
+                    Ok((h, body)) => {
+                        header_total = h.total;
+                        body
+                    }
+                    Err(d) => {
+                        out.problem(None, format!("{LSH_BUCKETS_NAME}, band {band}, bucket {key:#018x}: {d}"));
+                        &[][..]
+                    }
+                }
+            } else {
+                v.value()
+            };
+            if body.len() % 8 != 0 || body.len() / 8 > CHUNK_ROWS {
+                out.problem(None, format!("{LSH_BUCKETS_NAME}, band {band}, bucket {key:#018x}, chunk {chunk}: {} bytes", body.len()));
+            }
+            push_rows(body, &mut rows);
+        }
+        finish(cur, &mut rows, header_total, out);
+    }
+    for ((band, key), rows) in want {
+        out.problem(rows.first().copied(), format!("{LSH_BUCKETS_NAME}, band {band}, bucket {key:#018x}: missing ({} live rows)", rows.len()));
+    }
+    if entries != def.entries || sum_sq != def.sum_sq {
+        out.problem(
+            None,
+            format!(
+                "lsh counters: definition says sum(s) = {}, sum(s^2) = {}; buckets give {entries}, {sum_sq}",
+                def.entries, def.sum_sq
+            ),
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,46 @@
+//! [`IndexHook`]: how the index layer keeps its tables current inside the storage layer's
+//! write transactions (inserts, upserts, deletes, batches, compaction), without the storage
+//! layer knowing any index.
+//!
+//! The writer calls [`IndexHook::begin`] first, then [`IndexHook::added`] for every row it appends and
+//! [`IndexHook::removed`] for every row it tombstones (or moves away, in compaction), in
+//! operation order, then [`IndexHook::finish`] once, inside the same transaction, before
+//! committing. An error from any of them aborts the whole transaction.
+
+use redb::WriteTransaction;
+
+use super::catalog::CollectionInfo;
+use super::error::StorageError;
+use crate::sketch::sketch::Sketch;
+
+/// Index maintenance for one write transaction of one collection.
+pub(crate) trait IndexHook {
+    /// The transaction began (before any other call): load the index definition.
+    fn begin(&mut self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<(), StorageError>;
+    /// Row `row` now holds `sketch`.
+    fn added(&mut self, row: u64, sketch: &Sketch) -> Result<(), StorageError>;
+    /// Row `row` is gone. `fingerprint` is its SimHash value (both words; 0 for other kinds),
+    /// read from its page, so SimHash tables need no reverse map.
+    fn removed(&mut self, row: u64, fingerprint: u128) -> Result<(), StorageError>;
+    /// Writes the index changes into `txn`.
+    fn finish(&mut self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<(), StorageError>;
+}
+
+/// No index: every call is a no-op.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct NoIndex;
+
+impl IndexHook for NoIndex {
+    fn begin(&mut self, _: &WriteTransaction, _: &CollectionInfo) -> Result<(), StorageError> {
+        Ok(())
+    }
+    fn added(&mut self, _: u64, _: &Sketch) -> Result<(), StorageError> {
+        Ok(())
+    }
+    fn removed(&mut self, _: u64, _: u128) -> Result<(), StorageError> {
+        Ok(())
+    }
+    fn finish(&mut self, _: &WriteTransaction, _: &CollectionInfo) -> Result<(), StorageError> {
+        Ok(())
+    }
+}

@@ -1,0 +1,189 @@
+//! The persisted LSH buckets hold exactly the rows whose band keys they are keyed by:
+//! candidates of any signature (from the first b' bands) equal a brute-force band-key
+//! comparison over the stored sketches; after upserts, deletes, reopen (no rebuild),
+//! compaction, rebuilds and buckets big enough to chunk. verify is clean and catches a
+//! planted inconsistency; the hit-bucket statistic matches the buckets.
+
+mod common;
+
+use std::collections::{BTreeSet, HashMap};
+
+use common::Rng;
+use sketchdb::{
+    Batch, BandKeyScheme, Collection, CollectionConfig, Database, IndexConfig, Sketch, SketchParams, Sketcher,
+    TokenSet, admin, lsh_rows, testing,
+};
+
+fn stored(c: &Collection) -> Vec<(u64, Sketch)> {
+    c.scan().expect("scan").map(|r| r.expect("record")).map(|r| (r.row_id, r.sketch)).collect()
+}
+
+fn keys(scheme: &BandKeyScheme, s: &Sketch) -> Vec<u64> {
+    scheme.keys(&lsh_rows(s).expect("rows")).expect("keys")
+}
+
+fn check(c: &Collection, db: &Database, queries: &[Sketch], stage: &str) {
+    let scheme = testing::lsh_scheme(c, db).expect("scheme").expect("lsh");
+    let rows = stored(c);
+    let row_keys: Vec<(u64, Vec<u64>)> = rows.iter().map(|(r, s)| (*r, keys(&scheme, s))).collect();
+    let b = scheme.params.bands;
+    let all: Vec<&Sketch> = rows.iter().map(|(_, s)| s).take(40).chain(queries.iter()).collect();
+    for q in all {
+        let qk = keys(&scheme, q);
+        for bands in [b, b.div_ceil(2), 1] {
+            let want: Vec<u64> = row_keys
+                .iter()
+                .filter(|(_, k)| (0..bands as usize).any(|i| k[i] == qk[i]))
+                .map(|(r, _)| *r)
+                .collect();
+            let got = testing::lsh_candidates(c, db, q, bands).expect("candidates");
+            assert_eq!(got, want, "{stage}: bands {bands}");
+        }
+    }
+    // The statistic: sum(s^2) / sum(s) over buckets.
+    let mut sizes: HashMap<(usize, u64), u64> = HashMap::new();
+    for (_, k) in &row_keys {
+        for (i, &key) in k.iter().enumerate() {
+            *sizes.entry((i, key)).or_default() += 1;
+        }
+    }
+    let (s1, s2) = sizes.values().fold((0u64, 0u64), |(a, b), &s| (a + s, b + s * s));
+    let (_, mean) = testing::lsh_stats(c, db).expect("stats").expect("lsh");
+    let want = if s1 == 0 { 0.0 } else { s2 as f64 / s1 as f64 };
+    assert!((mean - want).abs() < 1e-9, "{stage}: mean hit bucket {mean} vs {want}");
+    let report = admin::verify(db).expect("verify");
+    assert!(report.is_ok(), "{stage}: {:?}", report.problems);
+}
+
+fn family(rng: &mut Rng, n_families: usize, per: usize) -> Vec<TokenSet> {
+    let mut out = vec![];
+    for _ in 0..n_families {
+        let base: Vec<u64> = (0..rng.range(20, 200)).map(|_| rng.next_u64()).collect();
+        for v in 0..per {
+            let mut t = base.clone();
+            // Variants replace a few tokens; variant 0 is the base, 1 an identical copy.
+            if v > 1 {
+                for _ in 0..rng.range(1, (base.len() / 4) as u64) {
+                    let i = rng.range(0, t.len() as u64 - 1) as usize;
+                    t[i] = rng.next_u64();
+                }
+            }
+            out.push(TokenSet::from_unsorted(t));
+        }
+    }
+    out
+}
+
+fn run(params: SketchParams, index: IndexConfig, seed: u64) {
+    let mut rng = Rng(seed);
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("db");
+    let db = Database::create(&path).expect("create");
+    let mut c = db.create_collection("s", CollectionConfig::new(params).with_index(index)).expect("collection");
+    let sk = Sketcher::new(params).expect("sketcher");
+    let sets = family(&mut rng, 30, 6);
+    let sketches: Vec<Sketch> = sets.iter().map(|t| sk.sketch(t).expect("sketch")).collect();
+    let mut batch = Batch::new();
+    for (i, s) in sketches.iter().enumerate().skip(5) {
+        batch.insert(format!("k{i}"), s.clone());
+    }
+    c.apply(&batch).expect("insert");
+    for (i, s) in sketches.iter().enumerate().take(5) {
+        c.insert(format!("k{i}"), s).expect("insert");
+    }
+    let queries: Vec<Sketch> = family(&mut rng, 3, 3).iter().map(|t| sk.sketch(t).expect("sketch")).collect();
+    check(&c, &db, &queries, "after insert");
+
+    let mut batch = Batch::new();
+    for i in (0..sketches.len()).step_by(4) {
+        batch.delete(format!("k{i}"));
+    }
+    for i in (1..sketches.len()).step_by(5) {
+        batch.upsert(format!("k{i}"), sketches[(i * 7) % sketches.len()].clone());
+    }
+    batch.insert("new", sketches[3].clone()).delete("new"); // added and removed in one batch
+    c.apply(&batch).expect("update");
+    c.delete("k2").expect("delete");
+    c.upsert("k3", &sketches[9]).expect("upsert");
+    check(&c, &db, &queries, "after deletes and upserts");
+
+    drop(c);
+    drop(db);
+    let db = Database::open(&path).expect("open");
+    let mut c = db.collection("s").expect("collection");
+    check(&c, &db, &queries, "after reopen");
+
+    let s = db.compact().expect("compact");
+    assert!(s.rows_moved > 0);
+    check(&c, &db, &queries, "after compaction");
+
+    c.rebuild_index(IndexConfig::Lsh { threshold: 0.6, bands: Some(4), rows: Some(2) }).expect("rebuild");
+    assert_eq!(testing::lsh_stats(&c, &db).expect("stats").expect("lsh").0.bands, 4);
+    check(&c, &db, &queries, "after rebuild");
+
+    // Plant an inconsistency: verify names it.
+    assert!(testing::drop_first_index_bucket(&c, &db).expect("plant"));
+    let report = admin::verify(&db).expect("verify");
+    assert!(report.problems.iter().any(|p| p.detail.contains("sketchdb.lsh_buckets")), "{:?}", report.problems);
+}
+
+#[test]
+fn minhash64_explicit_banding() {
+    run(SketchParams::minhash(32, 64, 1).expect("p"), IndexConfig::Lsh { threshold: 0.5, bands: Some(8), rows: Some(4) }, 1);
+}
+
+#[test]
+fn minhash32_optimised_banding() {
+    run(SketchParams::minhash(64, 32, 2).expect("p"), IndexConfig::lsh(0.7), 2);
+}
+
+#[test]
+fn bbit_and_oph() {
+    run(SketchParams::bbit(64, 8, 3).expect("p"), IndexConfig::lsh(0.8), 3);
+    run(SketchParams::oph(64, 16, 4).expect("p"), IndexConfig::Lsh { threshold: 0.5, bands: Some(16), rows: None }, 4);
+}
+
+#[test]
+fn huge_buckets_are_chunked_and_stay_consistent() {
+    let params = SketchParams::minhash(16, 64, 5).expect("p");
+    let dir = tempfile::tempdir().expect("dir");
+    let db = Database::create(dir.path().join("db")).expect("create");
+    let index = IndexConfig::Lsh { threshold: 0.5, bands: Some(4), rows: Some(4) };
+    let c = db.create_collection("s", CollectionConfig::new(params).with_index(index)).expect("collection");
+    let s = Sketcher::new(params).expect("sk").sketch(&TokenSet::from_unsorted((0..50).collect())).expect("sketch");
+    // 5000 identical signatures: every band's bucket spans three chunks.
+    let mut batch = Batch::new();
+    for i in 0..3000 {
+        batch.insert(format!("{i}"), s.clone());
+    }
+    c.apply(&batch).expect("insert");
+    let mut batch = Batch::new();
+    for i in 3000..5000 {
+        batch.insert(format!("{i}"), s.clone());
+    }
+    c.apply(&batch).expect("insert");
+    assert_eq!(testing::lsh_candidates(&c, &db, &s, 4).expect("c").len(), 5000);
+    let mut batch = Batch::new();
+    for i in (0..5000).step_by(3) {
+        batch.delete(format!("{i}"));
+    }
+    c.apply(&batch).expect("delete");
+    c.insert("last", &s).expect("insert");
+    check(&c, &db, &[s.clone()], "chunked");
+    let (_, mean) = testing::lsh_stats(&c, &db).expect("stats").expect("lsh");
+    let live = c.len().expect("len") as f64;
+    assert!((mean - live).abs() < 1e-9);
+    let got: BTreeSet<u64> = testing::lsh_candidates(&c, &db, &s, 1).expect("c").into_iter().collect();
+    assert_eq!(got.len() as f64, live);
+}
+
+#[test]
+fn simhash_collections_cannot_have_lsh() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = Database::create(dir.path().join("db")).expect("create");
+    let p = SketchParams::simhash(64, 1).expect("p");
+    assert!(db.create_collection("x", CollectionConfig::new(p).with_index(IndexConfig::lsh(0.5))).is_err());
+    let p = SketchParams::minhash(16, 64, 1).expect("p");
+    let bad = IndexConfig::Lsh { threshold: 0.5, bands: Some(8), rows: Some(4) };
+    assert!(db.create_collection("y", CollectionConfig::new(p).with_index(bad)).is_err());
+}

@@ -1,0 +1,208 @@
+//! The persisted SimHash tables return exactly what a brute-force scan of the stored
+//! records returns: every row within the radius (distance exactly k included), every row of
+//! identical fingerprints, sorted by (distance, row); across reopen, deletes, upserts,
+//! compaction and rebuilds. The self-join equals the brute-force pair list.
+
+mod common;
+
+use common::Rng;
+use proptest::prelude::*;
+use sketchdb::{Batch, Collection, CollectionConfig, Database, IndexConfig, SimHash, Sketch, SketchParams, admin, testing};
+
+fn params(f: u8) -> SketchParams {
+    SketchParams::simhash(f, 7).expect("params")
+}
+
+fn sk(f: u8, v: u128) -> Sketch {
+    Sketch::SimHash(SimHash::from_parts(params(f), v).expect("fp"))
+}
+
+fn mask(f: u8) -> u128 {
+    if f == 128 { u128::MAX } else { u128::from(u64::MAX) }
+}
+
+/// Flips exactly `d` distinct bits of `v` among the low `f`.
+fn flip(rng: &mut Rng, v: u128, d: u32, f: u8) -> u128 {
+    let mut out = v;
+    let mut flipped = 0;
+    while flipped < d {
+        let b = rng.range(0, u64::from(f) - 1) as u32;
+        if (out ^ v) >> b & 1 == 0 {
+            out ^= 1u128 << b;
+            flipped += 1;
+        }
+    }
+    out
+}
+
+/// Stored (row, fingerprint) pairs, from a scan.
+fn stored(c: &Collection) -> Vec<(u64, u128)> {
+    c.scan()
+        .expect("scan")
+        .map(|r| {
+            let r = r.expect("record");
+            match r.sketch {
+                Sketch::SimHash(s) => (r.row_id, s.value()),
+                _ => panic!("kind"),
+            }
+        })
+        .collect()
+}
+
+fn brute(rows: &[(u64, u128)], q: u128, radius: u32) -> Vec<(u64, u32)> {
+    let mut v: Vec<(u64, u32)> =
+        rows.iter().map(|&(r, x)| (r, (x ^ q).count_ones())).filter(|&(_, d)| d <= radius).collect();
+    v.sort_unstable_by_key(|&(r, d)| (d, r));
+    v
+}
+
+fn brute_pairs(rows: &[(u64, u128)], radius: u32) -> Vec<(u64, u64, u32)> {
+    let mut v = vec![];
+    for i in 0..rows.len() {
+        for j in i + 1..rows.len() {
+            let d = (rows[i].1 ^ rows[j].1).count_ones();
+            if d <= radius {
+                let (a, b) = (rows[i].0.min(rows[j].0), rows[i].0.max(rows[j].0));
+                v.push((a, b, d));
+            }
+        }
+    }
+    v.sort_unstable_by_key(|&(a, b, d)| (d, a, b));
+    v
+}
+
+fn check(c: &Collection, db: &Database, queries: &[u128], k: u32, stage: &str) {
+    let rows = stored(c);
+    for &q in queries {
+        for radius in [k, k.saturating_sub(1), 0] {
+            let got = testing::simhash_within(c, db, q, radius).expect("probe");
+            assert_eq!(got, brute(&rows, q, radius), "{stage}: query {q:#x} radius {radius}");
+        }
+    }
+    let batch = testing::simhash_within_batch(c, db, queries, k).expect("batch");
+    for (q, got) in queries.iter().zip(batch) {
+        assert_eq!(got, brute(&rows, *q, k), "{stage}: batch");
+    }
+    assert_eq!(testing::simhash_pairs(c, db, k).expect("pairs"), brute_pairs(&rows, k), "{stage}: pairs");
+    let report = admin::verify(db).expect("verify");
+    assert!(report.is_ok(), "{stage}: {:?}", report.problems);
+}
+
+fn run(seed: u64, f: u8, k: u32, n_base: usize) {
+    let mut rng = Rng(seed);
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("db");
+    let db = Database::create(&path).expect("create");
+    let cfg = CollectionConfig::new(params(f)).with_index(IndexConfig::SimhashTables { radius: k });
+    let c = db.create_collection("fp", cfg).expect("collection");
+    let m = mask(f);
+    // Base fingerprints, half of them in a few clusters sharing their top 20 bits (fuller buckets).
+    let mut base = vec![];
+    for i in 0..n_base {
+        let r = u128::from(rng.next_u64()) | u128::from(rng.next_u64()) << 64;
+        let v = if i % 2 == 0 { r & m } else { ((u128::from(i as u64 % 3) << (f - 20)) | (r >> 20)) & m };
+        base.push(v);
+    }
+    let mut all = vec![];
+    for &b in &base {
+        all.push(b);
+        // Planted neighbours: exactly k (twice), k - 1, k + 1 and identical copies.
+        all.push(flip(&mut rng, b, k, f));
+        all.push(flip(&mut rng, b, k, f));
+        all.push(flip(&mut rng, b, k.saturating_sub(1), f));
+        all.push(flip(&mut rng, b, k + 1, f));
+        if rng.range(0, 2) == 0 {
+            all.push(b);
+            all.push(b);
+        }
+    }
+    let mut batch = Batch::new();
+    for (i, &v) in all.iter().enumerate() {
+        batch.insert(format!("k{i}"), sk(f, v));
+    }
+    c.apply(&batch).expect("insert");
+    // A few single inserts too.
+    for i in 0..5 {
+        c.insert(format!("s{i}"), &sk(f, flip(&mut rng, base[i % base.len()], k, f))).expect("insert");
+    }
+    let mut queries: Vec<u128> = base.iter().take(12).copied().collect();
+    queries.extend((0..4).map(|i| flip(&mut rng, base[i], k, f)));
+    queries.push(u128::from(rng.next_u64()) & m);
+    check(&c, &db, &queries, k, "after insert");
+
+    // Deletes and upserts (an upsert to a planted neighbour and to an identical copy).
+    let mut batch = Batch::new();
+    for i in (0..all.len()).step_by(3) {
+        batch.delete(format!("k{i}"));
+    }
+    for i in (1..all.len()).step_by(7) {
+        batch.upsert(format!("k{i}"), sk(f, flip(&mut rng, base[i % base.len()], k, f)));
+    }
+    batch.upsert("k1", sk(f, base[0]));
+    c.apply(&batch).expect("delete/upsert");
+    c.delete("s0").expect("delete");
+    check(&c, &db, &queries, k, "after deletes and upserts");
+
+    // Reopen: nothing rebuilt, same answers.
+    drop(c);
+    drop(db);
+    let db = Database::open(&path).expect("open");
+    let mut c = db.collection("fp").expect("collection");
+    check(&c, &db, &queries, k, "after reopen");
+
+    // Compaction moves rows to new row ids.
+    let s = db.compact().expect("compact");
+    assert!(s.rows_moved > 0);
+    check(&c, &db, &queries, k, "after compaction");
+
+    // Rebuild to another design (radius k + 1) and back.
+    c.rebuild_index(IndexConfig::SimhashTables { radius: k + 1 }).expect("rebuild");
+    assert_eq!(testing::simhash_stats(&c, &db).expect("stats").expect("some").1, k + 1);
+    check(&c, &db, &queries, k + 1, "after rebuild");
+    c.rebuild_index(IndexConfig::SimhashTables { radius: k }).expect("rebuild");
+    check(&c, &db, &queries, k, "after rebuild back");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+
+    #[test]
+    fn f64_radius3_matches_brute_force(seed in any::<u64>(), n in 20usize..80) {
+        run(seed, 64, 3, n);
+    }
+
+    #[test]
+    fn f128_matches_brute_force(seed in any::<u64>(), n in 20usize..60, k in 1u32..5) {
+        run(seed, 128, k, n);
+    }
+}
+
+#[test]
+fn verify_catches_a_dropped_bucket() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = Database::create(dir.path().join("db")).expect("create");
+    let cfg = CollectionConfig::new(params(64)).with_index(IndexConfig::SimhashTables { radius: 3 });
+    let c = db.create_collection("fp", cfg).expect("collection");
+    let mut rng = Rng(3);
+    for i in 0..50 {
+        c.insert(format!("{i}"), &sk(64, u128::from(rng.next_u64()))).expect("insert");
+    }
+    assert!(admin::verify(&db).expect("verify").is_ok());
+    assert!(testing::drop_first_index_bucket(&c, &db).expect("plant"));
+    let report = admin::verify(&db).expect("verify");
+    assert!(!report.is_ok());
+    assert!(report.problems.iter().any(|p| p.detail.contains("sketchdb.simhash_buckets")), "{:?}", report.problems);
+}
+
+#[test]
+fn wrong_kind_and_radius_are_typed_errors() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = Database::create(dir.path().join("db")).expect("create");
+    let mh = SketchParams::minhash(16, 64, 1).expect("params");
+    assert!(db.create_collection("m", CollectionConfig::new(mh).with_index(IndexConfig::SimhashTables { radius: 3 })).is_err());
+    let c = db
+        .create_collection("fp", CollectionConfig::new(params(64)).with_index(IndexConfig::SimhashTables { radius: 3 }))
+        .expect("collection");
+    assert!(testing::simhash_within(&c, &db, 0, 4).is_err());
+    assert_eq!(testing::simhash_stats(&c, &db).expect("stats"), Some((4, 3, 16)));
+}
