@@ -6,7 +6,8 @@ use std::collections::HashMap;
 
 use super::collection::Collection;
 use crate::error::Result;
-use crate::planner::cost::{Choice, CostModel, Stats, choose};
+use crate::index::stats::{lsh_stats, simhash_stats};
+use crate::planner::cost::{Choice, CostModel, LshStats, SimhashStats, Stats, choose};
 use crate::planner::error::QueryError;
 use crate::planner::exec::{Analyze, Hit, execute};
 use crate::planner::explain::Explain;
@@ -62,8 +63,12 @@ impl Collection {
             kind: p.kind(),
             slots: p.slots(),
             bits: p.bits(),
-            lsh: None,
-            simhash: None,
+            lsh: lsh_stats(snap, self.info())?.map(|l| LshStats { params: l.params, mean_hit_bucket: l.mean_hit_bucket }),
+            simhash: simhash_stats(snap, self.info())?.map(|s| SimhashStats {
+                tables: s.tables,
+                radius: s.radius,
+                prefix_bits: s.prefix_bits,
+            }),
         })
     }
 

@@ -16,6 +16,9 @@ use crate::storage::catalog::CollectionInfo;
 use crate::storage::reader::{ReadSnapshot, decode};
 
 use super::error::QueryError;
+use crate::index::lsh_read::lsh_candidates;
+use crate::index::simhash_read::simhash_within;
+use crate::index::stats::{lsh_stats, simhash_stats};
 use super::plan::{Access, EarlyStop, Finish, Plan};
 use super::query::{Query, QueryKind};
 use super::scan::{BinColumns, OphProbe, Pruning, ScanCounters, scan_page};
@@ -298,6 +301,59 @@ fn oph_scan(
     failed.map_or(Ok(()), Err)
 }
 
+fn unavailable(plan: &'static str, reason: &str) -> crate::error::Error {
+    QueryError::PlanUnavailable { plan, reason: reason.into() }.into()
+}
+
+/// LSH candidates from the first `bands` bands, each fetched and verified with the estimator.
+fn lsh_probe(
+    snap: &ReadSnapshot,
+    info: &CollectionInfo,
+    query: &Query,
+    bands: u32,
+    out: &mut Collector,
+    a: &mut Analyze,
+) -> Result<()> {
+    if lsh_stats(snap, info)?.is_none() {
+        return Err(unavailable("lsh-probe", "the collection has no LSH index"));
+    }
+    let rows = lsh_candidates(snap, info, &query.sketch, bands)?;
+    a.rows_touched += rows.len() as u64;
+    for row in rows {
+        let Some(rec) = snap.get_row(info, row)? else { continue };
+        a.candidates += 1;
+        let estimate = query.sketch.similarity(&rec.sketch, query.options.level)?;
+        out.push(Hit { key: rec.key, row_id: row, estimate, distance: None });
+    }
+    Ok(())
+}
+
+/// Every fingerprint within the radius from the SimHash tables (exact), scored.
+fn simhash_probe(snap: &ReadSnapshot, info: &CollectionInfo, query: &Query, out: &mut Collector, a: &mut Analyze) -> Result<()> {
+    let Some(stats) = simhash_stats(snap, info)? else {
+        return Err(unavailable("simhash-probe", "the collection has no SimHash tables"));
+    };
+    let Some(q) = simhash_value(&query.sketch) else {
+        return Err(unavailable("simhash-probe", "the query is not a SimHash fingerprint"));
+    };
+    let radius = match query.kind {
+        QueryKind::Hamming(r) if r <= stats.radius => r,
+        QueryKind::Hamming(r) => {
+            return Err(unavailable("simhash-probe", &format!("radius {r} exceeds the tables' radius {}", stats.radius)));
+        }
+        _ => return Err(unavailable("simhash-probe", "the tables answer Hamming-radius queries only")),
+    };
+    let matches = simhash_within(snap, info, q.value(), radius)?;
+    a.rows_touched += matches.len() as u64;
+    for (row, _) in matches {
+        let Some(rec) = snap.get_row(info, row)? else { continue };
+        let Some(stored) = simhash_value(&rec.sketch) else { continue };
+        a.candidates += 1;
+        out.push(simhash_hit(q, rec.key, row, stored.value(), query.options.level, true)?);
+    }
+    Ok(())
+}
+
 /// Runs `plan` for `query` on one snapshot.
 pub(crate) fn execute(
     snap: &ReadSnapshot,
@@ -313,13 +369,8 @@ pub(crate) fn execute(
     match plan.access {
         Access::FullScan => full_scan(snap, info, query, &mut out, &mut a)?,
         Access::OphBinScan { early } => oph_scan(snap, info, query, early, &mut out, &mut a)?,
-        Access::LshProbe { .. } | Access::SimhashProbe { .. } => {
-            return Err(QueryError::PlanUnavailable {
-                plan: plan.access.kind().name(),
-                reason: "this collection has no such index".into(),
-            }
-            .into());
-        }
+        Access::LshProbe { bands } => lsh_probe(snap, info, query, bands, &mut out, &mut a)?,
+        Access::SimhashProbe { .. } => simhash_probe(snap, info, query, &mut out, &mut a)?,
     }
     let hits = out.finish();
     a.results = hits.len() as u64;

@@ -90,12 +90,66 @@ pub fn load_sets(path: &Path, limit: Option<usize>) -> Result<Vec<(String, Token
 
 /// The workloads `sketchdb bench` runs.
 #[derive(clap::Subcommand, Debug)]
+#[allow(clippy::large_enum_variant)]
 pub enum Workload {
     /// Build 128-value signatures from a sets-<n>.jsonl file (MinHash, b-bit, OPH).
     MinhashCreate {
         /// The sets file (../shared/bench format).
         #[arg(long)]
         sets: PathBuf,
+        /// Use only the first N sets.
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+
+    /// LSH build, query (stored signature and end-to-end), persistence and size on a
+    /// sets/queries pair: one collection per threshold, its banding tuned to it.
+    Lsh {
+        /// The sets file.
+        #[arg(long)]
+        sets: PathBuf,
+        /// The matching queries file (with truth).
+        #[arg(long)]
+        queries: PathBuf,
+        /// Thresholds to measure.
+        #[arg(long, value_delimiter = ',', default_value = "0.5,0.7,0.8,0.9")]
+        thresholds: Vec<f64>,
+        /// Sketch kind: minhash (128 x 32-bit), bbit (512 x 8-bit) or oph (128 x 32-bit bins).
+        #[arg(long, default_value = "minhash")]
+        kind: String,
+        /// Use only the first N sets.
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Where to build the database (default: a temporary directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Radius queries over a u64 fingerprint file with SimHash tables.
+    HammingQuery {
+        /// The fingerprints (fp-10m.u64 or fp-1m.u64).
+        #[arg(long)]
+        fps: PathBuf,
+        /// The query fingerprints (fp-queries.u64).
+        #[arg(long)]
+        queries: PathBuf,
+        /// The truth file (fp-<n>.truth.jsonl).
+        #[arg(long)]
+        truth: PathBuf,
+        /// The radius.
+        #[arg(long, default_value_t = 3)]
+        radius: u32,
+        /// Where to build the database (default: a temporary directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Self-join of a sets file into clusters at a threshold.
+    Dedup {
+        /// The sets file.
+        #[arg(long)]
+        sets: PathBuf,
+        /// The threshold.
+        #[arg(long, default_value_t = 0.8)]
+        threshold: f64,
         /// Use only the first N sets.
         #[arg(long)]
         limit: Option<usize>,
@@ -107,6 +161,13 @@ pub fn run(w: &Workload) -> Result<(), CliError> {
     let run = run_id();
     match w {
         Workload::MinhashCreate { sets, limit } => minhash_create(sets, *limit, &run),
+        Workload::Lsh { sets, queries, thresholds, kind, limit, dir } => {
+            crate::bench_lsh::lsh(sets, queries, thresholds, kind, *limit, dir.as_deref(), &run)
+        }
+        Workload::HammingQuery { fps, queries, truth, radius, dir } => {
+            crate::bench_lsh::hamming(fps, queries, truth, *radius, dir.as_deref(), &run)
+        }
+        Workload::Dedup { sets, threshold, limit } => crate::bench_lsh::dedup(sets, *threshold, *limit, &run),
     }
 }
 

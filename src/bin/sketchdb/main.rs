@@ -8,6 +8,7 @@
 
 mod admin_cmds;
 mod bench;
+mod bench_lsh;
 mod bounds;
 mod ingest;
 mod input;

@@ -1,0 +1,284 @@
+//! The index workloads of `sketchdb bench`: lsh-build, lsh-query, lsh-query-e2e, persist,
+//! sketch-size, hamming-query and dedup, in the shared result-line schema.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Deserialize;
+use serde_json::json;
+use sketchdb::{
+    Batch, CollectionConfig, Database, IndexConfig, Query, QueryKind, QueryOptions, SimHash, Sketch, SketchParams,
+    TokenSet,
+};
+
+use crate::bench::{dataset_name, emit, load_sets};
+use crate::input::read_u64_file;
+use crate::output::CliError;
+
+fn percentile(v: &mut [f64], p: f64) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    v[((v.len() - 1) as f64 * p).round() as usize]
+}
+
+fn workdir(dir: Option<&Path>) -> Result<(PathBuf, Option<tempfile::TempDir>), CliError> {
+    match dir {
+        Some(d) => {
+            std::fs::create_dir_all(d).map_err(|e| CliError::io(d, e))?;
+            Ok((d.to_path_buf(), None))
+        }
+        None => {
+            let t = tempfile::tempdir().map_err(|e| CliError::Io(format!("temporary directory: {e}")))?;
+            Ok((t.path().to_path_buf(), Some(t)))
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct QueryRecord {
+    qid: String,
+    tokens: Vec<u64>,
+    truth: HashMap<String, Vec<String>>,
+}
+
+fn load_queries(path: &Path) -> Result<Vec<QueryRecord>, CliError> {
+    let text = std::fs::read_to_string(path).map_err(|e| CliError::io(path, e))?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|e| CliError::Input(format!("{}:{}: {e}", path.display(), i + 1)))
+        })
+        .collect()
+}
+
+fn params_for(kind: &str) -> Result<SketchParams, CliError> {
+    Ok(match kind {
+        "minhash" => SketchParams::minhash(128, 32, 1)?,
+        "bbit" => SketchParams::bbit(512, 8, 1)?,
+        "oph" => SketchParams::oph(128, 32, 1)?,
+        other => return Err(CliError::Usage(format!("unknown kind `{other}` (minhash, bbit or oph)"))),
+    })
+}
+
+struct Measured {
+    p50: f64,
+    p99: f64,
+    qps: f64,
+    recall: f64,
+    precision: f64,
+}
+
+/// Runs every query twice (a warm-up pass, then the timed pass) and scores the timed one.
+fn measure(
+    queries: &[QueryRecord],
+    t: f64,
+    mut run: impl FnMut(&QueryRecord) -> Result<Vec<String>, CliError>,
+) -> Result<Measured, CliError> {
+    for q in queries {
+        run(q)?;
+    }
+    let (mut tp, mut fp, mut fneg) = (0usize, 0usize, 0usize);
+    let mut times = Vec::with_capacity(queries.len());
+    let key = format!("{t}");
+    for q in queries {
+        let start = Instant::now();
+        let got = run(q)?;
+        times.push(start.elapsed().as_secs_f64());
+        let truth: HashSet<&String> = q.truth.get(&key).map(|v| v.iter().collect()).unwrap_or_default();
+        let got: HashSet<&String> = got.iter().collect();
+        tp += got.intersection(&truth).count();
+        fp += got.difference(&truth).count();
+        fneg += truth.difference(&got).count();
+    }
+    let total: f64 = times.iter().sum();
+    Ok(Measured {
+        p50: percentile(&mut times, 0.5) * 1e6,
+        p99: percentile(&mut times, 0.99) * 1e6,
+        qps: queries.len() as f64 / total.max(1e-12),
+        recall: if tp + fneg == 0 { 1.0 } else { tp as f64 / (tp + fneg) as f64 },
+        precision: if tp + fp == 0 { 1.0 } else { tp as f64 / (tp + fp) as f64 },
+    })
+}
+
+pub fn lsh(
+    sets_path: &Path,
+    queries_path: &Path,
+    thresholds: &[f64],
+    kind: &str,
+    limit: Option<usize>,
+    dir: Option<&Path>,
+    run: &str,
+) -> Result<(), CliError> {
+    let sets = load_sets(sets_path, limit)?;
+    let queries = load_queries(queries_path)?;
+    let dataset = dataset_name(sets_path);
+    let params = params_for(kind)?;
+    let (dir, _keep) = workdir(dir)?;
+    for &t in thresholds {
+        let path = dir.join(format!("lsh-{kind}-{t}.sketchdb"));
+        let _ = std::fs::remove_file(&path);
+        let db = Database::create(&path)?;
+        let index = IndexConfig::Lsh { threshold: t, bands: None, rows: None };
+        let coll = db.create_collection("sets", CollectionConfig::new(params).with_index(index))?;
+        // Sketching is not part of the build measurement: signatures are precomputed.
+        let token_sets: Vec<TokenSet> = sets.iter().map(|(_, s)| s.clone()).collect();
+        let sketches = coll.sketcher().sketch_batch(&token_sets);
+        let start = Instant::now();
+        for chunk in sets.iter().zip(sketches).collect::<Vec<_>>().chunks(10_000) {
+            let mut batch = Batch::with_capacity(chunk.len());
+            for ((key, _), sketch) in chunk {
+                let sketch = sketch.as_ref().map_err(|e| CliError::Input(format!("set `{key}`: {e}")))?;
+                batch.insert(key, sketch.clone());
+            }
+            coll.apply(&batch)?;
+        }
+        let build_s = start.elapsed().as_secs_f64();
+        let n = sets.len() as f64;
+        let choice = coll.plan(&Query::threshold(coll.sketcher().sketch(&token_sets[0])?, t))?;
+        let config = json!({"num_perm": params.size(), "kind": kind, "bits": params.bits(), "threshold": t,
+                            "index": format!("{:?}", coll.config().index), "storage": "file", "durability": "immediate"});
+        emit(run, "lsh-build", &dataset, config.clone(), json!({"insert_per_s": n / build_s, "build_s": build_s}), "batches of 10,000, durable commits");
+        let opts = QueryOptions::default();
+        let stored: Vec<Sketch> =
+            queries.iter().map(|q| coll.sketcher().sketch(&TokenSet::from_unsorted(q.tokens.clone()))).collect::<Result<_, _>>()?;
+        let by_qid: HashMap<&str, &Sketch> = queries.iter().map(|q| q.qid.as_str()).zip(stored.iter()).collect();
+        let keys = |r: sketchdb::QueryResult| r.hits.into_iter().map(|h| String::from_utf8_lossy(&h.key).into_owned()).collect();
+        let m = measure(&queries, t, |q| {
+            let sketch = by_qid.get(q.qid.as_str()).map(|s| (*s).clone()).ok_or_else(|| CliError::Input("query".into()))?;
+            Ok(keys(coll.query(&Query { sketch, kind: QueryKind::Threshold(t), options: opts })?))
+        })?;
+        let notes = format!("planner chose {}", choice.plan);
+        emit(run, "lsh-query", &dataset, config.clone(),
+             json!({"p50_us": m.p50, "p99_us": m.p99, "qps_single_thread": m.qps, "recall": m.recall, "precision": m.precision}), &notes);
+        let m = measure(&queries, t, |q| {
+            let sketch = coll.sketcher().sketch(&TokenSet::from_unsorted(q.tokens.clone()))?;
+            Ok(keys(coll.query(&Query { sketch, kind: QueryKind::Threshold(t), options: opts })?))
+        })?;
+        emit(run, "lsh-query-e2e", &dataset, config.clone(),
+             json!({"p50_us": m.p50, "p99_us": m.p99, "qps_single_thread": m.qps, "recall": m.recall, "precision": m.precision}), &notes);
+        drop(coll);
+        drop(db);
+        let file_bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        let start = Instant::now();
+        let db = Database::open(&path)?;
+        let coll = db.collection("sets")?;
+        let open_s = start.elapsed().as_secs_f64();
+        let first = Instant::now();
+        coll.query(&Query::threshold(stored[0].clone(), t))?;
+        let first_query_s = first.elapsed().as_secs_f64();
+        emit(run, "persist", &dataset, config.clone(),
+             json!({"open_s": open_s, "first_query_s": first_query_s, "file_bytes": file_bytes}), "close, reopen, first query");
+        db.compact()?;
+        let compacted = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        emit(run, "sketch-size", &dataset, config,
+             json!({"bytes_per_record": compacted as f64 / n, "file_bytes": compacted, "file_bytes_before_compaction": file_bytes}),
+             "whole file (records, keys, index) after compaction, divided by records");
+    }
+    Ok(())
+}
+
+#[derive(Deserialize)]
+struct FpTruth {
+    q: usize,
+    matches: Vec<(u64, u32)>,
+}
+
+pub fn hamming(fps: &Path, queries: &Path, truth: &Path, radius: u32, dir: Option<&Path>, run: &str) -> Result<(), CliError> {
+    let stored = read_u64_file(fps)?;
+    let qs = read_u64_file(queries)?;
+    let text = std::fs::read_to_string(truth).map_err(|e| CliError::io(truth, e))?;
+    let mut want: Vec<HashSet<u64>> = vec![HashSet::new(); qs.len()];
+    for (i, l) in text.lines().enumerate() {
+        let t: FpTruth = serde_json::from_str(l).map_err(|e| CliError::Input(format!("{}:{}: {e}", truth.display(), i + 1)))?;
+        if let Some(w) = want.get_mut(t.q) {
+            w.extend(t.matches.iter().filter(|m| m.1 <= radius).map(|m| m.0));
+        }
+    }
+    let dataset = dataset_name(fps);
+    let (dir, _keep) = workdir(dir)?;
+    let path = dir.join("hamming.sketchdb");
+    let _ = std::fs::remove_file(&path);
+    let db = Database::create(&path)?;
+    let params = SketchParams::simhash(64, 0)?;
+    let coll = db.create_collection("fp", CollectionConfig::new(params).with_index(IndexConfig::SimhashTables { radius }))?;
+    let start = Instant::now();
+    for (c, chunk) in stored.chunks(100_000).enumerate() {
+        let mut batch = Batch::with_capacity(chunk.len());
+        for (i, &fp) in chunk.iter().enumerate() {
+            let row = c * 100_000 + i;
+            batch.insert(row.to_string(), Sketch::SimHash(SimHash::from_parts(params, u128::from(fp))?));
+        }
+        coll.apply(&batch)?;
+    }
+    let build_s = start.elapsed().as_secs_f64();
+    let probe = |q: u64| -> Result<Vec<u64>, CliError> {
+        let sketch = Sketch::SimHash(SimHash::from_parts(params, u128::from(q))?);
+        let r = coll.query(&Query::hamming(sketch, radius))?;
+        Ok(r.hits.iter().filter_map(|h| h.key_str().and_then(|k| k.parse().ok())).collect())
+    };
+    for &q in &qs {
+        probe(q)?;
+    }
+    let (mut tp, mut fp, mut fneg) = (0usize, 0usize, 0usize);
+    let mut times = Vec::with_capacity(qs.len());
+    for (i, &q) in qs.iter().enumerate() {
+        let t0 = Instant::now();
+        let got = probe(q)?;
+        times.push(t0.elapsed().as_secs_f64());
+        let got: HashSet<u64> = got.into_iter().collect();
+        tp += got.intersection(&want[i]).count();
+        fp += got.difference(&want[i]).count();
+        fneg += want[i].difference(&got).count();
+    }
+    let total: f64 = times.iter().sum();
+    let plan = coll.plan(&Query::hamming(Sketch::SimHash(SimHash::from_parts(params, u128::from(qs[0]))?), radius))?;
+    emit(
+        run,
+        "hamming-query",
+        &dataset,
+        json!({"bits": 64, "radius": radius, "index": format!("{:?}", coll.config().index), "storage": "file"}),
+        json!({"p50_us": percentile(&mut times.clone(), 0.5) * 1e6, "p99_us": percentile(&mut times, 0.99) * 1e6,
+               "qps_single_thread": qs.len() as f64 / total, "recall": tp as f64 / (tp + fneg).max(1) as f64,
+               "precision": if tp + fp == 0 { 1.0 } else { tp as f64 / (tp + fp) as f64 },
+               "build_s": build_s, "insert_per_s": stored.len() as f64 / build_s}),
+        &format!("planner chose {}", plan.plan),
+    );
+    Ok(())
+}
+
+pub fn dedup(sets_path: &Path, threshold: f64, limit: Option<usize>, run: &str) -> Result<(), CliError> {
+    let sets = load_sets(sets_path, limit)?;
+    let (dir, _keep) = workdir(None)?;
+    let db = Database::create(dir.join("dedup.sketchdb"))?;
+    let params = SketchParams::minhash(128, 32, 1)?;
+    let coll = db.create_collection(
+        "sets",
+        CollectionConfig::new(params).with_index(IndexConfig::Lsh { threshold, bands: None, rows: None }),
+    )?;
+    let token_sets: Vec<TokenSet> = sets.iter().map(|(_, s)| s.clone()).collect();
+    let start = Instant::now();
+    for chunk in sets.iter().zip(coll.sketcher().sketch_batch(&token_sets)).collect::<Vec<_>>().chunks(10_000) {
+        let mut batch = Batch::with_capacity(chunk.len());
+        for ((key, _), sketch) in chunk {
+            batch.insert(key, sketch.as_ref().map_err(|e| CliError::Input(format!("set `{key}`: {e}")))?.clone());
+        }
+        coll.apply(&batch)?;
+    }
+    let load_s = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let d = coll.dedup(QueryKind::Threshold(threshold), QueryOptions::default())?;
+    let wall_s = start.elapsed().as_secs_f64();
+    emit(
+        run,
+        "dedup",
+        &dataset_name(sets_path),
+        json!({"num_perm": 128, "kind": "minhash", "threshold": threshold, "sets": sets.len()}),
+        json!({"wall_s": wall_s, "load_s": load_s, "pairs": d.pairs, "clusters": d.clusters.len()}),
+        &format!("LSH self-join, every pair verified; plan {}", d.plan.map(|p| p.to_string()).unwrap_or_default()),
+    );
+    Ok(())
+}
