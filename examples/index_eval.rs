@@ -43,7 +43,13 @@ fn simhash(data: &Path, out: &Path, n: usize) -> R<()> {
     let _ = std::fs::remove_file(&path);
     let db = Database::create(&path)?;
     let params = SketchParams::simhash(64, 1)?;
-    let c = db.create_collection("fp", CollectionConfig::new(params).with_index(IndexConfig::SimhashTables { radius: 3 }))?;
+    // SKETCHDB_NOINDEX=1 measures the same ingest without the index (the storage baseline).
+    let index = if std::env::var_os("SKETCHDB_NOINDEX").is_some() {
+        IndexConfig::None
+    } else {
+        IndexConfig::SimhashTables { radius: 3 }
+    };
+    let c = db.create_collection("fp", CollectionConfig::new(params).with_index(index))?;
     let t0 = Instant::now();
     const BATCH: usize = 1_000_000;
     for (b, chunk) in fps.chunks(BATCH).enumerate() {
@@ -62,6 +68,9 @@ fn simhash(data: &Path, out: &Path, n: usize) -> R<()> {
         "{{\"workload\":\"hamming-build\",\"dataset\":\"fp-{n}\",\"metrics\":{{\"build_s\":{build_s:.2},\"insert_per_s\":{:.0},\"file_bytes\":{file_bytes}}}}}",
         fps.len() as f64 / build_s
     );
+    if std::env::var_os("SKETCHDB_NOINDEX").is_some() {
+        return Ok(());
+    }
     // Reopen: nothing rebuilt.
     drop(c);
     drop(db);
