@@ -99,7 +99,9 @@ fn simhash(data: &Path, out: &Path, n: usize) -> R<()> {
         let v: serde_json::Value = serde_json::from_str(&line?)?;
         let want: HashSet<(u64, u64)> = v["matches"]
             .as_array()
-            .map(|a| a.iter().filter_map(|m| Some((m[0].as_u64()?, m[1].as_u64()?))).filter(|m| (m.0 as usize) < n).collect())
+            .map(|a| {
+                a.iter().filter_map(|m| Some((m[0].as_u64()?, m[1].as_u64()?))).filter(|m| (m.0 as usize) < n).collect()
+            })
             .unwrap_or_default();
         let got: HashSet<(u64, u64)> = got.iter().map(|&(r, d)| (r, u64::from(d))).collect();
         tp += want.intersection(&got).count() as u64;

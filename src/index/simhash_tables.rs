@@ -270,11 +270,15 @@ impl SimhashDelta {
     }
 }
 
-pub(crate) fn bucket_err(info: &CollectionInfo, table: u32, bucket: u32, detail: impl std::fmt::Display) -> StorageError {
+pub(crate) fn bucket_err(
+    info: &CollectionInfo,
+    table: u32,
+    bucket: u32,
+    detail: impl std::fmt::Display,
+) -> StorageError {
     StorageError::Inconsistent {
         collection: info.def.name.clone(),
         row: None,
         detail: format!("index table sketchdb.simhash_buckets, table {table}, bucket {bucket:#x}: {detail}"),
     }
 }
-
