@@ -40,31 +40,42 @@ fn simhash(data: &Path, out: &Path, n: usize) -> R<()> {
     let fps = read_u64s(&data.join("fp-10m.u64"), n)?;
     let queries = read_u64s(&data.join("fp-queries.u64"), usize::MAX)?;
     let path = out.join("simhash.sketchdb");
-    let _ = std::fs::remove_file(&path);
-    let db = Database::create(&path)?;
     let params = SketchParams::simhash(64, 1)?;
-    let c = db.create_collection("fp", CollectionConfig::new(params).with_index(IndexConfig::SimhashTables { radius: 3 }))?;
-    let t0 = Instant::now();
-    const BATCH: usize = 1_000_000;
-    for (b, chunk) in fps.chunks(BATCH).enumerate() {
-        let tb = Instant::now();
-        let mut batch = Batch::with_capacity(chunk.len());
-        for (i, &fp) in chunk.iter().enumerate() {
-            let row = (b * BATCH + i) as u64;
-            batch.insert(row.to_be_bytes(), Sketch::SimHash(SimHash::from_parts(params, u128::from(fp))?));
+    // SKETCHDB_QUERY_ONLY=1 reuses the database a previous run built.
+    let query_only = std::env::var_os("SKETCHDB_QUERY_ONLY").is_some();
+    if !query_only {
+        let _ = std::fs::remove_file(&path);
+        let db = Database::create(&path)?;
+        // SKETCHDB_NOINDEX=1 measures the same ingest without the index (the storage baseline).
+        let index = if std::env::var_os("SKETCHDB_NOINDEX").is_some() {
+            IndexConfig::None
+        } else {
+            IndexConfig::SimhashTables { radius: 3 }
+        };
+        let c = db.create_collection("fp", CollectionConfig::new(params).with_index(index))?;
+        let t0 = Instant::now();
+        const BATCH: usize = 1_000_000;
+        for (b, chunk) in fps.chunks(BATCH).enumerate() {
+            let tb = Instant::now();
+            let mut batch = Batch::with_capacity(chunk.len());
+            for (i, &fp) in chunk.iter().enumerate() {
+                let row = (b * BATCH + i) as u64;
+                batch.insert(row.to_be_bytes(), Sketch::SimHash(SimHash::from_parts(params, u128::from(fp))?));
+            }
+            c.apply(&batch)?;
+            eprintln!("batch {b}: {} rows in {:.2}s", chunk.len(), tb.elapsed().as_secs_f64());
         }
-        c.apply(&batch)?;
-        eprintln!("batch {b}: {} rows in {:.2}s", chunk.len(), tb.elapsed().as_secs_f64());
+        let build_s = t0.elapsed().as_secs_f64();
+        let file_bytes = std::fs::metadata(&path)?.len();
+        println!(
+            "{{\"workload\":\"hamming-build\",\"dataset\":\"fp-{n}\",\"metrics\":{{\"build_s\":{build_s:.2},\"insert_per_s\":{:.0},\"file_bytes\":{file_bytes}}}}}",
+            fps.len() as f64 / build_s
+        );
+        if std::env::var_os("SKETCHDB_NOINDEX").is_some() {
+            return Ok(());
+        }
     }
-    let build_s = t0.elapsed().as_secs_f64();
-    let file_bytes = std::fs::metadata(&path)?.len();
-    println!(
-        "{{\"workload\":\"hamming-build\",\"dataset\":\"fp-{n}\",\"metrics\":{{\"build_s\":{build_s:.2},\"insert_per_s\":{:.0},\"file_bytes\":{file_bytes}}}}}",
-        fps.len() as f64 / build_s
-    );
     // Reopen: nothing rebuilt.
-    drop(c);
-    drop(db);
     let t_open = Instant::now();
     let db = Database::open(&path)?;
     let c = db.collection("fp")?;
@@ -90,7 +101,9 @@ fn simhash(data: &Path, out: &Path, n: usize) -> R<()> {
         let v: serde_json::Value = serde_json::from_str(&line?)?;
         let want: HashSet<(u64, u64)> = v["matches"]
             .as_array()
-            .map(|a| a.iter().filter_map(|m| Some((m[0].as_u64()?, m[1].as_u64()?))).filter(|m| (m.0 as usize) < n).collect())
+            .map(|a| {
+                a.iter().filter_map(|m| Some((m[0].as_u64()?, m[1].as_u64()?))).filter(|m| (m.0 as usize) < n).collect()
+            })
             .unwrap_or_default();
         let got: HashSet<(u64, u64)> = got.iter().map(|&(r, d)| (r, u64::from(d))).collect();
         tp += want.intersection(&got).count() as u64;
@@ -140,13 +153,22 @@ fn lsh(data: &Path, out: &Path, kind: &str) -> R<()> {
         let s = sketcher.sketch(&TokenSet::from_unsorted(parse_tokens(&v)))?;
         queries.push((s, v["truth"].clone()));
     }
-    for th in [0.5, 0.7, 0.8, 0.9] {
+    let thresholds: Vec<f64> = std::env::var("SKETCHDB_T")
+        .ok()
+        .map(|v| v.split(',').filter_map(|x| x.parse().ok()).collect())
+        .unwrap_or_else(|| vec![0.5, 0.7, 0.8, 0.9]);
+    for th in thresholds {
         let path = out.join(format!("lsh-{kind}-{th}.sketchdb"));
         let _ = std::fs::remove_file(&path);
         let db = Database::create(&path)?;
-        let c = db.create_collection("sets", CollectionConfig::new(params).with_index(IndexConfig::lsh(th)))?;
+        // SKETCHDB_BANDS / SKETCHDB_ROWS give the banding explicitly (verification restores
+        // precision, so a banding generous to recall pays only in candidates).
+        let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u32>().ok());
+        let index = IndexConfig::Lsh { threshold: th, bands: env("SKETCHDB_BANDS"), rows: env("SKETCHDB_ROWS") };
+        let c = db.create_collection("sets", CollectionConfig::new(params).with_index(index))?;
+        let batch_size = env("SKETCHDB_BATCH").unwrap_or(10_000) as usize;
         let t0 = Instant::now();
-        for (ks, ss) in keys.chunks(10_000).zip(sketches.chunks(10_000)) {
+        for (ks, ss) in keys.chunks(batch_size).zip(sketches.chunks(batch_size)) {
             let mut batch = Batch::with_capacity(ks.len());
             for (k, s) in ks.iter().zip(ss) {
                 batch.insert(k, s.clone());

@@ -10,7 +10,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use common::Rng;
 use sketchdb::{
-    Batch, BandKeyScheme, Collection, CollectionConfig, Database, IndexConfig, Sketch, SketchParams, Sketcher,
+    BandKeyScheme, Batch, Collection, CollectionConfig, Database, IndexConfig, Sketch, SketchParams, Sketcher,
     TokenSet, admin, lsh_rows, testing,
 };
 
@@ -31,11 +31,8 @@ fn check(c: &Collection, db: &Database, queries: &[Sketch], stage: &str) {
     for q in all {
         let qk = keys(&scheme, q);
         for bands in [b, b.div_ceil(2), 1] {
-            let want: Vec<u64> = row_keys
-                .iter()
-                .filter(|(_, k)| (0..bands as usize).any(|i| k[i] == qk[i]))
-                .map(|(r, _)| *r)
-                .collect();
+            let want: Vec<u64> =
+                row_keys.iter().filter(|(_, k)| (0..bands as usize).any(|i| k[i] == qk[i])).map(|(r, _)| *r).collect();
             let got = testing::lsh_candidates(c, db, q, bands).expect("candidates");
             assert_eq!(got, want, "{stage}: bands {bands}");
         }
@@ -129,7 +126,11 @@ fn run(params: SketchParams, index: IndexConfig, seed: u64) {
 
 #[test]
 fn minhash64_explicit_banding() {
-    run(SketchParams::minhash(32, 64, 1).expect("p"), IndexConfig::Lsh { threshold: 0.5, bands: Some(8), rows: Some(4) }, 1);
+    run(
+        SketchParams::minhash(32, 64, 1).expect("p"),
+        IndexConfig::Lsh { threshold: 0.5, bands: Some(8), rows: Some(4) },
+        1,
+    );
 }
 
 #[test]

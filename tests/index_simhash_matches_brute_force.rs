@@ -7,7 +7,9 @@ mod common;
 
 use common::Rng;
 use proptest::prelude::*;
-use sketchdb::{Batch, Collection, CollectionConfig, Database, IndexConfig, SimHash, Sketch, SketchParams, admin, testing};
+use sketchdb::{
+    Batch, Collection, CollectionConfig, Database, IndexConfig, SimHash, Sketch, SketchParams, admin, testing,
+};
 
 fn params(f: u8) -> SketchParams {
     SketchParams::simhash(f, 7).expect("params")
@@ -199,7 +201,10 @@ fn wrong_kind_and_radius_are_typed_errors() {
     let dir = tempfile::tempdir().expect("dir");
     let db = Database::create(dir.path().join("db")).expect("create");
     let mh = SketchParams::minhash(16, 64, 1).expect("params");
-    assert!(db.create_collection("m", CollectionConfig::new(mh).with_index(IndexConfig::SimhashTables { radius: 3 })).is_err());
+    assert!(
+        db.create_collection("m", CollectionConfig::new(mh).with_index(IndexConfig::SimhashTables { radius: 3 }))
+            .is_err()
+    );
     let c = db
         .create_collection("fp", CollectionConfig::new(params(64)).with_index(IndexConfig::SimhashTables { radius: 3 }))
         .expect("collection");

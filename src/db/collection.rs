@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use super::batch::Batch;
 use super::config::{CollectionConfig, IndexConfig, decode_settings, encode_settings};
-use crate::index::maintain::IndexMaintainer;
 use super::snapshot::{PageColumns, Record, Scan, Snapshot};
 use crate::error::Result;
+use crate::index::maintain::IndexMaintainer;
 use crate::sketch::params::SketchParams;
 use crate::sketch::sketch::{Sketch, Sketcher};
 use crate::sketch::tokens::TokenSet;

@@ -38,7 +38,7 @@ pub(crate) struct BucketHeader {
 
 /// Parses chunk 0: header and its row-id bytes.
 pub(crate) fn parse_chunk0(bytes: &[u8]) -> Result<(BucketHeader, &[u8]), String> {
-    if bytes.len() < CHUNK0_HEADER_LEN || (bytes.len() - CHUNK0_HEADER_LEN) % 8 != 0 {
+    if bytes.len() < CHUNK0_HEADER_LEN || !(bytes.len() - CHUNK0_HEADER_LEN).is_multiple_of(8) {
         return Err(format!("chunk 0 of {} bytes", bytes.len()));
     }
     let mut t = [0u8; 8];
@@ -204,8 +204,10 @@ fn apply_bucket(
     };
     let old_total = head.as_ref().map_or(0, |(h, _)| h.total);
     // Fast path: only appends of rows above every stored id, into the last chunk.
-    if removes.is_empty() {
-        if let Some((h, chunk0)) = &head {
+    if removes.is_empty()
+        && let Some((h, chunk0)) = &head
+    {
+        {
             let (mut last_rows, last_no) = if h.last_chunk == 0 {
                 (chunk0.clone(), 0)
             } else {
@@ -267,7 +269,12 @@ fn apply_bucket(
     let before = all.len();
     all.retain(|r| removes.binary_search(r).is_err());
     if before - all.len() != removes.len() {
-        return Err(lsh_err(info, band, key, format!("{} rows to remove, {} found", removes.len(), before - all.len())));
+        return Err(lsh_err(
+            info,
+            band,
+            key,
+            format!("{} rows to remove, {} found", removes.len(), before - all.len()),
+        ));
     }
     all.extend_from_slice(adds);
     all.sort_unstable();

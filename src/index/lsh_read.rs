@@ -25,10 +25,10 @@ pub(crate) fn lsh_candidates(
             source: Box::new(super::error::IndexError::invalid("index", "none or SimHash", "an LSH index")),
         });
     };
-    info.def.params.check_compatible(sketch.params()).map_err(|source| StorageError::Incompatible {
-        collection: info.def.name.clone(),
-        source,
-    })?;
+    info.def
+        .params
+        .check_compatible(sketch.params())
+        .map_err(|source| StorageError::Incompatible { collection: info.def.name.clone(), source })?;
     let rows = lsh_rows(sketch).map_err(index_err(info))?;
     let keys = scheme.keys(&rows).map_err(index_err(info))?;
     let mut out = Vec::new();

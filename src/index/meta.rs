@@ -75,9 +75,8 @@ impl IndexDef {
 
     pub(crate) fn decode(id: u32, bytes: &[u8]) -> Result<IndexDef, StorageError> {
         let def: IndexDef = envelope::decode(RecordKind::IndexDef, bytes).map_err(|e| Self::corrupt(id, e))?;
-        def.validate().map_err(|e| {
-            Self::corrupt(id, CodecError::Payload { what: "index definition", detail: e.to_string() })
-        })?;
+        def.validate()
+            .map_err(|e| Self::corrupt(id, CodecError::Payload { what: "index definition", detail: e.to_string() }))?;
         Ok(def)
     }
 

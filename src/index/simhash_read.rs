@@ -92,8 +92,7 @@ impl<'i> SimhashProber<'i> {
         for (t, g) in self.geometry.iter().enumerate() {
             let key = design.permute_u128(t, fp);
             let bucket = g.bucket(key);
-            let Some(v) =
-                table.get((id, t as u32, bucket)).map_err(StorageError::backend("read simhash bucket"))?
+            let Some(v) = table.get((id, t as u32, bucket)).map_err(StorageError::backend("read simhash bucket"))?
             else {
                 continue;
             };

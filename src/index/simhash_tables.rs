@@ -19,8 +19,6 @@
 //! buffered per transaction ([`SimhashDelta`]) and each touched bucket is read, merged and
 //! rewritten once, in key order, at the end of the transaction.
 
-use std::collections::BTreeMap;
-
 use redb::{ReadableTable, WriteTransaction};
 
 use super::fingerprint::Fingerprint;
@@ -160,32 +158,31 @@ pub(crate) fn encoded_len(entries: &[(u128, u64)], g: Geometry) -> usize {
     BUCKET_HEADER_LEN + entries.len() * (g.suffix_bytes + w)
 }
 
-#[derive(Default)]
-struct BucketChange {
-    adds: Vec<(u128, u64)>,
-    removes: Vec<u64>,
-}
-
-/// The SimHash table changes of one write transaction, applied at its end.
+/// The SimHash table changes of one write transaction, applied at its end: per table, the
+/// added `(bucket, key, row)` and removed `(bucket, row)` entries, sorted and grouped by
+/// bucket at flush (flat vectors: a map keyed by bucket costs a cache miss per entry).
 pub(crate) struct SimhashDelta {
     design: SimhashTableDesign,
     geometry: Vec<Geometry>,
-    changes: BTreeMap<(u32, u32), BucketChange>,
+    adds: Vec<Vec<(u32, u128, u64)>>,
+    removes: Vec<Vec<(u32, u64)>>,
     /// Net rows added.
     pub net_rows: i64,
 }
 
 impl SimhashDelta {
     pub(crate) fn new(design: SimhashTableDesign, bucket_bits: u32) -> SimhashDelta {
-        let geometry = (0..design.table_count()).map(|t| Geometry::of(&design, bucket_bits, t)).collect();
-        SimhashDelta { design, geometry, changes: BTreeMap::new(), net_rows: 0 }
+        let geometry: Vec<Geometry> =
+            (0..design.table_count()).map(|t| Geometry::of(&design, bucket_bits, t)).collect();
+        let n = geometry.len();
+        SimhashDelta { design, geometry, adds: vec![Vec::new(); n], removes: vec![Vec::new(); n], net_rows: 0 }
     }
 
     /// Row `row` with fingerprint `fp` enters every table.
     pub(crate) fn add(&mut self, row: u64, fp: u128) {
         for (t, g) in self.geometry.iter().enumerate() {
             let key = self.design.permute_u128(t, fp);
-            self.changes.entry((t as u32, g.bucket(key))).or_default().adds.push((key, row));
+            self.adds[t].push((g.bucket(key), key, row));
         }
         self.net_rows += 1;
     }
@@ -194,7 +191,7 @@ impl SimhashDelta {
     pub(crate) fn remove(&mut self, row: u64, fp: u128) {
         for (t, g) in self.geometry.iter().enumerate() {
             let key = self.design.permute_u128(t, fp);
-            self.changes.entry((t as u32, g.bucket(key))).or_default().removes.push(row);
+            self.removes[t].push((g.bucket(key), row));
         }
         self.net_rows -= 1;
     }
@@ -204,55 +201,84 @@ impl SimhashDelta {
         let id = info.def.id;
         let mut table = txn.open_table(SIMHASH_BUCKETS).map_err(StorageError::backend("open table"))?;
         let mut entries: Vec<(u128, u64)> = Vec::new();
+        let mut fresh: Vec<(u128, u64)> = Vec::new();
+        let mut gone: Vec<u64> = Vec::new();
         let (mut keys, mut rows): (Vec<u128>, Vec<u64>) = (Vec::new(), Vec::new());
-        for ((t, bucket), mut ch) in std::mem::take(&mut self.changes) {
-            let g = self.geometry[t as usize];
-            entries.clear();
-            if let Some(v) = table.get((id, t, bucket)).map_err(StorageError::backend("read simhash bucket"))? {
-                let view = BucketView::parse(v.value(), g).map_err(|d| bucket_err(info, t, bucket, d))?;
-                keys.clear();
-                rows.clear();
-                view.decode_into::<u128>(g, bucket, &mut keys, &mut rows);
-                entries.extend(keys.iter().copied().zip(rows.iter().copied()));
-            }
-            if !ch.removes.is_empty() {
-                ch.removes.sort_unstable();
-                let before = entries.len() + ch.adds.len();
-                entries.retain(|e| ch.removes.binary_search(&e.1).is_err());
-                ch.adds.retain(|e| ch.removes.binary_search(&e.1).is_err());
-                let removed = before - entries.len() - ch.adds.len();
-                if removed != ch.removes.len() {
-                    return Err(bucket_err(
-                        info,
-                        t,
-                        bucket,
-                        format!("{} rows to remove, {removed} found in the bucket", ch.removes.len()),
-                    ));
+        for t in 0..self.geometry.len() {
+            let g = self.geometry[t];
+            let t32 = t as u32;
+            let mut adds = std::mem::take(&mut self.adds[t]);
+            let mut removes = std::mem::take(&mut self.removes[t]);
+            adds.sort_unstable();
+            removes.sort_unstable();
+            let (mut i, mut j) = (0, 0);
+            while i < adds.len() || j < removes.len() {
+                let bucket = match (adds.get(i), removes.get(j)) {
+                    (Some(a), Some(r)) => a.0.min(r.0),
+                    (Some(a), None) => a.0,
+                    (None, Some(r)) => r.0,
+                    (None, None) => break,
+                };
+                fresh.clear();
+                while let Some(&(b, k, r)) = adds.get(i).filter(|a| a.0 == bucket) {
+                    debug_assert_eq!(b, bucket);
+                    fresh.push((k, r));
+                    i += 1;
                 }
-            }
-            ch.adds.sort_unstable();
-            entries.extend_from_slice(&ch.adds);
-            // Two sorted runs: the stable sort merges them in linear time.
-            entries.sort();
-            if entries.is_empty() {
-                table.remove((id, t, bucket)).map_err(StorageError::backend("remove simhash bucket"))?;
-            } else {
-                let len = encoded_len(&entries, g);
-                let mut guard = table
-                    .insert_reserve((id, t, bucket), len)
-                    .map_err(StorageError::backend("write simhash bucket"))?;
-                encode_bucket(&entries, g, guard.as_mut());
+                gone.clear();
+                while let Some(&(_, r)) = removes.get(j).filter(|x| x.0 == bucket) {
+                    gone.push(r);
+                    j += 1;
+                }
+                entries.clear();
+                if let Some(v) = table.get((id, t32, bucket)).map_err(StorageError::backend("read simhash bucket"))? {
+                    let view = BucketView::parse(v.value(), g).map_err(|d| bucket_err(info, t32, bucket, d))?;
+                    keys.clear();
+                    rows.clear();
+                    view.decode_into::<u128>(g, bucket, &mut keys, &mut rows);
+                    entries.extend(keys.iter().copied().zip(rows.iter().copied()));
+                }
+                if !gone.is_empty() {
+                    let before = entries.len() + fresh.len();
+                    entries.retain(|e| gone.binary_search(&e.1).is_err());
+                    fresh.retain(|e| gone.binary_search(&e.1).is_err());
+                    let removed = before - entries.len() - fresh.len();
+                    if removed != gone.len() {
+                        return Err(bucket_err(
+                            info,
+                            t32,
+                            bucket,
+                            format!("{} rows to remove, {removed} found in the bucket", gone.len()),
+                        ));
+                    }
+                }
+                entries.extend_from_slice(&fresh);
+                // Two sorted runs: the stable sort merges them in linear time.
+                entries.sort();
+                if entries.is_empty() {
+                    table.remove((id, t32, bucket)).map_err(StorageError::backend("remove simhash bucket"))?;
+                } else {
+                    let len = encoded_len(&entries, g);
+                    let mut guard = table
+                        .insert_reserve((id, t32, bucket), len)
+                        .map_err(StorageError::backend("write simhash bucket"))?;
+                    encode_bucket(&entries, g, guard.as_mut());
+                }
             }
         }
         Ok(())
     }
 }
 
-pub(crate) fn bucket_err(info: &CollectionInfo, table: u32, bucket: u32, detail: impl std::fmt::Display) -> StorageError {
+pub(crate) fn bucket_err(
+    info: &CollectionInfo,
+    table: u32,
+    bucket: u32,
+    detail: impl std::fmt::Display,
+) -> StorageError {
     StorageError::Inconsistent {
         collection: info.def.name.clone(),
         row: None,
         detail: format!("index table sketchdb.simhash_buckets, table {table}, bucket {bucket:#x}: {detail}"),
     }
 }
-

@@ -11,13 +11,15 @@ use super::keys::band::lsh_rows;
 use super::lsh::{CHUNK_ROWS, parse_chunk0, push_rows};
 use super::meta::{IndexDef, IndexSpec};
 use super::simhash_tables::{BucketView, Geometry};
+use crate::sketch::sketch::Sketch;
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::reader::{ReadSnapshot, decode, open};
 use crate::storage::store::Store;
-use crate::storage::tables::{LSH_BUCKETS, LSH_BUCKETS_NAME, LSH_ROWS, LSH_ROWS_NAME, SIMHASH_BUCKETS, SIMHASH_BUCKETS_NAME};
+use crate::storage::tables::{
+    LSH_BUCKETS, LSH_BUCKETS_NAME, LSH_ROWS, LSH_ROWS_NAME, SIMHASH_BUCKETS, SIMHASH_BUCKETS_NAME,
+};
 use crate::storage::verify::{Problem, VerifyReport};
-use crate::sketch::sketch::Sketch;
 
 /// Problems reported per collection at most (the rest are counted in one last problem).
 const MAX_PROBLEMS: usize = 50;
@@ -67,7 +69,9 @@ pub(crate) fn verify_indexes(store: &Store, report: &mut VerifyReport) -> Result
         }
         let r = match def.as_deref() {
             None => check_empty(snap.txn(), info, &mut out),
-            Some(d @ IndexDef { spec: IndexSpec::Simhash { .. }, .. }) => check_simhash(snap.txn(), info, d, &live, &mut out),
+            Some(d @ IndexDef { spec: IndexSpec::Simhash { .. }, .. }) => {
+                check_simhash(snap.txn(), info, d, &live, &mut out)
+            }
             Some(d) => check_lsh(&snap, info, d, &live, &mut out),
         };
         match r {
@@ -91,20 +95,23 @@ pub(crate) fn verify_indexes(store: &Store, report: &mut VerifyReport) -> Result
 fn check_empty(txn: &ReadTransaction, info: &CollectionInfo, out: &mut Out<'_>) -> Result<(), StorageError> {
     let id = info.def.id;
     let backend = StorageError::backend;
-    if let Some(t) = open(txn, SIMHASH_BUCKETS)? {
-        if t.range((id, 0u32, 0u32)..=(id, u32::MAX, u32::MAX)).map_err(backend("scan"))?.next().is_some() {
-            out.problem(None, format!("no index definition, but {SIMHASH_BUCKETS_NAME} has entries"));
-        }
+    if let Some(t) = open(txn, SIMHASH_BUCKETS)?
+        && t.range((id, 0u32, 0u32)..=(id, u32::MAX, u32::MAX)).map_err(backend("scan"))?.next().is_some()
+    {
+        out.problem(None, format!("no index definition, but {SIMHASH_BUCKETS_NAME} has entries"));
     }
-    if let Some(t) = open(txn, LSH_BUCKETS)? {
-        if t.range((id, 0u32, 0u64, 0u32)..=(id, u32::MAX, u64::MAX, u32::MAX)).map_err(backend("scan"))?.next().is_some() {
-            out.problem(None, format!("no index definition, but {LSH_BUCKETS_NAME} has entries"));
-        }
+    if let Some(t) = open(txn, LSH_BUCKETS)?
+        && t.range((id, 0u32, 0u64, 0u32)..=(id, u32::MAX, u64::MAX, u32::MAX))
+            .map_err(backend("scan"))?
+            .next()
+            .is_some()
+    {
+        out.problem(None, format!("no index definition, but {LSH_BUCKETS_NAME} has entries"));
     }
-    if let Some(t) = open(txn, LSH_ROWS)? {
-        if t.range((id, 0u64)..=(id, u64::MAX)).map_err(backend("scan"))?.next().is_some() {
-            out.problem(None, format!("no index definition, but {LSH_ROWS_NAME} has entries"));
-        }
+    if let Some(t) = open(txn, LSH_ROWS)?
+        && t.range((id, 0u64)..=(id, u64::MAX)).map_err(backend("scan"))?.next().is_some()
+    {
+        out.problem(None, format!("no index definition, but {LSH_ROWS_NAME} has entries"));
     }
     Ok(())
 }
@@ -118,7 +125,10 @@ fn check_simhash(
 ) -> Result<(), StorageError> {
     let IndexSpec::Simhash { design, bucket_bits } = &def.spec else { return Ok(()) };
     if def.entries != live.len() as u64 {
-        out.problem(None, format!("simhash index counts {} rows, the pages hold {} live rows", def.entries, live.len()));
+        out.problem(
+            None,
+            format!("simhash index counts {} rows, the pages hold {} live rows", def.entries, live.len()),
+        );
     }
     let id = info.def.id;
     let table = open(txn, SIMHASH_BUCKETS)?;
@@ -220,7 +230,9 @@ fn check_lsh(
             push_rows(v.value(), &mut keys);
             match want_rev.remove(&row) {
                 None => out.problem(Some(row), format!("{LSH_ROWS_NAME}: entry for a row that is not live")),
-                Some(w) if w != keys => out.problem(Some(row), format!("{LSH_ROWS_NAME}: band keys differ from the row's")),
+                Some(w) if w != keys => {
+                    out.problem(Some(row), format!("{LSH_ROWS_NAME}: band keys differ from the row's"))
+                }
                 Some(_) => {}
             }
         }
@@ -259,7 +271,10 @@ fn check_lsh(
             }
             rows.clear();
         };
-        for e in t.range((id, 0u32, 0u64, 0u32)..=(id, u32::MAX, u64::MAX, u32::MAX)).map_err(StorageError::backend("scan"))? {
+        for e in t
+            .range((id, 0u32, 0u64, 0u32)..=(id, u32::MAX, u64::MAX, u32::MAX))
+            .map_err(StorageError::backend("scan"))?
+        {
             let (k, v) = e.map_err(StorageError::backend("scan"))?;
             let (_, band, key, chunk) = k.value();
             if cur != Some((band, key)) {
@@ -267,7 +282,10 @@ fn check_lsh(
                 cur = Some((band, key));
                 header_total = 0;
                 if chunk != 0 {
-                    out.problem(None, format!("{LSH_BUCKETS_NAME}, band {band}, bucket {key:#018x}: chunk {chunk} without chunk 0"));
+                    out.problem(
+                        None,
+                        format!("{LSH_BUCKETS_NAME}, band {band}, bucket {key:#018x}: chunk {chunk} without chunk 0"),
+                    );
                 }
             }
             let body = if chunk == 0 {
@@ -285,14 +303,20 @@ fn check_lsh(
                 v.value()
             };
             if body.len() % 8 != 0 || body.len() / 8 > CHUNK_ROWS {
-                out.problem(None, format!("{LSH_BUCKETS_NAME}, band {band}, bucket {key:#018x}, chunk {chunk}: {} bytes", body.len()));
+                out.problem(
+                    None,
+                    format!("{LSH_BUCKETS_NAME}, band {band}, bucket {key:#018x}, chunk {chunk}: {} bytes", body.len()),
+                );
             }
             push_rows(body, &mut rows);
         }
         finish(cur, &mut rows, header_total, out);
     }
     for ((band, key), rows) in want {
-        out.problem(rows.first().copied(), format!("{LSH_BUCKETS_NAME}, band {band}, bucket {key:#018x}: missing ({} live rows)", rows.len()));
+        out.problem(
+            rows.first().copied(),
+            format!("{LSH_BUCKETS_NAME}, band {band}, bucket {key:#018x}: missing ({} live rows)", rows.len()),
+        );
     }
     if entries != def.entries || sum_sq != def.sum_sq {
         out.problem(

@@ -25,22 +25,3 @@ pub(crate) trait IndexHook {
     /// Writes the index changes into `txn`.
     fn finish(&mut self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<(), StorageError>;
 }
-
-/// No index: every call is a no-op.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct NoIndex;
-
-impl IndexHook for NoIndex {
-    fn begin(&mut self, _: &WriteTransaction, _: &CollectionInfo) -> Result<(), StorageError> {
-        Ok(())
-    }
-    fn added(&mut self, _: u64, _: &Sketch) -> Result<(), StorageError> {
-        Ok(())
-    }
-    fn removed(&mut self, _: u64, _: u128) -> Result<(), StorageError> {
-        Ok(())
-    }
-    fn finish(&mut self, _: &WriteTransaction, _: &CollectionInfo) -> Result<(), StorageError> {
-        Ok(())
-    }
-}
