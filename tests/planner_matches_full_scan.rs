@@ -52,11 +52,13 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(12))]
 
     #[test]
-    fn oph_bin_scan_equals_full_scan(seed in any::<u64>(), n in 1usize..400, t in 0.0f64..1.0, k in 1usize..20,
+    fn column_scans_equal_full_scan(seed in any::<u64>(), n in 1usize..400, t in 0.0f64..1.0, k in 1usize..20,
                                      bits in prop::sample::select(vec![8u8, 16, 32])) {
         let dir = tempfile::tempdir().unwrap();
         let db = Database::create(dir.path().join("p.db")).unwrap();
-        let (coll, sets) = build(&db, "oph", SketchParams::oph(128, bits, 5).unwrap(), n, seed);
+        let (oph, oph_sets) = build(&db, "oph", SketchParams::oph(128, bits, 5).unwrap(), n, seed);
+        let (mh, mh_sets) = build(&db, "mh", SketchParams::minhash(64, 32, 5).unwrap(), n, seed);
+        for (coll, sets) in [(oph, oph_sets), (mh, mh_sets)] {
         let q = coll.sketcher().sketch(&sets[seed as usize % sets.len()]).unwrap();
         for kind in [QueryKind::Threshold(t), QueryKind::TopK(k)] {
             let full = coll.query(&Query { sketch: q.clone(), kind, options: forced(PlanKind::FullScan, true) }).unwrap();
@@ -74,6 +76,7 @@ proptest! {
                     prop_assert!(summary(&full).contains(&(h.key.clone(), h.estimate.value.to_bits())));
                 }
             }
+        }
         }
     }
 }

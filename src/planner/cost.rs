@@ -148,8 +148,12 @@ fn alternative(kind: PlanKind, q: &Query, s: &Stats, c: &CostModel) -> Alternati
             yes(Access::FullScan, rows * per_row, format!("reads all {rows} rows"))
         }
         PlanKind::OphBinScan => {
-            if s.kind != SketchKind::Oph || hamming {
-                return no(Access::OphBinScan { early: EarlyStop::Never }, "only for OPH similarity queries");
+            let column_kind = s.kind == SketchKind::Oph || (s.kind == SketchKind::MinHash && s.bits == 32);
+            if !column_kind || hamming {
+                return no(
+                    Access::OphBinScan { early: EarlyStop::Never },
+                    "only for OPH or 32-bit MinHash similarity queries",
+                );
             }
             let early = if !q.options.early_termination {
                 EarlyStop::Never

@@ -9,7 +9,7 @@ use std::fmt;
 pub enum PlanKind {
     /// Decode every row and compare.
     FullScan,
-    /// Count matching OPH bins column by column over the pages.
+    /// Count matching OPH bins (or 32-bit MinHash slots) column by column over the pages.
     OphBinScan,
     /// Look up LSH band buckets.
     LshProbe,

@@ -16,7 +16,8 @@
 //! [`crate::sketch::oph::oph_estimate`], the estimator every access path shares.
 
 use crate::sketch::error::SketchError;
-use crate::sketch::estimate::{Estimate, clopper_pearson};
+use crate::sketch::estimate::{Estimate, clopper_pearson, proportion};
+use crate::sketch::minhash::MinHash;
 use crate::sketch::oph::{OphCounts, OphSketch, oph_estimate, oph_point};
 
 use super::plan::EarlyStop;
@@ -35,8 +36,19 @@ pub(crate) trait BinColumns {
     fn cardinality(&self, i: usize) -> u64;
 }
 
-/// A query prepared for scanning.
+/// Which estimator scores a scanned row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scorer {
+    /// OPH: N_mat / (t - N_emp) with the b-bit correction ([`oph_estimate`]).
+    Oph,
+    /// 32-bit MinHash: matching slots / k with Clopper-Pearson ([`proportion`]).
+    MinHash,
+}
+
+/// A query prepared for scanning: an OPH sketch, or a 32-bit MinHash (its k value columns are
+/// compared the same way; it has no empty slots).
 pub(crate) struct OphProbe {
+    scorer: Scorer,
     bins: Vec<u32>,
     empty: Vec<u64>,
     /// Query bins that are not empty, in scan order.
@@ -67,7 +79,26 @@ impl OphProbe {
             width: usize::from(q.params().bits() / 8),
             bits: q.params().bits(),
             cardinality: q.cardinality(),
+            scorer: Scorer::Oph,
         }
+    }
+
+    /// A probe for a 32-bit MinHash (None for 64-bit minima, which scans do not compare).
+    pub(crate) fn for_minhash(q: &MinHash) -> Option<OphProbe> {
+        if q.params().bits() != 32 {
+            return None;
+        }
+        let k = q.values().len();
+        Some(OphProbe {
+            bins: q.values().iter().map(|&v| v as u32).collect(),
+            empty: Vec::new(),
+            nonempty: (0..k).collect(),
+            zero_mask: Vec::new(),
+            width: 4,
+            bits: 32,
+            cardinality: q.cardinality(),
+            scorer: Scorer::MinHash,
+        })
     }
 }
 
@@ -239,6 +270,14 @@ pub(crate) fn scan_page_portable<C: BinColumns>(
         let n_mat = usize::from(counts[i]).saturating_sub(spurious);
         let c = OphCounts { bins: t, n_emp, n_mat, both };
         counters.scored += 1;
+        if probe.scorer == Scorer::MinHash {
+            let k = t as f64;
+            if threshold.is_some_and(|th| (n_mat as f64 / k).clamp(0.0, 1.0) < th) {
+                continue;
+            }
+            emit(i, proportion(n_mat as f64, k, level));
+            continue;
+        }
         // The interval costs an incomplete-beta inversion: only for rows that qualify.
         if threshold.is_some_and(|th| oph_point(c, probe.bits).is_ok_and(|v| v < th)) {
             continue;
