@@ -1,0 +1,149 @@
+//! `sketchdb bench` reads the shared workload formats as they are and prints result lines in
+//! the shared schema; `sketchdb calibrate` stores measured costs. Tiny generated workloads.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::Rng;
+use serde_json::{Value, json};
+
+fn run(dir: &Path, args: &[&str]) -> Vec<Value> {
+    let out = Command::new(env!("CARGO_BIN_EXE_sketchdb")).current_dir(dir).args(args).output().unwrap();
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn check_schema(v: &Value, workload: &str) {
+    for field in ["ts", "run_id", "system", "version", "workload", "dataset", "config", "metrics", "machine", "notes"] {
+        assert!(v.get(field).is_some(), "missing `{field}` in {v}");
+    }
+    assert_eq!(v["system"], "sketchdb");
+    assert_eq!(v["workload"], workload);
+    assert!(v["machine"]["cores"].as_u64().unwrap() >= 1);
+    assert!(v["ts"].as_str().unwrap().ends_with("+00:00"));
+}
+
+/// 300 sets in families (a set and its near copies), 20 queries with exact truth.
+fn write_sets(dir: &Path) {
+    let mut rng = Rng(11);
+    let mut sets: Vec<Vec<u64>> = Vec::new();
+    for _ in 0..60 {
+        let base: Vec<u64> = (0..150).map(|_| rng.next_u64()).collect();
+        for v in 0..5 {
+            let mut s: Vec<u64> = base.iter().copied().filter(|_| rng.range(0, 99) >= v * 4).collect();
+            s.extend((0..v * 3).map(|_| rng.next_u64()));
+            s.sort_unstable();
+            s.dedup();
+            sets.push(s);
+        }
+    }
+    let lines: String =
+        sets.iter().enumerate().map(|(i, s)| format!("{}\n", json!({"key": format!("doc{i}"), "tokens": s}))).collect();
+    std::fs::write(dir.join("sets-300.jsonl"), lines).unwrap();
+    let jac = |a: &[u64], b: &[u64]| {
+        let inter = a.iter().filter(|x| b.binary_search(x).is_ok()).count();
+        inter as f64 / (a.len() + b.len() - inter) as f64
+    };
+    let mut out = String::new();
+    for q in 0..20 {
+        let tokens = &sets[q * 15];
+        let mut truth = serde_json::Map::new();
+        for t in [0.5, 0.7, 0.8, 0.9] {
+            let keys: Vec<String> =
+                (0..sets.len()).filter(|&i| jac(tokens, &sets[i]) >= t).map(|i| format!("doc{i}")).collect();
+            truth.insert(format!("{t}"), json!(keys));
+        }
+        out.push_str(&format!(
+            "{}\n",
+            json!({"qid": format!("q{q}"), "tokens": tokens, "kind": "exact", "source": null, "target_jaccard": 1.0,
+                   "truth": truth, "truth_jaccard": []})
+        ));
+    }
+    std::fs::write(dir.join("queries-300.jsonl"), out).unwrap();
+}
+
+#[test]
+fn bench_workloads_print_schema_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_sets(d);
+    let lines = run(d, &["bench", "minhash-create", "--sets", "sets-300.jsonl"]);
+    assert!(!lines.is_empty());
+    for l in &lines {
+        check_schema(l, "minhash-create");
+        assert!(l["metrics"]["tokens_per_s"].as_f64().unwrap() > 0.0);
+    }
+    let lines =
+        run(d, &["bench", "lsh", "--sets", "sets-300.jsonl", "--queries", "queries-300.jsonl", "--thresholds", "0.8"]);
+    let workloads: Vec<&str> = lines.iter().map(|l| l["workload"].as_str().unwrap()).collect();
+    assert_eq!(workloads, ["lsh-build", "lsh-query", "lsh-query-e2e", "persist", "sketch-size"]);
+    for l in &lines {
+        check_schema(l, l["workload"].as_str().unwrap());
+    }
+    // Every query is a stored set, so recall counts at least the query itself.
+    let recall = lines[1]["metrics"]["recall"].as_f64().unwrap();
+    let precision = lines[1]["metrics"]["precision"].as_f64().unwrap();
+    assert!(recall > 0.5 && precision > 0.5, "{}", lines[1]);
+    let lines = run(d, &["bench", "dedup", "--sets", "sets-300.jsonl", "--threshold", "0.8"]);
+    check_schema(&lines[0], "dedup");
+    assert!(lines[0]["metrics"]["clusters"].as_u64().unwrap() >= 30, "{}", lines[0]);
+
+    // Fingerprints: planted neighbours at distance 0..3, truth computed by brute force.
+    let mut rng = Rng(3);
+    let mut fps: Vec<u64> = (0..5000).map(|_| rng.next_u64()).collect();
+    let qs: Vec<u64> = (0..10).map(|_| rng.next_u64()).collect();
+    for (i, q) in qs.iter().enumerate() {
+        fps[i * 7] = q ^ ((1u64 << (i % 4)) - 1);
+    }
+    let bytes = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    std::fs::write(d.join("fp-5000.u64"), bytes(&fps)).unwrap();
+    std::fs::write(d.join("fp-queries.u64"), bytes(&qs)).unwrap();
+    let truth: String = qs
+        .iter()
+        .enumerate()
+        .map(|(i, q)| {
+            let m: Vec<(usize, u32)> =
+                fps.iter().enumerate().map(|(r, f)| (r, (f ^ q).count_ones())).filter(|x| x.1 <= 3).collect();
+            format!("{}\n", json!({"q": i, "fp": format!("0x{q:016x}"), "matches": m}))
+        })
+        .collect();
+    std::fs::write(d.join("fp-5000.truth.jsonl"), truth).unwrap();
+    let lines = run(
+        d,
+        &[
+            "bench",
+            "hamming-query",
+            "--fps",
+            "fp-5000.u64",
+            "--queries",
+            "fp-queries.u64",
+            "--truth",
+            "fp-5000.truth.jsonl",
+        ],
+    );
+    check_schema(&lines[0], "hamming-query");
+    assert_eq!(lines[0]["metrics"]["recall"], 1.0, "{}", lines[0]);
+    assert_eq!(lines[0]["metrics"]["precision"], 1.0, "{}", lines[0]);
+}
+
+#[test]
+fn calibrate_stores_costs_that_explain_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = Command::new(env!("CARGO_BIN_EXE_sketchdb"))
+        .current_dir(d)
+        .args(["create", "c", "--kind", "oph", "--bits", "8"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let costs = run(d, &["calibrate", "--json"]);
+    assert!(costs[0]["bin_compare_ns"].as_f64().unwrap() > 0.0);
+    std::fs::write(d.join("x.jsonl"), "{\"key\":\"a\",\"tokens\":[1,2,3,4,5]}\n").unwrap();
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_sketchdb")).current_dir(d).args(["ingest", "c", "x.jsonl"]).output().unwrap();
+    assert!(out.status.success());
+    let e = run(d, &["explain", "c", "a", "--threshold", "0.5", "--json"]);
+    assert!(e[0]["reason"].as_str().unwrap().contains("calibrated"), "{}", e[0]);
+}
