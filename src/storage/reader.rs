@@ -29,7 +29,9 @@ pub(crate) struct RowRecord {
     pub sketch: Sketch,
 }
 
-fn open<K: redb::Key + 'static, V: redb::Value + 'static>(
+/// Opens a table in a read transaction; `None` if it was never created (a database with no
+/// records yet has no pages or keys tables).
+pub(crate) fn open<K: redb::Key + 'static, V: redb::Value + 'static>(
     txn: &ReadTransaction,
     def: redb::TableDefinition<K, V>,
 ) -> Result<Option<ReadOnlyTable<K, V>>, StorageError> {

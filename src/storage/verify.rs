@@ -8,6 +8,7 @@ use redb::ReadableTable;
 
 use super::catalog::CollectionInfo;
 use super::error::StorageError;
+use super::reader::open;
 use super::store::Store;
 use super::tables::{COLLECTION_NAMES, KEYS, PAGES};
 use crate::codec::record::decode_row;
@@ -132,9 +133,14 @@ impl Store {
         let (mut deleted, mut prev_end) = (0u64, 0u64);
         let id = info.def.id;
         let db = self.begin_read()?;
-        let pages = db.open_table(PAGES).map_err(StorageError::backend("open table"))?;
-        let keys = db.open_table(KEYS).map_err(StorageError::backend("open table"))?;
-        for entry in pages.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan pages"))? {
+        // A database with no records yet has no pages or keys tables.
+        let pages = open(&db, PAGES)?;
+        let keys = open(&db, KEYS)?;
+        let page_range = match &pages {
+            Some(p) => Some(p.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan pages"))?),
+            None => None,
+        };
+        for entry in page_range.into_iter().flatten() {
             let (k, v) = entry.map_err(StorageError::backend("scan pages"))?;
             let page = k.value().1;
             ctx.report.pages += 1;
@@ -168,7 +174,11 @@ impl Store {
                 if let Err(e) = decode_row(&view, i, &info.def.params) {
                     ctx.problem(Some(page), Some(row), format!("row does not decode: {e}"));
                 }
-                match keys.get((id, view.key(i))).map_err(StorageError::backend("read key"))? {
+                let mapped = match &keys {
+                    Some(keys) => keys.get((id, view.key(i))).map_err(StorageError::backend("read key"))?,
+                    None => None,
+                };
+                match mapped {
                     Some(g) if g.value() == row => {}
                     Some(g) => ctx.problem(Some(page), Some(row), format!("its key maps to row {} instead", g.value())),
                     None => ctx.problem(Some(page), Some(row), "its key is missing from sketchdb.keys"),
@@ -182,9 +192,13 @@ impl Store {
         // Every live row's key maps back to it; equal counts make the maps a bijection.
         let empty: &[u8] = &[];
         let mut key_entries = 0u64;
-        for entry in
-            keys.range((id, empty)..(id.saturating_add(1), empty)).map_err(StorageError::backend("scan keys"))?
-        {
+        let key_range = match &keys {
+            Some(k) => {
+                Some(k.range((id, empty)..(id.saturating_add(1), empty)).map_err(StorageError::backend("scan keys"))?)
+            }
+            None => None,
+        };
+        for entry in key_range.into_iter().flatten() {
             entry.map_err(StorageError::backend("scan keys"))?;
             key_entries += 1;
         }
