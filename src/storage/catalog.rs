@@ -8,7 +8,7 @@
 use redb::{ReadableTable, ReadableTableMetadata};
 
 use super::MAX_COLLECTION_NAME_LEN;
-use super::error::StorageError;
+use super::error::{StorageError, contain};
 use super::store::Store;
 use super::tables::{
     CATALOG_KEY, COLLECTION_NAMES, COLLECTION_STATE, COLLECTION_STATE_NAME, COLLECTIONS, COLLECTIONS_NAME, KEYS, META,
@@ -115,118 +115,127 @@ impl Store {
         params: SketchParams,
         settings: Vec<u8>,
     ) -> Result<CollectionInfo, StorageError> {
-        validate_name(name)?;
-        params.validate().map_err(|source| StorageError::Incompatible { collection: name.to_string(), source })?;
-        let txn = self.begin_write()?;
-        let info = {
-            let mut names = txn.open_table(COLLECTION_NAMES).map_err(StorageError::backend("open table"))?;
-            if names.get(name).map_err(StorageError::backend("read collection name"))?.is_some() {
-                return Err(StorageError::CollectionExists { name: name.to_string() });
-            }
-            let mut meta = txn.open_table(META).map_err(StorageError::backend("open table"))?;
-            let meta_err = |source| StorageError::CorruptMeta {
-                table: META_NAME,
-                key: CATALOG_KEY.into(),
-                source: Box::new(source),
+        contain("create collection", || {
+            validate_name(name)?;
+            params.validate().map_err(|source| StorageError::Incompatible { collection: name.to_string(), source })?;
+            let txn = self.begin_write()?;
+            let info = {
+                let mut names = txn.open_table(COLLECTION_NAMES).map_err(StorageError::backend("open table"))?;
+                if names.get(name).map_err(StorageError::backend("read collection name"))?.is_some() {
+                    return Err(StorageError::CollectionExists { name: name.to_string() });
+                }
+                let mut meta = txn.open_table(META).map_err(StorageError::backend("open table"))?;
+                let meta_err = |source| StorageError::CorruptMeta {
+                    table: META_NAME,
+                    key: CATALOG_KEY.into(),
+                    source: Box::new(source),
+                };
+                let mut catalog = match meta.get(CATALOG_KEY).map_err(StorageError::backend("read catalog"))? {
+                    Some(v) => CatalogRecord::decode(v.value()).map_err(meta_err)?,
+                    None => CatalogRecord { next_collection_id: 1 },
+                };
+                let id = catalog.next_collection_id;
+                catalog.next_collection_id = id.checked_add(1).ok_or_else(|| StorageError::InvalidCollectionName {
+                    name: name.to_string(),
+                    reason: "collection ids are exhausted",
+                })?;
+                let layout = ColumnLayout::for_params(&params);
+                let def = CollectionDef {
+                    id,
+                    name: name.to_string(),
+                    params,
+                    capacity: choose_capacity(layout.record_width()),
+                    settings,
+                };
+                let def_err = |source| StorageError::CorruptMeta {
+                    table: COLLECTIONS_NAME,
+                    key: id.to_string(),
+                    source: Box::new(source),
+                };
+                let def_bytes = def.encode().map_err(def_err)?;
+                let state_bytes = CollectionState::default().encode().map_err(def_err)?;
+                let cat_bytes = catalog.encode().map_err(meta_err)?;
+                let w = StorageError::backend("write collection");
+                meta.insert(CATALOG_KEY, cat_bytes.as_slice()).map_err(w)?;
+                names.insert(name, id).map_err(StorageError::backend("write collection"))?;
+                txn.open_table(COLLECTIONS)
+                    .map_err(StorageError::backend("open table"))?
+                    .insert(id, def_bytes.as_slice())
+                    .map_err(StorageError::backend("write collection"))?;
+                txn.open_table(COLLECTION_STATE)
+                    .map_err(StorageError::backend("open table"))?
+                    .insert(id, state_bytes.as_slice())
+                    .map_err(StorageError::backend("write collection"))?;
+                CollectionInfo::from_def(def)
             };
-            let mut catalog = match meta.get(CATALOG_KEY).map_err(StorageError::backend("read catalog"))? {
-                Some(v) => CatalogRecord::decode(v.value()).map_err(meta_err)?,
-                None => CatalogRecord { next_collection_id: 1 },
-            };
-            let id = catalog.next_collection_id;
-            catalog.next_collection_id = id.checked_add(1).ok_or_else(|| StorageError::InvalidCollectionName {
-                name: name.to_string(),
-                reason: "collection ids are exhausted",
-            })?;
-            let layout = ColumnLayout::for_params(&params);
-            let def = CollectionDef {
-                id,
-                name: name.to_string(),
-                params,
-                capacity: choose_capacity(layout.record_width()),
-                settings,
-            };
-            let def_err = |source| StorageError::CorruptMeta {
-                table: COLLECTIONS_NAME,
-                key: id.to_string(),
-                source: Box::new(source),
-            };
-            let def_bytes = def.encode().map_err(def_err)?;
-            let state_bytes = CollectionState::default().encode().map_err(def_err)?;
-            let cat_bytes = catalog.encode().map_err(meta_err)?;
-            let w = StorageError::backend("write collection");
-            meta.insert(CATALOG_KEY, cat_bytes.as_slice()).map_err(w)?;
-            names.insert(name, id).map_err(StorageError::backend("write collection"))?;
-            txn.open_table(COLLECTIONS)
-                .map_err(StorageError::backend("open table"))?
-                .insert(id, def_bytes.as_slice())
-                .map_err(StorageError::backend("write collection"))?;
-            txn.open_table(COLLECTION_STATE)
-                .map_err(StorageError::backend("open table"))?
-                .insert(id, state_bytes.as_slice())
-                .map_err(StorageError::backend("write collection"))?;
-            CollectionInfo::from_def(def)
-        };
-        txn.commit().map_err(StorageError::backend("commit"))?;
-        Ok(info)
+            txn.commit().map_err(StorageError::backend("commit"))?;
+            Ok(info)
+        })
     }
 
     /// Looks a collection up by name.
     pub(crate) fn collection(&self, name: &str) -> Result<CollectionInfo, StorageError> {
-        let txn = self.begin_read()?;
-        let unknown = || StorageError::UnknownCollection { name: name.to_string() };
-        let names = match txn.open_table(COLLECTION_NAMES) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Err(unknown()),
-            Err(e) => return Err(StorageError::backend("open table")(e)),
-        };
-        let id = names.get(name).map_err(StorageError::backend("read collection name"))?.ok_or_else(unknown)?.value();
-        let defs = txn.open_table(COLLECTIONS).map_err(StorageError::backend("open table"))?;
-        let v = defs.get(id).map_err(StorageError::backend("read collection"))?.ok_or_else(unknown)?;
-        decode_def(id, v.value())
+        contain("open collection", || {
+            let txn = self.begin_read()?;
+            let unknown = || StorageError::UnknownCollection { name: name.to_string() };
+            let names = match txn.open_table(COLLECTION_NAMES) {
+                Ok(t) => t,
+                Err(redb::TableError::TableDoesNotExist(_)) => return Err(unknown()),
+                Err(e) => return Err(StorageError::backend("open table")(e)),
+            };
+            let id =
+                names.get(name).map_err(StorageError::backend("read collection name"))?.ok_or_else(unknown)?.value();
+            let defs = txn.open_table(COLLECTIONS).map_err(StorageError::backend("open table"))?;
+            let v = defs.get(id).map_err(StorageError::backend("read collection"))?.ok_or_else(unknown)?;
+            decode_def(id, v.value())
+        })
     }
 
     /// Every collection, ordered by name.
     pub(crate) fn collections(&self) -> Result<Vec<CollectionInfo>, StorageError> {
-        let txn = self.begin_read()?;
-        let defs = match txn.open_table(COLLECTIONS) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(vec![]),
-            Err(e) => return Err(StorageError::backend("open table")(e)),
-        };
-        let mut out = Vec::with_capacity(defs.len().map_err(StorageError::backend("count collections"))? as usize);
-        for entry in defs.iter().map_err(StorageError::backend("list collections"))? {
-            let (k, v) = entry.map_err(StorageError::backend("list collections"))?;
-            out.push(decode_def(k.value(), v.value())?);
-        }
-        out.sort_by(|a, b| a.def.name.cmp(&b.def.name));
-        Ok(out)
+        contain("list collections", || {
+            let txn = self.begin_read()?;
+            let defs = match txn.open_table(COLLECTIONS) {
+                Ok(t) => t,
+                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(vec![]),
+                Err(e) => return Err(StorageError::backend("open table")(e)),
+            };
+            let mut out = Vec::with_capacity(defs.len().map_err(StorageError::backend("count collections"))? as usize);
+            for entry in defs.iter().map_err(StorageError::backend("list collections"))? {
+                let (k, v) = entry.map_err(StorageError::backend("list collections"))?;
+                out.push(decode_def(k.value(), v.value())?);
+            }
+            out.sort_by(|a, b| a.def.name.cmp(&b.def.name));
+            Ok(out)
+        })
     }
 
     /// Drops a collection and every record of it, in one transaction.
     pub(crate) fn drop_collection(&self, name: &str) -> Result<(), StorageError> {
-        let txn = self.begin_write()?;
-        {
-            let mut names = txn.open_table(COLLECTION_NAMES).map_err(StorageError::backend("open table"))?;
-            let Some(id) = names.remove(name).map_err(StorageError::backend("drop collection"))?.map(|g| g.value())
-            else {
-                return Err(StorageError::UnknownCollection { name: name.to_string() });
-            };
-            let rm = StorageError::backend("drop collection");
-            txn.open_table(COLLECTIONS).map_err(StorageError::backend("open table"))?.remove(id).map_err(rm)?;
-            txn.open_table(COLLECTION_STATE)
-                .map_err(StorageError::backend("open table"))?
-                .remove(id)
-                .map_err(StorageError::backend("drop collection"))?;
-            let empty: &[u8] = &[];
-            let mut keys = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
-            keys.retain_in((id, empty)..(id.saturating_add(1), empty), |_, _| false)
-                .map_err(StorageError::backend("drop collection"))?;
-            let mut pages = txn.open_table(PAGES).map_err(StorageError::backend("open table"))?;
-            pages
-                .retain_in((id, 0u64)..=(id, u64::MAX), |_, _| false)
-                .map_err(StorageError::backend("drop collection"))?;
-        }
-        txn.commit().map_err(StorageError::backend("commit"))
+        contain("drop collection", || {
+            let txn = self.begin_write()?;
+            {
+                let mut names = txn.open_table(COLLECTION_NAMES).map_err(StorageError::backend("open table"))?;
+                let Some(id) = names.remove(name).map_err(StorageError::backend("drop collection"))?.map(|g| g.value())
+                else {
+                    return Err(StorageError::UnknownCollection { name: name.to_string() });
+                };
+                let rm = StorageError::backend("drop collection");
+                txn.open_table(COLLECTIONS).map_err(StorageError::backend("open table"))?.remove(id).map_err(rm)?;
+                txn.open_table(COLLECTION_STATE)
+                    .map_err(StorageError::backend("open table"))?
+                    .remove(id)
+                    .map_err(StorageError::backend("drop collection"))?;
+                let empty: &[u8] = &[];
+                let mut keys = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
+                keys.retain_in((id, empty)..(id.saturating_add(1), empty), |_, _| false)
+                    .map_err(StorageError::backend("drop collection"))?;
+                let mut pages = txn.open_table(PAGES).map_err(StorageError::backend("open table"))?;
+                pages
+                    .retain_in((id, 0u64)..=(id, u64::MAX), |_, _| false)
+                    .map_err(StorageError::backend("drop collection"))?;
+            }
+            txn.commit().map_err(StorageError::backend("commit"))
+        })
     }
 }

@@ -9,7 +9,7 @@
 //! needs no live transactions or snapshots ([`StorageError::Busy`] otherwise).
 
 use super::catalog::CollectionInfo;
-use super::error::StorageError;
+use super::error::{StorageError, contain};
 use super::reader::decode;
 use super::store::Store;
 use super::tables::KEYS;
@@ -38,13 +38,15 @@ impl Store {
 
     /// Compacts every collection's pages, then the file.
     pub(crate) fn compact(&self, collections: &[CollectionInfo]) -> Result<CompactionSummary, StorageError> {
-        let mut summary = CompactionSummary { file_bytes_before: self.file_len(), ..Default::default() };
-        for info in collections {
-            self.compact_collection(info, &mut summary)?;
-        }
-        self.compact_file()?;
-        summary.file_bytes_after = self.file_len();
-        Ok(summary)
+        contain("compact", || {
+            let mut summary = CompactionSummary { file_bytes_before: self.file_len(), ..Default::default() };
+            for info in collections {
+                self.compact_collection(info, &mut summary)?;
+            }
+            self.compact_file()?;
+            summary.file_bytes_after = self.file_len();
+            Ok(summary)
+        })
     }
 
     fn compact_collection(&self, info: &CollectionInfo, summary: &mut CompactionSummary) -> Result<(), StorageError> {

@@ -7,7 +7,7 @@ use std::fmt;
 use redb::ReadableTable;
 
 use super::catalog::CollectionInfo;
-use super::error::StorageError;
+use super::error::{StorageError, contain, contain_any};
 use super::reader::open;
 use super::store::Store;
 use super::tables::{COLLECTION_NAMES, KEYS, PAGES};
@@ -85,44 +85,51 @@ impl Store {
     /// [`StorageError::Busy`] for redb's check while transactions are alive); damage is
     /// reported as problems.
     pub(crate) fn verify(&self) -> Result<VerifyReport, StorageError> {
-        let mut report = VerifyReport::default();
-        match self.collections() {
-            Ok(collections) => {
-                report.collections = collections.len() as u64;
-                for info in &collections {
-                    let mut ctx = Ctx { report: &mut report, name: info.def.name.clone() };
-                    if let Err(e) = self.verify_collection(info, &mut ctx) {
-                        if !e.is_corruption() && !matches!(e, StorageError::UnknownCollection { .. }) {
-                            return Err(e);
+        contain("verify", || {
+            let mut report = VerifyReport::default();
+            match self.collections() {
+                Ok(collections) => {
+                    report.collections = collections.len() as u64;
+                    for info in &collections {
+                        let mut ctx = Ctx { report: &mut report, name: info.def.name.clone() };
+                        if let Err(e) = contain("verify collection", || self.verify_collection(info, &mut ctx)) {
+                            if !e.is_corruption() && !matches!(e, StorageError::UnknownCollection { .. }) {
+                                return Err(e);
+                            }
+                            ctx.problem(None, None, e);
                         }
-                        ctx.problem(None, None, e);
                     }
+                    self.verify_names(&collections, &mut report)?;
                 }
-                self.verify_names(&collections, &mut report)?;
+                Err(e) if e.is_corruption() => {
+                    report.problems.push(Problem { collection: None, page: None, row: None, detail: e.to_string() })
+                }
+                Err(e) => return Err(e),
             }
-            Err(e) if e.is_corruption() => {
-                report.problems.push(Problem { collection: None, page: None, row: None, detail: e.to_string() })
+            let mut db = self.exclusive();
+            match contain_any("integrity check", || db.check_integrity()) {
+                Err(e) => {
+                    report.problems.push(Problem { collection: None, page: None, row: None, detail: e.to_string() })
+                }
+                Ok(r) => match r {
+                    Ok(true) => report.redb_integrity_ok = true,
+                    Ok(false) => report.problems.push(Problem {
+                        collection: None,
+                        page: None,
+                        row: None,
+                        detail: "redb's integrity check found damage and repaired the file".into(),
+                    }),
+                    Err(redb::DatabaseError::TransactionInProgress) => return Err(StorageError::Busy { op: "verify" }),
+                    Err(e) => report.problems.push(Problem {
+                        collection: None,
+                        page: None,
+                        row: None,
+                        detail: format!("redb's integrity check failed: {e}"),
+                    }),
+                },
             }
-            Err(e) => return Err(e),
-        }
-        let mut db = self.exclusive();
-        match db.check_integrity() {
-            Ok(true) => report.redb_integrity_ok = true,
-            Ok(false) => report.problems.push(Problem {
-                collection: None,
-                page: None,
-                row: None,
-                detail: "redb's integrity check found damage and repaired the file".into(),
-            }),
-            Err(redb::DatabaseError::TransactionInProgress) => return Err(StorageError::Busy { op: "verify" }),
-            Err(e) => report.problems.push(Problem {
-                collection: None,
-                page: None,
-                row: None,
-                detail: format!("redb's integrity check failed: {e}"),
-            }),
-        }
-        Ok(report)
+            Ok(report)
+        })
     }
 
     fn verify_collection(&self, info: &CollectionInfo, ctx: &mut Ctx<'_>) -> Result<(), StorageError> {

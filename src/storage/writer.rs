@@ -19,7 +19,7 @@ use redb::{ReadableTable, Table, WriteTransaction};
 
 use super::MAX_KEY_LEN;
 use super::catalog::{CollectionInfo, page_fits, read_state};
-use super::error::{StorageError, show_key};
+use super::error::{StorageError, contain, show_key};
 use super::tables::{COLLECTION_STATE, COLLECTION_STATE_NAME, KEYS, PAGES};
 use crate::codec::error::CodecError;
 use crate::codec::meta::CollectionState;
@@ -250,63 +250,67 @@ impl super::store::Store {
         info: &CollectionInfo,
         ops: impl IntoIterator<Item = WriteOp<'a>>,
     ) -> Result<WriteSummary, StorageError> {
-        let txn = self.begin_write()?;
-        let mut state = state_in(&txn, info)?;
-        let mut summary = WriteSummary { first_row: state.next_row, ..WriteSummary::default() };
-        {
-            let id = info.def.id;
-            let mut keys = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
-            let mut pages = PageCache::new(&txn, info)?;
-            let params = &info.def.params;
-            for op in ops {
-                match op {
-                    WriteOp::Insert(key, sketch) | WriteOp::Upsert(key, sketch) => {
-                        check_key(info, key)?;
-                        params.check_compatible(sketch.params()).map_err(|source| StorageError::Incompatible {
-                            collection: info.def.name.clone(),
-                            source,
-                        })?;
-                        let row = state.next_row;
-                        let old =
-                            keys.insert((id, key), row).map_err(StorageError::backend("write key"))?.map(|g| g.value());
-                        if let Some(old_row) = old {
-                            if matches!(op, WriteOp::Insert(..)) {
-                                return Err(StorageError::DuplicateKey {
-                                    collection: info.def.name.clone(),
-                                    key: show_key(key),
-                                });
-                            }
-                            pages.delete(old_row, key)?;
-                            summary.replaced += 1;
-                            state.deleted += 1;
-                        } else {
-                            summary.inserted += 1;
-                            state.live += 1;
-                        }
-                        pages.append(row, key, sketch)?;
-                        state.next_row += 1;
-                        summary.new_rows += 1;
-                    }
-                    WriteOp::Delete(key) => {
-                        check_key(info, key)?;
-                        let old =
-                            keys.remove((id, key)).map_err(StorageError::backend("delete key"))?.map(|g| g.value());
-                        match old {
-                            None => summary.missing += 1,
-                            Some(old_row) => {
+        contain("write", || {
+            let txn = self.begin_write()?;
+            let mut state = state_in(&txn, info)?;
+            let mut summary = WriteSummary { first_row: state.next_row, ..WriteSummary::default() };
+            {
+                let id = info.def.id;
+                let mut keys = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
+                let mut pages = PageCache::new(&txn, info)?;
+                let params = &info.def.params;
+                for op in ops {
+                    match op {
+                        WriteOp::Insert(key, sketch) | WriteOp::Upsert(key, sketch) => {
+                            check_key(info, key)?;
+                            params.check_compatible(sketch.params()).map_err(|source| StorageError::Incompatible {
+                                collection: info.def.name.clone(),
+                                source,
+                            })?;
+                            let row = state.next_row;
+                            let old = keys
+                                .insert((id, key), row)
+                                .map_err(StorageError::backend("write key"))?
+                                .map(|g| g.value());
+                            if let Some(old_row) = old {
+                                if matches!(op, WriteOp::Insert(..)) {
+                                    return Err(StorageError::DuplicateKey {
+                                        collection: info.def.name.clone(),
+                                        key: show_key(key),
+                                    });
+                                }
                                 pages.delete(old_row, key)?;
-                                summary.deleted += 1;
-                                state.live = state.live.saturating_sub(1);
+                                summary.replaced += 1;
                                 state.deleted += 1;
+                            } else {
+                                summary.inserted += 1;
+                                state.live += 1;
+                            }
+                            pages.append(row, key, sketch)?;
+                            state.next_row += 1;
+                            summary.new_rows += 1;
+                        }
+                        WriteOp::Delete(key) => {
+                            check_key(info, key)?;
+                            let old =
+                                keys.remove((id, key)).map_err(StorageError::backend("delete key"))?.map(|g| g.value());
+                            match old {
+                                None => summary.missing += 1,
+                                Some(old_row) => {
+                                    pages.delete(old_row, key)?;
+                                    summary.deleted += 1;
+                                    state.live = state.live.saturating_sub(1);
+                                    state.deleted += 1;
+                                }
                             }
                         }
                     }
                 }
+                pages.flush()?;
             }
-            pages.flush()?;
-        }
-        write_state(&txn, info, &state)?;
-        txn.commit().map_err(StorageError::backend("commit"))?;
-        Ok(summary)
+            write_state(&txn, info, &state)?;
+            txn.commit().map_err(StorageError::backend("commit"))?;
+            Ok(summary)
+        })
     }
 }
