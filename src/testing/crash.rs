@@ -371,3 +371,27 @@ pub fn io_sweep(seed: u64, steps: usize) -> Result<IoSweepReport, String> {
     }
     Ok(report)
 }
+
+/// One crash of the fuzz target `db_ops`.
+#[derive(Clone, Copy, Debug)]
+pub struct CrashOnce<'a> {
+    /// The workload.
+    pub workload: &'a Workload,
+    /// Where power is lost (if the workload ends first: after a clean close).
+    pub point: CrashPoint,
+    /// Which crash image.
+    pub image_seed: u64,
+    /// The commit durability.
+    pub durability: Durability,
+}
+
+/// Runs a workload to a crash and checks one crash image.
+pub fn crash_once(c: &CrashOnce<'_>) -> Result<CrashReport, String> {
+    let backend = FaultyBackend::new();
+    backend.set_crash(Some(c.point));
+    let o = run(c.workload, &backend, c.durability)?;
+    backend.crash_now();
+    let mut report = CrashReport { runs: 1, ..Default::default() };
+    check_image(c.workload, &o, backend.crash_image(c.image_seed), c.durability, true, &mut report)?;
+    Ok(report)
+}
