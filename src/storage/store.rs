@@ -97,7 +97,13 @@ impl Store {
             Err(e) => return Err(io_err("remove stale temporary file", &tmp)(e)),
         }
         {
-            let db = Self::builder(&opts).create(&tmp).map_err(StorageError::backend("create"))?;
+            let db = Self::builder(&opts).create(&tmp).map_err(|e| match e {
+                // Name the path: "create /no/such/dir/db: No such file or directory".
+                redb::DatabaseError::Storage(redb::StorageError::Io(source)) => {
+                    StorageError::Io { op: "create", path: path.to_path_buf(), source }
+                }
+                e => StorageError::backend("create")(e),
+            })?;
             Self::initialise(&db)?;
             db.close().map_err(StorageError::backend("close after create"))?;
         }
@@ -132,6 +138,9 @@ impl Store {
                 if io.kind() == std::io::ErrorKind::InvalidData =>
             {
                 not_redb(e)
+            }
+            redb::DatabaseError::Storage(redb::StorageError::Io(source)) => {
+                StorageError::Io { op: "open", path: path.to_path_buf(), source }
             }
             e => StorageError::backend("open")(e),
         })?;
