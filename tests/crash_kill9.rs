@@ -133,7 +133,7 @@ fn kill_9_loses_no_acknowledged_batch() {
     }
     eprintln!(
         "kill -9: {kills} kills in {:.1} s, {acked_total} acknowledged batches ({} records), {} batches on disk; \
-         {in_flight_landed} kills landed between a commit and its ACK; 0 acknowledged batches lost, \
+         {in_flight_landed} reopens also held the unacknowledged in-flight batch (whole); 0 acknowledged batches lost, \
          0 partial batches, 0 verify problems",
         t.elapsed().as_secs_f64(),
         acked_total * BATCH,
