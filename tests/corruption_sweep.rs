@@ -1,5 +1,5 @@
 //! Corruption sweep: in a small database (four collections, one per sketch kind) every 4 KiB
-//! page of the file in turn gets a bit flipped (twice, at seeded offsets), is zeroed, or has
+//! page of the file in turn gets a bit flipped (eight times, at seeded offsets), is zeroed, or has
 //! the file truncated at its start (and half way into it). Each damaged file is opened,
 //! verified and read through every path: errors must be clear, nothing may panic, no read may
 //! return a wrong signature, and any damage a read runs into must be reported by verify.
@@ -183,7 +183,7 @@ fn every_page_corrupted_in_turn_is_reported_never_misread() {
         let start = p * PAGE;
         let end = (start + PAGE).min(image.len());
         let mut cases: Vec<(String, Vec<u8>)> = vec![];
-        for flip in 0..2 {
+        for flip in 0..8 {
             let mut img = image.clone();
             let at = start + rng.below((end - start) as u64) as usize;
             img[at] ^= 1 << rng.below(8);
@@ -203,7 +203,7 @@ fn every_page_corrupted_in_turn_is_reported_never_misread() {
         }
     }
     eprintln!(
-        "corruption sweep: {} bytes, {pages} pages x 5 damages = {} images: {} refused at open, {} opened; \
+        "corruption sweep: {} bytes, {pages} pages x 11 damages = {} images: {} refused at open, {} opened; \
          {} reads: {} clear errors ({} of them contained redb panics), {} silent misses (each caught by verify); verify flagged {}, \
          errored {}, {} unaffected (damage in free space); {} wrong signatures, {} panics",
         image.len(),

@@ -284,13 +284,12 @@ impl FaultyBackend {
         s.counters.calls += 1;
         let number = s.counters.calls;
         match s.fault {
-            Some(IoFault::AtCall { call: n, persistent }) => {
-                if number == n || (persistent && number > n) {
-                    s.counters.faults += 1;
-                    s.fault_fired = true;
-                    return Err(injected());
-                }
+            Some(IoFault::AtCall { call: n, persistent }) if number == n || (persistent && number > n) => {
+                s.counters.faults += 1;
+                s.fault_fired = true;
+                return Err(injected());
             }
+            Some(IoFault::AtCall { .. }) => {}
             Some(IoFault::AfterBytes { bytes: n, persistent }) => {
                 let before = s.counters.bytes_written;
                 if s.fault_fired && persistent && call != Call::Read {
