@@ -160,6 +160,7 @@ fn probe(image: Vec<u8>, model: &Model, what: &str, t: &mut Tally) {
         }
         Err(e) => {
             assert!(clear(&e));
+            eprintln!("{what}: verify could not run: {e}");
             t.verify_errors += 1;
         }
     }
@@ -205,7 +206,7 @@ fn every_page_corrupted_in_turn_is_reported_never_misread() {
     eprintln!(
         "corruption sweep: {} bytes, {pages} pages x 11 damages = {} images: {} refused at open, {} opened; \
          {} reads: {} clear errors ({} of them contained redb panics), {} silent misses (each caught by verify); verify flagged {}, \
-         errored {}, {} unaffected (damage in free space); {} wrong signatures, {} panics",
+         errored {}, {} unaffected (damage in free or slack space: every read right, verify clean); {} wrong signatures, {} panics",
         image.len(),
         t.images,
         t.refused_at_open,

@@ -99,7 +99,16 @@ impl Store {
                             ctx.problem(None, None, e);
                         }
                     }
-                    self.verify_names(&collections, &mut report)?;
+                    match contain("verify names", || self.verify_names(&collections, &mut report)) {
+                        Ok(()) => {}
+                        Err(e) if e.is_corruption() => report.problems.push(Problem {
+                            collection: None,
+                            page: None,
+                            row: None,
+                            detail: e.to_string(),
+                        }),
+                        Err(e) => return Err(e),
+                    }
                 }
                 Err(e) if e.is_corruption() => {
                     report.problems.push(Problem { collection: None, page: None, row: None, detail: e.to_string() })
