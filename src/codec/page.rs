@@ -177,6 +177,11 @@ impl<'a> PageView<'a> {
         Ok(v)
     }
 
+    /// What the page says it belongs to: collection, layout and capacity.
+    pub(crate) fn spec(&self) -> PageSpec {
+        PageSpec { collection_id: self.collection_id, layout: self.layout, capacity: self.capacity }
+    }
+
     /// The row id of row 0.
     pub(crate) fn first_row(&self) -> u64 {
         self.first_row

@@ -100,6 +100,11 @@ impl Collection {
     }
 
     /// Applies a batch in one transaction: all of it, or on any error none of it.
+    ///
+    /// One exception, as in every database: when the commit itself fails with an I/O error
+    /// (`StorageError::Backend` with an I/O source), the failure may have come after the
+    /// commit reached the disk, so the batch is then either wholly committed or wholly
+    /// absent; reopen the database to see which. It is never partly applied.
     pub fn apply(&self, batch: &Batch) -> Result<WriteSummary> {
         Ok(self.store.apply(&self.info, batch.ops(), &mut IndexMaintainer::new())?)
     }

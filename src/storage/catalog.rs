@@ -8,7 +8,7 @@
 use redb::{ReadableTable, ReadableTableMetadata, WriteTransaction};
 
 use super::MAX_COLLECTION_NAME_LEN;
-use super::error::StorageError;
+use super::error::{StorageError, contain};
 use super::store::Store;
 use super::tables::{
     CATALOG_KEY, COLLECTION_NAMES, COLLECTION_STATE, COLLECTION_STATE_NAME, COLLECTIONS, COLLECTIONS_NAME, INDEX_DEFS,
@@ -118,6 +118,17 @@ impl Store {
         settings: Vec<u8>,
         init: &mut dyn FnMut(&WriteTransaction, &CollectionInfo) -> Result<(), StorageError>,
     ) -> Result<CollectionInfo, StorageError> {
+        contain("create collection", || self.create_collection_unguarded(name, params, settings, init))
+    }
+
+    /// The body of [`Self::create_collection`], run inside [`contain`] (redb panics become errors).
+    fn create_collection_unguarded(
+        &self,
+        name: &str,
+        params: SketchParams,
+        settings: Vec<u8>,
+        init: &mut dyn FnMut(&WriteTransaction, &CollectionInfo) -> Result<(), StorageError>,
+    ) -> Result<CollectionInfo, StorageError> {
         validate_name(name)?;
         params.validate().map_err(|source| StorageError::Incompatible { collection: name.to_string(), source })?;
         let txn = self.begin_write()?;
@@ -177,6 +188,11 @@ impl Store {
 
     /// Looks a collection up by name.
     pub(crate) fn collection(&self, name: &str) -> Result<CollectionInfo, StorageError> {
+        contain("open collection", || self.collection_unguarded(name))
+    }
+
+    /// The body of [`Self::collection`], run inside [`contain`] (redb panics become errors).
+    fn collection_unguarded(&self, name: &str) -> Result<CollectionInfo, StorageError> {
         let txn = self.begin_read()?;
         let unknown = || StorageError::UnknownCollection { name: name.to_string() };
         let names = match txn.open_table(COLLECTION_NAMES) {
@@ -192,6 +208,11 @@ impl Store {
 
     /// Every collection, ordered by name.
     pub(crate) fn collections(&self) -> Result<Vec<CollectionInfo>, StorageError> {
+        contain("list collections", || self.collections_unguarded())
+    }
+
+    /// The body of [`Self::collections`], run inside [`contain`] (redb panics become errors).
+    fn collections_unguarded(&self) -> Result<Vec<CollectionInfo>, StorageError> {
         let txn = self.begin_read()?;
         let defs = match txn.open_table(COLLECTIONS) {
             Ok(t) => t,
@@ -209,6 +230,11 @@ impl Store {
 
     /// Drops a collection and every record of it, in one transaction.
     pub(crate) fn drop_collection(&self, name: &str) -> Result<(), StorageError> {
+        contain("drop collection", || self.drop_collection_unguarded(name))
+    }
+
+    /// The body of [`Self::drop_collection`], run inside [`contain`] (redb panics become errors).
+    fn drop_collection_unguarded(&self, name: &str) -> Result<(), StorageError> {
         let txn = self.begin_write()?;
         {
             let mut names = txn.open_table(COLLECTION_NAMES).map_err(StorageError::backend("open table"))?;

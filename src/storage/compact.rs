@@ -9,7 +9,7 @@
 //! needs no live transactions or snapshots ([`StorageError::Busy`] otherwise).
 
 use super::catalog::CollectionInfo;
-use super::error::StorageError;
+use super::error::{StorageError, contain};
 use super::hook::IndexHook;
 use super::reader::decode;
 use super::store::Store;
@@ -44,14 +44,16 @@ impl Store {
         collections: &[CollectionInfo],
         hook_for: &dyn Fn(&CollectionInfo) -> Box<dyn IndexHook>,
     ) -> Result<CompactionSummary, StorageError> {
-        let mut summary = CompactionSummary { file_bytes_before: self.file_len(), ..Default::default() };
-        for info in collections {
-            let mut hook = hook_for(info);
-            self.compact_collection(info, &mut summary, hook.as_mut())?;
-        }
-        self.compact_file()?;
-        summary.file_bytes_after = self.file_len();
-        Ok(summary)
+        contain("compact", || {
+            let mut summary = CompactionSummary { file_bytes_before: self.file_len(), ..Default::default() };
+            for info in collections {
+                let mut hook = hook_for(info);
+                self.compact_collection(info, &mut summary, hook.as_mut())?;
+            }
+            self.compact_file()?;
+            summary.file_bytes_after = self.file_len();
+            Ok(summary)
+        })
     }
 
     fn compact_collection(

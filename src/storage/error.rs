@@ -172,6 +172,17 @@ pub enum StorageError {
         #[source]
         source: Box<crate::index::error::IndexError>,
     },
+    /// The storage engine panicked, which it does on some damaged files (redb 4.5 reaches
+    /// `unreachable!()` on a b-tree page with an unknown type byte). sketchdb catches the
+    /// panic at the storage boundary and reports it as damage; `admin::verify` names it too.
+    /// (With `panic = "abort"` the process aborts instead.)
+    #[error("the storage engine failed during {op}, most likely on a damaged file: {detail}")]
+    EnginePanic {
+        /// What was being done.
+        op: &'static str,
+        /// The panic message.
+        detail: String,
+    },
     /// An operation that needs the database to itself (integrity check, file compaction)
     /// while read or write transactions (snapshots, scans) are alive.
     #[error("{op} needs exclusive access, but transactions or snapshots are still alive")]
@@ -195,8 +206,30 @@ impl StorageError {
                 | StorageError::CorruptPage { .. }
                 | StorageError::CorruptRow { .. }
                 | StorageError::Inconsistent { .. }
+                | StorageError::EnginePanic { .. }
         )
     }
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    match (payload.downcast_ref::<&str>(), payload.downcast_ref::<String>()) {
+        (Some(s), _) => (*s).to_string(),
+        (_, Some(s)) => s.clone(),
+        _ => "(no message)".to_string(),
+    }
+}
+
+/// Runs `f`, which calls into redb, turning a panic inside it into
+/// [`StorageError::EnginePanic`]: redb panics on some damaged files, and a damaged file must
+/// give an error, not bring the process down.
+pub(crate) fn contain_any<T>(op: &'static str, f: impl FnOnce() -> T) -> Result<T, StorageError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .map_err(|payload| StorageError::EnginePanic { op, detail: panic_message(payload.as_ref()) })
+}
+
+/// [`contain_any`] for a fallible `f`.
+pub(crate) fn contain<T>(op: &'static str, f: impl FnOnce() -> Result<T, StorageError>) -> Result<T, StorageError> {
+    contain_any(op, f)?
 }
 
 /// Renders a key for messages: quoted if it is UTF-8 text, hex otherwise.

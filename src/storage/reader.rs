@@ -8,7 +8,7 @@
 use redb::{AccessGuard, ReadOnlyTable, ReadTransaction};
 
 use super::catalog::{CollectionInfo, read_state};
-use super::error::StorageError;
+use super::error::{StorageError, contain};
 use super::tables::{COLLECTION_STATE, KEYS, PAGES};
 use super::writer::{check_key, corrupt_page, inconsistent};
 use crate::codec::meta::CollectionState;
@@ -29,6 +29,8 @@ pub(crate) struct RowRecord {
     pub sketch: Sketch,
 }
 
+/// Opens a table in a read transaction; `None` if it was never created (a database with no
+/// records yet has no pages or keys tables).
 pub(crate) fn open<K: redb::Key + 'static, V: redb::Value + 'static>(
     txn: &ReadTransaction,
     def: redb::TableDefinition<K, V>,
@@ -46,7 +48,7 @@ type PageEntry = (u64, AccessGuard<'static, &'static [u8]>);
 impl super::store::Store {
     /// A snapshot of the last commit.
     pub(crate) fn snapshot(&self) -> Result<ReadSnapshot, StorageError> {
-        Ok(ReadSnapshot { txn: self.begin_read()? })
+        Ok(ReadSnapshot { txn: contain("begin read", || self.begin_read())? })
     }
 }
 
@@ -58,17 +60,21 @@ impl ReadSnapshot {
 
     /// The collection's state; `UnknownCollection` if it was dropped.
     pub(crate) fn state(&self, info: &CollectionInfo) -> Result<CollectionState, StorageError> {
-        let Some(t) = open(&self.txn, COLLECTION_STATE)? else {
-            return Err(StorageError::UnknownCollection { name: info.def.name.clone() });
-        };
-        read_state(&t, info)
+        contain("read collection state", || {
+            let Some(t) = open(&self.txn, COLLECTION_STATE)? else {
+                return Err(StorageError::UnknownCollection { name: info.def.name.clone() });
+            };
+            read_state(&t, info)
+        })
     }
 
     /// The live row id of `key`, if any.
     pub(crate) fn row_of(&self, info: &CollectionInfo, key: &[u8]) -> Result<Option<u64>, StorageError> {
-        check_key(info, key)?;
-        let Some(keys) = open(&self.txn, KEYS)? else { return Ok(None) };
-        Ok(keys.get((info.def.id, key)).map_err(StorageError::backend("read key"))?.map(|g| g.value()))
+        contain("read key", || {
+            check_key(info, key)?;
+            let Some(keys) = open(&self.txn, KEYS)? else { return Ok(None) };
+            Ok(keys.get((info.def.id, key)).map_err(StorageError::backend("read key"))?.map(|g| g.value()))
+        })
     }
 
     /// The stored page with the greatest first row `<= row`.
@@ -83,31 +89,35 @@ impl ReadSnapshot {
 
     /// The record of `key`, if present.
     pub(crate) fn get(&self, info: &CollectionInfo, key: &[u8]) -> Result<Option<RowRecord>, StorageError> {
-        self.state(info)?;
-        let Some(row) = self.row_of(info, key)? else { return Ok(None) };
-        let Some((first, guard)) = self.page_at_or_before(info, row)? else {
-            return Err(inconsistent(info, row, "a key maps to a row no page holds"));
-        };
-        let view = PageView::parse_expected(guard.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
-        let i = view.index_of(row).ok_or_else(|| inconsistent(info, row, "a key maps to a row no page holds"))?;
-        if view.is_deleted(i) {
-            return Err(inconsistent(info, row, "a key maps to a deleted row"));
-        }
-        if view.key(i) != key {
-            return Err(inconsistent(info, row, "a key maps to a row stored with another key"));
-        }
-        let sketch = decode(info, &view, first, i)?;
-        Ok(Some(RowRecord { key: key.to_vec(), row, sketch }))
+        contain("get", || {
+            self.state(info)?;
+            let Some(row) = self.row_of(info, key)? else { return Ok(None) };
+            let Some((first, guard)) = self.page_at_or_before(info, row)? else {
+                return Err(inconsistent(info, row, "a key maps to a row no page holds"));
+            };
+            let view = PageView::parse_expected(guard.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
+            let i = view.index_of(row).ok_or_else(|| inconsistent(info, row, "a key maps to a row no page holds"))?;
+            if view.is_deleted(i) {
+                return Err(inconsistent(info, row, "a key maps to a deleted row"));
+            }
+            if view.key(i) != key {
+                return Err(inconsistent(info, row, "a key maps to a row stored with another key"));
+            }
+            let sketch = decode(info, &view, first, i)?;
+            Ok(Some(RowRecord { key: key.to_vec(), row, sketch }))
+        })
     }
 
     /// The record at `row`, if it is live.
     pub(crate) fn get_row(&self, info: &CollectionInfo, row: u64) -> Result<Option<RowRecord>, StorageError> {
-        self.state(info)?;
-        let Some((first, guard)) = self.page_at_or_before(info, row)? else { return Ok(None) };
-        let view = PageView::parse_expected(guard.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
-        let Some(i) = view.index_of(row).filter(|&i| !view.is_deleted(i)) else { return Ok(None) };
-        let sketch = decode(info, &view, first, i)?;
-        Ok(Some(RowRecord { key: view.key(i).to_vec(), row, sketch }))
+        contain("get row", || {
+            self.state(info)?;
+            let Some((first, guard)) = self.page_at_or_before(info, row)? else { return Ok(None) };
+            let view = PageView::parse_expected(guard.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
+            let Some(i) = view.index_of(row).filter(|&i| !view.is_deleted(i)) else { return Ok(None) };
+            let sketch = decode(info, &view, first, i)?;
+            Ok(Some(RowRecord { key: view.key(i).to_vec(), row, sketch }))
+        })
     }
 
     /// Calls `f` with every page of the collection (its first row and checked view) in row
@@ -117,18 +127,34 @@ impl ReadSnapshot {
         info: &CollectionInfo,
         mut f: impl FnMut(u64, &PageView<'_>) -> Result<bool, StorageError>,
     ) -> Result<(), StorageError> {
-        self.state(info)?;
-        let Some(pages) = open(&self.txn, PAGES)? else { return Ok(()) };
-        let id = info.def.id;
-        for entry in pages.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan pages"))? {
-            let (k, v) = entry.map_err(StorageError::backend("scan pages"))?;
-            let first = k.value().1;
-            let view = PageView::parse_expected(v.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
-            if !f(first, &view)? {
-                break;
+        // redb panics are contained; a panic of `f` (the caller's code) is passed on.
+        let mut caller_panic = None;
+        let r = contain("scan", || {
+            self.state(info)?;
+            let Some(pages) = open(&self.txn, PAGES)? else { return Ok(()) };
+            let id = info.def.id;
+            for entry in pages.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan pages"))? {
+                let (k, v) = entry.map_err(StorageError::backend("scan pages"))?;
+                let first = k.value().1;
+                let view = PageView::parse_expected(v.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
+                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(first, &view))) {
+                    Ok(go_on) => {
+                        if !go_on? {
+                            break;
+                        }
+                    }
+                    Err(payload) => {
+                        caller_panic = Some(payload);
+                        break;
+                    }
+                }
             }
+            Ok(())
+        });
+        if let Some(payload) = caller_panic {
+            std::panic::resume_unwind(payload);
         }
-        Ok(())
+        r
     }
 
     /// The first page whose first row is `from` or later, with its live records decoded;
@@ -138,39 +164,48 @@ impl ReadSnapshot {
         info: &CollectionInfo,
         from: u64,
     ) -> Result<Option<(u64, Vec<RowRecord>)>, StorageError> {
-        let Some(pages) = open(&self.txn, PAGES)? else { return Ok(None) };
-        let id = info.def.id;
-        let mut range = pages.range((id, from)..=(id, u64::MAX)).map_err(StorageError::backend("scan pages"))?;
-        let Some(entry) = range.next() else { return Ok(None) };
-        let (k, v) = entry.map_err(StorageError::backend("scan pages"))?;
-        let first = k.value().1;
-        let view = PageView::parse_expected(v.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
-        let mut out = Vec::with_capacity(view.row_count() - view.deleted_count());
-        for i in (0..view.row_count()).filter(|&i| !view.is_deleted(i)) {
-            out.push(RowRecord {
-                key: view.key(i).to_vec(),
-                row: view.first_row() + i as u64,
-                sketch: decode(info, &view, first, i)?,
-            });
-        }
-        Ok(Some((view.end_row(), out)))
+        contain("scan", || {
+            let Some(pages) = open(&self.txn, PAGES)? else { return Ok(None) };
+            let id = info.def.id;
+            let mut range = pages.range((id, from)..=(id, u64::MAX)).map_err(StorageError::backend("scan pages"))?;
+            let Some(entry) = range.next() else { return Ok(None) };
+            let (k, v) = entry.map_err(StorageError::backend("scan pages"))?;
+            let first = k.value().1;
+            let view = PageView::parse_expected(v.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
+            let mut out = Vec::with_capacity(view.row_count() - view.deleted_count());
+            for i in (0..view.row_count()).filter(|&i| !view.is_deleted(i)) {
+                out.push(RowRecord {
+                    key: view.key(i).to_vec(),
+                    row: view.first_row() + i as u64,
+                    sketch: decode(info, &view, first, i)?,
+                });
+            }
+            Ok(Some((view.end_row(), out)))
+        })
     }
 
     /// A stored page's raw bytes (tests and page dumps).
     pub(crate) fn raw_page(&self, info: &CollectionInfo, first_row: u64) -> Result<Option<Vec<u8>>, StorageError> {
-        let Some(pages) = open(&self.txn, PAGES)? else { return Ok(None) };
-        Ok(pages.get((info.def.id, first_row)).map_err(StorageError::backend("read page"))?.map(|g| g.value().to_vec()))
+        contain("read page", || {
+            let Some(pages) = open(&self.txn, PAGES)? else { return Ok(None) };
+            Ok(pages
+                .get((info.def.id, first_row))
+                .map_err(StorageError::backend("read page"))?
+                .map(|g| g.value().to_vec()))
+        })
     }
 
     /// The first rows of a collection's pages, in order (the keys of its pages).
     pub(crate) fn page_starts(&self, info: &CollectionInfo) -> Result<Vec<u64>, StorageError> {
-        let Some(pages) = open(&self.txn, PAGES)? else { return Ok(vec![]) };
-        let id = info.def.id;
-        let mut out = vec![];
-        for entry in pages.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan pages"))? {
-            out.push(entry.map_err(StorageError::backend("scan pages"))?.0.value().1);
-        }
-        Ok(out)
+        contain("list pages", || {
+            let Some(pages) = open(&self.txn, PAGES)? else { return Ok(vec![]) };
+            let id = info.def.id;
+            let mut out = vec![];
+            for entry in pages.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan pages"))? {
+                out.push(entry.map_err(StorageError::backend("scan pages"))?.0.value().1);
+            }
+            Ok(out)
+        })
     }
 }
 

@@ -8,7 +8,7 @@ use parking_lot::{RwLock, RwLockWriteGuard};
 use redb::{ReadTransaction, ReadableDatabase, WriteTransaction};
 
 use super::backend::{Backend, RedbBackend};
-use super::error::StorageError;
+use super::error::{StorageError, contain, contain_any};
 use super::tables::{CATALOG_KEY, FORMAT_KEY, META, META_NAME, REDB_FILE_FORMAT};
 use crate::codec::FORMAT_VERSION;
 use crate::codec::envelope::peek_version;
@@ -99,7 +99,13 @@ impl Store {
             Err(e) => return Err(io_err("remove stale temporary file", &tmp)(e)),
         }
         {
-            let db = Self::builder(&opts).create(&tmp).map_err(StorageError::backend("create"))?;
+            let db = Self::builder(&opts).create(&tmp).map_err(|e| match e {
+                // Name the path: "create /no/such/dir/db: No such file or directory".
+                redb::DatabaseError::Storage(redb::StorageError::Io(source)) => {
+                    StorageError::Io { op: "create", path: path.to_path_buf(), source }
+                }
+                e => StorageError::backend("create")(e),
+            })?;
             Self::initialise(&db)?;
             db.close().map_err(StorageError::backend("close after create"))?;
         }
@@ -127,13 +133,16 @@ impl Store {
             path: path.to_path_buf(),
             reason: format!("the storage engine refuses the file: {e}"),
         };
-        let db = Self::builder(&opts).open(path).map_err(|e| match e {
+        let db = contain_any("open", || Self::builder(&opts).open(path))?.map_err(|e| match e {
             redb::DatabaseError::Storage(redb::StorageError::Corrupted(_))
             | redb::DatabaseError::UpgradeRequired(_) => not_redb(e),
             redb::DatabaseError::Storage(redb::StorageError::Io(ref io))
                 if io.kind() == std::io::ErrorKind::InvalidData =>
             {
                 not_redb(e)
+            }
+            redb::DatabaseError::Storage(redb::StorageError::Io(source)) => {
+                StorageError::Io { op: "open", path: path.to_path_buf(), source }
             }
             e => StorageError::backend("open")(e),
         })?;
@@ -162,8 +171,7 @@ impl Store {
     /// Opens a database previously created on a custom backend.
     pub(crate) fn open_on<B: Backend>(backend: B, opts: StoreOptions) -> Result<Store, StorageError> {
         let location = PathBuf::from("<backend>");
-        let db = Self::builder(&opts)
-            .create_with_backend(RedbBackend(backend))
+        let db = contain_any("open", || Self::builder(&opts).create_with_backend(RedbBackend(backend)))?
             .map_err(|e| StorageError::NotSketchdb { path: location.clone(), reason: e.to_string() })?;
         Self::check_format(&db, &location)?;
         Ok(Store { db: RwLock::new(db), location, durability: opts.durability, costs: Default::default() })
@@ -192,37 +200,40 @@ impl Store {
     }
 
     fn check_format(db: &redb::Database, location: &Path) -> Result<(), StorageError> {
-        let not_ours = |reason: &str| StorageError::NotSketchdb { path: location.to_path_buf(), reason: reason.into() };
-        let txn = db.begin_read().map_err(StorageError::backend("begin read"))?;
-        let meta = match txn.open_table(META) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Err(not_ours("no sketchdb.meta table")),
-            Err(e) => return Err(StorageError::backend("open table")(e)),
-        };
-        let Some(bytes) = meta.get(FORMAT_KEY).map_err(StorageError::backend("read format record"))? else {
-            return Err(not_ours("no format record in table sketchdb.meta"));
-        };
-        let bytes = bytes.value();
-        let what = format!("the format record (table {META_NAME}, key \"{FORMAT_KEY}\")");
-        match FormatRecord::decode(bytes) {
-            Ok(_) => Ok(()),
-            Err(CodecError::UnsupportedVersion { found, supported, .. }) => {
-                Err(StorageError::UnsupportedFormat { path: location.to_path_buf(), what, found, supported })
+        contain("read format record", || {
+            let not_ours =
+                |reason: &str| StorageError::NotSketchdb { path: location.to_path_buf(), reason: reason.into() };
+            let txn = db.begin_read().map_err(StorageError::backend("begin read"))?;
+            let meta = match txn.open_table(META) {
+                Ok(t) => t,
+                Err(redb::TableError::TableDoesNotExist(_)) => return Err(not_ours("no sketchdb.meta table")),
+                Err(e) => return Err(StorageError::backend("open table")(e)),
+            };
+            let Some(bytes) = meta.get(FORMAT_KEY).map_err(StorageError::backend("read format record"))? else {
+                return Err(not_ours("no format record in table sketchdb.meta"));
+            };
+            let bytes = bytes.value();
+            let what = format!("the format record (table {META_NAME}, key \"{FORMAT_KEY}\")");
+            match FormatRecord::decode(bytes) {
+                Ok(_) => Ok(()),
+                Err(CodecError::UnsupportedVersion { found, supported, .. }) => {
+                    Err(StorageError::UnsupportedFormat { path: location.to_path_buf(), what, found, supported })
+                }
+                Err(source) => match peek_version(bytes) {
+                    Some(v) if v != FORMAT_VERSION => Err(StorageError::UnsupportedFormat {
+                        path: location.to_path_buf(),
+                        what,
+                        found: v,
+                        supported: FORMAT_VERSION,
+                    }),
+                    _ => Err(StorageError::CorruptMeta {
+                        table: META_NAME,
+                        key: FORMAT_KEY.into(),
+                        source: Box::new(source),
+                    }),
+                },
             }
-            Err(source) => match peek_version(bytes) {
-                Some(v) if v != FORMAT_VERSION => Err(StorageError::UnsupportedFormat {
-                    path: location.to_path_buf(),
-                    what,
-                    found: v,
-                    supported: FORMAT_VERSION,
-                }),
-                _ => Err(StorageError::CorruptMeta {
-                    table: META_NAME,
-                    key: FORMAT_KEY.into(),
-                    source: Box::new(source),
-                }),
-            },
-        }
+        })
     }
 
     /// Where the database lives (`<backend>` for custom backends).
@@ -251,8 +262,10 @@ impl Store {
 
     /// Makes every earlier commit durable (an empty `Immediate` commit).
     pub(crate) fn flush(&self) -> Result<(), StorageError> {
-        let txn = self.db.read().begin_write().map_err(StorageError::backend("begin write"))?;
-        txn.commit().map_err(StorageError::backend("commit"))
+        contain("flush", || {
+            let txn = self.db.read().begin_write().map_err(StorageError::backend("begin write"))?;
+            txn.commit().map_err(StorageError::backend("commit"))
+        })
     }
 
     /// The redb handle to itself, for integrity checks and file compaction.

@@ -7,7 +7,8 @@ use std::fmt;
 use redb::ReadableTable;
 
 use super::catalog::CollectionInfo;
-use super::error::StorageError;
+use super::error::{StorageError, contain, contain_any};
+use super::reader::open;
 use super::store::Store;
 use super::tables::{COLLECTION_NAMES, KEYS, PAGES};
 use crate::codec::record::decode_row;
@@ -84,44 +85,60 @@ impl Store {
     /// [`StorageError::Busy`] for redb's check while transactions are alive); damage is
     /// reported as problems.
     pub(crate) fn verify(&self) -> Result<VerifyReport, StorageError> {
-        let mut report = VerifyReport::default();
-        match self.collections() {
-            Ok(collections) => {
-                report.collections = collections.len() as u64;
-                for info in &collections {
-                    let mut ctx = Ctx { report: &mut report, name: info.def.name.clone() };
-                    if let Err(e) = self.verify_collection(info, &mut ctx) {
-                        if !e.is_corruption() && !matches!(e, StorageError::UnknownCollection { .. }) {
-                            return Err(e);
+        contain("verify", || {
+            let mut report = VerifyReport::default();
+            match self.collections() {
+                Ok(collections) => {
+                    report.collections = collections.len() as u64;
+                    for info in &collections {
+                        let mut ctx = Ctx { report: &mut report, name: info.def.name.clone() };
+                        if let Err(e) = contain("verify collection", || self.verify_collection(info, &mut ctx)) {
+                            if !e.is_corruption() && !matches!(e, StorageError::UnknownCollection { .. }) {
+                                return Err(e);
+                            }
+                            ctx.problem(None, None, e);
                         }
-                        ctx.problem(None, None, e);
+                    }
+                    match contain("verify names", || self.verify_names(&collections, &mut report)) {
+                        Ok(()) => {}
+                        Err(e) if e.is_corruption() => report.problems.push(Problem {
+                            collection: None,
+                            page: None,
+                            row: None,
+                            detail: e.to_string(),
+                        }),
+                        Err(e) => return Err(e),
                     }
                 }
-                self.verify_names(&collections, &mut report)?;
+                Err(e) if e.is_corruption() => {
+                    report.problems.push(Problem { collection: None, page: None, row: None, detail: e.to_string() })
+                }
+                Err(e) => return Err(e),
             }
-            Err(e) if e.is_corruption() => {
-                report.problems.push(Problem { collection: None, page: None, row: None, detail: e.to_string() })
+            let mut db = self.exclusive();
+            match contain_any("integrity check", || db.check_integrity()) {
+                Err(e) => {
+                    report.problems.push(Problem { collection: None, page: None, row: None, detail: e.to_string() })
+                }
+                Ok(r) => match r {
+                    Ok(true) => report.redb_integrity_ok = true,
+                    Ok(false) => report.problems.push(Problem {
+                        collection: None,
+                        page: None,
+                        row: None,
+                        detail: "redb's integrity check found damage and repaired the file".into(),
+                    }),
+                    Err(redb::DatabaseError::TransactionInProgress) => return Err(StorageError::Busy { op: "verify" }),
+                    Err(e) => report.problems.push(Problem {
+                        collection: None,
+                        page: None,
+                        row: None,
+                        detail: format!("redb's integrity check failed: {e}"),
+                    }),
+                },
             }
-            Err(e) => return Err(e),
-        }
-        let mut db = self.exclusive();
-        match db.check_integrity() {
-            Ok(true) => report.redb_integrity_ok = true,
-            Ok(false) => report.problems.push(Problem {
-                collection: None,
-                page: None,
-                row: None,
-                detail: "redb's integrity check found damage and repaired the file".into(),
-            }),
-            Err(redb::DatabaseError::TransactionInProgress) => return Err(StorageError::Busy { op: "verify" }),
-            Err(e) => report.problems.push(Problem {
-                collection: None,
-                page: None,
-                row: None,
-                detail: format!("redb's integrity check failed: {e}"),
-            }),
-        }
-        Ok(report)
+            Ok(report)
+        })
     }
 
     fn verify_collection(&self, info: &CollectionInfo, ctx: &mut Ctx<'_>) -> Result<(), StorageError> {
@@ -132,9 +149,14 @@ impl Store {
         let (mut deleted, mut prev_end) = (0u64, 0u64);
         let id = info.def.id;
         let db = self.begin_read()?;
-        let pages = db.open_table(PAGES).map_err(StorageError::backend("open table"))?;
-        let keys = db.open_table(KEYS).map_err(StorageError::backend("open table"))?;
-        for entry in pages.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan pages"))? {
+        // A database with no records yet has no pages or keys tables.
+        let pages = open(&db, PAGES)?;
+        let keys = open(&db, KEYS)?;
+        let page_range = match &pages {
+            Some(p) => Some(p.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan pages"))?),
+            None => None,
+        };
+        for entry in page_range.into_iter().flatten() {
             let (k, v) = entry.map_err(StorageError::backend("scan pages"))?;
             let page = k.value().1;
             ctx.report.pages += 1;
@@ -168,7 +190,11 @@ impl Store {
                 if let Err(e) = decode_row(&view, i, &info.def.params) {
                     ctx.problem(Some(page), Some(row), format!("row does not decode: {e}"));
                 }
-                match keys.get((id, view.key(i))).map_err(StorageError::backend("read key"))? {
+                let mapped = match &keys {
+                    Some(keys) => keys.get((id, view.key(i))).map_err(StorageError::backend("read key"))?,
+                    None => None,
+                };
+                match mapped {
                     Some(g) if g.value() == row => {}
                     Some(g) => ctx.problem(Some(page), Some(row), format!("its key maps to row {} instead", g.value())),
                     None => ctx.problem(Some(page), Some(row), "its key is missing from sketchdb.keys"),
@@ -182,9 +208,13 @@ impl Store {
         // Every live row's key maps back to it; equal counts make the maps a bijection.
         let empty: &[u8] = &[];
         let mut key_entries = 0u64;
-        for entry in
-            keys.range((id, empty)..(id.saturating_add(1), empty)).map_err(StorageError::backend("scan keys"))?
-        {
+        let key_range = match &keys {
+            Some(k) => {
+                Some(k.range((id, empty)..(id.saturating_add(1), empty)).map_err(StorageError::backend("scan keys"))?)
+            }
+            None => None,
+        };
+        for entry in key_range.into_iter().flatten() {
             entry.map_err(StorageError::backend("scan keys"))?;
             key_entries += 1;
         }

@@ -19,7 +19,7 @@ use redb::{ReadableTable, Table, WriteTransaction};
 
 use super::MAX_KEY_LEN;
 use super::catalog::{CollectionInfo, page_fits, read_state};
-use super::error::{StorageError, show_key};
+use super::error::{StorageError, contain, show_key};
 use super::hook::IndexHook;
 use super::tables::{COLLECTION_STATE, COLLECTION_STATE_NAME, KEYS, PAGES};
 use crate::codec::error::CodecError;
@@ -251,6 +251,16 @@ impl super::store::Store {
     /// Applies `ops` to one collection in one transaction: all of them or, on any error,
     /// none.
     pub(crate) fn apply<'a>(
+        &self,
+        info: &CollectionInfo,
+        ops: impl IntoIterator<Item = WriteOp<'a>>,
+        hook: &mut dyn IndexHook,
+    ) -> Result<WriteSummary, StorageError> {
+        contain("write", || self.apply_unguarded(info, ops, hook))
+    }
+
+    /// The body of [`Self::apply`], run inside [`contain`] (redb panics become errors).
+    fn apply_unguarded<'a>(
         &self,
         info: &CollectionInfo,
         ops: impl IntoIterator<Item = WriteOp<'a>>,

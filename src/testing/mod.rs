@@ -5,6 +5,15 @@ use crate::db::database::{Database, DatabaseBuilder};
 use crate::error::Result;
 pub use crate::storage::backend::{Backend, MemoryBackend};
 
+pub mod crash;
+pub mod faults;
+pub mod fuzz;
+pub mod model;
+pub mod rng;
+
+pub use faults::{CrashPoint, FaultyBackend, IoCounters, IoFault};
+pub use fuzz::{fuzz_db_ops, fuzz_meta_decode, fuzz_page_decode, fuzz_sketch_ops, seed_inputs};
+
 /// Creates a database on a custom backend (which must be empty).
 pub fn create_on<B: Backend>(builder: DatabaseBuilder, backend: B) -> Result<Database> {
     builder.create_on(backend)
