@@ -65,6 +65,10 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
             let time = |options: QueryOptions| -> Result<(f64, PlanKind)> {
                 let mut times = Vec::new();
                 let mut kind = PlanKind::FullScan;
+                // One warm-up pass, then the timed one (the shared bench convention).
+                for q in &queries {
+                    coll.query(&Query { sketch: q.clone(), kind: QueryKind::Threshold(t), options })?;
+                }
                 for q in &queries {
                     let r = coll.query(&Query { sketch: q.clone(), kind: QueryKind::Threshold(t), options })?;
                     times.push(r.analyze.elapsed.as_secs_f64() * 1e3);
