@@ -227,6 +227,8 @@ pub(crate) struct LshDelta {
 }
 
 type Changes = (Vec<(u64, u64)>, Vec<(u64, u64)>);
+/// (sum(s), sum(s^2)) over a group's buckets.
+type Sums = (u64, u128);
 
 impl LshDelta {
     pub(crate) fn new(scheme: BandKeyScheme, group_bits: u32) -> LshDelta {
@@ -377,7 +379,7 @@ fn apply_group(
     adds: &[(u64, u64)],
     removes: &[(u64, u64)],
     scratch: &mut GroupScratch,
-) -> Result<((u64, u128), (u64, u128)), StorageError> {
+) -> Result<(Sums, Sums), StorageError> {
     let id = info.def.id;
     let GroupScratch { old, new, bytes } = scratch;
     old.clear();
