@@ -63,8 +63,7 @@ impl Collection {
             kind: p.kind(),
             slots: p.slots(),
             bits: p.bits(),
-            lsh: lsh_stats(snap, self.info())?
-                .map(|l| LshStats { params: l.params, mean_hit_bucket: l.mean_hit_bucket }),
+            lsh: lsh_stats(snap, self.info())?.map(|l| LshStats { params: l.params, mean_hit_bucket: l.mean_hit_bucket }),
             simhash: simhash_stats(snap, self.info())?.map(|s| SimhashStats {
                 tables: s.tables,
                 radius: s.radius,

@@ -16,12 +16,12 @@ use crate::storage::catalog::CollectionInfo;
 use crate::storage::reader::{ReadSnapshot, decode};
 
 use super::error::QueryError;
-use super::plan::{Access, EarlyStop, Finish, Plan};
-use super::query::{Query, QueryKind};
-use super::scan::{BinColumns, OphProbe, Pruning, ScanCounters, scan_page};
 use crate::index::lsh_read::lsh_candidates;
 use crate::index::simhash_read::simhash_within;
 use crate::index::stats::{lsh_stats, simhash_stats};
+use super::plan::{Access, EarlyStop, Finish, Plan};
+use super::query::{Query, QueryKind};
+use super::scan::{BinColumns, OphProbe, Pruning, ScanCounters, scan_page};
 
 /// One verified result.
 #[derive(Clone, Debug, PartialEq)]
@@ -329,13 +329,7 @@ fn lsh_probe(
 }
 
 /// Every fingerprint within the radius from the SimHash tables (exact), scored.
-fn simhash_probe(
-    snap: &ReadSnapshot,
-    info: &CollectionInfo,
-    query: &Query,
-    out: &mut Collector,
-    a: &mut Analyze,
-) -> Result<()> {
+fn simhash_probe(snap: &ReadSnapshot, info: &CollectionInfo, query: &Query, out: &mut Collector, a: &mut Analyze) -> Result<()> {
     let Some(stats) = simhash_stats(snap, info)? else {
         return Err(unavailable("simhash-probe", "the collection has no SimHash tables"));
     };
@@ -345,10 +339,7 @@ fn simhash_probe(
     let radius = match query.kind {
         QueryKind::Hamming(r) if r <= stats.radius => r,
         QueryKind::Hamming(r) => {
-            return Err(unavailable(
-                "simhash-probe",
-                &format!("radius {r} exceeds the tables' radius {}", stats.radius),
-            ));
+            return Err(unavailable("simhash-probe", &format!("radius {r} exceeds the tables' radius {}", stats.radius)));
         }
         _ => return Err(unavailable("simhash-probe", "the tables answer Hamming-radius queries only")),
     };

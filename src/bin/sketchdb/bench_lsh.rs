@@ -141,49 +141,25 @@ pub fn lsh(
         let choice = coll.plan(&Query::threshold(coll.sketcher().sketch(&token_sets[0])?, t))?;
         let config = json!({"num_perm": params.size(), "kind": kind, "bits": params.bits(), "threshold": t,
                             "index": format!("{:?}", coll.config().index), "storage": "file", "durability": "immediate"});
-        emit(
-            run,
-            "lsh-build",
-            &dataset,
-            config.clone(),
-            json!({"insert_per_s": n / build_s, "build_s": build_s}),
-            "batches of 10,000, durable commits",
-        );
+        emit(run, "lsh-build", &dataset, config.clone(), json!({"insert_per_s": n / build_s, "build_s": build_s}), "batches of 10,000, durable commits");
         let opts = QueryOptions::default();
-        let stored: Vec<Sketch> = queries
-            .iter()
-            .map(|q| coll.sketcher().sketch(&TokenSet::from_unsorted(q.tokens.clone())))
-            .collect::<Result<_, _>>()?;
+        let stored: Vec<Sketch> =
+            queries.iter().map(|q| coll.sketcher().sketch(&TokenSet::from_unsorted(q.tokens.clone()))).collect::<Result<_, _>>()?;
         let by_qid: HashMap<&str, &Sketch> = queries.iter().map(|q| q.qid.as_str()).zip(stored.iter()).collect();
-        let keys = |r: sketchdb::QueryResult| {
-            r.hits.into_iter().map(|h| String::from_utf8_lossy(&h.key).into_owned()).collect()
-        };
+        let keys = |r: sketchdb::QueryResult| r.hits.into_iter().map(|h| String::from_utf8_lossy(&h.key).into_owned()).collect();
         let m = measure(&queries, t, |q| {
-            let sketch =
-                by_qid.get(q.qid.as_str()).map(|s| (*s).clone()).ok_or_else(|| CliError::Input("query".into()))?;
+            let sketch = by_qid.get(q.qid.as_str()).map(|s| (*s).clone()).ok_or_else(|| CliError::Input("query".into()))?;
             Ok(keys(coll.query(&Query { sketch, kind: QueryKind::Threshold(t), options: opts })?))
         })?;
         let notes = format!("planner chose {}", choice.plan);
-        emit(
-            run,
-            "lsh-query",
-            &dataset,
-            config.clone(),
-            json!({"p50_us": m.p50, "p99_us": m.p99, "qps_single_thread": m.qps, "recall": m.recall, "precision": m.precision}),
-            &notes,
-        );
+        emit(run, "lsh-query", &dataset, config.clone(),
+             json!({"p50_us": m.p50, "p99_us": m.p99, "qps_single_thread": m.qps, "recall": m.recall, "precision": m.precision}), &notes);
         let m = measure(&queries, t, |q| {
             let sketch = coll.sketcher().sketch(&TokenSet::from_unsorted(q.tokens.clone()))?;
             Ok(keys(coll.query(&Query { sketch, kind: QueryKind::Threshold(t), options: opts })?))
         })?;
-        emit(
-            run,
-            "lsh-query-e2e",
-            &dataset,
-            config.clone(),
-            json!({"p50_us": m.p50, "p99_us": m.p99, "qps_single_thread": m.qps, "recall": m.recall, "precision": m.precision}),
-            &notes,
-        );
+        emit(run, "lsh-query-e2e", &dataset, config.clone(),
+             json!({"p50_us": m.p50, "p99_us": m.p99, "qps_single_thread": m.qps, "recall": m.recall, "precision": m.precision}), &notes);
         drop(coll);
         drop(db);
         let file_bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
@@ -194,24 +170,13 @@ pub fn lsh(
         let first = Instant::now();
         coll.query(&Query::threshold(stored[0].clone(), t))?;
         let first_query_s = first.elapsed().as_secs_f64();
-        emit(
-            run,
-            "persist",
-            &dataset,
-            config.clone(),
-            json!({"open_s": open_s, "first_query_s": first_query_s, "file_bytes": file_bytes}),
-            "close, reopen, first query",
-        );
+        emit(run, "persist", &dataset, config.clone(),
+             json!({"open_s": open_s, "first_query_s": first_query_s, "file_bytes": file_bytes}), "close, reopen, first query");
         db.compact()?;
         let compacted = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-        emit(
-            run,
-            "sketch-size",
-            &dataset,
-            config,
-            json!({"bytes_per_record": compacted as f64 / n, "file_bytes": compacted, "file_bytes_before_compaction": file_bytes}),
-            "whole file (records, keys, index) after compaction, divided by records",
-        );
+        emit(run, "sketch-size", &dataset, config,
+             json!({"bytes_per_record": compacted as f64 / n, "file_bytes": compacted, "file_bytes_before_compaction": file_bytes}),
+             "whole file (records, keys, index) after compaction, divided by records");
     }
     Ok(())
 }
@@ -222,21 +187,13 @@ struct FpTruth {
     matches: Vec<(u64, u32)>,
 }
 
-pub fn hamming(
-    fps: &Path,
-    queries: &Path,
-    truth: &Path,
-    radius: u32,
-    dir: Option<&Path>,
-    run: &str,
-) -> Result<(), CliError> {
+pub fn hamming(fps: &Path, queries: &Path, truth: &Path, radius: u32, dir: Option<&Path>, run: &str) -> Result<(), CliError> {
     let stored = read_u64_file(fps)?;
     let qs = read_u64_file(queries)?;
     let text = std::fs::read_to_string(truth).map_err(|e| CliError::io(truth, e))?;
     let mut want: Vec<HashSet<u64>> = vec![HashSet::new(); qs.len()];
     for (i, l) in text.lines().enumerate() {
-        let t: FpTruth =
-            serde_json::from_str(l).map_err(|e| CliError::Input(format!("{}:{}: {e}", truth.display(), i + 1)))?;
+        let t: FpTruth = serde_json::from_str(l).map_err(|e| CliError::Input(format!("{}:{}: {e}", truth.display(), i + 1)))?;
         if let Some(w) = want.get_mut(t.q) {
             w.extend(t.matches.iter().filter(|m| m.1 <= radius).map(|m| m.0));
         }
@@ -247,8 +204,7 @@ pub fn hamming(
     let _ = std::fs::remove_file(&path);
     let db = Database::create(&path)?;
     let params = SketchParams::simhash(64, 0)?;
-    let coll =
-        db.create_collection("fp", CollectionConfig::new(params).with_index(IndexConfig::SimhashTables { radius }))?;
+    let coll = db.create_collection("fp", CollectionConfig::new(params).with_index(IndexConfig::SimhashTables { radius }))?;
     let start = Instant::now();
     for (c, chunk) in stored.chunks(100_000).enumerate() {
         let mut batch = Batch::with_capacity(chunk.len());
