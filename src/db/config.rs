@@ -29,10 +29,15 @@ pub enum IndexConfig {
         radius: u32,
     },
     /// LSH banding buckets over MinHash, b-bit MinHash or densified OPH signatures, tuned for
-    /// a Jaccard `threshold`. Without `bands` and `rows` the banding minimising the equally
-    /// weighted false-positive and false-negative areas at the threshold is chosen (with
-    /// only one given, the other is the most the signature allows). The band-key hash
-    /// (XXH3-64, versioned) and its seed are recorded in the file.
+    /// a Jaccard `threshold`. Without `bands` and `rows` the banding is chosen for recall:
+    /// the (b, r) with b * r <= the signature's slots minimising `0.1 * FP + 0.9 * FN`, the
+    /// weighted false-positive and false-negative areas of the candidate curve at the
+    /// threshold (candidates are always verified by the estimator, so a false positive only
+    /// costs time while a false negative loses an answer; `optimal_lsh_params`'s own default
+    /// stays 0.5 / 0.5). With only one given, the other is the most the signature allows.
+    /// The band-key hash (XXH3-64, versioned), its seed and the bucket grouping (chosen from
+    /// the row count at creation or [`crate::Collection::rebuild_index`]) are recorded in the
+    /// file.
     Lsh {
         /// The similarity threshold the banding is tuned for, in (0, 1).
         threshold: f64,

@@ -1,17 +1,27 @@
-//! Persisted LSH banding buckets with a reverse map.
+//! Persisted LSH banding buckets, packed by group, with a reverse map.
 //!
-//! * `sketchdb.lsh_buckets`, key `(collection id, band, band key, chunk)`: the bucket's row
-//!   ids, ascending across chunks, at most [`CHUNK_ROWS`] per chunk, so a huge bucket never
-//!   makes a huge value. Chunk 0 always exists for a non-empty bucket and starts with a
-//!   16-byte header: `u64 total rows | u32 last chunk number | u32 reserved (0)`, then its
-//!   row ids (u64 LE); chunks `1..=last` hold row ids only (some numbers may be absent after
-//!   deletes emptied them).
+//! * `sketchdb.lsh_buckets`, key `(collection id, band, group, chunk)`: the group is the top
+//!   `P = group_bits` bits of the band key (`P` recorded in the index definition). The group's
+//!   entries, (band key, row id) pairs sorted ascending, are split over chunks `0..n` (no
+//!   gaps) of at most [`GROUP_CHUNK_ENTRIES`] entries each. A chunk value (all integers
+//!   little-endian; `storage-format.md`, "Index tables"):
+//!
+//! ```text
+//! offset  width      field
+//!      0      1      layout      1
+//!      1      1      s           key-suffix bytes per entry: ceil((64 - P) / 8)
+//!      2      1      w           row-id bytes per entry, 1..=8 (the fewest holding the largest)
+//!      3      1      reserved    0
+//!      4      4      n           entries, 1..=GROUP_CHUNK_ENTRIES
+//!      8    n*s      suffixes    the low 64 - P bits of each band key, s bytes LE
+//!  8+n*s    n*w      rows        each row id, w bytes LE
+//! ```
+//!
 //! * `sketchdb.lsh_rows`, key `(collection id, row id)`: the row's band keys, u64 LE in band
-//!   order (`8 * bands` bytes): deletes find the buckets without the row's sketch.
+//!   order (`8 * bands` bytes): deletes find the groups without the row's sketch.
 //!
-//! Writes of a transaction are buffered ([`LshDelta`]) and applied bucket by bucket in key
-//! order at its end: new rows (whose ids exceed every stored id) append to the last chunk;
-//! a bucket that loses rows is read whole and rewritten.
+//! Writes of a transaction are buffered ([`LshDelta`]) and at its end each touched group is
+//! read, merged and rewritten once, in key order.
 
 use std::collections::BTreeMap;
 
@@ -24,75 +34,212 @@ use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::tables::{LSH_BUCKETS, LSH_ROWS};
 
-/// The most row ids in one chunk value (16 KiB of ids).
-pub(crate) const CHUNK_ROWS: usize = 2048;
-/// Bytes of chunk 0's header.
-pub(crate) const CHUNK0_HEADER_LEN: usize = 16;
+/// The most entries in one chunk value (at most 8 + 1024 * 16 bytes).
+pub(crate) const GROUP_CHUNK_ENTRIES: usize = 1024;
+/// Bytes of the chunk value header.
+pub(crate) const CHUNK_HEADER_LEN: usize = 8;
+/// The chunk value layout version (byte 0).
+pub(crate) const CHUNK_LAYOUT: u8 = 1;
+/// The narrowest group prefix chosen (collections created empty get 1024 groups per band).
+pub(crate) const MIN_GROUP_BITS: u32 = 10;
+/// The widest group prefix.
+pub(crate) const MAX_GROUP_BITS: u32 = 24;
 
-/// A bucket's chunk-0 header.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct BucketHeader {
-    pub total: u64,
-    pub last_chunk: u32,
+/// The group prefix width for an index chosen at `n_rows`: about 128 entries per group and
+/// band, at least [`MIN_GROUP_BITS`] and at most [`MAX_GROUP_BITS`].
+pub(crate) fn group_bits_for(n_rows: u64) -> u32 {
+    let per = (n_rows / 128).max(1);
+    let bits = 64 - (per - 1).leading_zeros().min(63);
+    bits.clamp(MIN_GROUP_BITS, MAX_GROUP_BITS)
 }
 
-/// Parses chunk 0: header and its row-id bytes.
-pub(crate) fn parse_chunk0(bytes: &[u8]) -> Result<(BucketHeader, &[u8]), String> {
-    if bytes.len() < CHUNK0_HEADER_LEN || !(bytes.len() - CHUNK0_HEADER_LEN).is_multiple_of(8) {
-        return Err(format!("chunk 0 of {} bytes", bytes.len()));
+/// The group geometry of a prefix width P.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Groups {
+    /// P.
+    pub bits: u32,
+    /// Key-suffix bytes s.
+    pub suffix_bytes: usize,
+}
+
+impl Groups {
+    pub(crate) fn new(bits: u32) -> Groups {
+        Groups { bits, suffix_bytes: (64 - bits).div_ceil(8) as usize }
     }
-    let mut t = [0u8; 8];
-    t.copy_from_slice(&bytes[0..8]);
-    let mut l = [0u8; 4];
-    l.copy_from_slice(&bytes[8..12]);
-    if bytes[12..16] != [0; 4] {
-        return Err("chunk 0 reserved bytes are not zero".into());
+    /// The group of a band key.
+    #[inline]
+    pub(crate) fn group(&self, key: u64) -> u64 {
+        if self.bits == 0 { 0 } else { key >> (64 - self.bits) }
     }
-    Ok((BucketHeader { total: u64::from_le_bytes(t), last_chunk: u32::from_le_bytes(l) }, &bytes[CHUNK0_HEADER_LEN..]))
-}
-
-/// Appends the u64 LE row ids in `bytes` to `out` (a trailing partial id is ignored).
-pub(crate) fn push_rows(bytes: &[u8], out: &mut Vec<u64>) {
-    out.extend(bytes.chunks_exact(8).map(|c| {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(c);
-        u64::from_le_bytes(a)
-    }));
-}
-
-fn encode_chunk(header: Option<BucketHeader>, rows: &[u64]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(CHUNK0_HEADER_LEN + 8 * rows.len());
-    if let Some(h) = header {
-        v.extend_from_slice(&h.total.to_le_bytes());
-        v.extend_from_slice(&h.last_chunk.to_le_bytes());
-        v.extend_from_slice(&[0; 4]);
+    #[inline]
+    fn suffix_mask(&self) -> u64 {
+        if self.bits == 0 { u64::MAX } else { (1u64 << (64 - self.bits)) - 1 }
     }
-    rows.iter().for_each(|r| v.extend_from_slice(&r.to_le_bytes()));
-    v
+    /// The low 64 - P bits of a band key.
+    #[inline]
+    pub(crate) fn suffix(&self, key: u64) -> u64 {
+        key & self.suffix_mask()
+    }
+    /// The band key of a group and suffix.
+    #[inline]
+    pub(crate) fn key(&self, group: u64, suffix: u64) -> u64 {
+        if self.bits == 0 { suffix } else { (group << (64 - self.bits)) | suffix }
+    }
 }
 
-pub(crate) fn lsh_err(info: &CollectionInfo, band: u32, key: u64, detail: impl std::fmt::Display) -> StorageError {
+/// A parsed chunk value.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ChunkView<'a> {
+    n: usize,
+    s: usize,
+    w: usize,
+    suffixes: &'a [u8],
+    rows: &'a [u8],
+}
+
+#[inline]
+fn le(bytes: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a[..bytes.len()].copy_from_slice(bytes);
+    u64::from_le_bytes(a)
+}
+
+impl<'a> ChunkView<'a> {
+    /// Checks the header and length against the geometry (suffixes must fit 64 - P bits).
+    pub(crate) fn parse(bytes: &'a [u8], g: Groups) -> Result<ChunkView<'a>, String> {
+        if bytes.len() < CHUNK_HEADER_LEN {
+            return Err(format!("chunk value of {} bytes is shorter than its header", bytes.len()));
+        }
+        if bytes[0] != CHUNK_LAYOUT || bytes[3] != 0 {
+            return Err(format!("unknown chunk layout {} / reserved {}", bytes[0], bytes[3]));
+        }
+        let (s, w) = (usize::from(bytes[1]), usize::from(bytes[2]));
+        if s != g.suffix_bytes || !(1..=8).contains(&w) {
+            return Err(format!("suffix bytes {s} (expected {}), row bytes {w} (1..=8)", g.suffix_bytes));
+        }
+        let n = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize;
+        if n == 0 || n > GROUP_CHUNK_ENTRIES || bytes.len() != CHUNK_HEADER_LEN + n * (s + w) {
+            return Err(format!("{n} entries do not fill a chunk value of {} bytes", bytes.len()));
+        }
+        let (suffixes, rows) = bytes[CHUNK_HEADER_LEN..].split_at(n * s);
+        Ok(ChunkView { n, s, w, suffixes, rows })
+    }
+
+    /// Entries.
+    pub(crate) fn len(&self) -> usize {
+        self.n
+    }
+
+    #[inline]
+    fn suffix_at(&self, i: usize) -> u64 {
+        le(&self.suffixes[i * self.s..(i + 1) * self.s])
+    }
+
+    #[inline]
+    fn row_at(&self, i: usize) -> u64 {
+        le(&self.rows[i * self.w..(i + 1) * self.w])
+    }
+
+    /// Appends every entry as (band key, row id).
+    pub(crate) fn decode_into(&self, g: Groups, group: u64, out: &mut Vec<(u64, u64)>) {
+        out.reserve(self.n);
+        out.extend((0..self.n).map(|i| (g.key(group, self.suffix_at(i)), self.row_at(i))));
+    }
+
+    /// Whether every suffix fits 64 - P bits.
+    pub(crate) fn suffixes_fit(&self, g: Groups) -> bool {
+        (0..self.n).all(|i| self.suffix_at(i) & !g.suffix_mask() == 0)
+    }
+
+    /// Appends the row ids of the entries whose suffix is `suffix` (binary search; the
+    /// chunk's entries are sorted).
+    pub(crate) fn rows_of(&self, suffix: u64, out: &mut Vec<u64>) {
+        let (mut lo, mut hi) = (0, self.n);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.suffix_at(mid) < suffix { lo = mid + 1 } else { hi = mid }
+        }
+        let mut i = lo;
+        while i < self.n && self.suffix_at(i) == suffix {
+            out.push(self.row_at(i));
+            i += 1;
+        }
+    }
+}
+
+/// Encodes one chunk of sorted entries (at most [`GROUP_CHUNK_ENTRIES`], at least one).
+pub(crate) fn encode_chunk(g: Groups, entries: &[(u64, u64)], out: &mut Vec<u8>) {
+    let max_row = entries.iter().map(|e| e.1).max().unwrap_or(0);
+    let w = (8 - (max_row.leading_zeros() / 8) as usize).max(1);
+    let s = g.suffix_bytes;
+    out.clear();
+    out.reserve(CHUNK_HEADER_LEN + entries.len() * (s + w));
+    out.extend_from_slice(&[CHUNK_LAYOUT, s as u8, w as u8, 0]);
+    out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+    for &(key, _) in entries {
+        out.extend_from_slice(&g.suffix(key).to_le_bytes()[..s]);
+    }
+    for &(_, row) in entries {
+        out.extend_from_slice(&row.to_le_bytes()[..w]);
+    }
+}
+
+/// Appends the u64 LE values in `bytes` to `out` (a trailing partial value is ignored).
+pub(crate) fn push_u64s(bytes: &[u8], out: &mut Vec<u64>) {
+    out.extend(bytes.chunks_exact(8).map(le));
+}
+
+pub(crate) fn lsh_err(info: &CollectionInfo, band: u32, group: u64, detail: impl std::fmt::Display) -> StorageError {
     StorageError::Inconsistent {
         collection: info.def.name.clone(),
         row: None,
-        detail: format!("index table sketchdb.lsh_buckets, band {band}, bucket {key:#018x}: {detail}"),
+        detail: format!("index table sketchdb.lsh_buckets, band {band}, group {group:#x}: {detail}"),
     }
+}
+
+/// sum(s) and sum(s^2) over the runs of equal keys of sorted entries.
+pub(crate) fn bucket_sums(entries: &[(u64, u64)]) -> (u64, u128) {
+    let (mut sum, mut sum_sq) = (0u64, 0u128);
+    let mut i = 0;
+    while i < entries.len() {
+        let mut j = i + 1;
+        while j < entries.len() && entries[j].0 == entries[i].0 {
+            j += 1;
+        }
+        let s = (j - i) as u64;
+        sum += s;
+        sum_sq += u128::from(s) * u128::from(s);
+        i = j;
+    }
+    (sum, sum_sq)
 }
 
 /// The LSH changes of one write transaction.
 pub(crate) struct LshDelta {
     scheme: BandKeyScheme,
+    groups: Groups,
     /// Rows added in this transaction, with their band keys.
     added: BTreeMap<u64, Vec<u64>>,
     removed: Vec<u64>,
-    /// Change of sum(s) and sum(s^2) over buckets.
+    /// Change of sum(s) and sum(s^2) over buckets (exact band keys).
     pub d_entries: i128,
     pub d_sum_sq: i128,
 }
 
+type Changes = (Vec<(u64, u64)>, Vec<(u64, u64)>);
+/// (sum(s), sum(s^2)) over a group's buckets.
+type Sums = (u64, u128);
+
 impl LshDelta {
-    pub(crate) fn new(scheme: BandKeyScheme) -> LshDelta {
-        LshDelta { scheme, added: BTreeMap::new(), removed: Vec::new(), d_entries: 0, d_sum_sq: 0 }
+    pub(crate) fn new(scheme: BandKeyScheme, group_bits: u32) -> LshDelta {
+        LshDelta {
+            scheme,
+            groups: Groups::new(group_bits),
+            added: BTreeMap::new(),
+            removed: Vec::new(),
+            d_entries: 0,
+            d_sum_sq: 0,
+        }
     }
 
     pub(crate) fn add(&mut self, info: &CollectionInfo, row: u64, sketch: &Sketch) -> Result<(), StorageError> {
@@ -109,13 +256,15 @@ impl LshDelta {
         }
     }
 
-    /// Applies the changes: reverse map first, then each touched bucket in key order.
+    /// Applies the changes: reverse map first, then each touched group in key order.
     pub(crate) fn flush(&mut self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<(), StorageError> {
         let id = info.def.id;
-        // (band, key) -> (rows to add, rows to remove)
-        let mut touched: BTreeMap<(u32, u64), (Vec<u64>, Vec<u64>)> = BTreeMap::new();
+        let g = self.groups;
+        // (band, group) -> (entries to add, entries to remove)
+        let mut touched: BTreeMap<(u32, u64), Changes> = BTreeMap::new();
         {
             let mut rev = txn.open_table(LSH_ROWS).map_err(StorageError::backend("open table"))?;
+            let mut keys = Vec::new();
             for &row in &self.removed {
                 let v = rev.remove((id, row)).map_err(StorageError::backend("remove lsh reverse entry"))?;
                 let Some(v) = v else {
@@ -125,10 +274,10 @@ impl LshDelta {
                         "a removed row has no entry in sketchdb.lsh_rows",
                     ));
                 };
-                let mut keys = Vec::new();
-                push_rows(v.value(), &mut keys);
-                for (b, k) in keys.into_iter().enumerate() {
-                    touched.entry((b as u32, k)).or_default().1.push(row);
+                keys.clear();
+                push_u64s(v.value(), &mut keys);
+                for (b, &k) in keys.iter().enumerate() {
+                    touched.entry((b as u32, g.group(k))).or_default().1.push((k, row));
                 }
             }
             let mut bytes = Vec::new();
@@ -137,17 +286,19 @@ impl LshDelta {
                 keys.iter().for_each(|k| bytes.extend_from_slice(&k.to_le_bytes()));
                 rev.insert((id, row), bytes.as_slice()).map_err(StorageError::backend("write lsh reverse entry"))?;
                 for (b, &k) in keys.iter().enumerate() {
-                    touched.entry((b as u32, k)).or_default().0.push(row);
+                    touched.entry((b as u32, g.group(k))).or_default().0.push((k, row));
                 }
             }
         }
         let mut table = txn.open_table(LSH_BUCKETS).map_err(StorageError::backend("open table"))?;
-        for ((band, key), (adds, mut removes)) in touched {
+        let mut scratch = GroupScratch::default();
+        for ((band, group), (mut adds, mut removes)) in touched {
+            adds.sort_unstable();
             removes.sort_unstable();
-            let (old, new) = apply_bucket(&mut table, info, band, key, &adds, &removes)?;
-            let (old, new) = (i128::from(old), i128::from(new));
-            self.d_entries += new - old;
-            self.d_sum_sq += new * new - old * old;
+            let ((old_s, old_sq), (new_s, new_sq)) =
+                apply_group(&mut table, info, g, band, group, &adds, &removes, &mut scratch)?;
+            self.d_entries += i128::from(new_s) - i128::from(old_s);
+            self.d_sum_sq += new_sq as i128 - old_sq as i128;
         }
         self.added.clear();
         self.removed.clear();
@@ -157,149 +308,169 @@ impl LshDelta {
 
 type BucketTable<'t> = Table<'t, (u32, u32, u64, u32), &'static [u8]>;
 
-/// Reads every row id of a bucket (all chunks), with its header; `None` when absent.
+/// Buffers reused across groups.
+#[derive(Default)]
+struct GroupScratch {
+    old: Vec<(u64, u64)>,
+    new: Vec<(u64, u64)>,
+    bytes: Vec<u8>,
+}
+
+/// Reads every entry of a group (all chunks, in order) into `out`; returns the chunk count.
+/// Chunk numbers must run `0..n` without gaps.
+pub(crate) fn read_group(
+    table: &impl ReadableTable<(u32, u32, u64, u32), &'static [u8]>,
+    info: &CollectionInfo,
+    g: Groups,
+    band: u32,
+    group: u64,
+    out: &mut Vec<(u64, u64)>,
+) -> Result<u32, StorageError> {
+    let id = info.def.id;
+    let range = table
+        .range((id, band, group, 0u32)..=(id, band, group, u32::MAX))
+        .map_err(StorageError::backend("read lsh group"))?;
+    let mut n = 0u32;
+    for e in range {
+        let (k, v) = e.map_err(StorageError::backend("read lsh group"))?;
+        let chunk = k.value().3;
+        if chunk != n {
+            return Err(lsh_err(info, band, group, format!("chunk {chunk} where chunk {n} was expected")));
+        }
+        let view = ChunkView::parse(v.value(), g).map_err(|d| lsh_err(info, band, group, d))?;
+        view.decode_into(g, group, out);
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Appends the row ids stored under band key `key` of `band` (ascending).
 pub(crate) fn read_bucket(
     table: &impl ReadableTable<(u32, u32, u64, u32), &'static [u8]>,
     info: &CollectionInfo,
+    g: Groups,
     band: u32,
     key: u64,
     out: &mut Vec<u64>,
-) -> Result<Option<BucketHeader>, StorageError> {
+) -> Result<(), StorageError> {
     let id = info.def.id;
-    let Some(v) = table.get((id, band, key, 0)).map_err(StorageError::backend("read lsh bucket"))? else {
-        return Ok(None);
-    };
-    let (h, rows) = parse_chunk0(v.value()).map_err(|d| lsh_err(info, band, key, d))?;
-    push_rows(rows, out);
-    if h.last_chunk > 0 {
-        let range = table
-            .range((id, band, key, 1u32)..=(id, band, key, h.last_chunk))
-            .map_err(StorageError::backend("read lsh bucket"))?;
-        for e in range {
-            let (_, v) = e.map_err(StorageError::backend("read lsh bucket"))?;
-            push_rows(v.value(), out);
-        }
+    let group = g.group(key);
+    let suffix = g.suffix(key);
+    let range = table
+        .range((id, band, group, 0u32)..=(id, band, group, u32::MAX))
+        .map_err(StorageError::backend("read lsh group"))?;
+    for e in range {
+        let (_, v) = e.map_err(StorageError::backend("read lsh group"))?;
+        let view = ChunkView::parse(v.value(), g).map_err(|d| lsh_err(info, band, group, d))?;
+        view.rows_of(suffix, out);
     }
-    Ok(Some(h))
+    Ok(())
 }
 
-/// Applies sorted `adds` and `removes` to one bucket; returns its (old, new) size.
-fn apply_bucket(
+/// Applies sorted `adds` and `removes` to one group and rewrites it; returns its
+/// (sum(s), sum(s^2)) over band keys before and after.
+#[allow(clippy::too_many_arguments)]
+fn apply_group(
     table: &mut BucketTable<'_>,
     info: &CollectionInfo,
+    g: Groups,
     band: u32,
-    key: u64,
-    adds: &[u64],
-    removes: &[u64],
-) -> Result<(u64, u64), StorageError> {
+    group: u64,
+    adds: &[(u64, u64)],
+    removes: &[(u64, u64)],
+    scratch: &mut GroupScratch,
+) -> Result<(Sums, Sums), StorageError> {
     let id = info.def.id;
-    let head = match table.get((id, band, key, 0)).map_err(StorageError::backend("read lsh bucket"))? {
-        Some(v) => {
-            let (h, rows) = parse_chunk0(v.value()).map_err(|d| lsh_err(info, band, key, d))?;
-            let mut r = Vec::with_capacity(rows.len() / 8 + adds.len());
-            push_rows(rows, &mut r);
-            Some((h, r))
+    let GroupScratch { old, new, bytes } = scratch;
+    old.clear();
+    new.clear();
+    let old_chunks = read_group(table, info, g, band, group, old)?;
+    let before = bucket_sums(old);
+    // Merge: old minus removes, plus adds (both sorted).
+    new.reserve(old.len() + adds.len());
+    let (mut a, mut r, mut removed) = (0usize, 0usize, 0usize);
+    for &e in old.iter() {
+        while r < removes.len() && removes[r] < e {
+            r += 1;
         }
-        None => None,
-    };
-    let old_total = head.as_ref().map_or(0, |(h, _)| h.total);
-    // Fast path: only appends of rows above every stored id, into the last chunk.
-    if removes.is_empty()
-        && let Some((h, chunk0)) = &head
-    {
-        {
-            let (mut last_rows, last_no) = if h.last_chunk == 0 {
-                (chunk0.clone(), 0)
-            } else {
-                let mut r = Vec::new();
-                if let Some(v) =
-                    table.get((id, band, key, h.last_chunk)).map_err(StorageError::backend("read lsh bucket"))?
-                {
-                    push_rows(v.value(), &mut r);
-                }
-                (r, h.last_chunk)
-            };
-            let ascending = match (last_rows.last(), adds.first()) {
-                (Some(&l), Some(&a)) => a > l,
-                _ => h.last_chunk == 0 || !last_rows.is_empty(),
-            };
-            if ascending {
-                let mut total = h.total;
-                let mut chunk_no = last_no;
-                let mut rest = adds;
-                let room = CHUNK_ROWS.saturating_sub(last_rows.len()).min(rest.len());
-                last_rows.extend_from_slice(&rest[..room]);
-                rest = &rest[room..];
-                total += room as u64;
-                let mut chunks: Vec<(u32, Vec<u64>)> = vec![(chunk_no, last_rows)];
-                for c in rest.chunks(CHUNK_ROWS) {
-                    chunk_no += 1;
-                    total += c.len() as u64;
-                    chunks.push((chunk_no, c.to_vec()));
-                }
-                let header = BucketHeader { total, last_chunk: chunk_no };
-                for (no, rows) in &chunks {
-                    if *no != 0 {
-                        write_chunk(table, id, band, key, *no, None, rows)?;
-                    }
-                }
-                let c0: &[u64] = if last_no == 0 { &chunks[0].1 } else { chunk0 };
-                write_chunk(table, id, band, key, 0, Some(header), c0)?;
-                return Ok((old_total, total));
-            }
+        if r < removes.len() && removes[r] == e {
+            removed += 1;
+            r += 1;
+            continue;
         }
+        while a < adds.len() && adds[a] < e {
+            new.push(adds[a]);
+            a += 1;
+        }
+        new.push(e);
     }
-    // General path: read the whole bucket, merge, rewrite every chunk.
-    let mut all = Vec::new();
-    if let Some((h, chunk0)) = head {
-        all = chunk0;
-        if h.last_chunk > 0 {
-            let range = table
-                .range((id, band, key, 1u32)..=(id, band, key, h.last_chunk))
-                .map_err(StorageError::backend("read lsh bucket"))?;
-            for e in range {
-                let (_, v) = e.map_err(StorageError::backend("read lsh bucket"))?;
-                push_rows(v.value(), &mut all);
-            }
+    new.extend_from_slice(&adds[a..]);
+    if removed != removes.len() {
+        return Err(lsh_err(info, band, group, format!("{} entries to remove, {removed} found", removes.len())));
+    }
+    if new.windows(2).any(|w| w[1] <= w[0]) {
+        return Err(lsh_err(info, band, group, "an added entry is already stored"));
+    }
+    let after = bucket_sums(new);
+    let n_chunks = new.len().div_ceil(GROUP_CHUNK_ENTRIES);
+    if n_chunks > 0 {
+        let per = new.len().div_ceil(n_chunks);
+        for (no, c) in new.chunks(per).enumerate() {
+            encode_chunk(g, c, bytes);
             table
-                .retain_in((id, band, key, 1u32)..=(id, band, key, h.last_chunk), |_, _| false)
-                .map_err(StorageError::backend("rewrite lsh bucket"))?;
+                .insert((id, band, group, no as u32), bytes.as_slice())
+                .map_err(StorageError::backend("write lsh group"))?;
         }
     }
-    let before = all.len();
-    all.retain(|r| removes.binary_search(r).is_err());
-    if before - all.len() != removes.len() {
-        return Err(lsh_err(
-            info,
-            band,
-            key,
-            format!("{} rows to remove, {} found", removes.len(), before - all.len()),
-        ));
+    if old_chunks as usize > n_chunks {
+        table
+            .retain_in((id, band, group, n_chunks as u32)..=(id, band, group, u32::MAX), |_, _| false)
+            .map_err(StorageError::backend("rewrite lsh group"))?;
     }
-    all.extend_from_slice(adds);
-    all.sort_unstable();
-    if all.is_empty() {
-        table.remove((id, band, key, 0)).map_err(StorageError::backend("remove lsh bucket"))?;
-        return Ok((old_total, 0));
-    }
-    let chunks: Vec<&[u64]> = all.chunks(CHUNK_ROWS).collect();
-    let header = BucketHeader { total: all.len() as u64, last_chunk: (chunks.len() - 1) as u32 };
-    for (no, rows) in chunks.iter().enumerate() {
-        write_chunk(table, id, band, key, no as u32, (no == 0).then_some(header), rows)?;
-    }
-    Ok((old_total, all.len() as u64))
+    Ok((before, after))
 }
 
-fn write_chunk(
-    table: &mut BucketTable<'_>,
-    id: u32,
-    band: u32,
-    key: u64,
-    no: u32,
-    header: Option<BucketHeader>,
-    rows: &[u64],
-) -> Result<(), StorageError> {
-    let v = encode_chunk(header, rows);
-    table.insert((id, band, key, no), v.as_slice()).map_err(StorageError::backend("write lsh bucket"))?;
-    Ok(())
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_round_trip_and_lookup() {
+        for bits in [1, 10, 17, 24] {
+            let g = Groups::new(bits);
+            let group = 0x2a_u64 & ((1 << bits) - 1);
+            let mut entries: Vec<(u64, u64)> =
+                (0..300u64).map(|i| (g.key(group, (i / 3).wrapping_mul(0x9e37_79b9) & g.suffix_mask()), i)).collect();
+            entries.sort_unstable();
+            let mut bytes = Vec::new();
+            encode_chunk(g, &entries, &mut bytes);
+            assert_eq!(bytes.len(), CHUNK_HEADER_LEN + 300 * (g.suffix_bytes + 2));
+            let view = ChunkView::parse(&bytes, g).expect("parse");
+            assert!(view.suffixes_fit(g));
+            let mut back = Vec::new();
+            view.decode_into(g, group, &mut back);
+            assert_eq!(back, entries);
+            for &(k, _) in &entries {
+                let mut rows = Vec::new();
+                view.rows_of(g.suffix(k), &mut rows);
+                let want: Vec<u64> = entries.iter().filter(|e| e.0 == k).map(|e| e.1).collect();
+                assert_eq!(rows, want);
+                assert_eq!(g.group(k), group);
+            }
+        }
+    }
+
+    #[test]
+    fn group_bits_grow_with_rows() {
+        assert_eq!(group_bits_for(0), MIN_GROUP_BITS);
+        assert_eq!(group_bits_for(128 * 1024), 10);
+        assert_eq!(group_bits_for(128 * 1024 + 128), 11);
+        assert_eq!(group_bits_for(u64::MAX), MAX_GROUP_BITS);
+    }
+
+    #[test]
+    fn sums_count_runs_of_equal_keys() {
+        assert_eq!(bucket_sums(&[(1, 1), (1, 2), (1, 3), (2, 4), (5, 5), (5, 6)]), (6, 9 + 1 + 4));
+        assert_eq!(bucket_sums(&[]), (0, 0));
+    }
 }

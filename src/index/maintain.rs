@@ -7,7 +7,7 @@ use redb::WriteTransaction;
 use super::error::IndexError;
 use super::keys::band::{BandKeyScheme, RowWidth};
 use super::keys::simhash_design::SimhashTableDesign;
-use super::lsh::LshDelta;
+use super::lsh::{LshDelta, group_bits_for};
 use super::lsh_params::{CollisionModel, LshParams, LshWeights, optimal_lsh_params};
 use super::meta::{IndexDef, IndexSpec, index_err};
 use super::simhash_tables::{SimhashDelta, bucket_bits_for};
@@ -21,6 +21,12 @@ use crate::storage::writer::{for_each_live_in, state_in};
 
 /// The seed of every LSH band-key scheme this build creates (recorded in the scheme).
 pub(crate) const LSH_SEED: u64 = 0x736b_6574_6368_6462;
+
+/// The weights of the banding chosen for an LSH index when neither bands nor rows are
+/// given: recall first. Candidates are always verified by the estimator afterwards, so a
+/// false positive only costs a verification while a false negative loses an answer.
+/// (`optimal_lsh_params`'s own default, used by `sketchdb bounds`, stays 0.5 / 0.5.)
+pub(crate) const INDEX_LSH_WEIGHTS: LshWeights = LshWeights { false_positive: 0.1, false_negative: 0.9 };
 
 /// What index to build, as the db layer's `IndexConfig` asks.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -58,7 +64,7 @@ pub(crate) fn spec_for(request: IndexRequest, params: &SketchParams, n_rows: u64
                 (Some(b), Some(r)) => LshParams { bands: b, rows: r },
                 (Some(b), None) => LshParams { bands: b, rows: slots / b.max(1) },
                 (None, Some(r)) => LshParams { bands: slots / r.max(1), rows: r },
-                (None, None) => optimal_lsh_params(slots, threshold, LshWeights::default(), model)?.params,
+                (None, None) => optimal_lsh_params(slots, threshold, INDEX_LSH_WEIGHTS, model)?.params,
             };
             if lsh.bands == 0 || lsh.rows == 0 || u64::from(lsh.bands) * u64::from(lsh.rows) > u64::from(slots) {
                 return Err(IndexError::invalid(
@@ -67,7 +73,11 @@ pub(crate) fn spec_for(request: IndexRequest, params: &SketchParams, n_rows: u64
                     "b >= 1, r >= 1 and b * r <= the signature's slots",
                 ));
             }
-            Ok(IndexSpec::Lsh { scheme: BandKeyScheme::new(LSH_SEED, lsh, width), threshold })
+            Ok(IndexSpec::Lsh {
+                scheme: BandKeyScheme::new(LSH_SEED, lsh, width),
+                threshold,
+                group_bits: group_bits_for(n_rows),
+            })
         }
     }
 }
@@ -108,7 +118,7 @@ impl IndexHook for IndexMaintainer {
             Some(IndexSpec::Simhash { design, bucket_bits }) => {
                 Active::Simhash(SimhashDelta::new(design.clone(), *bucket_bits))
             }
-            Some(IndexSpec::Lsh { scheme, .. }) => Active::Lsh(LshDelta::new(*scheme)),
+            Some(IndexSpec::Lsh { scheme, group_bits, .. }) => Active::Lsh(LshDelta::new(*scheme, *group_bits)),
         };
         if let Active::Lsh(_) = self.active {
             self.info = Some(info.clone());

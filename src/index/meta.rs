@@ -25,8 +25,9 @@ pub(crate) enum IndexSpec {
     /// SimHash permuted tables; `bucket_bits` is the bucket width B (each table's bucket is
     /// the top `min(B, p_t)` bits of its permuted key).
     Simhash { design: SimhashTableDesign, bucket_bits: u32 },
-    /// LSH banding buckets for `threshold`.
-    Lsh { scheme: BandKeyScheme, threshold: f64 },
+    /// LSH banding buckets for `threshold`, packed in groups: a group is the top
+    /// `group_bits` bits of the band key (chosen from the row count at creation or rebuild).
+    Lsh { scheme: BandKeyScheme, threshold: f64, group_bits: u32 },
 }
 
 /// A collection's index definition and counters.
@@ -55,8 +56,11 @@ impl IndexDef {
                     return Err(IndexError::inconsistent("simhash index", format!("bucket_bits {bucket_bits}")));
                 }
             }
-            IndexSpec::Lsh { scheme, threshold } => {
+            IndexSpec::Lsh { scheme, threshold, group_bits } => {
                 scheme.validate()?;
+                if *group_bits == 0 || *group_bits > super::lsh::MAX_GROUP_BITS {
+                    return Err(IndexError::inconsistent("lsh index", format!("group_bits {group_bits}")));
+                }
                 if !(*threshold > 0.0 && *threshold < 1.0) {
                     return Err(IndexError::inconsistent("lsh index", format!("threshold {threshold}")));
                 }

@@ -1,5 +1,5 @@
 //! Index verification: recomputes every index entry from the live rows and compares it with
-//! the stored tables (SimHash buckets; LSH buckets, chunk headers and the reverse map) and
+//! the stored tables (SimHash buckets; LSH groups, their chunks and the reverse map) and
 //! the definition's counters. Each problem names collection, index table, table or band,
 //! and bucket.
 
@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use redb::ReadTransaction;
 
 use super::keys::band::lsh_rows;
-use super::lsh::{CHUNK_ROWS, parse_chunk0, push_rows};
+use super::lsh::{ChunkView, Groups, push_u64s};
 use super::meta::{IndexDef, IndexSpec};
 use super::simhash_tables::{BucketView, Geometry};
 use crate::sketch::sketch::Sketch;
@@ -203,7 +203,7 @@ fn check_lsh(
     live: &[(u64, Sketch)],
     out: &mut Out<'_>,
 ) -> Result<(), StorageError> {
-    let IndexSpec::Lsh { scheme, .. } = &def.spec else { return Ok(()) };
+    let IndexSpec::Lsh { scheme, group_bits, .. } = &def.spec else { return Ok(()) };
     let id = info.def.id;
     let txn = snap.txn();
     // Expected reverse map and buckets.
@@ -227,7 +227,7 @@ fn check_lsh(
             let (k, v) = e.map_err(StorageError::backend("scan"))?;
             let row = k.value().1;
             let mut keys = Vec::new();
-            push_rows(v.value(), &mut keys);
+            push_u64s(v.value(), &mut keys);
             match want_rev.remove(&row) {
                 None => out.problem(Some(row), format!("{LSH_ROWS_NAME}: entry for a row that is not live")),
                 Some(w) if w != keys => {
@@ -240,82 +240,84 @@ fn check_lsh(
     for row in want_rev.keys() {
         out.problem(Some(*row), format!("{LSH_ROWS_NAME}: live row has no entry"));
     }
-    let (mut entries, mut sum_sq) = (0u64, 0u128);
+    // Stored buckets, from the packed groups.
+    let g = Groups::new(*group_bits);
+    let mut stored: BTreeMap<(u32, u64), Vec<u64>> = BTreeMap::new();
     if let Some(t) = open(txn, LSH_BUCKETS)? {
+        // The group being read: (band, group), next chunk number expected, last entry.
         let mut cur: Option<(u32, u64)> = None;
-        let mut rows: Vec<u64> = Vec::new();
-        let mut header_total = 0u64;
-        let mut finish = |cur: Option<(u32, u64)>, rows: &mut Vec<u64>, total: u64, out: &mut Out<'_>| {
-            let Some((band, key)) = cur else { return };
-            let where_ = format!("{LSH_BUCKETS_NAME}, band {band}, bucket {key:#018x}");
-            if total != rows.len() as u64 {
-                out.problem(None, format!("{where_}: header says {total} rows, chunks hold {}", rows.len()));
-            }
-            if rows.windows(2).any(|w| w[1] <= w[0]) {
-                out.problem(None, format!("{where_}: row ids not strictly ascending"));
-            }
-            let n = rows.len() as u64;
-            entries += n;
-            sum_sq += u128::from(n) * u128::from(n);
-            match want.remove(&(band, key)) {
-                None => out.problem(rows.first().copied(), format!("{where_}: bucket of no live row's band key")),
-                Some(w) if w != *rows => {
-                    let stale = rows.iter().find(|r| w.binary_search(r).is_err()).copied();
-                    let missing = w.iter().find(|r| rows.binary_search(r).is_err()).copied();
-                    out.problem(
-                        stale.or(missing),
-                        format!("{where_}: rows differ (first stale {stale:?}, first missing {missing:?})"),
-                    );
-                }
-                Some(_) => {}
-            }
-            rows.clear();
-        };
+        let mut next_chunk = 0u32;
+        let mut last: Option<(u64, u64)> = None;
+        let mut entries = Vec::new();
         for e in t
             .range((id, 0u32, 0u64, 0u32)..=(id, u32::MAX, u64::MAX, u32::MAX))
             .map_err(StorageError::backend("scan"))?
         {
             let (k, v) = e.map_err(StorageError::backend("scan"))?;
-            let (_, band, key, chunk) = k.value();
-            if cur != Some((band, key)) {
-                finish(cur, &mut rows, header_total, out);
-                cur = Some((band, key));
-                header_total = 0;
-                if chunk != 0 {
-                    out.problem(
-                        None,
-                        format!("{LSH_BUCKETS_NAME}, band {band}, bucket {key:#018x}: chunk {chunk} without chunk 0"),
-                    );
-                }
+            let (_, band, group, chunk) = k.value();
+            let where_ = format!("{LSH_BUCKETS_NAME}, band {band}, group {group:#x}, chunk {chunk}");
+            if cur != Some((band, group)) {
+                cur = Some((band, group));
+                next_chunk = 0;
+                last = None;
             }
-            let body = if chunk == 0 {
-                match parse_chunk0(v.value()) {
-                    Ok((h, body)) => {
-                        header_total = h.total;
-                        body
-                    }
-                    Err(d) => {
-                        out.problem(None, format!("{LSH_BUCKETS_NAME}, band {band}, bucket {key:#018x}: {d}"));
-                        &[][..]
-                    }
+            if chunk != next_chunk {
+                out.problem(None, format!("{where_}: chunk numbers must run 0, 1, ... (expected {next_chunk})"));
+            }
+            next_chunk = chunk.saturating_add(1);
+            if band >= scheme.params.bands || group >> g.bits != 0 {
+                out.problem(None, format!("{where_}: no such band or group under the recorded scheme"));
+            }
+            let view = match ChunkView::parse(v.value(), g) {
+                Ok(view) => view,
+                Err(d) => {
+                    out.problem(None, format!("{where_}: {d}"));
+                    continue;
                 }
-            } else {
-                v.value()
             };
-            if body.len() % 8 != 0 || body.len() / 8 > CHUNK_ROWS {
+            if !view.suffixes_fit(g) {
+                out.problem(None, format!("{where_}: a key suffix exceeds {} bits", 64 - g.bits));
+            }
+            entries.clear();
+            view.decode_into(g, group, &mut entries);
+            let first = entries.first().copied();
+            if entries.windows(2).any(|w| w[1] <= w[0]) || matches!((last, first), (Some(l), Some(f)) if f <= l) {
+                out.problem(None, format!("{where_}: entries not strictly ascending by (band key, row)"));
+            }
+            last = entries.last().copied();
+            for &(key, row) in &entries {
+                stored.entry((band, key)).or_default().push(row);
+            }
+        }
+    }
+    let (mut entries, mut sum_sq) = (0u64, 0u128);
+    for ((band, key), mut rows) in stored {
+        let where_ = format!("{LSH_BUCKETS_NAME}, band {band}, bucket {key:#018x} (group {:#x})", g.group(key));
+        rows.sort_unstable();
+        let n = rows.len() as u64;
+        entries += n;
+        sum_sq += u128::from(n) * u128::from(n);
+        match want.remove(&(band, key)) {
+            None => out.problem(rows.first().copied(), format!("{where_}: bucket of no live row's band key")),
+            Some(w) if w != rows => {
+                let stale = rows.iter().find(|r| w.binary_search(r).is_err()).copied();
+                let missing = w.iter().find(|r| rows.binary_search(r).is_err()).copied();
                 out.problem(
-                    None,
-                    format!("{LSH_BUCKETS_NAME}, band {band}, bucket {key:#018x}, chunk {chunk}: {} bytes", body.len()),
+                    stale.or(missing),
+                    format!("{where_}: rows differ (first stale {stale:?}, first missing {missing:?})"),
                 );
             }
-            push_rows(body, &mut rows);
+            Some(_) => {}
         }
-        finish(cur, &mut rows, header_total, out);
     }
     for ((band, key), rows) in want {
         out.problem(
             rows.first().copied(),
-            format!("{LSH_BUCKETS_NAME}, band {band}, bucket {key:#018x}: missing ({} live rows)", rows.len()),
+            format!(
+                "{LSH_BUCKETS_NAME}, band {band}, bucket {key:#018x} (group {:#x}): missing ({} live rows)",
+                g.group(key),
+                rows.len()
+            ),
         );
     }
     if entries != def.entries || sum_sq != def.sum_sq {

@@ -29,8 +29,9 @@ pub(crate) const INDEX_DEFS: TableDefinition<u32, &[u8]> = TableDefinition::new(
 /// table's permuted key.
 pub(crate) const SIMHASH_BUCKETS: TableDefinition<(u32, u32, u32), &[u8]> =
     TableDefinition::new("sketchdb.simhash_buckets");
-/// `(u32, u32, u64, u32) -> &[u8]`: (collection id, band, band key, chunk) -> packed row
-/// ids (chunk 0 starts with the bucket header).
+/// `(u32, u32, u64, u32) -> &[u8]`: (collection id, band, group, chunk) -> packed chunk of
+/// the group's sorted (band-key suffix, row id) entries; the group is the top `group_bits`
+/// bits of the band key.
 pub(crate) const LSH_BUCKETS: TableDefinition<(u32, u32, u64, u32), &[u8]> =
     TableDefinition::new("sketchdb.lsh_buckets");
 /// `(u32, u64) -> &[u8]`: (collection id, row id) -> the row's band keys (u64 LE, band

@@ -158,3 +158,32 @@ pub fn lsh_scheme(collection: &Collection, db: &Database) -> Result<Option<crate
         crate::index::meta::IndexSpec::Simhash { .. } => None,
     }))
 }
+
+/// The collection's stored LSH group chunks: (band, group, chunk, entries) in key order, and
+/// the recorded group prefix width (`None` without an LSH index).
+#[allow(clippy::type_complexity)]
+pub fn lsh_group_chunks(collection: &Collection, db: &Database) -> Result<Option<(u32, Vec<(u32, u64, u32, usize)>)>> {
+    use crate::index::lsh::{ChunkView, Groups};
+    use crate::storage::StorageError;
+    use crate::storage::tables::LSH_BUCKETS;
+    let snap = db.store().snapshot()?;
+    let def = crate::index::meta::IndexDef::load(snap.txn(), collection.info())?;
+    let Some(crate::index::meta::IndexSpec::Lsh { group_bits, .. }) = def.as_deref().map(|d| &d.spec) else {
+        return Ok(None);
+    };
+    let g = Groups::new(*group_bits);
+    let id = collection.info().def.id;
+    let mut out = Vec::new();
+    if let Some(t) = crate::storage::reader::open(snap.txn(), LSH_BUCKETS)? {
+        for e in t
+            .range((id, 0u32, 0u64, 0u32)..=(id, u32::MAX, u64::MAX, u32::MAX))
+            .map_err(StorageError::backend("scan"))?
+        {
+            let (k, v) = e.map_err(StorageError::backend("scan"))?;
+            let (_, band, group, chunk) = k.value();
+            let n = ChunkView::parse(v.value(), g).map_or(0, |c| c.len());
+            out.push((band, group, chunk, n));
+        }
+    }
+    Ok(Some((*group_bits, out)))
+}
