@@ -189,10 +189,10 @@ fn lsh(data: &Path, out: &Path, kind: &str) -> R<()> {
             let snap = c.snapshot()?;
             let mut got = HashSet::new();
             for row in cands {
-                if let Some(r) = snap.get_row(row)? {
-                    if r.sketch.similarity(q, 0.95)?.value >= th {
-                        got.insert(String::from_utf8_lossy(&r.key).into_owned());
-                    }
+                if let Some(r) = snap.get_row(row)?
+                    && r.sketch.similarity(q, 0.95)?.value >= th
+                {
+                    got.insert(String::from_utf8_lossy(&r.key).into_owned());
                 }
             }
             let want: HashSet<String> = truth[format!("{th}").as_str()]

@@ -76,7 +76,7 @@ fn run(params: SketchParams, index: IndexConfig, seed: u64) {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("db");
     let db = Database::create(&path).expect("create");
-    let mut c = db.create_collection("s", CollectionConfig::new(params).with_index(index)).expect("collection");
+    let c = db.create_collection("s", CollectionConfig::new(params).with_index(index)).expect("collection");
     let sk = Sketcher::new(params).expect("sketcher");
     let sets = family(&mut rng, 30, 6);
     let sketches: Vec<Sketch> = sets.iter().map(|t| sk.sketch(t).expect("sketch")).collect();
@@ -170,7 +170,7 @@ fn huge_buckets_are_chunked_and_stay_consistent() {
     }
     c.apply(&batch).expect("delete");
     c.insert("last", &s).expect("insert");
-    check(&c, &db, &[s.clone()], "chunked");
+    check(&c, &db, std::slice::from_ref(&s), "chunked");
     let (_, mean) = testing::lsh_stats(&c, &db).expect("stats").expect("lsh");
     let live = c.len().expect("len") as f64;
     assert!((mean - live).abs() < 1e-9);

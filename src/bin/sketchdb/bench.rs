@@ -123,6 +123,9 @@ pub enum Workload {
         /// Where to build the database (default: a temporary directory).
         #[arg(long)]
         dir: Option<PathBuf>,
+        /// Force an access path for the queries (default: the planner's choice).
+        #[arg(long)]
+        plan: Option<String>,
     },
     /// Radius queries over a u64 fingerprint file with SimHash tables.
     HammingQuery {
@@ -161,8 +164,14 @@ pub fn run(w: &Workload) -> Result<(), CliError> {
     let run = run_id();
     match w {
         Workload::MinhashCreate { sets, limit } => minhash_create(sets, *limit, &run),
-        Workload::Lsh { sets, queries, thresholds, kind, limit, dir } => {
-            crate::bench_lsh::lsh(sets, queries, thresholds, kind, *limit, dir.as_deref(), &run)
+        Workload::Lsh { sets, queries, thresholds, kind, limit, dir, plan } => {
+            let force = match plan {
+                None => None,
+                Some(p) => Some(
+                    sketchdb::PlanKind::from_name(p).ok_or_else(|| CliError::Usage(format!("unknown plan `{p}`")))?,
+                ),
+            };
+            crate::bench_lsh::lsh(sets, queries, thresholds, kind, *limit, dir.as_deref(), force, &run)
         }
         Workload::HammingQuery { fps, queries, truth, radius, dir } => {
             crate::bench_lsh::hamming(fps, queries, truth, *radius, dir.as_deref(), &run)

@@ -8,8 +8,8 @@ use std::time::Instant;
 use serde::Deserialize;
 use serde_json::json;
 use sketchdb::{
-    Batch, CollectionConfig, Database, IndexConfig, Query, QueryKind, QueryOptions, SimHash, Sketch, SketchParams,
-    TokenSet,
+    Batch, CollectionConfig, Database, IndexConfig, PlanKind, Query, QueryKind, QueryOptions, SimHash, Sketch,
+    SketchParams, TokenSet,
 };
 
 use crate::bench::{dataset_name, emit, load_sets};
@@ -104,6 +104,8 @@ fn measure(
     })
 }
 
+// One parameter per command-line option of `bench lsh`.
+#[allow(clippy::too_many_arguments)]
 pub fn lsh(
     sets_path: &Path,
     queries_path: &Path,
@@ -111,6 +113,7 @@ pub fn lsh(
     kind: &str,
     limit: Option<usize>,
     dir: Option<&Path>,
+    force: Option<PlanKind>,
     run: &str,
 ) -> Result<(), CliError> {
     let sets = load_sets(sets_path, limit)?;
@@ -138,7 +141,8 @@ pub fn lsh(
         }
         let build_s = start.elapsed().as_secs_f64();
         let n = sets.len() as f64;
-        let choice = coll.plan(&Query::threshold(coll.sketcher().sketch(&token_sets[0])?, t))?;
+        let probe = Query::threshold(coll.sketcher().sketch(&token_sets[0])?, t);
+        let choice = coll.plan(&Query { options: QueryOptions { force, ..QueryOptions::default() }, ..probe })?;
         let config = json!({"num_perm": params.size(), "kind": kind, "bits": params.bits(), "threshold": t,
                             "index": format!("{:?}", coll.config().index), "storage": "file", "durability": "immediate"});
         emit(
@@ -149,7 +153,7 @@ pub fn lsh(
             json!({"insert_per_s": n / build_s, "build_s": build_s}),
             "batches of 10,000, durable commits",
         );
-        let opts = QueryOptions::default();
+        let opts = QueryOptions { force, ..QueryOptions::default() };
         let stored: Vec<Sketch> = queries
             .iter()
             .map(|q| coll.sketcher().sketch(&TokenSet::from_unsorted(q.tokens.clone())))
@@ -163,7 +167,7 @@ pub fn lsh(
                 by_qid.get(q.qid.as_str()).map(|s| (*s).clone()).ok_or_else(|| CliError::Input("query".into()))?;
             Ok(keys(coll.query(&Query { sketch, kind: QueryKind::Threshold(t), options: opts })?))
         })?;
-        let notes = format!("planner chose {}", choice.plan);
+        let notes = format!("{} {}", if force.is_some() { "forced" } else { "planner chose" }, choice.plan);
         emit(
             run,
             "lsh-query",
