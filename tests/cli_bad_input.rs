@@ -38,6 +38,12 @@ fn bad_inputs_are_one_clear_line_and_exit_1() {
     std::fs::write(d.join("fp.jsonl"), "{\"key\":\"a\",\"simhash\":\"xyz\"}\n").unwrap();
     fails_with(d, &["ingest", "f", "fp.jsonl"], "fp.jsonl:1: field `simhash`");
 
+    let mut huge = String::from("{\"key\":\"a\",\"text\":\"");
+    huge.push_str(&"x".repeat(17 << 20));
+    huge.push_str("\"}\n");
+    std::fs::write(d.join("huge.jsonl"), huge).unwrap();
+    fails_with(d, &["ingest", "c", "huge.jsonl"], "huge.jsonl:1: line longer than 16 MiB");
+
     // A database now exists (the failed ingests created it); unknown names and bad params.
     fails_with(d, &["query", "nope", "k", "--threshold", "0.5"], "unknown collection `nope`");
     fails_with(d, &["create", "x", "--kind", "bogus"], "unknown sketch kind `bogus`");

@@ -48,12 +48,16 @@ pub fn parse_hex_fingerprint(s: &str) -> Result<u128, String> {
     u128::from_str_radix(digits, 16).map_err(|_| format!("`{s}` is not a hexadecimal fingerprint"))
 }
 
+/// The longest input line accepted (a record larger than this is refused, not buffered).
+pub const MAX_LINE_BYTES: u64 = 16 << 20;
+
 /// Streams `{"key", "text"|"tokens"|"simhash"}` lines, one record per line; blank lines skip.
 pub struct JsonlReader {
     path: PathBuf,
-    lines: std::io::Lines<BufReader<Box<dyn Read>>>,
+    reader: BufReader<Box<dyn Read>>,
     line_no: usize,
     bytes: u64,
+    done: bool,
 }
 
 impl JsonlReader {
@@ -65,9 +69,10 @@ impl JsonlReader {
         };
         Ok(JsonlReader {
             path: path.to_path_buf(),
-            lines: BufReader::with_capacity(1 << 20, file).lines(),
+            reader: BufReader::with_capacity(1 << 20, file),
             line_no: 0,
             bytes: 0,
+            done: false,
         })
     }
 
@@ -86,16 +91,35 @@ impl Iterator for JsonlReader {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            let line = self.lines.next()?;
+            if self.done {
+                return None;
+            }
+            let mut buf = Vec::new();
+            let read = (&mut self.reader).take(MAX_LINE_BYTES + 1).read_until(b'\n', &mut buf);
             self.line_no += 1;
-            let line = match line {
-                Ok(l) => l,
-                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-                    return Some(Err(self.bad("not valid UTF-8")));
+            match read {
+                Ok(0) => {
+                    self.done = true;
+                    return None;
                 }
-                Err(e) => return Some(Err(self.bad(e))),
+                Ok(_) => {}
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(self.bad(e)));
+                }
+            }
+            if buf.len() as u64 > MAX_LINE_BYTES {
+                self.done = true;
+                return Some(Err(self.bad(format!("line longer than {} MiB", MAX_LINE_BYTES >> 20))));
+            }
+            self.bytes += buf.len() as u64;
+            if buf.last() == Some(&b'\n') {
+                buf.pop();
+            }
+            let Ok(line) = String::from_utf8(buf) else {
+                self.done = true;
+                return Some(Err(self.bad("not valid UTF-8")));
             };
-            self.bytes += line.len() as u64 + 1;
             if line.trim().is_empty() {
                 continue;
             }
