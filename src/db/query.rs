@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use super::collection::Collection;
 use crate::error::Result;
-use crate::index::stats::{lsh_stats, simhash_stats};
+use crate::index::stats::index_stats;
 use crate::planner::cost::{Choice, CostModel, LshStats, SimhashStats, Stats, choose};
 use crate::planner::error::QueryError;
 use crate::planner::exec::{Analyze, Hit, execute};
@@ -56,6 +56,7 @@ fn key_text(key: &[u8]) -> String {
 impl Collection {
     fn planner_stats_in(&self, snap: &ReadSnapshot) -> Result<Stats> {
         let state = snap.state(self.info())?;
+        let (lsh, simhash) = index_stats(snap, self.info())?;
         let p = self.params();
         Ok(Stats {
             live: state.live,
@@ -63,13 +64,8 @@ impl Collection {
             kind: p.kind(),
             slots: p.slots(),
             bits: p.bits(),
-            lsh: lsh_stats(snap, self.info())?
-                .map(|l| LshStats { params: l.params, mean_hit_bucket: l.mean_hit_bucket }),
-            simhash: simhash_stats(snap, self.info())?.map(|s| SimhashStats {
-                tables: s.tables,
-                radius: s.radius,
-                prefix_bits: s.prefix_bits,
-            }),
+            lsh: lsh.map(|l| LshStats { params: l.params, mean_hit_bucket: l.mean_hit_bucket }),
+            simhash: simhash.map(|s| SimhashStats { tables: s.tables, radius: s.radius, prefix_bits: s.prefix_bits }),
         })
     }
 
@@ -107,8 +103,20 @@ impl Collection {
 
     fn run(&self, snap: &ReadSnapshot, query: &Query) -> Result<(Choice, Vec<Hit>, Analyze)> {
         let stats = self.planner_stats_in(snap)?;
-        let choice = choose(query, &stats, &self.costs());
-        let (hits, analyze) = execute(snap, self.info(), query, &choice.plan)?;
+        self.run_with(snap, query, &stats, &self.costs())
+    }
+
+    /// Plans and runs with statistics and costs already read from `snap` (dedup runs many
+    /// queries on one snapshot).
+    fn run_with(
+        &self,
+        snap: &ReadSnapshot,
+        query: &Query,
+        stats: &Stats,
+        costs: &CostModel,
+    ) -> Result<(Choice, Vec<Hit>, Analyze)> {
+        let choice = choose(query, stats, costs);
+        let (hits, analyze) = execute(snap, self.info(), query, &choice.plan, stats)?;
         Ok((choice, hits, analyze))
     }
 
@@ -175,9 +183,11 @@ impl Collection {
             }
             Ok(true)
         })?;
+        let stats = self.planner_stats_in(&snap)?;
+        let costs = self.costs();
         for (row, key, sketch) in rows {
             let row = &row;
-            let (choice, hits, _) = self.run(&snap, &Query { sketch, kind, options })?;
+            let (choice, hits, _) = self.run_with(&snap, &Query { sketch, kind, options }, &stats, &costs)?;
             plan.get_or_insert(choice.plan);
             keys.insert(*row, key.clone());
             for h in hits.iter().filter(|h| h.row_id > *row) {

@@ -28,16 +28,37 @@ pub(crate) struct SimhashIndexStats {
     pub prefix_bits: u32,
 }
 
+/// Both kinds of index statistics from one read of the index definition (a collection has
+/// at most one index, so at most one is `Some`).
+pub(crate) fn index_stats(
+    snap: &ReadSnapshot,
+    info: &CollectionInfo,
+) -> Result<(Option<LshIndexStats>, Option<SimhashIndexStats>), StorageError> {
+    Ok(match IndexDef::load(snap.txn(), info)? {
+        None => (None, None),
+        Some(d) => match &d.spec {
+            IndexSpec::Lsh { scheme, .. } => (
+                Some(LshIndexStats {
+                    params: scheme.params,
+                    mean_hit_bucket: if d.entries == 0 { 0.0 } else { d.sum_sq as f64 / d.entries as f64 },
+                }),
+                None,
+            ),
+            IndexSpec::Simhash { design, .. } => (
+                None,
+                Some(SimhashIndexStats {
+                    tables: design.table_count() as u32,
+                    radius: design.k(),
+                    prefix_bits: design.min_prefix_bits(),
+                }),
+            ),
+        },
+    })
+}
+
 /// The LSH statistics, or `None` without an LSH index.
 pub(crate) fn lsh_stats(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Option<LshIndexStats>, StorageError> {
-    let def = IndexDef::load(snap.txn(), info)?;
-    Ok(def.and_then(|d| match &d.spec {
-        IndexSpec::Lsh { scheme, .. } => Some(LshIndexStats {
-            params: scheme.params,
-            mean_hit_bucket: if d.entries == 0 { 0.0 } else { d.sum_sq as f64 / d.entries as f64 },
-        }),
-        IndexSpec::Simhash { .. } => None,
-    }))
+    Ok(index_stats(snap, info)?.0)
 }
 
 /// The SimHash statistics, or `None` without SimHash tables.
@@ -45,13 +66,5 @@ pub(crate) fn simhash_stats(
     snap: &ReadSnapshot,
     info: &CollectionInfo,
 ) -> Result<Option<SimhashIndexStats>, StorageError> {
-    let def = IndexDef::load(snap.txn(), info)?;
-    Ok(def.and_then(|d| match &d.spec {
-        IndexSpec::Simhash { design, .. } => Some(SimhashIndexStats {
-            tables: design.table_count() as u32,
-            radius: design.k(),
-            prefix_bits: design.min_prefix_bits(),
-        }),
-        IndexSpec::Lsh { .. } => None,
-    }))
+    Ok(index_stats(snap, info)?.1)
 }

@@ -15,13 +15,13 @@ use crate::sketch::sketch::Sketch;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::reader::{ReadSnapshot, decode};
 
+use super::cost::Stats;
 use super::error::QueryError;
 use super::plan::{Access, EarlyStop, Finish, Plan};
 use super::query::{Query, QueryKind};
 use super::scan::{BinColumns, OphProbe, Pruning, ScanCounters, scan_page};
 use crate::index::lsh_read::lsh_candidates;
 use crate::index::simhash_read::simhash_within;
-use crate::index::stats::{lsh_stats, simhash_stats};
 
 /// One verified result.
 #[derive(Clone, Debug, PartialEq)]
@@ -309,10 +309,11 @@ fn lsh_probe(
     info: &CollectionInfo,
     query: &Query,
     bands: u32,
+    stats: &Stats,
     out: &mut Collector,
     a: &mut Analyze,
 ) -> Result<()> {
-    if lsh_stats(snap, info)?.is_none() {
+    if stats.lsh.is_none() {
         return Err(unavailable("lsh-probe", "the collection has no LSH index"));
     }
     let rows = lsh_candidates(snap, info, &query.sketch, bands)?;
@@ -331,10 +332,11 @@ fn simhash_probe(
     snap: &ReadSnapshot,
     info: &CollectionInfo,
     query: &Query,
+    stats: &Stats,
     out: &mut Collector,
     a: &mut Analyze,
 ) -> Result<()> {
-    let Some(stats) = simhash_stats(snap, info)? else {
+    let Some(stats) = stats.simhash else {
         return Err(unavailable("simhash-probe", "the collection has no SimHash tables"));
     };
     let Some(q) = simhash_value(&query.sketch) else {
@@ -361,12 +363,14 @@ fn simhash_probe(
     Ok(())
 }
 
-/// Runs `plan` for `query` on one snapshot.
+/// Runs `plan` for `query` on one snapshot; `stats` are the planner's statistics of that
+/// same snapshot (which indexes exist).
 pub(crate) fn execute(
     snap: &ReadSnapshot,
     info: &CollectionInfo,
     query: &Query,
     plan: &Plan,
+    stats: &Stats,
 ) -> Result<(Vec<Hit>, Analyze)> {
     validate(query, info.def.params.kind())?;
     query.sketch.params().check_compatible(&info.def.params)?;
@@ -376,8 +380,8 @@ pub(crate) fn execute(
     match plan.access {
         Access::FullScan => full_scan(snap, info, query, &mut out, &mut a)?,
         Access::OphBinScan { early } => oph_scan(snap, info, query, early, &mut out, &mut a)?,
-        Access::LshProbe { bands } => lsh_probe(snap, info, query, bands, &mut out, &mut a)?,
-        Access::SimhashProbe { .. } => simhash_probe(snap, info, query, &mut out, &mut a)?,
+        Access::LshProbe { bands } => lsh_probe(snap, info, query, bands, stats, &mut out, &mut a)?,
+        Access::SimhashProbe { .. } => simhash_probe(snap, info, query, stats, &mut out, &mut a)?,
     }
     let hits = out.finish();
     a.results = hits.len() as u64;

@@ -41,8 +41,14 @@ pub fn oph_point(c: OphCounts, bits: u8) -> Result<f64, SketchError> {
     if m == 0.0 {
         return Err(SketchError::Undefined { reason: "both OPH sketches are all empty (empty sets)" });
     }
+    Ok(oph_correct(c.n_mat as f64 / m, m, c.both, bits))
+}
+
+/// Maps a match rate `p` over `m` effective bins to the resemblance, removing the chance
+/// 2^-bits that two different minima agree in the `both` bins non-empty in both sketches.
+fn oph_correct(p: f64, m: f64, both: usize, bits: u8) -> f64 {
     let cc = 1.0 / 2f64.powi(i32::from(bits));
-    Ok(((c.n_mat as f64 / m * m - c.both as f64 * cc) / (m * (1.0 - cc))).clamp(0.0, 1.0))
+    ((p * m - both as f64 * cc) / (m * (1.0 - cc))).clamp(0.0, 1.0)
 }
 
 /// The OPH resemblance estimate and interval from bin counts (see [`OphSketch::jaccard`]).
@@ -51,8 +57,7 @@ pub fn oph_point(c: OphCounts, bits: u8) -> Result<f64, SketchError> {
 pub fn oph_estimate(c: OphCounts, bits: u8, card_x: u64, card_y: u64, level: f64) -> Result<Estimate, SketchError> {
     let m = (c.bins - c.n_emp) as f64;
     let value = oph_point(c, bits)?;
-    let cc = 1.0 / 2f64.powi(i32::from(bits));
-    let correct = |p: f64| ((p * m - c.both as f64 * cc) / (m * (1.0 - cc))).clamp(0.0, 1.0);
+    let correct = |p: f64| oph_correct(p, m, c.both, bits);
     let n_eff = if card_x > 0 && card_y > 0 {
         let f = (card_x + card_y) as f64 / (1.0 + value);
         m * ((f - 1.0) / (f - m).max(1.0)).max(1.0)
