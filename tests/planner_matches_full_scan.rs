@@ -207,3 +207,77 @@ fn dedup_clusters_are_connected_components_of_verified_pairs() {
     assert_eq!(got, want);
     assert!(!got.is_empty());
 }
+
+/// Dedup by an LSH plan joins over the buckets in one pass; its pairs must be exactly the
+/// verified pairs among each record's own LSH candidates (what probing every record finds),
+/// across deletes and upserts.
+#[test]
+fn lsh_dedup_equals_verified_pairs_of_per_record_probes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::create(dir.path().join("d.db")).unwrap();
+    let params = SketchParams::minhash(64, 32, 5).unwrap();
+    let index = IndexConfig::Lsh { threshold: 0.5, bands: Some(16), rows: Some(4) };
+    let coll = db.create_collection("lsh", CollectionConfig::new(params).with_index(index)).unwrap();
+    let mut rng = Rng(99);
+    let bases: Vec<Vec<u64>> = (0..6).map(|_| (0..rng.range(20, 300)).map(|_| rng.next_u64()).collect()).collect();
+    let mut live = std::collections::BTreeSet::new();
+    for round in 0..3 {
+        let mut batch = Batch::new();
+        for i in 0..200 {
+            let b = &bases[(i + round) % bases.len()];
+            let (keep, extra) = (rng.range(40, 100), rng.range(0, 40) as usize);
+            let set = tokens(&mut rng, b, keep, extra);
+            let key = format!("k{}", (i * 7 + round * 50) % 400);
+            batch.upsert(&key, coll.sketcher().sketch(&set).unwrap());
+            live.insert(key);
+        }
+        for i in (0..400).filter(|i| i % 11 == round) {
+            if live.remove(&format!("k{i}")) {
+                batch.delete(format!("k{i}"));
+            }
+        }
+        coll.apply(&batch).unwrap();
+    }
+    let t = 0.6;
+    let options = forced(PlanKind::LshProbe, false);
+    let d = coll.dedup(QueryKind::Threshold(t), options).unwrap();
+    assert!(matches!(d.plan.map(|p| p.access), Some(Access::LshProbe { .. })), "{:?}", d.plan);
+    let recs: Vec<Record> = coll.scan().unwrap().map(|r| r.unwrap()).collect();
+    let by_row: std::collections::HashMap<u64, &Record> = recs.iter().map(|r| (r.row_id, r)).collect();
+    let mut want_pairs = std::collections::BTreeSet::new();
+    for r in &recs {
+        for c in sketchdb::testing::lsh_candidates(&coll, &db, &r.sketch, u32::MAX).unwrap() {
+            let other = by_row[&c];
+            if c > r.row_id && r.sketch.similarity(&other.sketch, 0.95).unwrap().value >= t {
+                want_pairs.insert((r.row_id, c));
+            }
+        }
+    }
+    assert_eq!(d.pairs, want_pairs.len() as u64);
+    assert!(d.pairs > 50, "the data must plant pairs: {}", d.pairs);
+    // Components of the expected pairs.
+    let mut comp: std::collections::HashMap<u64, u64> = recs.iter().map(|r| (r.row_id, r.row_id)).collect();
+    for &(a, b) in &want_pairs {
+        let (ca, cb) = (comp[&a], comp[&b]);
+        if ca != cb {
+            let (lo, hi) = (ca.min(cb), ca.max(cb));
+            comp.values_mut().filter(|c| **c == hi).for_each(|c| *c = lo);
+        }
+    }
+    let mut want: std::collections::BTreeMap<u64, Vec<u64>> = std::collections::BTreeMap::new();
+    for (row, c) in comp {
+        want.entry(c).or_default().push(row);
+    }
+    let mut want: Vec<Vec<u64>> = want
+        .into_values()
+        .filter(|g| g.len() > 1)
+        .map(|mut g| {
+            g.sort_unstable();
+            g
+        })
+        .collect();
+    let mut got: Vec<Vec<u64>> = d.clusters.iter().map(|c| c.rows.clone()).collect();
+    want.sort();
+    got.sort();
+    assert_eq!(got, want);
+}

@@ -11,7 +11,8 @@ use crate::planner::cost::{Choice, CostModel, LshStats, SimhashStats, Stats, cho
 use crate::planner::error::QueryError;
 use crate::planner::exec::{Analyze, Hit, execute};
 use crate::planner::explain::Explain;
-use crate::planner::plan::Plan;
+use crate::index::lsh_read::lsh_pairs;
+use crate::planner::plan::{Access, Finish, Plan};
 use crate::planner::query::{Query, QueryKind, QueryOptions};
 use crate::sketch::estimate::Estimate;
 use crate::sketch::sketch::Sketch;
@@ -185,15 +186,37 @@ impl Collection {
         })?;
         let stats = self.planner_stats_in(&snap)?;
         let costs = self.costs();
-        for (row, key, sketch) in rows {
-            let row = &row;
-            let (choice, hits, _) = self.run_with(&snap, &Query { sketch, kind, options }, &stats, &costs)?;
-            plan.get_or_insert(choice.plan);
-            keys.insert(*row, key.clone());
-            for h in hits.iter().filter(|h| h.row_id > *row) {
-                pairs += 1;
-                keys.entry(h.row_id).or_insert_with(|| h.key.clone());
-                union(&mut parent, *row, h.row_id);
+        // The plan a probe by the first record gets decides the join: an LSH probe becomes
+        // one pass over the buckets (the same candidate pairs as probing every record), any
+        // other plan runs one query per record.
+        let first_plan = rows.first().map(|(_, _, sketch)| choose(&Query { sketch: sketch.clone(), kind, options }, &stats, &costs).plan);
+        if let (Some(p @ Plan { access: Access::LshProbe { bands }, finish: Finish::Verify { threshold } }), QueryKind::Threshold(_)) =
+            (first_plan, kind)
+        {
+            plan = Some(p);
+            for (a, b) in lsh_pairs(&snap, self.info(), bands)? {
+                let (Ok(i), Ok(j)) = (rows.binary_search_by_key(&a, |r| r.0), rows.binary_search_by_key(&b, |r| r.0)) else {
+                    continue;
+                };
+                let estimate = rows[i].2.similarity(&rows[j].2, options.level)?;
+                if estimate.value >= threshold {
+                    pairs += 1;
+                    keys.entry(a).or_insert_with(|| rows[i].1.clone());
+                    keys.entry(b).or_insert_with(|| rows[j].1.clone());
+                    union(&mut parent, a, b);
+                }
+            }
+        } else {
+            for (row, key, sketch) in rows {
+                let row = &row;
+                let (choice, hits, _) = self.run_with(&snap, &Query { sketch, kind, options }, &stats, &costs)?;
+                plan.get_or_insert(choice.plan);
+                keys.insert(*row, key.clone());
+                for h in hits.iter().filter(|h| h.row_id > *row) {
+                    pairs += 1;
+                    keys.entry(h.row_id).or_insert_with(|| h.key.clone());
+                    union(&mut parent, *row, h.row_id);
+                }
             }
         }
         let mut groups: HashMap<u64, Vec<u64>> = HashMap::new();

@@ -23,8 +23,6 @@
 //! Writes of a transaction are buffered ([`LshDelta`]) and at its end each touched group is
 //! read, merged and rewritten once, in key order.
 
-use std::collections::BTreeMap;
-
 use redb::{ReadableTable, Table, WriteTransaction};
 
 use super::keys::band::{BandKeyScheme, lsh_rows};
@@ -104,6 +102,19 @@ fn le(bytes: &[u8]) -> u64 {
     u64::from_le_bytes(a)
 }
 
+/// The `width`-byte LE value at `at` in `bytes` (`width <= 8`, `at + width <= bytes.len()`):
+/// one unaligned 8-byte load and a mask when 8 bytes are available, else a byte copy.
+#[inline]
+fn le_at(bytes: &[u8], at: usize, width: usize) -> u64 {
+    match bytes.get(at..at + 8) {
+        Some(eight) => {
+            let v = u64::from_le_bytes(eight.try_into().unwrap_or([0; 8]));
+            if width >= 8 { v } else { v & ((1u64 << (8 * width)) - 1) }
+        }
+        None => le(&bytes[at..at + width]),
+    }
+}
+
 impl<'a> ChunkView<'a> {
     /// Checks the header and length against the geometry (suffixes must fit 64 - P bits).
     pub(crate) fn parse(bytes: &'a [u8], g: Groups) -> Result<ChunkView<'a>, String> {
@@ -132,12 +143,17 @@ impl<'a> ChunkView<'a> {
 
     #[inline]
     fn suffix_at(&self, i: usize) -> u64 {
-        le(&self.suffixes[i * self.s..(i + 1) * self.s])
+        le_at(self.suffixes, i * self.s, self.s)
     }
 
     #[inline]
     fn row_at(&self, i: usize) -> u64 {
-        le(&self.rows[i * self.w..(i + 1) * self.w])
+        le_at(self.rows, i * self.w, self.w)
+    }
+
+    /// The last entry's key suffix (a chunk holds at least one entry).
+    pub(crate) fn last_suffix(&self) -> u64 {
+        self.suffix_at(self.n - 1)
     }
 
     /// Appends every entry as (band key, row id).
@@ -214,19 +230,25 @@ pub(crate) fn bucket_sums(entries: &[(u64, u64)]) -> (u64, u128) {
     (sum, sum_sq)
 }
 
-/// The LSH changes of one write transaction.
+/// The LSH changes of one write transaction: flat vectors, grouped by band and sorted at
+/// flush (a map keyed by (band, group) costs a cache miss per entry).
 pub(crate) struct LshDelta {
     scheme: BandKeyScheme,
     groups: Groups,
-    /// Rows added in this transaction, with their band keys.
-    added: BTreeMap<u64, Vec<u64>>,
+    /// Rows added in this transaction, in the order added.
+    added_rows: Vec<u64>,
+    /// Their band keys, `bands` per row, in the same order.
+    added_keys: Vec<u64>,
+    /// Whether each added row was removed again in this transaction (it never reaches the tables).
+    dropped: Vec<bool>,
+    /// Whether `added_rows` ascends (the writer appends rows in id order): removals then search.
+    ascending: bool,
     removed: Vec<u64>,
     /// Change of sum(s) and sum(s^2) over buckets (exact band keys).
     pub d_entries: i128,
     pub d_sum_sq: i128,
 }
 
-type Changes = (Vec<(u64, u64)>, Vec<(u64, u64)>);
 /// (sum(s), sum(s^2)) over a group's buckets.
 type Sums = (u64, u128);
 
@@ -235,7 +257,10 @@ impl LshDelta {
         LshDelta {
             scheme,
             groups: Groups::new(group_bits),
-            added: BTreeMap::new(),
+            added_rows: Vec::new(),
+            added_keys: Vec::new(),
+            dropped: Vec::new(),
+            ascending: true,
             removed: Vec::new(),
             d_entries: 0,
             d_sum_sq: 0,
@@ -245,14 +270,25 @@ impl LshDelta {
     pub(crate) fn add(&mut self, info: &CollectionInfo, row: u64, sketch: &Sketch) -> Result<(), StorageError> {
         let rows = lsh_rows(sketch).map_err(index_err(info))?;
         let keys = self.scheme.keys(&rows).map_err(index_err(info))?;
-        self.added.insert(row, keys);
+        if self.added_rows.last().is_some_and(|&last| last >= row) {
+            self.ascending = false;
+        }
+        self.added_rows.push(row);
+        self.added_keys.extend_from_slice(&keys);
+        self.dropped.push(false);
         Ok(())
     }
 
     pub(crate) fn remove(&mut self, row: u64) {
         // A row added and removed in one transaction never reaches the tables.
-        if self.added.remove(&row).is_none() {
-            self.removed.push(row);
+        let found = if self.ascending {
+            self.added_rows.binary_search(&row).ok()
+        } else {
+            self.added_rows.iter().rposition(|&r| r == row)
+        };
+        match found {
+            Some(i) if !self.dropped[i] => self.dropped[i] = true,
+            _ => self.removed.push(row),
         }
     }
 
@@ -260,8 +296,10 @@ impl LshDelta {
     pub(crate) fn flush(&mut self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<(), StorageError> {
         let id = info.def.id;
         let g = self.groups;
-        // (band, group) -> (entries to add, entries to remove)
-        let mut touched: BTreeMap<(u32, u64), Changes> = BTreeMap::new();
+        let n_bands = self.scheme.params.bands as usize;
+        // Per band: entries to add and to remove, (band key, row).
+        let mut adds: Vec<Vec<(u64, u64)>> = vec![Vec::new(); n_bands];
+        let mut removes: Vec<Vec<(u64, u64)>> = vec![Vec::new(); n_bands];
         {
             let mut rev = txn.open_table(LSH_ROWS).map_err(StorageError::backend("open table"))?;
             let mut keys = Vec::new();
@@ -276,31 +314,70 @@ impl LshDelta {
                 };
                 keys.clear();
                 push_u64s(v.value(), &mut keys);
+                if keys.len() != n_bands {
+                    return Err(crate::storage::writer::inconsistent(
+                        info,
+                        row,
+                        format!("sketchdb.lsh_rows holds {} band keys, the banding has {n_bands}", keys.len()),
+                    ));
+                }
                 for (b, &k) in keys.iter().enumerate() {
-                    touched.entry((b as u32, g.group(k))).or_default().1.push((k, row));
+                    removes[b].push((k, row));
                 }
             }
-            let mut bytes = Vec::new();
-            for (&row, keys) in &self.added {
+            let live = self.added_rows.len() - self.dropped.iter().filter(|&&d| d).count();
+            adds.iter_mut().for_each(|v| v.reserve(live));
+            let mut bytes = Vec::with_capacity(8 * n_bands);
+            for ((&row, keys), _) in self
+                .added_rows
+                .iter()
+                .zip(self.added_keys.chunks_exact(n_bands.max(1)))
+                .zip(&self.dropped)
+                .filter(|(_, dropped)| !**dropped)
+            {
                 bytes.clear();
                 keys.iter().for_each(|k| bytes.extend_from_slice(&k.to_le_bytes()));
                 rev.insert((id, row), bytes.as_slice()).map_err(StorageError::backend("write lsh reverse entry"))?;
                 for (b, &k) in keys.iter().enumerate() {
-                    touched.entry((b as u32, g.group(k))).or_default().0.push((k, row));
+                    adds[b].push((k, row));
                 }
             }
         }
         let mut table = txn.open_table(LSH_BUCKETS).map_err(StorageError::backend("open table"))?;
         let mut scratch = GroupScratch::default();
-        for ((band, group), (mut adds, mut removes)) in touched {
+        for (band, (mut adds, mut removes)) in adds.into_iter().zip(removes).enumerate() {
             adds.sort_unstable();
             removes.sort_unstable();
-            let ((old_s, old_sq), (new_s, new_sq)) =
-                apply_group(&mut table, info, g, band, group, &adds, &removes, &mut scratch)?;
-            self.d_entries += i128::from(new_s) - i128::from(old_s);
-            self.d_sum_sq += new_sq as i128 - old_sq as i128;
+            let (mut i, mut j) = (0, 0);
+            while i < adds.len() || j < removes.len() {
+                let group = match (adds.get(i), removes.get(j)) {
+                    (Some(a), Some(r)) => g.group(a.0).min(g.group(r.0)),
+                    (Some(a), None) => g.group(a.0),
+                    (None, Some(r)) => g.group(r.0),
+                    (None, None) => break,
+                };
+                let i_end = i + adds[i..].partition_point(|e| g.group(e.0) == group);
+                let j_end = j + removes[j..].partition_point(|e| g.group(e.0) == group);
+                let ((old_s, old_sq), (new_s, new_sq)) = apply_group(
+                    &mut table,
+                    info,
+                    g,
+                    band as u32,
+                    group,
+                    &adds[i..i_end],
+                    &removes[j..j_end],
+                    &mut scratch,
+                )?;
+                self.d_entries += i128::from(new_s) - i128::from(old_s);
+                self.d_sum_sq += new_sq as i128 - old_sq as i128;
+                i = i_end;
+                j = j_end;
+            }
         }
-        self.added.clear();
+        self.added_rows.clear();
+        self.added_keys.clear();
+        self.dropped.clear();
+        self.ascending = true;
         self.removed.clear();
         Ok(())
     }
@@ -345,6 +422,11 @@ pub(crate) fn read_group(
 }
 
 /// Appends the row ids stored under band key `key` of `band` (ascending).
+///
+/// Point reads, chunk by chunk: the chunks of a group hold one sorted sequence, so the
+/// entries of a suffix below chunk c's last suffix all lie in chunks `..=c`; the next
+/// chunk is read only when the suffix reaches the last one (one B-tree descent per band
+/// for almost every probe, where a range would seek both of its ends).
 pub(crate) fn read_bucket(
     table: &impl ReadableTable<(u32, u32, u64, u32), &'static [u8]>,
     info: &CollectionInfo,
@@ -356,15 +438,18 @@ pub(crate) fn read_bucket(
     let id = info.def.id;
     let group = g.group(key);
     let suffix = g.suffix(key);
-    let range = table
-        .range((id, band, group, 0u32)..=(id, band, group, u32::MAX))
-        .map_err(StorageError::backend("read lsh group"))?;
-    for e in range {
-        let (_, v) = e.map_err(StorageError::backend("read lsh group"))?;
+    let mut chunk = 0u32;
+    loop {
+        let Some(v) = table.get((id, band, group, chunk)).map_err(StorageError::backend("read lsh group"))? else {
+            return Ok(());
+        };
         let view = ChunkView::parse(v.value(), g).map_err(|d| lsh_err(info, band, group, d))?;
         view.rows_of(suffix, out);
+        if suffix < view.last_suffix() || chunk == u32::MAX {
+            return Ok(());
+        }
+        chunk += 1;
     }
-    Ok(())
 }
 
 /// Applies sorted `adds` and `removes` to one group and rewrites it; returns its

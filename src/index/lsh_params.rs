@@ -104,6 +104,19 @@ pub fn candidate_probability_with(s: f64, params: LshParams, model: CollisionMod
     1.0 - miss(model.row_match(s), params)
 }
 
+/// The expected recall of a banding for a threshold query at `t`: the candidate probability
+/// averaged over similarities uniform in `[t, 1]`, `(1 / (1 - t)) * ∫_t^1 P(s) ds`. At least
+/// `P(t)` (P increases with s), and the planner's measure of an LSH plan's recall: the pairs a
+/// threshold query must return lie anywhere above t, not only at it. 1 for `t >= 1`.
+pub fn expected_recall_above(t: f64, params: LshParams, model: CollisionModel) -> f64 {
+    let t = if t.is_nan() { 0.0 } else { t.clamp(0.0, 1.0) };
+    if t >= 1.0 - 1e-12 {
+        return 1.0;
+    }
+    let area = integrate(&|s| candidate_probability_with(s, params, model), t, 1.0);
+    (area / (1.0 - t)).clamp(0.0, 1.0)
+}
+
 /// Panels of the composite rule; each is then refined adaptively.
 const PANELS: usize = 16;
 /// Absolute tolerance per panel (the total error stays far below 1e-6).
@@ -345,6 +358,28 @@ mod tests {
         let a = optimal_lsh_params(128, 0.5, LshWeights::default(), CollisionModel::Exact).expect("opt");
         let b = optimal_lsh_params(128, 0.5, fnw, CollisionModel::Exact).expect("opt");
         assert!(b.false_negative <= a.false_negative);
+    }
+
+    #[test]
+    fn expected_recall_is_the_mean_collision_probability_above_t() {
+        // b = r = 1: P(s) = s, so the mean over [t, 1] is (1 + t) / 2.
+        for t in [0.0, 0.3, 0.5, 0.8, 0.95] {
+            let r = expected_recall_above(t, p(1, 1), CollisionModel::Exact);
+            assert!((r - (1.0 + t) / 2.0).abs() < 1e-9, "t={t}: {r}");
+        }
+        // Between P(t) and 1, and equal to a fine Riemann mean.
+        let params = p(14, 9);
+        for t in [0.5, 0.7, 0.8, 0.9] {
+            let r = expected_recall_above(t, params, CollisionModel::Exact);
+            assert!(r >= candidate_probability_with(t, params, CollisionModel::Exact) && r <= 1.0);
+            let n = 200_000;
+            let mean = (0..n)
+                .map(|i| candidate_probability_with(t + (1.0 - t) * (i as f64 + 0.5) / n as f64, params, CollisionModel::Exact))
+                .sum::<f64>()
+                / n as f64;
+            assert!((r - mean).abs() < 1e-6, "t={t}: {r} vs {mean}");
+        }
+        assert_eq!(expected_recall_above(1.0, params, CollisionModel::Exact), 1.0);
     }
 
     #[test]

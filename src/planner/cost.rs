@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::index::lsh_params::{CollisionModel, LshParams, candidate_probability_with};
+use crate::index::lsh_params::{CollisionModel, LshParams, expected_recall_above};
 use crate::sketch::params::SketchKind;
 
 use super::plan::{Access, EarlyStop, Finish, Plan, PlanKind};
@@ -183,11 +183,14 @@ fn alternative(kind: PlanKind, q: &Query, s: &Stats, c: &CostModel) -> Alternati
                 SketchKind::Oph if s.bits < 32 => CollisionModel::Bits(s.bits),
                 _ => CollisionModel::Exact,
             };
-            let recall = candidate_probability_with(t, lsh.params, model);
+            let recall = expected_recall_above(t, lsh.params, model);
             if recall < q.options.recall_target {
                 return no(
                     access,
-                    &format!("expected recall {recall:.3} at t = {t} is below the target {}", q.options.recall_target),
+                    &format!(
+                        "expected recall {recall:.3} over similarities in [{t}, 1] is below the target {}",
+                        q.options.recall_target
+                    ),
                 );
             }
             let candidates = (f64::from(bands) * lsh.mean_hit_bucket).min(s.live as f64);

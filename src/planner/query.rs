@@ -37,8 +37,9 @@ pub struct QueryOptions {
     /// Require an answer exact with respect to the stored sketches: no LSH candidates and no
     /// probabilistic early termination (exact bounds still prune).
     pub exact: bool,
-    /// The least expected recall at the threshold an approximate (LSH) plan must offer to be
-    /// eligible.
+    /// The least expected recall an approximate (LSH) plan must offer to be eligible: the
+    /// banding's candidate probability averaged over similarities in `[threshold, 1]`
+    /// ([`crate::expected_recall_above`]).
     pub recall_target: f64,
     /// Force an access path (for tests and experts); `choose` still reports the costs.
     pub force: Option<PlanKind>,

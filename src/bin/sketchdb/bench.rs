@@ -156,6 +156,9 @@ pub enum Workload {
         /// Use only the first N sets.
         #[arg(long)]
         limit: Option<usize>,
+        /// Sketch kind: minhash (128 x 32-bit), bbit (512 x 8-bit) or oph (128 x 32-bit bins).
+        #[arg(long, default_value = "minhash")]
+        kind: String,
     },
 }
 
@@ -176,7 +179,9 @@ pub fn run(w: &Workload) -> Result<(), CliError> {
         Workload::HammingQuery { fps, queries, truth, radius, dir } => {
             crate::bench_lsh::hamming(fps, queries, truth, *radius, dir.as_deref(), &run)
         }
-        Workload::Dedup { sets, threshold, limit } => crate::bench_lsh::dedup(sets, *threshold, *limit, &run),
+        Workload::Dedup { sets, threshold, limit, kind } => {
+            crate::bench_lsh::dedup(sets, *threshold, *limit, kind, &run)
+        }
     }
 }
 

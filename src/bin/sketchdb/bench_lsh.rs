@@ -298,11 +298,11 @@ pub fn hamming(
     Ok(())
 }
 
-pub fn dedup(sets_path: &Path, threshold: f64, limit: Option<usize>, run: &str) -> Result<(), CliError> {
+pub fn dedup(sets_path: &Path, threshold: f64, limit: Option<usize>, kind: &str, run: &str) -> Result<(), CliError> {
+    let params = params_for(kind)?;
     let sets = load_sets(sets_path, limit)?;
     let (dir, _keep) = workdir(None)?;
     let db = Database::create(dir.join("dedup.sketchdb"))?;
-    let params = SketchParams::minhash(128, 32, 1)?;
     let coll = db.create_collection(
         "sets",
         CollectionConfig::new(params).with_index(IndexConfig::Lsh { threshold, bands: None, rows: None }),
@@ -324,8 +324,9 @@ pub fn dedup(sets_path: &Path, threshold: f64, limit: Option<usize>, run: &str) 
         run,
         "dedup",
         &dataset_name(sets_path),
-        json!({"num_perm": 128, "kind": "minhash", "threshold": threshold, "sets": sets.len()}),
-        json!({"wall_s": wall_s, "load_s": load_s, "pairs": d.pairs, "clusters": d.clusters.len()}),
+        json!({"num_perm": params.slots(), "bits": params.bits(), "kind": kind, "threshold": threshold, "sets": sets.len()}),
+        json!({"wall_s": wall_s, "load_s": load_s, "insert_per_s": sets.len() as f64 / load_s,
+               "pairs": d.pairs, "clusters": d.clusters.len()}),
         &format!("LSH self-join, every pair verified; plan {}", d.plan.map(|p| p.to_string()).unwrap_or_default()),
     );
     Ok(())

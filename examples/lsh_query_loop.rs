@@ -1,0 +1,49 @@
+//! Profiling loop for stored-signature LSH threshold queries: opens an existing database
+//! (built by `sketchdb bench lsh --dir`), sketches the queries of a queries file with the
+//! collection's sketcher and runs them `ROUNDS` times through the public query API with the
+//! plan forced to an LSH probe, printing p50/p99 per round. For `perf record`.
+//!
+//! Run: `cargo run --release --example lsh_query_loop -- DB COLLECTION QUERIES THRESHOLD [ROUNDS]`
+
+use std::io::{BufRead, BufReader};
+use std::time::Instant;
+
+use sketchdb::*;
+
+type R<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+fn main() -> R<()> {
+    let a: Vec<String> = std::env::args().collect();
+    if a.len() < 5 {
+        return Err("usage: lsh_query_loop DB COLLECTION QUERIES THRESHOLD [ROUNDS]".into());
+    }
+    let t: f64 = a[4].parse()?;
+    let rounds: usize = a.get(5).and_then(|s| s.parse().ok()).unwrap_or(10);
+    let db = Database::open(&a[1])?;
+    let c = db.collection(&a[2])?;
+    let mut queries = Vec::new();
+    for line in BufReader::new(std::fs::File::open(&a[3])?).lines() {
+        let v: serde_json::Value = serde_json::from_str(&line?)?;
+        let tokens: Vec<u64> =
+            v["tokens"].as_array().map(|x| x.iter().filter_map(|y| y.as_u64()).collect()).unwrap_or_default();
+        queries.push(c.sketcher().sketch(&TokenSet::from_unsorted(tokens))?);
+    }
+    let options = QueryOptions { force: Some(PlanKind::LshProbe), ..QueryOptions::default() };
+    for round in 0..rounds {
+        let mut lat = Vec::with_capacity(queries.len());
+        let mut hits = 0usize;
+        for q in &queries {
+            let start = Instant::now();
+            let r = c.query(&Query::threshold(q.clone(), t).with_options(options))?;
+            lat.push(start.elapsed().as_secs_f64() * 1e6);
+            hits += r.hits.len();
+        }
+        lat.sort_by(f64::total_cmp);
+        println!(
+            "round {round}: p50 {:.2} us, p99 {:.2} us, hits {hits}",
+            lat[lat.len() / 2],
+            lat[(lat.len() - 1) * 99 / 100]
+        );
+    }
+    Ok(())
+}
