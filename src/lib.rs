@@ -69,8 +69,8 @@ pub use index::keys::simhash_design::{
     DEFAULT_SIMHASH_RADIUS, MAX_SIMHASH_TABLES, SIMHASH_PROBE_COST, SimhashBlock, SimhashTableDesign,
 };
 pub use index::lsh_params::{
-    CollisionModel, LshChoice, LshParams, LshWeights, candidate_probability, candidate_probability_with, expected_recall_above,
-    false_negative_area, false_positive_area, optimal_lsh_params,
+    CollisionModel, LshChoice, LshParams, LshWeights, candidate_probability, candidate_probability_with,
+    expected_recall_above, false_negative_area, false_positive_area, optimal_lsh_params,
 };
 #[doc(hidden)]
 pub use index::simhash_mem::SimhashMemIndex;

@@ -6,12 +6,12 @@ use std::collections::HashMap;
 
 use super::collection::Collection;
 use crate::error::Result;
+use crate::index::lsh_read::lsh_pairs;
 use crate::index::stats::index_stats;
 use crate::planner::cost::{Choice, CostModel, LshStats, SimhashStats, Stats, choose};
 use crate::planner::error::QueryError;
 use crate::planner::exec::{Analyze, Hit, execute};
 use crate::planner::explain::Explain;
-use crate::index::lsh_read::lsh_pairs;
 use crate::planner::plan::{Access, Finish, Plan};
 use crate::planner::query::{Query, QueryKind, QueryOptions};
 use crate::sketch::estimate::Estimate;
@@ -189,13 +189,18 @@ impl Collection {
         // The plan a probe by the first record gets decides the join: an LSH probe becomes
         // one pass over the buckets (the same candidate pairs as probing every record), any
         // other plan runs one query per record.
-        let first_plan = rows.first().map(|(_, _, sketch)| choose(&Query { sketch: sketch.clone(), kind, options }, &stats, &costs).plan);
-        if let (Some(p @ Plan { access: Access::LshProbe { bands }, finish: Finish::Verify { threshold } }), QueryKind::Threshold(_)) =
-            (first_plan, kind)
+        let first_plan = rows
+            .first()
+            .map(|(_, _, sketch)| choose(&Query { sketch: sketch.clone(), kind, options }, &stats, &costs).plan);
+        if let (
+            Some(p @ Plan { access: Access::LshProbe { bands }, finish: Finish::Verify { threshold } }),
+            QueryKind::Threshold(_),
+        ) = (first_plan, kind)
         {
             plan = Some(p);
             for (a, b) in lsh_pairs(&snap, self.info(), bands)? {
-                let (Ok(i), Ok(j)) = (rows.binary_search_by_key(&a, |r| r.0), rows.binary_search_by_key(&b, |r| r.0)) else {
+                let (Ok(i), Ok(j)) = (rows.binary_search_by_key(&a, |r| r.0), rows.binary_search_by_key(&b, |r| r.0))
+                else {
                     continue;
                 };
                 let estimate = rows[i].2.similarity(&rows[j].2, options.level)?;

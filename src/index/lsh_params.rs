@@ -374,7 +374,13 @@ mod tests {
             assert!(r >= candidate_probability_with(t, params, CollisionModel::Exact) && r <= 1.0);
             let n = 200_000;
             let mean = (0..n)
-                .map(|i| candidate_probability_with(t + (1.0 - t) * (i as f64 + 0.5) / n as f64, params, CollisionModel::Exact))
+                .map(|i| {
+                    candidate_probability_with(
+                        t + (1.0 - t) * (i as f64 + 0.5) / n as f64,
+                        params,
+                        CollisionModel::Exact,
+                    )
+                })
                 .sum::<f64>()
                 / n as f64;
             assert!((r - mean).abs() < 1e-6, "t={t}: {r} vs {mean}");

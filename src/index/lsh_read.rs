@@ -47,7 +47,11 @@ pub(crate) fn lsh_candidates(
 /// once, ascending. One sequential pass over the bucket table: the same pairs as probing
 /// every row's own band keys, without a lookup per row and band. A bucket of m rows gives
 /// m(m-1)/2 pairs (identical signatures share every bucket).
-pub(crate) fn lsh_pairs(snap: &ReadSnapshot, info: &CollectionInfo, bands: u32) -> Result<Vec<(u64, u64)>, StorageError> {
+pub(crate) fn lsh_pairs(
+    snap: &ReadSnapshot,
+    info: &CollectionInfo,
+    bands: u32,
+) -> Result<Vec<(u64, u64)>, StorageError> {
     let def = IndexDef::load(snap.txn(), info)?;
     let Some(IndexSpec::Lsh { scheme, group_bits, .. }) = def.as_deref().map(|d| &d.spec) else {
         return Err(StorageError::Index {
