@@ -99,8 +99,7 @@ pub(crate) fn encode_with_version<T: Serialize>(
     version: u16,
     record: &T,
 ) -> Result<Vec<u8>, CodecError> {
-    let payload =
-        postcard::to_allocvec(record).map_err(|e| CodecError::Payload { what: kind.what(), detail: e.to_string() })?;
+    let payload = to_postcard(kind.what(), record)?;
     let len = u32::try_from(payload.len())
         .map_err(|_| CodecError::field(kind.what(), "payload_len", payload.len(), "a payload below 4 GiB"))?;
     let mut out = Vec::with_capacity(ENVELOPE_HEADER_LEN + payload.len());
@@ -112,13 +111,6 @@ pub(crate) fn encode_with_version<T: Serialize>(
     out.extend_from_slice(&crc.to_le_bytes());
     out.extend_from_slice(&payload);
     Ok(out)
-}
-
-/// Reads an envelope's format version without checking anything else, or `None` when the
-/// bytes are too short or the magic is wrong. Used to name the version in errors.
-pub(crate) fn peek_version(bytes: &[u8]) -> Option<u16> {
-    (bytes.len() >= ENVELOPE_HEADER_LEN && bytes.get(MAGIC_OFFSET..MAGIC_OFFSET + 4) == Some(&ENVELOPE_MAGIC[..]))
-        .then(|| read_u16(bytes, VERSION_OFFSET))
 }
 
 /// Checks the frame (magic, version, kind, exact length, crc) and decodes the payload.
@@ -151,10 +143,21 @@ pub(crate) fn decode<T: DeserializeOwned>(kind: RecordKind, bytes: &[u8]) -> Res
     if payload.len() != len {
         return Err(CodecError::field(what, "payload_len", len, payload.len()));
     }
-    let (value, rest) =
-        postcard::take_from_bytes::<T>(payload).map_err(|e| CodecError::Payload { what, detail: e.to_string() })?;
+    from_postcard(what, payload)
+}
+
+/// postcard-encodes a value (an envelope's payload, or a db-layer value stored inside
+/// [`super::meta::CollectionDef::settings`]).
+pub(crate) fn to_postcard<T: Serialize>(what: &'static str, value: &T) -> Result<Vec<u8>, CodecError> {
+    postcard::to_allocvec(value).map_err(|e| CodecError::Payload { what, detail: e.to_string() })
+}
+
+/// Decodes [`to_postcard`]'s output, refusing trailing bytes.
+pub(crate) fn from_postcard<T: DeserializeOwned>(what: &'static str, bytes: &[u8]) -> Result<T, CodecError> {
+    let (v, rest) =
+        postcard::take_from_bytes::<T>(bytes).map_err(|e| CodecError::Payload { what, detail: e.to_string() })?;
     if !rest.is_empty() {
         return Err(CodecError::Payload { what, detail: format!("{} trailing bytes after the record", rest.len()) });
     }
-    Ok(value)
+    Ok(v)
 }

@@ -5,7 +5,6 @@
 //! fields may never be reordered or removed; a change that older builds cannot read bumps
 //! [`super::FORMAT_VERSION`], which those builds then refuse by name.
 
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::envelope::{self, RecordKind};
@@ -145,17 +144,3 @@ impl CollectionState {
     }
 }
 
-/// postcard-encodes a value of the db layer (stored inside [`CollectionDef::settings`]).
-pub(crate) fn to_postcard<T: Serialize>(what: &'static str, value: &T) -> Result<Vec<u8>, CodecError> {
-    postcard::to_allocvec(value).map_err(|e| CodecError::Payload { what, detail: e.to_string() })
-}
-
-/// Decodes [`to_postcard`]'s output, refusing trailing bytes.
-pub(crate) fn from_postcard<T: DeserializeOwned>(what: &'static str, bytes: &[u8]) -> Result<T, CodecError> {
-    let (v, rest) =
-        postcard::take_from_bytes::<T>(bytes).map_err(|e| CodecError::Payload { what, detail: e.to_string() })?;
-    if !rest.is_empty() {
-        return Err(CodecError::Payload { what, detail: format!("{} trailing bytes", rest.len()) });
-    }
-    Ok(v)
-}

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::codec::meta::{from_postcard, to_postcard};
+use crate::codec::envelope::{from_postcard, to_postcard};
 use crate::error::Error;
 use crate::sketch::params::SketchParams;
 use crate::sketch::tokenize::Tokenizer;

@@ -1,6 +1,6 @@
 //! Probing the persisted LSH buckets: candidate row ids for a signature.
 
-use super::keys::band::lsh_rows;
+use super::keys::band::{BandKeyScheme, lsh_rows};
 use super::lsh::{ChunkView, Groups, lsh_err, read_bucket};
 use super::meta::{IndexDef, IndexSpec, index_err};
 use crate::sketch::sketch::Sketch;
@@ -8,6 +8,18 @@ use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::reader::{ReadSnapshot, open};
 use crate::storage::tables::LSH_BUCKETS;
+
+/// The collection's LSH band-key scheme and group geometry; an `Index` error when it has no
+/// LSH index.
+fn lsh_index(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<(BandKeyScheme, Groups), StorageError> {
+    match IndexDef::load(snap.txn(), info)?.as_deref().map(|d| &d.spec) {
+        Some(IndexSpec::Lsh { scheme, group_bits, .. }) => Ok((*scheme, Groups::new(*group_bits))),
+        _ => Err(StorageError::Index {
+            collection: info.def.name.clone(),
+            source: Box::new(super::error::IndexError::invalid("index", "none or SimHash", "an LSH index")),
+        }),
+    }
+}
 
 /// The distinct live row ids sharing at least one of the first `bands` band keys with
 /// `sketch` (all bands when `bands` exceeds the banding), ascending. A collection without
@@ -18,20 +30,13 @@ pub(crate) fn lsh_candidates(
     sketch: &Sketch,
     bands: u32,
 ) -> Result<Vec<u64>, StorageError> {
-    let def = IndexDef::load(snap.txn(), info)?;
-    let Some(IndexSpec::Lsh { scheme, group_bits, .. }) = def.as_deref().map(|d| &d.spec) else {
-        return Err(StorageError::Index {
-            collection: info.def.name.clone(),
-            source: Box::new(super::error::IndexError::invalid("index", "none or SimHash", "an LSH index")),
-        });
-    };
+    let (scheme, g) = lsh_index(snap, info)?;
     info.def
         .params
         .check_compatible(sketch.params())
         .map_err(|source| StorageError::Incompatible { collection: info.def.name.clone(), source })?;
     let rows = lsh_rows(sketch).map_err(index_err(info))?;
     let keys = scheme.keys(&rows).map_err(index_err(info))?;
-    let g = Groups::new(*group_bits);
     let mut out = Vec::new();
     let Some(table) = open(snap.txn(), LSH_BUCKETS)? else { return Ok(out) };
     for (band, &key) in keys.iter().enumerate().take(bands as usize) {
@@ -52,14 +57,7 @@ pub(crate) fn lsh_pairs(
     info: &CollectionInfo,
     bands: u32,
 ) -> Result<Vec<(u64, u64)>, StorageError> {
-    let def = IndexDef::load(snap.txn(), info)?;
-    let Some(IndexSpec::Lsh { scheme, group_bits, .. }) = def.as_deref().map(|d| &d.spec) else {
-        return Err(StorageError::Index {
-            collection: info.def.name.clone(),
-            source: Box::new(super::error::IndexError::invalid("index", "none or SimHash", "an LSH index")),
-        });
-    };
-    let g = Groups::new(*group_bits);
+    let (scheme, g) = lsh_index(snap, info)?;
     let mut out = Vec::new();
     let Some(table) = open(snap.txn(), LSH_BUCKETS)? else { return Ok(out) };
     let id = info.def.id;

@@ -11,7 +11,6 @@ use super::backend::{Backend, RedbBackend};
 use super::error::{StorageError, contain, contain_any};
 use super::tables::{CATALOG_KEY, FORMAT_KEY, META, META_NAME, REDB_FILE_FORMAT};
 use crate::codec::FORMAT_VERSION;
-use crate::codec::envelope::peek_version;
 use crate::codec::error::CodecError;
 use crate::codec::meta::{CatalogRecord, FormatRecord};
 
@@ -219,19 +218,11 @@ impl Store {
                 Err(CodecError::UnsupportedVersion { found, supported, .. }) => {
                     Err(StorageError::UnsupportedFormat { path: location.to_path_buf(), what, found, supported })
                 }
-                Err(source) => match peek_version(bytes) {
-                    Some(v) if v != FORMAT_VERSION => Err(StorageError::UnsupportedFormat {
-                        path: location.to_path_buf(),
-                        what,
-                        found: v,
-                        supported: FORMAT_VERSION,
-                    }),
-                    _ => Err(StorageError::CorruptMeta {
-                        table: META_NAME,
-                        key: FORMAT_KEY.into(),
-                        source: Box::new(source),
-                    }),
-                },
+                // The envelope checks its version before anything but length and magic, so
+                // every other error is damage to a record of this version.
+                Err(source) => {
+                    Err(StorageError::CorruptMeta { table: META_NAME, key: FORMAT_KEY.into(), source: Box::new(source) })
+                }
             }
         })
     }

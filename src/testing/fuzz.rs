@@ -73,7 +73,6 @@ pub fn fuzz_page_decode(data: &[u8]) {
 /// `meta_decode`: metadata envelopes of every kind decode or fail with an error; what decodes
 /// re-encodes and decodes to the same value.
 pub fn fuzz_meta_decode(data: &[u8]) {
-    let _ = crate::codec::envelope::peek_version(data);
     if let Ok(r) = FormatRecord::decode(data)
         && let Ok(b) = r.encode()
     {
