@@ -281,3 +281,52 @@ fn lsh_dedup_equals_verified_pairs_of_per_record_probes() {
     got.sort();
     assert_eq!(got, want);
 }
+
+/// Identical signatures share a bucket in every band: the self-join must pass each of their
+/// pairs on once (m(m-1)/2 pairs), not once per band.
+#[test]
+fn lsh_dedup_counts_pairs_of_identical_records_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::create(dir.path().join("d.db")).unwrap();
+    let params = SketchParams::minhash(64, 32, 5).unwrap();
+    let index = IndexConfig::Lsh { threshold: 0.5, bands: Some(16), rows: Some(4) };
+    let coll = db.create_collection("dup", CollectionConfig::new(params).with_index(index)).unwrap();
+    let mut rng = Rng(7);
+    let same: Vec<u64> = (0..200).map(|_| rng.next_u64()).collect();
+    let mut batch = Batch::new();
+    for i in 0..40 {
+        batch.insert(format!("same{i}"), coll.sketcher().sketch(&TokenSet::from_unsorted(same.clone())).unwrap());
+    }
+    for i in 0..40 {
+        let other: Vec<u64> = (0..200).map(|_| rng.next_u64()).collect();
+        batch.insert(format!("other{i}"), coll.sketcher().sketch(&TokenSet::from_unsorted(other)).unwrap());
+    }
+    coll.apply(&batch).unwrap();
+    let d = coll.dedup(QueryKind::Threshold(0.9), forced(PlanKind::LshProbe, false)).unwrap();
+    assert!(matches!(d.plan.map(|p| p.access), Some(Access::LshProbe { bands: 16 })), "{:?}", d.plan);
+    assert_eq!(d.pairs, 40 * 39 / 2);
+    assert_eq!(d.clusters.len(), 1);
+    assert_eq!(d.clusters[0].rows.len(), 40);
+    assert!(d.clusters[0].keys.iter().all(|k| k.starts_with(b"same")));
+}
+
+/// Bad questions and options are typed errors on every path, dedup's join included.
+#[test]
+fn bad_thresholds_and_levels_are_errors_not_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::create(dir.path().join("d.db")).unwrap();
+    let (coll, sets) = build(&db, "oph", SketchParams::oph(128, 8, 3).unwrap(), 50, 3);
+    let q = coll.sketcher().sketch(&sets[0]).unwrap();
+    for level in [f64::NAN, 0.0, 1.0, -0.5, f64::INFINITY] {
+        let options = QueryOptions { level, ..QueryOptions::default() };
+        let e = coll.query(&Query::threshold(q.clone(), 0.5).with_options(options)).unwrap_err();
+        assert!(e.to_string().contains("level"), "{e}");
+        assert!(coll.dedup(QueryKind::Threshold(0.5), options).unwrap_err().to_string().contains("level"));
+    }
+    for t in [1.5, -0.1, f64::NAN] {
+        let e = coll.dedup(QueryKind::Threshold(t), QueryOptions::default()).unwrap_err();
+        assert!(e.to_string().contains("threshold"), "{e}");
+    }
+    let options = QueryOptions { recall_target: f64::NAN, ..QueryOptions::default() };
+    assert!(coll.query(&Query::threshold(q, 0.5).with_options(options)).unwrap_err().to_string().contains("recall"));
+}

@@ -143,4 +143,3 @@ impl CollectionState {
         envelope::decode(RecordKind::CollectionState, bytes)
     }
 }
-

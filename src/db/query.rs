@@ -6,11 +6,11 @@ use std::collections::HashMap;
 
 use super::collection::Collection;
 use crate::error::Result;
-use crate::index::lsh_read::lsh_pairs;
+use crate::index::lsh_read::for_each_lsh_pair;
 use crate::index::stats::index_stats;
 use crate::planner::cost::{Choice, CostModel, LshStats, SimhashStats, Stats, choose};
 use crate::planner::error::QueryError;
-use crate::planner::exec::{Analyze, Hit, execute};
+use crate::planner::exec::{Analyze, Hit, execute, validate_question};
 use crate::planner::explain::Explain;
 use crate::planner::plan::{Access, Finish, Plan};
 use crate::planner::query::{Query, QueryKind, QueryOptions};
@@ -171,12 +171,9 @@ impl Collection {
             }
             .into());
         }
+        validate_question(kind, &options, self.info().def.params.kind())?;
         let snap = self.store().snapshot()?;
-        let mut parent: HashMap<u64, u64> = HashMap::new();
-        let mut keys: HashMap<u64, Vec<u8>> = HashMap::new();
-        let mut pairs = 0u64;
-        let mut plan = None;
-        let mut rows = Vec::new();
+        let mut rows: Vec<(u64, Vec<u8>, Sketch)> = Vec::new();
         snap.for_each_page(self.info(), |first, view| {
             for i in (0..view.row_count()).filter(|&i| !view.is_deleted(i)) {
                 let sketch = decode(self.info(), view, first, i)?;
@@ -184,43 +181,39 @@ impl Collection {
             }
             Ok(true)
         })?;
+        // Row ids ascend: pages come in row order, rows ascend within a page.
+        let Some(first) = rows.first() else { return Ok(DedupResult { clusters: vec![], pairs: 0, plan: None }) };
         let stats = self.planner_stats_in(&snap)?;
-        let costs = self.costs();
-        // The plan a probe by the first record gets decides the join: an LSH probe becomes
-        // one pass over the buckets (the same candidate pairs as probing every record), any
-        // other plan runs one query per record.
-        let first_plan = rows
-            .first()
-            .map(|(_, _, sketch)| choose(&Query { sketch: sketch.clone(), kind, options }, &stats, &costs).plan);
-        if let (
-            Some(p @ Plan { access: Access::LshProbe { bands }, finish: Finish::Verify { threshold } }),
-            QueryKind::Threshold(_),
-        ) = (first_plan, kind)
-        {
-            plan = Some(p);
-            for (a, b) in lsh_pairs(&snap, self.info(), bands)? {
-                let (Ok(i), Ok(j)) = (rows.binary_search_by_key(&a, |r| r.0), rows.binary_search_by_key(&b, |r| r.0))
-                else {
-                    continue;
-                };
-                let estimate = rows[i].2.similarity(&rows[j].2, options.level)?;
-                if estimate.value >= threshold {
-                    pairs += 1;
-                    keys.entry(a).or_insert_with(|| rows[i].1.clone());
-                    keys.entry(b).or_insert_with(|| rows[j].1.clone());
-                    union(&mut parent, a, b);
-                }
+        let probe = |sketch: &Sketch| Query { sketch: sketch.clone(), kind, options };
+        // One plan for every record: `choose` reads the question, options and statistics,
+        // never the probe sketch.
+        let plan = choose(&probe(&first.2), &stats, &self.costs()).plan;
+        let mut parent: HashMap<u64, u64> = HashMap::new();
+        let mut pairs = 0u64;
+        let mut on_pair = |a: u64, b: u64| {
+            pairs += 1;
+            union(&mut parent, a, b);
+        };
+        match plan {
+            // An LSH probe of every record becomes one pass over the buckets (the same
+            // candidate pairs), each pair verified on the sketches already in memory.
+            Plan { access: Access::LshProbe { bands }, finish: Finish::Verify { threshold } }
+                if stats.lsh.is_some() =>
+            {
+                let at = |row: u64| rows.binary_search_by_key(&row, |r| r.0).ok();
+                for_each_lsh_pair(&snap, self.info(), bands, |a, b| -> Result<()> {
+                    if let (Some(i), Some(j)) = (at(a), at(b))
+                        && rows[i].2.similarity(&rows[j].2, options.level)?.value >= threshold
+                    {
+                        on_pair(a, b);
+                    }
+                    Ok(())
+                })?;
             }
-        } else {
-            for (row, key, sketch) in rows {
-                let row = &row;
-                let (choice, hits, _) = self.run_with(&snap, &Query { sketch, kind, options }, &stats, &costs)?;
-                plan.get_or_insert(choice.plan);
-                keys.insert(*row, key.clone());
-                for h in hits.iter().filter(|h| h.row_id > *row) {
-                    pairs += 1;
-                    keys.entry(h.row_id).or_insert_with(|| h.key.clone());
-                    union(&mut parent, *row, h.row_id);
+            _ => {
+                for (row, _, sketch) in &rows {
+                    let (hits, _) = execute(&snap, self.info(), &probe(sketch), &plan, &stats)?;
+                    hits.iter().filter(|h| h.row_id > *row).for_each(|h| on_pair(*row, h.row_id));
                 }
             }
         }
@@ -235,12 +228,15 @@ impl Collection {
             .filter(|g| g.len() > 1)
             .map(|mut g| {
                 g.sort_unstable();
-                let keys = g.iter().map(|r| keys.get(r).cloned().unwrap_or_default()).collect();
+                let keys = g
+                    .iter()
+                    .map(|r| rows.binary_search_by_key(r, |x| x.0).map(|i| rows[i].1.clone()).unwrap_or_default())
+                    .collect();
                 Cluster { rows: g, keys }
             })
             .collect();
         clusters.sort_by(|a, b| b.rows.len().cmp(&a.rows.len()).then(a.rows[0].cmp(&b.rows[0])));
-        Ok(DedupResult { clusters, pairs, plan })
+        Ok(DedupResult { clusters, pairs, plan: Some(plan) })
     }
 }
 

@@ -1,13 +1,16 @@
 //! Probing the persisted LSH buckets: candidate row ids for a signature.
 
 use super::keys::band::{BandKeyScheme, lsh_rows};
-use super::lsh::{ChunkView, Groups, lsh_err, read_bucket};
+use std::collections::HashMap;
+
+use super::lsh::{ChunkView, Groups, lsh_err, push_u64s, read_bucket};
 use super::meta::{IndexDef, IndexSpec, index_err};
 use crate::sketch::sketch::Sketch;
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::reader::{ReadSnapshot, open};
-use crate::storage::tables::LSH_BUCKETS;
+use crate::storage::tables::{LSH_BUCKETS, LSH_ROWS};
+use crate::storage::writer::inconsistent;
 
 /// The collection's LSH band-key scheme and group geometry; an `Index` error when it has no
 /// LSH index.
@@ -47,20 +50,28 @@ pub(crate) fn lsh_candidates(
     Ok(out)
 }
 
-/// The self-join's candidates: every pair of rows `(a, b)`, `a < b`, sharing a band key in
-/// one of the first `bands` bands (all bands when `bands` exceeds the banding), each pair
-/// once, ascending. One sequential pass over the bucket table: the same pairs as probing
-/// every row's own band keys, without a lookup per row and band. A bucket of m rows gives
-/// m(m-1)/2 pairs (identical signatures share every bucket).
-pub(crate) fn lsh_pairs(
+/// The self-join's candidates, streamed: calls `f(a, b)` (a < b) once for every pair of
+/// rows sharing a band key in one of the first `bands` bands (all bands when `bands` exceeds
+/// the banding). One sequential pass over the bucket table, band after band: the same pairs
+/// as probing every row's own band keys, without a lookup per row and band.
+///
+/// A pair is passed on only in the first band the two rows share (their earlier band keys,
+/// from `sketchdb.lsh_rows`, read once per row that shares a bucket and kept for the pass),
+/// so nothing proportional to the number of pairs is held: m identical signatures share a
+/// bucket in every band, and their m(m-1)/2 pairs are passed on once, in band 0.
+pub(crate) fn for_each_lsh_pair<E: From<StorageError>>(
     snap: &ReadSnapshot,
     info: &CollectionInfo,
     bands: u32,
-) -> Result<Vec<(u64, u64)>, StorageError> {
+    mut f: impl FnMut(u64, u64) -> Result<(), E>,
+) -> Result<(), E> {
     let (scheme, g) = lsh_index(snap, info)?;
-    let mut out = Vec::new();
-    let Some(table) = open(snap.txn(), LSH_BUCKETS)? else { return Ok(out) };
+    let (Some(table), Some(rev)) = (open(snap.txn(), LSH_BUCKETS)?, open(snap.txn(), LSH_ROWS)?) else {
+        return Ok(());
+    };
     let id = info.def.id;
+    let n_bands = scheme.params.bands as usize;
+    let mut keys_of: HashMap<u64, Vec<u64>> = HashMap::new();
     let mut entries: Vec<(u64, u64)> = Vec::new();
     let mut run: Vec<u64> = Vec::new();
     for band in 0..scheme.params.bands.min(bands) {
@@ -68,7 +79,36 @@ pub(crate) fn lsh_pairs(
             .range((id, band, 0u64, 0u32)..=(id, band, u64::MAX, u32::MAX))
             .map_err(StorageError::backend("scan lsh buckets"))?;
         let mut current: Option<u64> = None;
-        run.clear();
+        let mut bucket = |run: &mut Vec<u64>| -> Result<(), E> {
+            if run.len() > 1 {
+                for &row in run.iter() {
+                    if let std::collections::hash_map::Entry::Vacant(e) = keys_of.entry(row) {
+                        let v = rev.get((id, row)).map_err(StorageError::backend("read lsh reverse entry"))?;
+                        let mut keys = Vec::with_capacity(n_bands);
+                        push_u64s(v.as_ref().map_or(&[][..], |v| v.value()), &mut keys);
+                        if keys.len() != n_bands {
+                            return Err(inconsistent(
+                                info,
+                                row,
+                                "a row in an LSH bucket has no band keys in sketchdb.lsh_rows",
+                            )
+                            .into());
+                        }
+                        e.insert(keys);
+                    }
+                }
+                for (i, &a) in run.iter().enumerate() {
+                    for &b in &run[i + 1..] {
+                        let (ka, kb) = (&keys_of[&a], &keys_of[&b]);
+                        if (0..band as usize).all(|b_| ka[b_] != kb[b_]) {
+                            f(a.min(b), a.max(b))?;
+                        }
+                    }
+                }
+            }
+            run.clear();
+            Ok(())
+        };
         for e in range {
             let (k, v) = e.map_err(StorageError::backend("scan lsh buckets"))?;
             let group = k.value().2;
@@ -77,25 +117,13 @@ pub(crate) fn lsh_pairs(
             view.decode_into(g, group, &mut entries);
             for &(key, row) in &entries {
                 if current != Some(key) {
-                    emit_pairs(&mut run, &mut out);
+                    bucket(&mut run)?;
                     current = Some(key);
                 }
                 run.push(row);
             }
         }
-        emit_pairs(&mut run, &mut out);
+        bucket(&mut run)?;
     }
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
-}
-
-/// Appends every pair of the rows of one bucket (ordered a < b) and clears it.
-fn emit_pairs(run: &mut Vec<u64>, out: &mut Vec<(u64, u64)>) {
-    for (i, &a) in run.iter().enumerate() {
-        for &b in &run[i + 1..] {
-            out.push((a.min(b), a.max(b)));
-        }
-    }
-    run.clear();
+    Ok(())
 }

@@ -18,7 +18,7 @@ use crate::storage::reader::{ReadSnapshot, decode};
 use super::cost::Stats;
 use super::error::QueryError;
 use super::plan::{Access, EarlyStop, Finish, Plan};
-use super::query::{Query, QueryKind};
+use super::query::{Query, QueryKind, QueryOptions};
 use super::scan::{BinColumns, OphProbe, Pruning, ScanCounters, scan_page};
 use crate::index::lsh_read::lsh_candidates;
 use crate::index::simhash_read::simhash_within;
@@ -63,9 +63,33 @@ pub struct Analyze {
 
 /// Checks that the question fits the collection before anything runs.
 pub(crate) fn validate(query: &Query, kind: SketchKind) -> std::result::Result<(), QueryError> {
-    let q = query.kind.name();
-    match query.kind {
-        QueryKind::Threshold(t) if !(0.0..=1.0).contains(&t) || t.is_nan() => Err(QueryError::InvalidParam {
+    validate_question(query.kind, &query.options, kind)
+}
+
+/// [`validate`] without a probe sketch: the question and its options against the
+/// collection's sketch kind.
+pub(crate) fn validate_question(
+    question: QueryKind,
+    o: &QueryOptions,
+    kind: SketchKind,
+) -> std::result::Result<(), QueryError> {
+    let q = question.name();
+    if !(o.level.is_finite() && o.level > 0.0 && o.level < 1.0) {
+        return Err(QueryError::InvalidParam {
+            param: "level",
+            value: o.level.to_string(),
+            expected: "a confidence level strictly between 0 and 1",
+        });
+    }
+    if !(0.0..=1.0).contains(&o.recall_target) {
+        return Err(QueryError::InvalidParam {
+            param: "recall_target",
+            value: o.recall_target.to_string(),
+            expected: "a recall in [0, 1]",
+        });
+    }
+    match question {
+        QueryKind::Threshold(t) if !(0.0..=1.0).contains(&t) => Err(QueryError::InvalidParam {
             param: "threshold",
             value: t.to_string(),
             expected: "a similarity in [0, 1]",

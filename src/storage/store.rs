@@ -220,9 +220,11 @@ impl Store {
                 }
                 // The envelope checks its version before anything but length and magic, so
                 // every other error is damage to a record of this version.
-                Err(source) => {
-                    Err(StorageError::CorruptMeta { table: META_NAME, key: FORMAT_KEY.into(), source: Box::new(source) })
-                }
+                Err(source) => Err(StorageError::CorruptMeta {
+                    table: META_NAME,
+                    key: FORMAT_KEY.into(),
+                    source: Box::new(source),
+                }),
             }
         })
     }
