@@ -188,3 +188,37 @@ fn simhash_collections_cannot_have_lsh() {
     let bad = IndexConfig::Lsh { threshold: 0.5, bands: Some(8), rows: Some(4) };
     assert!(db.create_collection("y", CollectionConfig::new(p).with_index(bad)).is_err());
 }
+
+/// A reverse entry one byte too long is damage: verify names it and deleting its row is an
+/// `Inconsistent` error, never a silently truncated key list.
+#[test]
+fn a_reverse_entry_of_the_wrong_length_is_found() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = Database::create(dir.path().join("db")).expect("create");
+    let params = SketchParams::minhash(32, 32, 1).expect("p");
+    let c = db
+        .create_collection(
+            "s",
+            CollectionConfig::new(params).with_index(IndexConfig::Lsh {
+                threshold: 0.5,
+                bands: Some(8),
+                rows: Some(4),
+            }),
+        )
+        .expect("create");
+    for i in 0..20u64 {
+        let set = TokenSet::from_unsorted((0..50).map(|j| i * 1000 + j).collect());
+        c.insert(format!("k{i}"), &c.sketcher().sketch(&set).expect("sketch")).expect("insert");
+    }
+    assert!(admin::verify(&db).expect("verify").is_ok());
+    let row = testing::extend_first_lsh_reverse_entry(&c, &db).expect("plant").expect("a reverse entry");
+    let report = admin::verify(&db).expect("verify");
+    assert!(
+        report.problems.iter().any(|p| p.row == Some(row) && p.detail.contains("sketchdb.lsh_rows holds 65 bytes")),
+        "{:?}",
+        report.problems
+    );
+    let key = c.scan().expect("scan").map(|r| r.expect("record")).find(|r| r.row_id == row).expect("row").key;
+    let e = c.delete(&key).expect_err("delete over a damaged reverse entry");
+    assert!(e.to_string().contains("sketchdb.lsh_rows holds 65 bytes"), "{e}");
+}

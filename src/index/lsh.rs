@@ -200,9 +200,13 @@ pub(crate) fn encode_chunk(g: Groups, entries: &[(u64, u64)], out: &mut Vec<u8>)
     }
 }
 
-/// Appends the u64 LE values in `bytes` to `out` (a trailing partial value is ignored).
-pub(crate) fn push_u64s(bytes: &[u8], out: &mut Vec<u64>) {
-    out.extend(bytes.chunks_exact(8).map(le));
+/// The band keys of a `sketchdb.lsh_rows` value: exactly `bands` u64 LE values, or what is
+/// wrong with it.
+pub(crate) fn band_keys_of(bytes: &[u8], bands: usize) -> Result<Vec<u64>, String> {
+    if bytes.len() != 8 * bands {
+        return Err(format!("sketchdb.lsh_rows holds {} bytes, not the {bands} band keys of the banding", bytes.len()));
+    }
+    Ok(bytes.chunks_exact(8).map(le).collect())
 }
 
 pub(crate) fn lsh_err(info: &CollectionInfo, band: u32, group: u64, detail: impl std::fmt::Display) -> StorageError {
@@ -302,7 +306,6 @@ impl LshDelta {
         let mut removes: Vec<Vec<(u64, u64)>> = vec![Vec::new(); n_bands];
         {
             let mut rev = txn.open_table(LSH_ROWS).map_err(StorageError::backend("open table"))?;
-            let mut keys = Vec::new();
             for &row in &self.removed {
                 let v = rev.remove((id, row)).map_err(StorageError::backend("remove lsh reverse entry"))?;
                 let Some(v) = v else {
@@ -312,15 +315,8 @@ impl LshDelta {
                         "a removed row has no entry in sketchdb.lsh_rows",
                     ));
                 };
-                keys.clear();
-                push_u64s(v.value(), &mut keys);
-                if keys.len() != n_bands {
-                    return Err(crate::storage::writer::inconsistent(
-                        info,
-                        row,
-                        format!("sketchdb.lsh_rows holds {} band keys, the banding has {n_bands}", keys.len()),
-                    ));
-                }
+                let keys =
+                    band_keys_of(v.value(), n_bands).map_err(|d| crate::storage::writer::inconsistent(info, row, d))?;
                 for (b, &k) in keys.iter().enumerate() {
                     removes[b].push((k, row));
                 }

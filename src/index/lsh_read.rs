@@ -3,7 +3,7 @@
 use super::keys::band::{BandKeyScheme, lsh_rows};
 use std::collections::HashMap;
 
-use super::lsh::{ChunkView, Groups, lsh_err, push_u64s, read_bucket};
+use super::lsh::{ChunkView, Groups, band_keys_of, lsh_err, read_bucket};
 use super::meta::{IndexDef, IndexSpec, index_err};
 use crate::sketch::sketch::Sketch;
 use crate::storage::StorageError;
@@ -84,17 +84,15 @@ pub(crate) fn for_each_lsh_pair<E: From<StorageError>>(
                 for &row in run.iter() {
                     if let std::collections::hash_map::Entry::Vacant(e) = keys_of.entry(row) {
                         let v = rev.get((id, row)).map_err(StorageError::backend("read lsh reverse entry"))?;
-                        let mut keys = Vec::with_capacity(n_bands);
-                        push_u64s(v.as_ref().map_or(&[][..], |v| v.value()), &mut keys);
-                        if keys.len() != n_bands {
+                        let Some(v) = v else {
                             return Err(inconsistent(
                                 info,
                                 row,
-                                "a row in an LSH bucket has no band keys in sketchdb.lsh_rows",
+                                "a row in an LSH bucket has no entry in sketchdb.lsh_rows",
                             )
                             .into());
-                        }
-                        e.insert(keys);
+                        };
+                        e.insert(band_keys_of(v.value(), n_bands).map_err(|d| inconsistent(info, row, d))?);
                     }
                 }
                 for (i, &a) in run.iter().enumerate() {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use redb::ReadTransaction;
 
 use super::keys::band::lsh_rows;
-use super::lsh::{ChunkView, Groups, push_u64s};
+use super::lsh::{ChunkView, Groups, band_keys_of};
 use super::meta::{IndexDef, IndexSpec};
 use super::simhash_tables::{BucketView, Geometry};
 use crate::sketch::sketch::Sketch;
@@ -226,14 +226,14 @@ fn check_lsh(
         for e in rev.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan"))? {
             let (k, v) = e.map_err(StorageError::backend("scan"))?;
             let row = k.value().1;
-            let mut keys = Vec::new();
-            push_u64s(v.value(), &mut keys);
-            match want_rev.remove(&row) {
-                None => out.problem(Some(row), format!("{LSH_ROWS_NAME}: entry for a row that is not live")),
-                Some(w) if w != keys => {
+            let keys = band_keys_of(v.value(), scheme.params.bands as usize);
+            match (want_rev.remove(&row), keys) {
+                (None, _) => out.problem(Some(row), format!("{LSH_ROWS_NAME}: entry for a row that is not live")),
+                (Some(_), Err(d)) => out.problem(Some(row), d),
+                (Some(w), Ok(keys)) if w != keys => {
                     out.problem(Some(row), format!("{LSH_ROWS_NAME}: band keys differ from the row's"))
                 }
-                Some(_) => {}
+                (Some(_), Ok(_)) => {}
             }
         }
     }

@@ -148,10 +148,10 @@ impl Store {
         let mut damaged = 0u64;
         let (mut deleted, mut prev_end) = (0u64, 0u64);
         let id = info.def.id;
-        let db = self.begin_read()?;
+        // One snapshot for state, pages and keys: a commit in between cannot fake a problem.
         // A database with no records yet has no pages or keys tables.
-        let pages = open(&db, PAGES)?;
-        let keys = open(&db, KEYS)?;
+        let pages = open(snap.txn(), PAGES)?;
+        let keys = open(snap.txn(), KEYS)?;
         let page_range = match &pages {
             Some(p) => Some(p.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan pages"))?),
             None => None,

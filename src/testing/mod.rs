@@ -149,6 +149,36 @@ pub fn drop_first_index_bucket(collection: &Collection, db: &Database) -> Result
     Ok(found)
 }
 
+/// Plants a damaged LSH reverse entry: appends one byte to the first `sketchdb.lsh_rows`
+/// value of the collection. Returns the row it belongs to, if there was one.
+pub fn extend_first_lsh_reverse_entry(collection: &Collection, db: &Database) -> Result<Option<u64>> {
+    use crate::storage::StorageError;
+    use crate::storage::tables::LSH_ROWS;
+    use redb::ReadableTable;
+    let id = collection.info().def.id;
+    let txn = db.store().begin_write()?;
+    let row = {
+        let mut t = txn.open_table(LSH_ROWS).map_err(StorageError::backend("open table"))?;
+        let first = t
+            .range((id, 0u64)..=(id, u64::MAX))
+            .map_err(StorageError::backend("scan"))?
+            .next()
+            .transpose()
+            .map_err(StorageError::backend("scan"))?
+            .map(|(k, v)| (k.value().1, v.value().to_vec()));
+        match first {
+            Some((row, mut bytes)) => {
+                bytes.push(0);
+                t.insert((id, row), bytes.as_slice()).map_err(StorageError::backend("write"))?;
+                Some(row)
+            }
+            None => None,
+        }
+    };
+    txn.commit().map_err(StorageError::backend("commit"))?;
+    Ok(row)
+}
+
 /// The collection's LSH band-key scheme (seed, banding, row width), if it has an LSH index.
 pub fn lsh_scheme(collection: &Collection, db: &Database) -> Result<Option<crate::BandKeyScheme>> {
     let snap = db.store().snapshot()?;
