@@ -7,6 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::page::MAX_PAGE_ROWS;
+
 use super::envelope::{self, RecordKind};
 use super::error::CodecError;
 use crate::sketch::params::SketchParams;
@@ -124,12 +126,17 @@ impl CollectionDef {
     pub(crate) fn encode(&self) -> Result<Vec<u8>, CodecError> {
         envelope::encode(RecordKind::CollectionDef, self)
     }
-    /// Decodes and validates (parameters in range, capacity at least one).
+    /// Decodes and validates (parameters in range, capacity 1..=[`MAX_PAGE_ROWS`]).
     pub(crate) fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
         let d: CollectionDef = envelope::decode(RecordKind::CollectionDef, bytes)?;
         d.params.validate().map_err(|source| CodecError::Sketch { what: "collection definition", source })?;
-        if d.capacity == 0 {
-            return Err(CodecError::field("collection definition", "capacity", 0, "at least one row per page"));
+        if d.capacity == 0 || d.capacity > MAX_PAGE_ROWS {
+            return Err(CodecError::field(
+                "collection definition",
+                "capacity",
+                d.capacity,
+                format!("1..={MAX_PAGE_ROWS} rows per page"),
+            ));
         }
         Ok(d)
     }

@@ -28,6 +28,11 @@ const WHAT: &str = "page";
 /// The longest user key, in bytes.
 pub const MAX_KEY_LEN: usize = 1024;
 
+/// The largest page capacity a collection definition or page header may state. A page of
+/// at most 64 KiB holds fewer rows (each takes at least 6 bytes: a value, a key end and a
+/// key byte); the bound keeps a damaged capacity from sizing a builder's buffers.
+pub(crate) const MAX_PAGE_ROWS: u32 = 1 << 14;
+
 /// What the owner of a page knows it must be: checked against the header on every read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct PageSpec {
@@ -111,6 +116,9 @@ impl<'a> PageView<'a> {
         }
         let rows = h.row_count.get() as usize;
         let capacity = h.capacity.get();
+        if capacity > MAX_PAGE_ROWS {
+            return Err(CodecError::field(WHAT, "capacity", capacity, format!("at most {MAX_PAGE_ROWS} rows")));
+        }
         if rows == 0 || rows > capacity as usize {
             return Err(CodecError::field(WHAT, "row_count", rows, format!("1..={capacity} (the capacity)")));
         }
@@ -308,8 +316,9 @@ pub(crate) struct PageBuilder {
 
 impl PageBuilder {
     /// An empty page whose first row will be `first_row`.
+    /// `spec.capacity` is 1..=[`MAX_PAGE_ROWS`] (checked where a spec comes from bytes).
     pub(crate) fn new(spec: PageSpec, first_row: u64) -> PageBuilder {
-        let max_rows = spec.capacity.max(1) as usize;
+        let max_rows = spec.capacity as usize;
         PageBuilder {
             spec,
             first_row,
@@ -322,10 +331,10 @@ impl PageBuilder {
         }
     }
 
-    /// A builder holding a copy of an existing page (already checked against `spec`).
-    pub(crate) fn from_view(spec: PageSpec, view: &PageView<'_>) -> PageBuilder {
-        let mut b = PageBuilder::new(spec, view.first_row());
-        let n = view.row_count().min(b.max_rows);
+    /// A builder holding a copy of an existing page, with the page's own spec.
+    pub(crate) fn from_view(view: &PageView<'_>) -> PageBuilder {
+        let mut b = PageBuilder::new(view.spec(), view.first_row());
+        let n = view.row_count();
         b.rows = n;
         for w in 0..n.div_ceil(64) {
             b.tombstones[w] = view.tombstone_word(w);
@@ -334,7 +343,7 @@ impl PageBuilder {
             b.keys.extend_from_slice(view.key(i));
             b.key_ends.push(b.keys.len() as u32);
         }
-        let layout = spec.layout;
+        let layout = b.spec.layout;
         let mut copy = |prefix: usize, width: usize| {
             let src = view.column_at(prefix, width);
             let dst = prefix * b.max_rows;

@@ -67,7 +67,7 @@ fn every_kind_round_trips_through_a_page() {
             assert_eq!(view.key(i), format!("key{i}").as_bytes());
         }
         // Rebuilding from the view and appending nothing gives the same bytes.
-        assert_eq!(PageBuilder::from_view(spec, &view).finish(), bytes);
+        assert_eq!(PageBuilder::from_view(&view).finish(), bytes);
     }
 }
 
@@ -100,7 +100,7 @@ fn a_partial_page_grows_from_its_view() {
         push_sketch(&mut b, &[i as u8 + 1; 3], s).unwrap();
     }
     let first = b.finish();
-    let mut b = PageBuilder::from_view(spec, &PageView::parse(&first).unwrap());
+    let mut b = PageBuilder::from_view(&PageView::parse(&first).unwrap());
     for (i, s) in input.iter().enumerate().skip(10) {
         push_sketch(&mut b, &[i as u8 + 1; 3], s).unwrap();
     }
@@ -172,6 +172,32 @@ fn envelopes_round_trip_and_refuse_unknown_versions() {
         bad[at] ^= 0x01;
         assert!(CollectionDef::decode(&bad).is_err(), "flip at {at} not caught");
     }
+}
+
+#[test]
+fn a_capacity_no_page_can_hold_is_refused_before_any_buffer_is_sized() {
+    let params = SketchParams::minhash(4, 32, 1).unwrap();
+    // A page header stating a huge capacity (re-sealed so only the bound can refuse it).
+    let mut b = PageBuilder::new(spec(&params, 4), 0);
+    push_sketch(&mut b, b"k", &sketches(params, 1)[0]).unwrap();
+    let mut bytes = b.finish();
+    bytes[28..32].copy_from_slice(&(1u32 << 30).to_le_bytes());
+    let crc = super::header::page_crc(&bytes);
+    bytes[8..12].copy_from_slice(&crc.to_le_bytes());
+    match PageView::parse(&bytes) {
+        Err(CodecError::BadField { field: "capacity", .. }) => {}
+        other => panic!("expected a capacity error, got {other:?}"),
+    }
+    // A collection definition stating one.
+    for capacity in [0, super::page::MAX_PAGE_ROWS + 1, u32::MAX] {
+        let def = CollectionDef { id: 1, name: "c".into(), params, capacity, settings: vec![] };
+        match CollectionDef::decode(&def.encode().unwrap()) {
+            Err(CodecError::BadField { field: "capacity", .. }) => {}
+            other => panic!("capacity {capacity}: expected a capacity error, got {other:?}"),
+        }
+    }
+    let ok = CollectionDef { id: 1, name: "c".into(), params, capacity: super::page::MAX_PAGE_ROWS, settings: vec![] };
+    assert_eq!(CollectionDef::decode(&ok.encode().unwrap()).unwrap().capacity, super::page::MAX_PAGE_ROWS);
 }
 
 #[test]

@@ -102,7 +102,7 @@ impl<'t, 'i> PageCache<'t, 'i> {
         let first = k.value().1;
         let view =
             PageView::parse_expected(v.value(), &self.info.spec, first).map_err(corrupt_page(self.info, first))?;
-        Ok(Some(PageBuilder::from_view(self.info.spec, &view)))
+        Ok(Some(PageBuilder::from_view(&view)))
     }
 
     /// Removes a stored page (compaction), returning its builder copy.
