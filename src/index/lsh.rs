@@ -2,8 +2,8 @@
 //!
 //! * `sketchdb.lsh_buckets`, key `(collection id, band, group, chunk)`: the group is the top
 //!   `P = group_bits` bits of the band key (`P` recorded in the index definition). The group's
-//!   entries, (band key, row id) pairs sorted ascending, are split over chunks `0..n` (no
-//!   gaps) of at most [`GROUP_CHUNK_ENTRIES`] entries each. A chunk value (all integers
+//!   entries, (band key, row id) pairs sorted ascending, are split evenly over chunks `0..c`
+//!   (no gaps; `c = ceil(entries / GROUP_CHUNK_ENTRIES)`). A chunk value (all integers
 //!   little-endian; `storage-format.md`, "Index tables"):
 //!
 //! ```text
