@@ -8,6 +8,7 @@ use super::meta::{IndexDef, IndexSpec, index_err};
 use crate::sketch::sketch::Sketch;
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
+use crate::storage::error::{contain, contain_any};
 use crate::storage::reader::{ReadSnapshot, open};
 use crate::storage::tables::{LSH_BUCKETS, LSH_ROWS};
 use crate::storage::writer::inconsistent;
@@ -28,6 +29,15 @@ fn lsh_index(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<(BandKeySchem
 /// `sketch` (all bands when `bands` exceeds the banding), ascending. A collection without
 /// an LSH index is an `Index` error.
 pub(crate) fn lsh_candidates(
+    snap: &ReadSnapshot,
+    info: &CollectionInfo,
+    sketch: &Sketch,
+    bands: u32,
+) -> Result<Vec<u64>, StorageError> {
+    contain("lsh probe", || lsh_candidates_unguarded(snap, info, sketch, bands))
+}
+
+fn lsh_candidates_unguarded(
     snap: &ReadSnapshot,
     info: &CollectionInfo,
     sketch: &Sketch,
@@ -60,6 +70,28 @@ pub(crate) fn lsh_candidates(
 /// so nothing proportional to the number of pairs is held: m identical signatures share a
 /// bucket in every band, and their m(m-1)/2 pairs are passed on once, in band 0.
 pub(crate) fn for_each_lsh_pair<E: From<StorageError>>(
+    snap: &ReadSnapshot,
+    info: &CollectionInfo,
+    bands: u32,
+    mut f: impl FnMut(u64, u64) -> Result<(), E>,
+) -> Result<(), E> {
+    // redb panics are contained; a panic of `f` (the caller's code) is passed on.
+    let mut caller_panic = None;
+    let r = contain_any("lsh self-join", || {
+        lsh_pairs_unguarded(snap, info, bands, |a, b| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(a, b))).unwrap_or_else(|payload| {
+                caller_panic = Some(payload);
+                Err(StorageError::EnginePanic { op: "lsh self-join", detail: "stopped by the caller".into() }.into())
+            })
+        })
+    });
+    if let Some(payload) = caller_panic {
+        std::panic::resume_unwind(payload);
+    }
+    r?
+}
+
+fn lsh_pairs_unguarded<E: From<StorageError>>(
     snap: &ReadSnapshot,
     info: &CollectionInfo,
     bands: u32,

@@ -15,6 +15,7 @@ use crate::sketch::params::{SketchKind, SketchParams};
 use crate::sketch::sketch::Sketch;
 use crate::storage::StorageError;
 use crate::storage::catalog::{CollectionInfo, drop_index_entries, rewrite_settings};
+use crate::storage::error::contain;
 use crate::storage::hook::IndexHook;
 use crate::storage::store::Store;
 use crate::storage::writer::{for_each_live_in, state_in};
@@ -183,6 +184,15 @@ pub(crate) fn create_index_in(
 /// Drops the collection's index and builds `request`'s (chosen for the live row count) from
 /// every live row, in one write transaction; also stores the db layer's new `settings`.
 pub(crate) fn rebuild(
+    store: &Store,
+    info: &CollectionInfo,
+    request: Option<IndexRequest>,
+    settings: Vec<u8>,
+) -> Result<CollectionInfo, StorageError> {
+    contain("rebuild index", || rebuild_unguarded(store, info, request, settings))
+}
+
+fn rebuild_unguarded(
     store: &Store,
     info: &CollectionInfo,
     request: Option<IndexRequest>,

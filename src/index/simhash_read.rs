@@ -11,6 +11,7 @@ use super::simhash_probe::{ProbeScratch, RunView, SimhashMatch, filter_bucket};
 use super::simhash_tables::{BucketView, Geometry, bucket_err};
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
+use crate::storage::error::contain;
 use crate::storage::reader::{ReadSnapshot, open};
 use crate::storage::tables::SIMHASH_BUCKETS;
 
@@ -171,8 +172,10 @@ pub(crate) fn simhash_within(
     fp: u128,
     radius: u32,
 ) -> Result<Vec<(u64, u32)>, StorageError> {
-    let mut p = SimhashProber::open(snap, info)?.ok_or_else(|| not_simhash(info))?;
-    p.within(fp, radius)
+    contain("simhash probe", || {
+        let mut p = SimhashProber::open(snap, info)?.ok_or_else(|| not_simhash(info))?;
+        p.within(fp, radius)
+    })
 }
 
 /// The batch form: one result list per query, in query order.
@@ -182,8 +185,10 @@ pub(crate) fn simhash_within_batch(
     fps: &[u128],
     radius: u32,
 ) -> Result<Vec<Vec<(u64, u32)>>, StorageError> {
-    let mut p = SimhashProber::open(snap, info)?.ok_or_else(|| not_simhash(info))?;
-    fps.iter().map(|&fp| p.within(fp, radius)).collect()
+    contain("simhash probe", || {
+        let mut p = SimhashProber::open(snap, info)?.ok_or_else(|| not_simhash(info))?;
+        fps.iter().map(|&fp| p.within(fp, radius)).collect()
+    })
 }
 
 /// The self-join: every pair within `radius`, each once (a < b), sorted by (distance, a, b).
@@ -192,6 +197,8 @@ pub(crate) fn simhash_pairs(
     info: &CollectionInfo,
     radius: u32,
 ) -> Result<Vec<(u64, u64, u32)>, StorageError> {
-    let mut p = SimhashProber::open(snap, info)?.ok_or_else(|| not_simhash(info))?;
-    p.pairs(radius)
+    contain("simhash self-join", || {
+        let mut p = SimhashProber::open(snap, info)?.ok_or_else(|| not_simhash(info))?;
+        p.pairs(radius)
+    })
 }

@@ -5,6 +5,7 @@ use super::lsh_params::LshParams;
 use super::meta::{IndexDef, IndexSpec};
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
+use crate::storage::error::contain;
 use crate::storage::reader::ReadSnapshot;
 
 /// LSH index statistics.
@@ -34,25 +35,27 @@ pub(crate) fn index_stats(
     snap: &ReadSnapshot,
     info: &CollectionInfo,
 ) -> Result<(Option<LshIndexStats>, Option<SimhashIndexStats>), StorageError> {
-    Ok(match IndexDef::load(snap.txn(), info)? {
-        None => (None, None),
-        Some(d) => match &d.spec {
-            IndexSpec::Lsh { scheme, .. } => (
-                Some(LshIndexStats {
-                    params: scheme.params,
-                    mean_hit_bucket: if d.entries == 0 { 0.0 } else { d.sum_sq as f64 / d.entries as f64 },
-                }),
-                None,
-            ),
-            IndexSpec::Simhash { design, .. } => (
-                None,
-                Some(SimhashIndexStats {
-                    tables: design.table_count() as u32,
-                    radius: design.k(),
-                    prefix_bits: design.min_prefix_bits(),
-                }),
-            ),
-        },
+    contain("read index statistics", || {
+        Ok(match IndexDef::load(snap.txn(), info)? {
+            None => (None, None),
+            Some(d) => match &d.spec {
+                IndexSpec::Lsh { scheme, .. } => (
+                    Some(LshIndexStats {
+                        params: scheme.params,
+                        mean_hit_bucket: if d.entries == 0 { 0.0 } else { d.sum_sq as f64 / d.entries as f64 },
+                    }),
+                    None,
+                ),
+                IndexSpec::Simhash { design, .. } => (
+                    None,
+                    Some(SimhashIndexStats {
+                        tables: design.table_count() as u32,
+                        radius: design.k(),
+                        prefix_bits: design.min_prefix_bits(),
+                    }),
+                ),
+            },
+        })
     })
 }
 

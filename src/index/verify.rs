@@ -14,6 +14,7 @@ use super::simhash_tables::{BucketView, Geometry};
 use crate::sketch::sketch::Sketch;
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
+use crate::storage::error::contain;
 use crate::storage::reader::{ReadSnapshot, decode, open};
 use crate::storage::store::Store;
 use crate::storage::tables::{
@@ -49,7 +50,8 @@ pub(crate) fn verify_indexes(store: &Store, report: &mut VerifyReport) -> Result
     for info in &collections {
         let snap = store.snapshot()?;
         let mut out = Out { report, name: info.def.name.clone(), count: 0 };
-        let def = match IndexDef::load(snap.txn(), info) {
+        // redb panics on some damaged files: contained here, they become problems.
+        let def = match contain("read index definition", || IndexDef::load(snap.txn(), info)) {
             Ok(d) => d,
             Err(e) if e.is_corruption() => {
                 out.problem(None, format!("index definition: {e}"));
@@ -67,13 +69,13 @@ pub(crate) fn verify_indexes(store: &Store, report: &mut VerifyReport) -> Result
         if scanned.is_err() {
             continue; // damaged pages are the storage checks' problems
         }
-        let r = match def.as_deref() {
+        let r = contain("verify index", || match def.as_deref() {
             None => check_empty(snap.txn(), info, &mut out),
             Some(d @ IndexDef { spec: IndexSpec::Simhash { .. }, .. }) => {
                 check_simhash(snap.txn(), info, d, &live, &mut out)
             }
             Some(d) => check_lsh(&snap, info, d, &live, &mut out),
-        };
+        });
         match r {
             Ok(()) => {}
             Err(e) if e.is_corruption() => out.problem(None, e.to_string()),

@@ -1,9 +1,9 @@
 //! The planner's measured cost constants: one envelope in the `meta` table under
 //! `"planner.costs"`, read once per open database and cached.
 
-use super::error::StorageError;
+use super::error::{StorageError, contain};
 use super::store::Store;
-use super::tables::META;
+use super::tables::{META, META_NAME};
 use crate::codec::meta::PlannerCostsRecord;
 
 /// The `meta` key of the planner costs record.
@@ -16,11 +16,17 @@ impl Store {
         if let Some(c) = cache.as_ref() {
             return Ok(c.clone());
         }
+        let found = contain("read planner costs", || self.read_planner_costs())?;
+        *cache = Some(found.clone());
+        Ok(found)
+    }
+
+    fn read_planner_costs(&self) -> Result<Option<PlannerCostsRecord>, StorageError> {
         let txn = self.begin_read()?;
-        let found = match txn.open_table(META) {
+        Ok(match txn.open_table(META) {
             Ok(t) => match t.get(COSTS_KEY).map_err(StorageError::backend("read planner costs"))? {
                 Some(v) => Some(PlannerCostsRecord::decode(v.value()).map_err(|source| StorageError::CorruptMeta {
-                    table: "sketchdb.meta",
+                    table: META_NAME,
                     key: COSTS_KEY.to_string(),
                     source: Box::new(source),
                 })?),
@@ -28,24 +34,24 @@ impl Store {
             },
             Err(redb::TableError::TableDoesNotExist(_)) => None,
             Err(e) => return Err(StorageError::backend("open meta table")(e)),
-        };
-        *cache = Some(found.clone());
-        Ok(found)
+        })
     }
 
     /// Stores planner costs (durably, in their own transaction) and updates the cache.
     pub(crate) fn set_planner_costs(&self, rec: &PlannerCostsRecord) -> Result<(), StorageError> {
         let bytes = rec.encode().map_err(|source| StorageError::CorruptMeta {
-            table: "sketchdb.meta",
+            table: META_NAME,
             key: COSTS_KEY.to_string(),
             source: Box::new(source),
         })?;
-        let txn = self.begin_write()?;
-        {
-            let mut t = txn.open_table(META).map_err(StorageError::backend("open meta table"))?;
-            t.insert(COSTS_KEY, bytes.as_slice()).map_err(StorageError::backend("write planner costs"))?;
-        }
-        txn.commit().map_err(StorageError::backend("commit planner costs"))?;
+        contain("write planner costs", || {
+            let txn = self.begin_write()?;
+            {
+                let mut t = txn.open_table(META).map_err(StorageError::backend("open meta table"))?;
+                t.insert(COSTS_KEY, bytes.as_slice()).map_err(StorageError::backend("write planner costs"))?;
+            }
+            txn.commit().map_err(StorageError::backend("commit planner costs"))
+        })?;
         *self.costs.lock() = Some(Some(rec.clone()));
         Ok(())
     }
