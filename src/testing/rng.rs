@@ -61,11 +61,6 @@ impl<'a> ByteEntropy<'a> {
         ByteEntropy { data, pos: 0 }
     }
 
-    /// Whether every byte was used.
-    pub fn exhausted(&self) -> bool {
-        self.pos >= self.data.len()
-    }
-
     fn take(&mut self, n: usize) -> u64 {
         let mut v = 0u64;
         for i in 0..n {
