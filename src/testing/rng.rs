@@ -21,7 +21,7 @@ pub trait Entropy {
     }
 }
 
-/// splitmix64: tiny, fully specified, deterministic.
+/// splitmix64 (the sketch layer's `splitmix64`): tiny, fully specified, deterministic.
 #[derive(Clone, Debug)]
 pub struct SplitMix(u64);
 
@@ -39,11 +39,7 @@ pub fn mix(a: u64, b: u64) -> u64 {
 
 impl Entropy for SplitMix {
     fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        crate::sketch::hash::splitmix64(&mut self.0)
     }
 }
 
