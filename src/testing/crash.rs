@@ -138,6 +138,36 @@ fn classify(w: &Workload, o: &Outcome, got: &Model, durability: Durability) -> R
     ))
 }
 
+/// What reopening an image after a fault showed.
+enum Reopened {
+    /// The database's creation was never acknowledged: the image was refused, or opened empty.
+    NeverCreated,
+    /// An allowed state: the reopened database, its state, and whether that state includes the
+    /// unacknowledged step in flight (else it is an acknowledged one).
+    Allowed { db: Database, got: Model, in_flight: bool },
+}
+
+/// Reopens an image left by a fault (`after`: what the fault was, for messages), checks it
+/// (`check_db`), and classifies its state among the allowed ones. If the creation was never
+/// acknowledged, the image may be refused, and if it opens it must be empty.
+fn reopen(w: &Workload, o: &Outcome, image: Vec<u8>, durability: Durability, after: &str) -> Result<Reopened, String> {
+    let db = match open_on(builder(Durability::Immediate), FaultyBackend::from_image(image)) {
+        Ok(db) => db,
+        Err(_) if !o.created => return Ok(Reopened::NeverCreated),
+        Err(e) => return Err(fail(&format!("reopen after {after}"), e)),
+    };
+    let got = check_db(&db).map_err(|e| fail("check after reopen", e))?;
+    if !o.created {
+        return if got == Model::default() {
+            Ok(Reopened::NeverCreated)
+        } else {
+            Err(format!("{after}: unacknowledged create left data"))
+        };
+    }
+    let in_flight = classify(w, o, &got, durability)?;
+    Ok(Reopened::Allowed { db, got, in_flight })
+}
+
 /// Opens an image and checks it against the allowed states; with `write_after`, also runs
 /// a write on the recovered database and checks it.
 fn check_image(
@@ -149,22 +179,14 @@ fn check_image(
     report: &mut CrashReport,
 ) -> Result<(), String> {
     report.images += 1;
-    let db = match open_on(builder(Durability::Immediate), FaultyBackend::from_image(image)) {
-        Ok(db) => db,
-        Err(_) if !o.created => {
+    let (db, got, in_flight) = match reopen(w, o, image, durability, "crash")? {
+        Reopened::NeverCreated => {
             report.unacked_create += 1;
             return Ok(());
         }
-        Err(e) => return Err(fail("reopen after crash", e)),
+        Reopened::Allowed { db, got, in_flight } => (db, got, in_flight),
     };
-    if !o.created {
-        report.unacked_create += 1;
-    }
-    let got = check_db(&db).map_err(|e| fail("check after reopen", e))?;
-    if !o.created {
-        return if got == Model::default() { Ok(()) } else { Err("unacknowledged create left data".into()) };
-    }
-    if classify(w, o, &got, durability)? {
+    if in_flight {
         report.with_in_flight += 1;
     } else {
         report.at_last_ack += 1;
@@ -305,19 +327,9 @@ fn sweep_case(w: &Workload, fault: IoFault, report: &mut IoSweepReport) -> Resul
     let mut finish_on = None;
     for (durable, image) in [(false, backend.current_image()), (true, backend.durable_image())] {
         report.reopens += 1;
-        let db = match open_on(builder(durability), FaultyBackend::from_image(image)) {
-            Ok(db) => db,
-            Err(_) if !o.created => continue,
-            Err(e) => return Err(fail("reopen after I/O error", e)),
-        };
-        let got = check_db(&db).map_err(|e| fail("check after reopen", e))?;
-        if !o.created {
-            if got != Model::default() {
-                return Err("a failed create left data".into());
-            }
+        let Reopened::Allowed { db, in_flight, .. } = reopen(w, &o, image, durability, "I/O error")? else {
             continue;
-        }
-        let in_flight = classify(w, &o, &got, durability)?;
+        };
         report.with_in_flight += u64::from(in_flight);
         report.in_flight_durable += u64::from(in_flight && durable);
         if finish_on.is_none() {
