@@ -407,3 +407,27 @@ pub fn crash_once(c: &CrashOnce<'_>) -> Result<CrashReport, String> {
     check_image(c.workload, &o, backend.crash_image(c.image_seed), c.durability, true, &mut report)?;
     Ok(report)
 }
+
+/// The data of the kill -9 test (`tests/crash_kill9.rs`) and its child process
+/// (`examples/crash_child.rs`), in one place: the test recomputes what the child wrote, so the
+/// two must never drift apart (a drift would show as data loss).
+pub mod kill9 {
+    use crate::{Sketch, SketchError, SketchParams, Sketcher, TokenSet};
+
+    /// Records a batch inserts.
+    pub const BATCH: u64 = 20;
+
+    /// The collection the child writes.
+    pub const COLLECTION: &str = "kill";
+
+    /// The collection's sketch parameters.
+    pub fn params() -> Result<SketchParams, SketchError> {
+        SketchParams::minhash(16, 32, 7)
+    }
+
+    /// The sketch of record `i` of batch `b`, at `version` (1 when inserted, 2 once upserted).
+    pub fn sketch(s: &Sketcher, b: u64, i: u64, version: u64) -> Result<Sketch, SketchError> {
+        let base = b * 1_000_003 + i * 7919 + version * 104_729;
+        s.sketch(&TokenSet::from_unsorted((0..16).map(|t| base + t * 31).collect()))
+    }
+}
