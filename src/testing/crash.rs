@@ -30,6 +30,9 @@ pub struct CrashReport {
     pub at_last_ack: u64,
     /// Images whose state included the unacknowledged step in flight (whole).
     pub with_in_flight: u64,
+    /// Images of a database whose run stopped with an unacknowledged step in flight (the step
+    /// had to be whole or absent), whether or not it landed.
+    pub in_flight_checked: u64,
     /// Images of a database whose creation was never acknowledged (open may refuse them).
     pub unacked_create: u64,
     /// Acknowledged steps the checked images had to hold, summed over images.
@@ -46,6 +49,7 @@ impl CrashReport {
         self.distinct_images += o.distinct_images;
         self.at_last_ack += o.at_last_ack;
         self.with_in_flight += o.with_in_flight;
+        self.in_flight_checked += o.in_flight_checked;
         self.unacked_create += o.unacked_create;
         self.acked_steps_checked += o.acked_steps_checked;
         self.written_after += o.written_after;
@@ -191,6 +195,7 @@ fn check_image(
     } else {
         report.at_last_ack += 1;
     }
+    report.in_flight_checked += u64::from(o.in_flight.is_some());
     report.acked_steps_checked += o.acked_steps;
     if write_after {
         let mut h = Harness::new(db);
