@@ -10,15 +10,8 @@
 
 use std::io::Write;
 
-use sketchdb::{Batch, CollectionConfig, Database, SketchParams, Sketcher, TokenSet};
-
-/// Records a batch inserts.
-pub const BATCH: u64 = 20;
-
-fn sketch(s: &Sketcher, b: u64, i: u64, version: u64) -> sketchdb::Sketch {
-    let base = b * 1_000_003 + i * 7919 + version * 104_729;
-    s.sketch(&TokenSet::from_unsorted((0..16).map(|t| base + t * 31).collect())).expect("sketch")
-}
+use sketchdb::testing::crash::kill9::{BATCH, COLLECTION, params, sketch};
+use sketchdb::{Batch, CollectionConfig, Database, Sketcher};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -29,10 +22,10 @@ fn main() {
     } else {
         Database::create(&path).expect("create")
     };
-    let params = SketchParams::minhash(16, 32, 7).expect("params");
-    let c = match db.collection("kill") {
+    let params = params().expect("params");
+    let c = match db.collection(COLLECTION) {
         Ok(c) => c,
-        Err(_) => db.create_collection("kill", CollectionConfig::new(params)).expect("create collection"),
+        Err(_) => db.create_collection(COLLECTION, CollectionConfig::new(params)).expect("create collection"),
     };
     let s = Sketcher::new(params).expect("sketcher");
     let len = c.len().expect("len");
@@ -43,10 +36,10 @@ fn main() {
     for b in len / BATCH..max {
         let mut batch = Batch::new();
         for i in 0..BATCH {
-            batch.insert(format!("b{b:06}-{i:03}"), sketch(&s, b, i, 1));
+            batch.insert(format!("b{b:06}-{i:03}"), sketch(&s, b, i, 1).expect("sketch"));
         }
         if b > 0 {
-            batch.upsert(format!("b{:06}-000", b - 1), sketch(&s, b - 1, 0, 2));
+            batch.upsert(format!("b{:06}-000", b - 1), sketch(&s, b - 1, 0, 2).expect("sketch"));
         }
         c.apply(&batch).expect("commit");
         writeln!(out, "ACK {b}").expect("stdout");

@@ -14,9 +14,8 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use sketchdb::{Database, SketchParams, Sketcher, TokenSet};
-
-const BATCH: u64 = 20;
+use sketchdb::testing::crash::kill9::{BATCH, COLLECTION, params, sketch};
+use sketchdb::{Database, Sketcher};
 
 fn child_binary() -> PathBuf {
     // target/<profile>/deps/crash_kill9-<hash> -> target/<profile>/examples/crash_child
@@ -35,11 +34,6 @@ fn child_binary() -> PathBuf {
     bin
 }
 
-fn sketch(s: &Sketcher, b: u64, i: u64, version: u64) -> sketchdb::Sketch {
-    let base = b * 1_000_003 + i * 7919 + version * 104_729;
-    s.sketch(&TokenSet::from_unsorted((0..16).map(|t| base + t * 31).collect())).unwrap()
-}
-
 /// Checks the database after a kill; returns the number of whole batches it holds.
 fn check(path: &std::path::Path, acked: Option<u64>) -> u64 {
     if !path.exists() {
@@ -50,11 +44,11 @@ fn check(path: &std::path::Path, acked: Option<u64>) -> u64 {
     let db = Database::open(path).unwrap();
     let report = sketchdb::admin::verify(&db).unwrap();
     assert!(report.is_ok(), "{:?}", report.problems);
-    let Ok(c) = db.collection("kill") else {
+    let Ok(c) = db.collection(COLLECTION) else {
         assert!(acked.is_none(), "collection lost after ACK");
         return 0;
     };
-    let s = Sketcher::new(SketchParams::minhash(16, 32, 7).unwrap()).unwrap();
+    let s = Sketcher::new(params().unwrap()).unwrap();
     let len = c.len().unwrap();
     assert_eq!(len % BATCH, 0, "a partial batch is visible: {len} records");
     let n = len / BATCH;
@@ -70,7 +64,7 @@ fn check(path: &std::path::Path, acked: Option<u64>) -> u64 {
         let (b, i): (u64, u64) = (b.parse().unwrap(), i.parse().unwrap());
         assert!(b < n && i < BATCH, "unexpected key {key}");
         let version = if i == 0 && b + 1 < n { 2 } else { 1 };
-        assert_eq!(r.sketch, sketch(&s, b, i, version), "wrong sketch for {key}");
+        assert_eq!(r.sketch, sketch(&s, b, i, version).unwrap(), "wrong sketch for {key}");
         seen += 1;
     }
     assert_eq!(seen, len);

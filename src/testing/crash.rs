@@ -30,6 +30,9 @@ pub struct CrashReport {
     pub at_last_ack: u64,
     /// Images whose state included the unacknowledged step in flight (whole).
     pub with_in_flight: u64,
+    /// Images of a database whose run stopped with an unacknowledged step in flight (the step
+    /// had to be whole or absent), whether or not it landed.
+    pub in_flight_checked: u64,
     /// Images of a database whose creation was never acknowledged (open may refuse them).
     pub unacked_create: u64,
     /// Acknowledged steps the checked images had to hold, summed over images.
@@ -46,6 +49,7 @@ impl CrashReport {
         self.distinct_images += o.distinct_images;
         self.at_last_ack += o.at_last_ack;
         self.with_in_flight += o.with_in_flight;
+        self.in_flight_checked += o.in_flight_checked;
         self.unacked_create += o.unacked_create;
         self.acked_steps_checked += o.acked_steps_checked;
         self.written_after += o.written_after;
@@ -138,6 +142,36 @@ fn classify(w: &Workload, o: &Outcome, got: &Model, durability: Durability) -> R
     ))
 }
 
+/// What reopening an image after a fault showed.
+enum Reopened {
+    /// The database's creation was never acknowledged: the image was refused, or opened empty.
+    NeverCreated,
+    /// An allowed state: the reopened database, its state, and whether that state includes the
+    /// unacknowledged step in flight (else it is an acknowledged one).
+    Allowed { db: Database, got: Model, in_flight: bool },
+}
+
+/// Reopens an image left by a fault (`after`: what the fault was, for messages), checks it
+/// (`check_db`), and classifies its state among the allowed ones. If the creation was never
+/// acknowledged, the image may be refused, and if it opens it must be empty.
+fn reopen(w: &Workload, o: &Outcome, image: Vec<u8>, durability: Durability, after: &str) -> Result<Reopened, String> {
+    let db = match open_on(builder(Durability::Immediate), FaultyBackend::from_image(image)) {
+        Ok(db) => db,
+        Err(_) if !o.created => return Ok(Reopened::NeverCreated),
+        Err(e) => return Err(fail(&format!("reopen after {after}"), e)),
+    };
+    let got = check_db(&db).map_err(|e| fail("check after reopen", e))?;
+    if !o.created {
+        return if got == Model::default() {
+            Ok(Reopened::NeverCreated)
+        } else {
+            Err(format!("{after}: unacknowledged create left data"))
+        };
+    }
+    let in_flight = classify(w, o, &got, durability)?;
+    Ok(Reopened::Allowed { db, got, in_flight })
+}
+
 /// Opens an image and checks it against the allowed states; with `write_after`, also runs
 /// a write on the recovered database and checks it.
 fn check_image(
@@ -149,26 +183,19 @@ fn check_image(
     report: &mut CrashReport,
 ) -> Result<(), String> {
     report.images += 1;
-    let db = match open_on(builder(Durability::Immediate), FaultyBackend::from_image(image)) {
-        Ok(db) => db,
-        Err(_) if !o.created => {
+    let (db, got, in_flight) = match reopen(w, o, image, durability, "crash")? {
+        Reopened::NeverCreated => {
             report.unacked_create += 1;
             return Ok(());
         }
-        Err(e) => return Err(fail("reopen after crash", e)),
+        Reopened::Allowed { db, got, in_flight } => (db, got, in_flight),
     };
-    if !o.created {
-        report.unacked_create += 1;
-    }
-    let got = check_db(&db).map_err(|e| fail("check after reopen", e))?;
-    if !o.created {
-        return if got == Model::default() { Ok(()) } else { Err("unacknowledged create left data".into()) };
-    }
-    if classify(w, o, &got, durability)? {
+    if in_flight {
         report.with_in_flight += 1;
     } else {
         report.at_last_ack += 1;
     }
+    report.in_flight_checked += u64::from(o.in_flight.is_some());
     report.acked_steps_checked += o.acked_steps;
     if write_after {
         let mut h = Harness::new(db);
@@ -305,19 +332,9 @@ fn sweep_case(w: &Workload, fault: IoFault, report: &mut IoSweepReport) -> Resul
     let mut finish_on = None;
     for (durable, image) in [(false, backend.current_image()), (true, backend.durable_image())] {
         report.reopens += 1;
-        let db = match open_on(builder(durability), FaultyBackend::from_image(image)) {
-            Ok(db) => db,
-            Err(_) if !o.created => continue,
-            Err(e) => return Err(fail("reopen after I/O error", e)),
-        };
-        let got = check_db(&db).map_err(|e| fail("check after reopen", e))?;
-        if !o.created {
-            if got != Model::default() {
-                return Err("a failed create left data".into());
-            }
+        let Reopened::Allowed { db, in_flight, .. } = reopen(w, &o, image, durability, "I/O error")? else {
             continue;
-        }
-        let in_flight = classify(w, &o, &got, durability)?;
+        };
         report.with_in_flight += u64::from(in_flight);
         report.in_flight_durable += u64::from(in_flight && durable);
         if finish_on.is_none() {
@@ -394,4 +411,28 @@ pub fn crash_once(c: &CrashOnce<'_>) -> Result<CrashReport, String> {
     let mut report = CrashReport { runs: 1, ..Default::default() };
     check_image(c.workload, &o, backend.crash_image(c.image_seed), c.durability, true, &mut report)?;
     Ok(report)
+}
+
+/// The data of the kill -9 test (`tests/crash_kill9.rs`) and its child process
+/// (`examples/crash_child.rs`), in one place: the test recomputes what the child wrote, so the
+/// two must never drift apart (a drift would show as data loss).
+pub mod kill9 {
+    use crate::{Sketch, SketchError, SketchParams, Sketcher, TokenSet};
+
+    /// Records a batch inserts.
+    pub const BATCH: u64 = 20;
+
+    /// The collection the child writes.
+    pub const COLLECTION: &str = "kill";
+
+    /// The collection's sketch parameters.
+    pub fn params() -> Result<SketchParams, SketchError> {
+        SketchParams::minhash(16, 32, 7)
+    }
+
+    /// The sketch of record `i` of batch `b`, at `version` (1 when inserted, 2 once upserted).
+    pub fn sketch(s: &Sketcher, b: u64, i: u64, version: u64) -> Result<Sketch, SketchError> {
+        let base = b * 1_000_003 + i * 7919 + version * 104_729;
+        s.sketch(&TokenSet::from_unsorted((0..16).map(|t| base + t * 31).collect()))
+    }
 }

@@ -93,7 +93,6 @@ struct State {
     current: Vec<u8>,
     pending: Vec<Pending>,
     write_sizes: Vec<u64>,
-    call_log: Vec<(char, u64, u64)>,
     counters: IoCounters,
     crash: Option<CrashPoint>,
     crashed: bool,
@@ -189,17 +188,6 @@ impl FaultyBackend {
         self.state.lock().write_sizes.clone()
     }
 
-    /// Every call so far: `r` (read or len), `w` (write, with its length), `m` (set_len or
-    /// sync), with the number of completed syncs before it.
-    pub fn call_log(&self) -> Vec<(char, u64, u64)> {
-        self.state.lock().call_log.clone()
-    }
-
-    /// Writes and length changes not yet synced.
-    pub fn pending(&self) -> usize {
-        self.state.lock().pending.len()
-    }
-
     /// The file as of the last completed sync.
     pub fn durable_image(&self) -> Vec<u8> {
         self.state.lock().durable.clone()
@@ -275,12 +263,6 @@ impl FaultyBackend {
         if s.crashed {
             return Err(power_lost());
         }
-        let c = match call {
-            Call::Read => 'r',
-            Call::Write => 'w',
-            Call::Modify => 'm',
-        };
-        s.call_log.push((c, bytes, s.counters.syncs));
         s.counters.calls += 1;
         let number = s.counters.calls;
         match s.fault {

@@ -55,11 +55,6 @@ pub fn rewrite_format_version(db: &Database, version: u16) -> Result<()> {
     Ok(db.store().rewrite_format_version(version)?)
 }
 
-/// The rows per page a collection of `record_width`-byte records gets.
-pub fn page_capacity_for(record_width: usize) -> u32 {
-    crate::storage::catalog::choose_capacity(record_width)
-}
-
 /// Every live row within `radius` of `fp` by the collection's SimHash tables, as
 /// `(row, distance)` sorted by (distance, row).
 pub fn simhash_within(collection: &Collection, db: &Database, fp: u128, radius: u32) -> Result<Vec<(u64, u32)>> {

@@ -134,11 +134,6 @@ impl Model {
         }
         Some(m)
     }
-
-    /// Records over all collections.
-    pub fn records(&self) -> usize {
-        self.collections.values().map(|c| c.records.len()).sum()
-    }
 }
 
 /// A workload: steps with the model before and after each.
