@@ -93,13 +93,12 @@ enum Active {
 pub(crate) struct IndexMaintainer {
     def: Option<IndexDef>,
     active: Active,
-    info_name: String,
     info: Option<CollectionInfo>,
 }
 
 impl IndexMaintainer {
     pub(crate) fn new() -> IndexMaintainer {
-        IndexMaintainer { def: None, active: Active::None, info_name: String::new(), info: None }
+        IndexMaintainer { def: None, active: Active::None, info: None }
     }
 }
 
@@ -113,7 +112,6 @@ fn fingerprint_of(sketch: &Sketch) -> u128 {
 impl IndexHook for IndexMaintainer {
     fn begin(&mut self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<(), StorageError> {
         self.def = IndexDef::load_in(txn, info)?;
-        self.info_name = info.def.name.clone();
         self.active = match self.def.as_ref().map(|d| &d.spec) {
             None => Active::None,
             Some(IndexSpec::Simhash { design, bucket_bits }) => {

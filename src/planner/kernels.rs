@@ -13,7 +13,10 @@ use crate::sketch::estimate::Estimate;
 
 use super::scan::{BinColumns, OphProbe, Pruning, ScanCounters, scan_page_portable};
 
-pub(crate) fn scan_page_dispatch<C: BinColumns>(
+/// Scans one page: calls `emit(row index, estimate)` for every live row whose estimate is
+/// `>= threshold` (every live row when `threshold` is None), running the widest vector
+/// variant of [`scan_page_portable`] the CPU supports.
+pub(crate) fn scan_page<C: BinColumns>(
     probe: &OphProbe,
     page: &C,
     prune: &Pruning,

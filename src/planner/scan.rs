@@ -141,11 +141,14 @@ impl Pruning {
                 if let EarlyStop::Confidence(level) = early
                     && done < tq
                 {
-                    // Least x whose upper bound reaches t; the bound rises with x.
-                    let x = (0..=done as u32)
-                        .find(|&x| clopper_pearson(f64::from(x), done as f64, level).1 >= t)
-                        .unwrap_or(done as u32 + 1);
-                    min = min.max(x);
+                    // Least x whose upper bound reaches t (done + 1 if none): the bound
+                    // rises with x, so a binary search.
+                    let (mut lo, mut hi) = (0u32, done as u32 + 1);
+                    while lo < hi {
+                        let mid = lo + (hi - lo) / 2;
+                        if clopper_pearson(f64::from(mid), done as f64, level).1 >= t { hi = mid } else { lo = mid + 1 }
+                    }
+                    min = min.max(lo);
                 }
                 min
             })
@@ -186,20 +189,7 @@ fn value_at(col: &[u8], width: usize, i: usize) -> u32 {
     }
 }
 
-/// Scans one page: calls `emit(row index, estimate)` for every live row whose estimate is
-/// `>= threshold` (every live row when `threshold` is None). Runs the widest vector variant
-/// the CPU supports (see `kernels`).
-pub(crate) fn scan_page<C: BinColumns>(
-    probe: &OphProbe,
-    page: &C,
-    prune: &Pruning,
-    threshold: Option<f64>,
-    level: f64,
-    counters: &mut ScanCounters,
-    emit: impl FnMut(usize, Estimate),
-) -> Result<(), SketchError> {
-    super::kernels::scan_page_dispatch(probe, page, prune, threshold, level, counters, emit)
-}
+pub(crate) use super::kernels::scan_page;
 
 /// The portable body of [`scan_page`], compiled once per CPU feature level.
 #[inline(always)]
@@ -286,4 +276,43 @@ pub(crate) fn scan_page_portable<C: BinColumns>(
         emit(i, e);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod pruning_tests {
+    use super::*;
+    use crate::sketch::params::SketchParams;
+    use crate::sketch::sketch::{Sketch, Sketcher};
+    use crate::sketch::tokens::TokenSet;
+
+    /// The confidence stage minimum is the least count whose upper bound reaches t (found by
+    /// binary search); a linear search over every count must agree.
+    #[test]
+    fn confidence_minimums_equal_a_linear_search() {
+        for (t_bins, tokens) in [(128u32, 40u64), (128, 5000), (512, 300)] {
+            let sk = Sketcher::new(SketchParams::oph(t_bins, 8, 1).unwrap()).unwrap();
+            let Sketch::Oph(q) = sk.sketch(&TokenSet::from_unsorted((0..tokens).collect())).unwrap() else {
+                panic!("an OPH sketch")
+            };
+            let probe = OphProbe::new(&q);
+            for t in [0.1, 0.5, 0.8, 0.97] {
+                for level in [0.9, 0.99] {
+                    let exact = Pruning::new(&probe, Some(t), EarlyStop::ExactBound);
+                    let conf = Pruning::new(&probe, Some(t), EarlyStop::Confidence(level));
+                    let tq = probe.nonempty.len();
+                    for (s, (&m, &e)) in conf.min_count.iter().zip(&exact.min_count).enumerate() {
+                        let done = ((s + 1) * conf.stage).min(tq);
+                        let linear = if done < tq {
+                            (0..=done as u32)
+                                .find(|&x| clopper_pearson(f64::from(x), done as f64, level).1 >= t)
+                                .unwrap_or(done as u32 + 1)
+                        } else {
+                            0
+                        };
+                        assert_eq!(m, e.max(linear), "t={t} level={level} stage={s}");
+                    }
+                }
+            }
+        }
+    }
 }
