@@ -211,3 +211,51 @@ fn wrong_kind_and_radius_are_typed_errors() {
     assert!(testing::simhash_within(&c, &db, 0, 4).is_err());
     assert_eq!(testing::simhash_stats(&c, &db).expect("stats"), Some((4, 3, 16)));
 }
+
+/// Hamming dedup on a collection with SimHash tables joins through the tables in one pass;
+/// its pairs and clusters must equal the brute-force pairs within the radius and their
+/// connected components (distance exactly k and identical fingerprints included).
+#[test]
+fn hamming_dedup_equals_brute_force_components() {
+    let mut rng = Rng(41);
+    let dir = tempfile::tempdir().expect("dir");
+    let db = Database::create(dir.path().join("db")).expect("create");
+    let k = 3;
+    let c = db
+        .create_collection("fp", CollectionConfig::new(params(64)).with_index(IndexConfig::SimhashTables { radius: k }))
+        .expect("collection");
+    let mut batch = Batch::new();
+    for i in 0..300u64 {
+        let base = u128::from(rng.next_u64());
+        batch.insert(format!("b{i}"), sk(64, base));
+        if i % 3 == 0 {
+            batch.insert(format!("n{i}"), sk(64, flip(&mut rng, base, k, 64)));
+            batch.insert(format!("d{i}"), sk(64, base));
+            batch.insert(format!("far{i}"), sk(64, flip(&mut rng, base, k + 1, 64)));
+        }
+    }
+    c.apply(&batch).expect("insert");
+    let d = c.dedup(sketchdb::QueryKind::Hamming(k), sketchdb::QueryOptions::default()).expect("dedup");
+    assert!(matches!(d.plan.map(|p| p.access), Some(sketchdb::Access::SimhashProbe { .. })), "{:?}", d.plan);
+    let rows = stored(&c);
+    let want = brute_pairs(&rows, k);
+    assert_eq!(d.pairs, want.len() as u64);
+    assert!(d.pairs >= 200, "planted pairs: {}", d.pairs);
+    let mut comp: std::collections::BTreeMap<u64, u64> = rows.iter().map(|&(r, _)| (r, r)).collect();
+    for &(a, b, _) in &want {
+        let (ca, cb) = (comp[&a], comp[&b]);
+        if ca != cb {
+            let (lo, hi) = (ca.min(cb), ca.max(cb));
+            comp.values_mut().filter(|x| **x == hi).for_each(|x| *x = lo);
+        }
+    }
+    let mut groups: std::collections::BTreeMap<u64, Vec<u64>> = std::collections::BTreeMap::new();
+    for (r, c) in comp {
+        groups.entry(c).or_default().push(r);
+    }
+    let mut want_clusters: Vec<Vec<u64>> = groups.into_values().filter(|g| g.len() > 1).collect();
+    let mut got: Vec<Vec<u64>> = d.clusters.iter().map(|c| c.rows.clone()).collect();
+    want_clusters.sort();
+    got.sort();
+    assert_eq!(got, want_clusters);
+}

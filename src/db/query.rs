@@ -7,12 +7,13 @@ use std::collections::HashMap;
 use super::collection::Collection;
 use crate::error::Result;
 use crate::index::lsh_read::for_each_lsh_pair;
+use crate::index::simhash_read::simhash_pairs;
 use crate::index::stats::index_stats;
 use crate::planner::cost::{Choice, CostModel, LshStats, SimhashStats, Stats, choose};
 use crate::planner::error::QueryError;
 use crate::planner::exec::{Analyze, Hit, execute, validate_question};
 use crate::planner::explain::Explain;
-use crate::planner::plan::{Access, Finish, Plan};
+use crate::planner::plan::{Access, Finish, Plan, PlanKind};
 use crate::planner::query::{Query, QueryKind, QueryOptions};
 use crate::sketch::estimate::Estimate;
 use crate::sketch::sketch::Sketch;
@@ -162,6 +163,11 @@ impl Collection {
 
     /// Groups near-duplicates: every record is probed with `kind` (a similarity threshold, or
     /// a Hamming radius for SimHash); verified pairs are joined into connected components.
+    ///
+    /// Where an index can answer the whole self-join, it does, in one pass: SimHash tables
+    /// covering the radius give every pair within it (exact), and when the planner picks an
+    /// LSH probe the buckets give the same candidate pairs as probing every record, each
+    /// verified with the estimator. Otherwise every record runs the planner's plan.
     pub fn dedup(&self, kind: QueryKind, options: QueryOptions) -> Result<DedupResult> {
         if matches!(kind, QueryKind::TopK(_)) {
             return Err(QueryError::InvalidParam {
@@ -186,8 +192,15 @@ impl Collection {
         let stats = self.planner_stats_in(&snap)?;
         let probe = |sketch: &Sketch| Query { sketch: sketch.clone(), kind, options };
         // One plan for every record: `choose` reads the question, options and statistics,
-        // never the probe sketch.
-        let plan = choose(&probe(&first.2), &stats, &self.costs()).plan;
+        // never the probe sketch. A Hamming self-join uses SimHash tables that cover the
+        // radius unless another plan is forced: it is exact, like every Hamming plan, and one
+        // pass over the tables costs less than a probe of any kind per record.
+        let plan = match (kind, stats.simhash, options.force) {
+            (QueryKind::Hamming(radius), Some(s), None | Some(PlanKind::SimhashProbe)) if radius <= s.radius => {
+                Plan { access: Access::SimhashProbe { tables: s.tables }, finish: Finish::Radius { radius } }
+            }
+            _ => choose(&probe(&first.2), &stats, &self.costs()).plan,
+        };
         let mut parent: HashMap<u64, u64> = HashMap::new();
         let mut pairs = 0u64;
         let mut on_pair = |a: u64, b: u64| {
@@ -209,6 +222,14 @@ impl Collection {
                     }
                     Ok(())
                 })?;
+            }
+            // SimHash tables answer the self-join directly: every pair within the radius.
+            Plan { access: Access::SimhashProbe { .. }, finish: Finish::Radius { radius } }
+                if stats.simhash.is_some_and(|s| radius <= s.radius) =>
+            {
+                for (a, b, _) in simhash_pairs(&snap, self.info(), radius)? {
+                    on_pair(a, b);
+                }
             }
             _ => {
                 for (row, _, sketch) in &rows {
