@@ -183,28 +183,46 @@ pub fn self_join<F: Fingerprint>(
     let mut hits = Vec::new();
     let mut out = Vec::new();
     for (t, run) in tables.iter().enumerate() {
-        let shift = F::BITS - design.prefix_bits(t);
-        let keys = run.keys;
-        let mut lo = 0;
-        while lo < keys.len() {
-            let prefix = keys[lo].shr(shift);
-            let hi = lo + keys[lo..].partition_point(|k| k.shr(shift) == prefix);
-            for i in lo..hi {
-                hits.clear();
-                F::within(keys[i], &keys[i + 1..hi], design.k(), &mut hits);
-                for &(distance, j) in &hits {
-                    let j = i + 1 + j;
-                    let (a, b) = (run.rows[i], run.rows[j]);
-                    if a != b && design.is_canonical(t, keys[i].to_u128() ^ keys[j].to_u128()) {
-                        out.push(SimhashPair { distance, a: a.min(b), b: a.max(b) });
-                    }
-                }
-            }
-            lo = hi;
-        }
+        join_prefix_runs(design, t, run.keys, run.rows, design.k(), &mut hits, |distance, a, b| {
+            out.push(SimhashPair { distance, a, b });
+        });
     }
     out.sort_unstable();
     Ok(out)
+}
+
+/// The pairs of table `t` within `radius` (<= k): for sorted permuted `keys` of that table
+/// and their `rows`, calls `emit(distance, a, b)` (a < b) for every pair inside one run of
+/// equal table prefixes whose canonical table is `t`, so a pair found in several tables is
+/// emitted once over all of them.
+pub(crate) fn join_prefix_runs<F: Fingerprint>(
+    design: &SimhashTableDesign,
+    t: usize,
+    keys: &[F],
+    rows: &[u64],
+    radius: u32,
+    hits: &mut Vec<(u32, usize)>,
+    mut emit: impl FnMut(u32, u64, u64),
+) {
+    // The design's width, not F's: 64-bit fingerprints may be held in u128 keys.
+    let shift = design.f() - design.prefix_bits(t);
+    let mut lo = 0;
+    while lo < keys.len() {
+        let prefix = keys[lo].shr(shift);
+        let hi = lo + keys[lo..].partition_point(|k| k.shr(shift) == prefix);
+        for i in lo..hi {
+            hits.clear();
+            F::within(keys[i], &keys[i + 1..hi], radius, hits);
+            for &(distance, j) in hits.iter() {
+                let j = i + 1 + j;
+                let (a, b) = (rows[i], rows[j]);
+                if a != b && design.is_canonical(t, keys[i].to_u128() ^ keys[j].to_u128()) {
+                    emit(distance, a.min(b), a.max(b));
+                }
+            }
+        }
+        lo = hi;
+    }
 }
 
 /// The exact answer by scanning every fingerprint (the oracle and the baseline): rows of

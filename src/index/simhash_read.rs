@@ -7,7 +7,7 @@ use redb::ReadOnlyTable;
 use super::fingerprint::Fingerprint;
 use super::keys::simhash_design::SimhashTableDesign;
 use super::meta::{IndexDef, IndexSpec};
-use super::simhash_probe::{ProbeScratch, RunView, SimhashMatch, filter_bucket};
+use super::simhash_probe::{ProbeScratch, RunView, SimhashMatch, filter_bucket, join_prefix_runs};
 use super::simhash_tables::{BucketView, Geometry, bucket_err};
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
@@ -62,18 +62,23 @@ impl<'i> SimhashProber<'i> {
         self.design.k()
     }
 
+    fn check_radius(&self, radius: u32) -> Result<(), StorageError> {
+        if radius <= self.radius() {
+            return Ok(());
+        }
+        Err(StorageError::Index {
+            collection: self.info.def.name.clone(),
+            source: Box::new(super::error::IndexError::invalid(
+                "radius",
+                radius,
+                "at most the radius the tables were designed for",
+            )),
+        })
+    }
+
     /// Every live row within `radius` (<= the design's k) of `fp`, sorted by (distance, row).
     pub(crate) fn within(&mut self, fp: u128, radius: u32) -> Result<Vec<(u64, u32)>, StorageError> {
-        if radius > self.radius() {
-            return Err(StorageError::Index {
-                collection: self.info.def.name.clone(),
-                source: Box::new(super::error::IndexError::invalid(
-                    "radius",
-                    radius,
-                    "at most the radius the tables were designed for",
-                )),
-            });
-        }
+        self.check_radius(radius)?;
         self.hits.clear();
         if self.design.f() == 64 {
             self.probe::<u64>(fp)?;
@@ -118,9 +123,7 @@ impl<'i> SimhashProber<'i> {
     /// Every pair of live rows within `radius` (<= k), each once as (a, b, distance) with
     /// a < b, sorted by (distance, a, b).
     pub(crate) fn pairs(&mut self, radius: u32) -> Result<Vec<(u64, u64, u32)>, StorageError> {
-        if radius > self.radius() {
-            return self.within(0, radius).map(|_| vec![]);
-        }
+        self.check_radius(radius)?;
         let mut out = Vec::new();
         let Some(table) = &self.table else { return Ok(out) };
         let design = &self.design;
@@ -128,7 +131,6 @@ impl<'i> SimhashProber<'i> {
         let mut hits = Vec::new();
         for (t, g) in self.geometry.iter().enumerate() {
             let t32 = t as u32;
-            let shift = design.f() - design.prefix_bits(t);
             let range = table
                 .range((id, t32, 0u32)..=(id, t32, u32::MAX))
                 .map_err(StorageError::backend("scan simhash buckets"))?;
@@ -139,24 +141,9 @@ impl<'i> SimhashProber<'i> {
                 self.keys128.clear();
                 self.rows.clear();
                 view.decode_into::<u128>(*g, bucket, &mut self.keys128, &mut self.rows);
-                let keys = &self.keys128;
-                let mut lo = 0;
-                while lo < keys.len() {
-                    let prefix = keys[lo].shr(shift);
-                    let hi = lo + keys[lo..].partition_point(|k| k.shr(shift) == prefix);
-                    for i in lo..hi {
-                        hits.clear();
-                        u128::within(keys[i], &keys[i + 1..hi], radius, &mut hits);
-                        for &(d, j) in &hits {
-                            let j = i + 1 + j;
-                            if design.is_canonical(t, keys[i] ^ keys[j]) {
-                                let (a, b) = (self.rows[i], self.rows[j]);
-                                out.push((a.min(b), a.max(b), d));
-                            }
-                        }
-                    }
-                    lo = hi;
-                }
+                join_prefix_runs(design, t, &self.keys128, &self.rows, radius, &mut hits, |d, a, b| {
+                    out.push((a, b, d))
+                });
             }
         }
         out.sort_unstable_by_key(|&(a, b, d)| (d, a, b));
