@@ -9,10 +9,17 @@ fn run(dir: &Path, args: &[&str]) -> Output {
 }
 
 fn fails_with(dir: &Path, args: &[&str], needle: &str) {
+    fails_with_all(dir, args, &[needle]);
+}
+
+/// Exit code 1 and one error line holding every needle.
+fn fails_with_all(dir: &Path, args: &[&str], needles: &[&str]) {
     let out = run(dir, args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
-    assert!(err.contains(needle), "{args:?}: expected `{needle}` in: {err}");
+    for needle in needles {
+        assert!(err.contains(needle), "{args:?}: expected `{needle}` in: {err}");
+    }
     assert!(!err.contains("panicked"), "{err}");
     assert!(err.lines().filter(|l| l.starts_with("sketchdb: error")).count() == 1, "{err}");
 }
@@ -62,4 +69,46 @@ fn bad_inputs_are_one_clear_line_and_exit_1() {
 
     // Usage errors are clap's: exit code 2.
     assert_eq!(run(d, &["query"]).status.code(), Some(2));
+}
+
+/// Empty workload files are an error naming the file (they used to index out of bounds).
+#[test]
+fn bench_workloads_refuse_empty_inputs_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("sets.jsonl"), "{\"key\":\"s\",\"tokens\":[1,2,3,4]}\n").unwrap();
+    std::fs::write(d.join("queries.jsonl"), "{\"qid\":\"q\",\"tokens\":[1,2,3,4],\"truth\":{\"0.8\":[\"s\"]}}\n")
+        .unwrap();
+    std::fs::write(d.join("empty.jsonl"), "\n").unwrap();
+    std::fs::write(d.join("one.u64"), 7u64.to_le_bytes()).unwrap();
+    std::fs::write(d.join("empty.u64"), b"").unwrap();
+    std::fs::write(d.join("truth.jsonl"), "").unwrap();
+    fails_with(
+        d,
+        &["bench", "lsh", "--sets", "empty.jsonl", "--queries", "queries.jsonl", "--thresholds", "0.8"],
+        "no sets in empty.jsonl",
+    );
+    fails_with(
+        d,
+        &["bench", "lsh", "--sets", "sets.jsonl", "--queries", "empty.jsonl", "--thresholds", "0.8"],
+        "no queries in empty.jsonl",
+    );
+    fails_with(
+        d,
+        &["bench", "hamming-query", "--fps", "one.u64", "--queries", "empty.u64", "--truth", "truth.jsonl"],
+        "no query fingerprints in empty.u64",
+    );
+    fails_with(
+        d,
+        &["bench", "hamming-query", "--fps", "empty.u64", "--queries", "one.u64", "--truth", "truth.jsonl"],
+        "no fingerprints in empty.u64",
+    );
+    fails_with(d, &["bench", "dedup", "--sets", "empty.jsonl"], "no sets in empty.jsonl");
+    fails_with(d, &["bench", "minhash-create", "--sets", "empty.jsonl"], "no sets in empty.jsonl");
+    // `--limit 0` loads no set at all (it used to load one before looking at the limit).
+    fails_with_all(
+        d,
+        &["bench", "minhash-create", "--sets", "sets.jsonl", "--limit", "0"],
+        &["sets.jsonl", "--limit 0"],
+    );
 }
