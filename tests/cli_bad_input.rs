@@ -112,3 +112,26 @@ fn bench_workloads_refuse_empty_inputs_by_name() {
         &["sets.jsonl", "--limit 0"],
     );
 }
+
+/// `--batch` sizes the batch allocated up front: 0 or a huge value is a usage error.
+#[test]
+fn batch_sizes_outside_1_to_a_million_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("ok.jsonl"), "{\"key\":\"a\",\"text\":\"some words here to sketch\"}\n").unwrap();
+    assert!(run(d, &["ingest", "c", "ok.jsonl"]).status.success());
+    assert!(run(d, &["export", "c", "--out", "c.export"]).status.success());
+    for args in [
+        &["ingest", "c", "ok.jsonl", "--batch", "0"][..],
+        &["ingest", "c", "ok.jsonl", "--batch", "100000000000"],
+        &["--db", "copy.db", "import", "c.export", "--batch", "0"],
+        &["--db", "copy.db", "import", "c.export", "--batch", "1000001"],
+    ] {
+        let out = run(d, args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("--batch") && err.contains("1..=1000000"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    assert!(!d.join("copy.db").exists(), "a refused import creates nothing");
+}

@@ -36,9 +36,15 @@ pub struct IngestArgs {
     /// Input format.
     #[arg(long, value_enum, default_value_t = Format::Auto)]
     pub format: Format,
-    /// Records per transaction.
-    #[arg(long, default_value_t = 10_000)]
+    /// Records per transaction (1 to 1,000,000).
+    #[arg(long, default_value_t = 10_000, value_parser = batch_size())]
     pub batch: usize,
+}
+
+/// `--batch` of ingest and import: 1..=1,000,000 records per transaction (a batch's
+/// capacity is allocated up front).
+pub fn batch_size() -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::new().range(1..=1_000_000)
 }
 
 fn detect(path: &Path, format: Format) -> Format {
@@ -119,9 +125,6 @@ impl Loader<'_> {
 }
 
 pub fn ingest(session: &mut Session, args: &IngestArgs) -> Result<(), CliError> {
-    if args.batch == 0 {
-        return Err(CliError::Usage("--batch must be at least 1".into()));
-    }
     let first = detect(&args.inputs[0], args.format);
     let default = if first == Format::U64 { default_simhash_config()? } else { default_set_config()? };
     session.create_missing = true;
