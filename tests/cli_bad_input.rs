@@ -135,3 +135,14 @@ fn batch_sizes_outside_1_to_a_million_are_usage_errors() {
     }
     assert!(!d.join("copy.db").exists(), "a refused import creates nothing");
 }
+
+/// `explain` shows the plan of one query; a file of queries is refused by name.
+#[test]
+fn explain_takes_one_probe() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("ok.jsonl"), "{\"key\":\"a\",\"text\":\"some words here to sketch\"}\n").unwrap();
+    assert!(run(d, &["ingest", "c", "ok.jsonl"]).status.success());
+    std::fs::write(d.join("q.jsonl"), "{\"key\":\"a\"}\n").unwrap();
+    fails_with_all(d, &["explain", "c", "--queries", "q.jsonl"], &["q.jsonl", "explain takes one probe"]);
+}
