@@ -146,3 +146,20 @@ fn explain_takes_one_probe() {
     std::fs::write(d.join("q.jsonl"), "{\"key\":\"a\"}\n").unwrap();
     fails_with_all(d, &["explain", "c", "--queries", "q.jsonl"], &["q.jsonl", "explain takes one probe"]);
 }
+
+/// An error about one record names the file and line it came from (the file for a text file).
+#[test]
+fn per_record_ingest_errors_name_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let good = "{\"key\":\"a\",\"tokens\":[1,2,3]}\n{\"key\":\"b\",\"tokens\":[4,5,6]}\n";
+    std::fs::write(d.join("keys.jsonl"), format!("{good}{{\"key\":\"\",\"tokens\":[7]}}\n")).unwrap();
+    fails_with_all(d, &["ingest", "c", "keys.jsonl"], &["keys.jsonl:3:", "empty key"]);
+    std::fs::write(d.join("tokens.jsonl"), format!("{good}{{\"key\":\"z\",\"tokens\":[]}}\n")).unwrap();
+    fails_with_all(d, &["ingest", "c", "tokens.jsonl"], &["tokens.jsonl:3:", "`z`", "empty set"]);
+    // A text file is named by its path.
+    std::fs::create_dir(d.join("texts")).unwrap();
+    std::fs::write(d.join("texts/fine.txt"), "words enough to make a sketch of").unwrap();
+    std::fs::write(d.join("texts/blank.txt"), "  \n").unwrap();
+    fails_with_all(d, &["ingest", "t", "texts"], &["texts/blank.txt:", "empty set"]);
+}

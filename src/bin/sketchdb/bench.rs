@@ -81,7 +81,7 @@ pub fn load_sets(path: &Path, limit: Option<usize>) -> Result<Vec<(String, Token
         let Some(rec) = reader.next() else { break };
         let rec = rec?;
         let Payload::Tokens(t) = rec.payload else {
-            return Err(CliError::Input(format!("{}: record `{}` has no `tokens`", path.display(), rec.key)));
+            return Err(CliError::Input(format!("{}: record `{}` has no `tokens`", rec.origin, rec.key)));
         };
         out.push((rec.key, TokenSet::from_unsorted(t)));
     }
