@@ -9,10 +9,17 @@ fn run(dir: &Path, args: &[&str]) -> Output {
 }
 
 fn fails_with(dir: &Path, args: &[&str], needle: &str) {
+    fails_with_all(dir, args, &[needle]);
+}
+
+/// Exit code 1 and one error line holding every needle.
+fn fails_with_all(dir: &Path, args: &[&str], needles: &[&str]) {
     let out = run(dir, args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
-    assert!(err.contains(needle), "{args:?}: expected `{needle}` in: {err}");
+    for needle in needles {
+        assert!(err.contains(needle), "{args:?}: expected `{needle}` in: {err}");
+    }
     assert!(!err.contains("panicked"), "{err}");
     assert!(err.lines().filter(|l| l.starts_with("sketchdb: error")).count() == 1, "{err}");
 }
@@ -62,4 +69,97 @@ fn bad_inputs_are_one_clear_line_and_exit_1() {
 
     // Usage errors are clap's: exit code 2.
     assert_eq!(run(d, &["query"]).status.code(), Some(2));
+}
+
+/// Empty workload files are an error naming the file (they used to index out of bounds).
+#[test]
+fn bench_workloads_refuse_empty_inputs_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("sets.jsonl"), "{\"key\":\"s\",\"tokens\":[1,2,3,4]}\n").unwrap();
+    std::fs::write(d.join("queries.jsonl"), "{\"qid\":\"q\",\"tokens\":[1,2,3,4],\"truth\":{\"0.8\":[\"s\"]}}\n")
+        .unwrap();
+    std::fs::write(d.join("empty.jsonl"), "\n").unwrap();
+    std::fs::write(d.join("one.u64"), 7u64.to_le_bytes()).unwrap();
+    std::fs::write(d.join("empty.u64"), b"").unwrap();
+    std::fs::write(d.join("truth.jsonl"), "").unwrap();
+    fails_with(
+        d,
+        &["bench", "lsh", "--sets", "empty.jsonl", "--queries", "queries.jsonl", "--thresholds", "0.8"],
+        "no sets in empty.jsonl",
+    );
+    fails_with(
+        d,
+        &["bench", "lsh", "--sets", "sets.jsonl", "--queries", "empty.jsonl", "--thresholds", "0.8"],
+        "no queries in empty.jsonl",
+    );
+    fails_with(
+        d,
+        &["bench", "hamming-query", "--fps", "one.u64", "--queries", "empty.u64", "--truth", "truth.jsonl"],
+        "no query fingerprints in empty.u64",
+    );
+    fails_with(
+        d,
+        &["bench", "hamming-query", "--fps", "empty.u64", "--queries", "one.u64", "--truth", "truth.jsonl"],
+        "no fingerprints in empty.u64",
+    );
+    fails_with(d, &["bench", "dedup", "--sets", "empty.jsonl"], "no sets in empty.jsonl");
+    fails_with(d, &["bench", "minhash-create", "--sets", "empty.jsonl"], "no sets in empty.jsonl");
+    // `--limit 0` loads no set at all (it used to load one before looking at the limit).
+    fails_with_all(
+        d,
+        &["bench", "minhash-create", "--sets", "sets.jsonl", "--limit", "0"],
+        &["sets.jsonl", "--limit 0"],
+    );
+}
+
+/// `--batch` sizes the batch allocated up front: 0 or a huge value is a usage error.
+#[test]
+fn batch_sizes_outside_1_to_a_million_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("ok.jsonl"), "{\"key\":\"a\",\"text\":\"some words here to sketch\"}\n").unwrap();
+    assert!(run(d, &["ingest", "c", "ok.jsonl"]).status.success());
+    assert!(run(d, &["export", "c", "--out", "c.export"]).status.success());
+    for args in [
+        &["ingest", "c", "ok.jsonl", "--batch", "0"][..],
+        &["ingest", "c", "ok.jsonl", "--batch", "100000000000"],
+        &["--db", "copy.db", "import", "c.export", "--batch", "0"],
+        &["--db", "copy.db", "import", "c.export", "--batch", "1000001"],
+    ] {
+        let out = run(d, args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("--batch") && err.contains("1..=1000000"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    assert!(!d.join("copy.db").exists(), "a refused import creates nothing");
+}
+
+/// `explain` shows the plan of one query; a file of queries is refused by name.
+#[test]
+fn explain_takes_one_probe() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("ok.jsonl"), "{\"key\":\"a\",\"text\":\"some words here to sketch\"}\n").unwrap();
+    assert!(run(d, &["ingest", "c", "ok.jsonl"]).status.success());
+    std::fs::write(d.join("q.jsonl"), "{\"key\":\"a\"}\n").unwrap();
+    fails_with_all(d, &["explain", "c", "--queries", "q.jsonl"], &["q.jsonl", "explain takes one probe"]);
+}
+
+/// An error about one record names the file and line it came from (the file for a text file).
+#[test]
+fn per_record_ingest_errors_name_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let good = "{\"key\":\"a\",\"tokens\":[1,2,3]}\n{\"key\":\"b\",\"tokens\":[4,5,6]}\n";
+    std::fs::write(d.join("keys.jsonl"), format!("{good}{{\"key\":\"\",\"tokens\":[7]}}\n")).unwrap();
+    fails_with_all(d, &["ingest", "c", "keys.jsonl"], &["keys.jsonl:3:", "empty key"]);
+    std::fs::write(d.join("tokens.jsonl"), format!("{good}{{\"key\":\"z\",\"tokens\":[]}}\n")).unwrap();
+    fails_with_all(d, &["ingest", "c", "tokens.jsonl"], &["tokens.jsonl:3:", "`z`", "empty set"]);
+    // A text file is named by its path.
+    std::fs::create_dir(d.join("texts")).unwrap();
+    std::fs::write(d.join("texts/fine.txt"), "words enough to make a sketch of").unwrap();
+    std::fs::write(d.join("texts/blank.txt"), "  \n").unwrap();
+    fails_with_all(d, &["ingest", "t", "texts"], &["texts/blank.txt:", "empty set"]);
 }

@@ -98,3 +98,36 @@ fn a_session_through_every_command() {
     let bounds = json_lines(&ok(d, &["bounds", "--k", "128", "--threshold", "0.8", "--json"]));
     assert!(bounds.iter().all(|b| b["candidate_probability"].as_f64().unwrap() <= 1.0));
 }
+
+/// `query`, `explain` and `dedup` resolve their arguments the same way: without
+/// `--threshold`, 0.9 (cosine) on a SimHash collection and 0.5 (Jaccard) otherwise.
+#[test]
+fn query_explain_and_dedup_agree_on_the_default_threshold() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("fp.jsonl"),
+        "{\"key\":\"f1\",\"simhash\":\"00000000000000ff\"}\n{\"key\":\"f2\",\"simhash\":\"00000000000000fe\"}\n",
+    )
+    .unwrap();
+    ok(d, &["create", "fps", "--kind", "simhash"]);
+    ok(d, &["ingest", "fps", "fp.jsonl"]);
+    std::fs::write(
+        d.join("sets.jsonl"),
+        "{\"key\":\"s1\",\"tokens\":[1,2,3,4]}\n{\"key\":\"s2\",\"tokens\":[1,2,3,5]}\n",
+    )
+    .unwrap();
+    ok(d, &["ingest", "sets", "sets.jsonl"]);
+    for (coll, key, want) in [("fps", "f1", "Verify(estimate >= 0.9)"), ("sets", "s1", "Verify(estimate >= 0.5)")] {
+        let hits = json_lines(&ok(d, &["query", coll, key, "--json"]));
+        assert!(!hits.is_empty());
+        assert!(hits.iter().all(|h| h["plan"].as_str().unwrap().ends_with(want)), "query {coll}: {hits:?}");
+        let explain = json_lines(&ok(d, &["explain", coll, key, "--json"]));
+        assert!(explain[0]["plan"].as_str().unwrap().ends_with(want), "explain {coll}: {explain:?}");
+        let out = run(d, &["dedup", coll]);
+        assert!(out.status.success());
+        let threshold = want.trim_start_matches("Verify(estimate ").trim_end_matches(')');
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("similarity {threshold}")), "dedup {coll}: {err}");
+    }
+}

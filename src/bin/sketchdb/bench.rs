@@ -72,20 +72,31 @@ pub fn dataset_name(path: &Path) -> String {
     path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "unknown".into())
 }
 
-/// Loads the token sets of a `sets-<n>.jsonl` file (at most `limit`).
+/// Loads the token sets of a `sets-<n>.jsonl` file (at most `limit`); a file (or limit) that
+/// leaves no set is an error naming the file.
 pub fn load_sets(path: &Path, limit: Option<usize>) -> Result<Vec<(String, TokenSet)>, CliError> {
     let mut out = Vec::new();
-    for rec in JsonlReader::open(path)? {
+    let mut reader = JsonlReader::open(path)?;
+    while limit.is_none_or(|l| out.len() < l) {
+        let Some(rec) = reader.next() else { break };
         let rec = rec?;
         let Payload::Tokens(t) = rec.payload else {
-            return Err(CliError::Input(format!("{}: record `{}` has no `tokens`", path.display(), rec.key)));
+            return Err(CliError::Input(format!("{}: record `{}` has no `tokens`", rec.origin, rec.key)));
         };
         out.push((rec.key, TokenSet::from_unsorted(t)));
-        if limit.is_some_and(|l| out.len() >= l) {
-            break;
-        }
+    }
+    if out.is_empty() {
+        return Err(CliError::Input(match limit {
+            Some(0) => format!("{}: --limit 0 selects no sets", path.display()),
+            _ => format!("no sets in {}", path.display()),
+        }));
     }
     Ok(out)
+}
+
+/// The first of the items loaded from `path`, or an error naming the file.
+pub fn first_of<'a, T>(items: &'a [T], what: &str, path: &Path) -> Result<&'a T, CliError> {
+    items.first().ok_or_else(|| CliError::Input(format!("no {what} in {}", path.display())))
 }
 
 /// The workloads `sketchdb bench` runs.

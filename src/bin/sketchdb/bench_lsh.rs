@@ -12,7 +12,7 @@ use sketchdb::{
     SketchParams, TokenSet,
 };
 
-use crate::bench::{dataset_name, emit, load_sets};
+use crate::bench::{dataset_name, emit, first_of, load_sets};
 use crate::input::read_u64_file;
 use crate::output::CliError;
 
@@ -44,15 +44,19 @@ struct QueryRecord {
     truth: HashMap<String, Vec<String>>,
 }
 
+/// Loads a queries file; a file without queries is an error naming it.
 fn load_queries(path: &Path) -> Result<Vec<QueryRecord>, CliError> {
     let text = std::fs::read_to_string(path).map_err(|e| CliError::io(path, e))?;
-    text.lines()
+    let queries = text
+        .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
             serde_json::from_str(l).map_err(|e| CliError::Input(format!("{}:{}: {e}", path.display(), i + 1)))
         })
-        .collect()
+        .collect::<Result<Vec<QueryRecord>, CliError>>()?;
+    first_of(&queries, "queries", path)?;
+    Ok(queries)
 }
 
 fn params_for(kind: &str) -> Result<SketchParams, CliError> {
@@ -141,7 +145,7 @@ pub fn lsh(
         }
         let build_s = start.elapsed().as_secs_f64();
         let n = sets.len() as f64;
-        let probe = Query::threshold(coll.sketcher().sketch(&token_sets[0])?, t);
+        let probe = Query::threshold(coll.sketcher().sketch(first_of(&token_sets, "sets", sets_path)?)?, t);
         let choice = coll.plan(&Query { options: QueryOptions { force, ..QueryOptions::default() }, ..probe })?;
         let config = json!({"num_perm": params.size(), "kind": kind, "bits": params.bits(), "threshold": t,
                             "index": format!("{:?}", coll.config().index), "storage": "file", "durability": "immediate"});
@@ -196,7 +200,7 @@ pub fn lsh(
         let coll = db.collection("sets")?;
         let open_s = start.elapsed().as_secs_f64();
         let first = Instant::now();
-        coll.query(&Query::threshold(stored[0].clone(), t))?;
+        coll.query(&Query::threshold(first_of(&stored, "queries", queries_path)?.clone(), t))?;
         let first_query_s = first.elapsed().as_secs_f64();
         emit(
             run,
@@ -235,7 +239,9 @@ pub fn hamming(
     run: &str,
 ) -> Result<(), CliError> {
     let stored = read_u64_file(fps)?;
+    first_of(&stored, "fingerprints", fps)?;
     let qs = read_u64_file(queries)?;
+    let first_q = *first_of(&qs, "query fingerprints", queries)?;
     let text = std::fs::read_to_string(truth).map_err(|e| CliError::io(truth, e))?;
     let mut want: Vec<HashSet<u64>> = vec![HashSet::new(); qs.len()];
     for (i, l) in text.lines().enumerate() {
@@ -283,7 +289,8 @@ pub fn hamming(
         fneg += want[i].difference(&got).count();
     }
     let total: f64 = times.iter().sum();
-    let plan = coll.plan(&Query::hamming(Sketch::SimHash(SimHash::from_parts(params, u128::from(qs[0]))?), radius))?;
+    let plan =
+        coll.plan(&Query::hamming(Sketch::SimHash(SimHash::from_parts(params, u128::from(first_q))?), radius))?;
     emit(
         run,
         "hamming-query",

@@ -1,15 +1,16 @@
 //! `ingest`: text directories, JSONL records and raw u64 fingerprint files, in batched
 //! transactions, with a progress bar on stderr. Keys already stored are skipped, so an
-//! interrupted ingest can simply be run again.
+//! interrupted ingest can simply be run again. An error about a record names where it was
+//! read (`file:line`, or the file).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use sketchdb::{Batch, Collection, SimHash, Sketch, SketchKind, Snapshot};
+use sketchdb::{Batch, Collection, MAX_KEY_LEN, SimHash, Sketch, SketchKind, Snapshot};
 
-use crate::input::{InputRecord, JsonlReader, Payload, read_text, read_u64_file, text_files};
+use crate::input::{InputRecord, JsonlReader, Origin, Payload, fingerprint_records, text_files, text_record};
 use crate::output::CliError;
 use crate::session::{Session, default_set_config, default_simhash_config};
 
@@ -36,9 +37,15 @@ pub struct IngestArgs {
     /// Input format.
     #[arg(long, value_enum, default_value_t = Format::Auto)]
     pub format: Format,
-    /// Records per transaction.
-    #[arg(long, default_value_t = 10_000)]
+    /// Records per transaction (1 to 1,000,000).
+    #[arg(long, default_value_t = 10_000, value_parser = batch_size())]
     pub batch: usize,
+}
+
+/// `--batch` of ingest and import: 1..=1,000,000 records per transaction (a batch's
+/// capacity is allocated up front).
+pub fn batch_size() -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::new().range(1..=1_000_000)
 }
 
 fn detect(path: &Path, format: Format) -> Format {
@@ -71,9 +78,7 @@ fn sketch_of(coll: &Collection, rec: &InputRecord) -> Result<Sketch, CliError> {
     let out = match &rec.payload {
         Payload::Text(t) => sk.sketch_text(&coll.config().tokenizer, t),
         Payload::Tokens(t) => sk.sketch_multiset(t),
-        Payload::Fingerprint(v) => {
-            return Ok(Sketch::SimHash(SimHash::from_parts(*coll.params(), *v)?));
-        }
+        Payload::Fingerprint(v) => SimHash::from_parts(*coll.params(), *v).map(Sketch::SimHash),
     };
     out.map_err(|e| CliError::Input(format!("record `{}`: {e}", rec.key)))
 }
@@ -86,29 +91,56 @@ struct Loader<'a> {
     added: u64,
     skipped: u64,
     seen: std::collections::HashSet<String>,
+    /// Where the first and the last record of the pending batch were read.
+    span: Option<(Origin, Origin)>,
 }
 
 impl Loader<'_> {
+    /// Adds a record to the pending batch; an error about it names its origin.
     fn push(&mut self, rec: InputRecord) -> Result<(), CliError> {
-        if rec.key.is_empty() {
-            return Err(CliError::Input("a record has an empty key".into()));
-        }
-        // Resumable: keys already stored (or repeated in this input) are skipped.
-        if self.snap.get(&rec.key)?.is_some() || !self.seen.insert(rec.key.clone()) {
-            self.skipped += 1;
-            return Ok(());
-        }
-        let sketch = sketch_of(self.coll, &rec)?;
+        let sketch = match self.sketch_if_new(&rec) {
+            Ok(Some(sketch)) => sketch,
+            Ok(None) => {
+                self.skipped += 1;
+                return Ok(());
+            }
+            Err(e) => return Err(CliError::Input(format!("{}: {e}", rec.origin))),
+        };
         self.batch.insert(&rec.key, sketch);
+        match &mut self.span {
+            Some((_, last)) => *last = rec.origin,
+            None => self.span = Some((rec.origin.clone(), rec.origin)),
+        }
         if self.batch.len() >= self.batch_size {
             self.flush()?;
         }
         Ok(())
     }
 
+    /// The record's sketch, or `None` when its key is already stored or repeated in this
+    /// input (so an interrupted ingest can simply be run again).
+    fn sketch_if_new(&mut self, rec: &InputRecord) -> Result<Option<Sketch>, CliError> {
+        if rec.key.is_empty() {
+            return Err(CliError::Input("the record has an empty key".into()));
+        }
+        if rec.key.len() > MAX_KEY_LEN {
+            return Err(CliError::Input(format!(
+                "record key of {} bytes is longer than the {MAX_KEY_LEN}-byte limit",
+                rec.key.len()
+            )));
+        }
+        if self.snap.get(&rec.key)?.is_some() || !self.seen.insert(rec.key.clone()) {
+            return Ok(None);
+        }
+        sketch_of(self.coll, rec).map(Some)
+    }
+
+    /// Commits the pending batch; an error names the records it held.
     fn flush(&mut self) -> Result<(), CliError> {
-        if !self.batch.is_empty() {
-            let s = self.coll.apply(&self.batch)?;
+        if let Some((first, last)) = self.span.take() {
+            let s = self.coll.apply(&self.batch).map_err(|e| {
+                CliError::Input(format!("the batch of records {first} to {last}: {}", CliError::from(e)))
+            })?;
             self.added += s.inserted;
             self.batch.clear();
             self.seen.clear();
@@ -119,9 +151,6 @@ impl Loader<'_> {
 }
 
 pub fn ingest(session: &mut Session, args: &IngestArgs) -> Result<(), CliError> {
-    if args.batch == 0 {
-        return Err(CliError::Usage("--batch must be at least 1".into()));
-    }
     let first = detect(&args.inputs[0], args.format);
     let default = if first == Format::U64 { default_simhash_config()? } else { default_set_config()? };
     session.create_missing = true;
@@ -135,6 +164,7 @@ pub fn ingest(session: &mut Session, args: &IngestArgs) -> Result<(), CliError> 
         added: 0,
         skipped: 0,
         seen: Default::default(),
+        span: None,
     };
     for input in &args.inputs {
         match detect(input, args.format) {
@@ -142,8 +172,7 @@ pub fn ingest(session: &mut Session, args: &IngestArgs) -> Result<(), CliError> 
                 let files = text_files(input)?;
                 let bar = progress(files.len() as u64, "files");
                 for (key, path) in files {
-                    let text = read_text(&path)?;
-                    loader.push(InputRecord { key, payload: Payload::Text(text) })?;
+                    loader.push(text_record(key, &path)?)?;
                     bar.inc(1);
                 }
                 bar.finish_and_clear();
@@ -167,10 +196,10 @@ pub fn ingest(session: &mut Session, args: &IngestArgs) -> Result<(), CliError> 
                         coll.params()
                     )));
                 }
-                let fps = read_u64_file(input)?;
-                let bar = progress(fps.len() as u64, "fingerprints");
-                for (i, fp) in fps.into_iter().enumerate() {
-                    loader.push(InputRecord { key: i.to_string(), payload: Payload::Fingerprint(u128::from(fp)) })?;
+                let records = fingerprint_records(input)?;
+                let bar = progress(records.len() as u64, "fingerprints");
+                for (i, rec) in records.enumerate() {
+                    loader.push(rec)?;
                     if i % 4096 == 0 {
                         bar.set_position(i as u64);
                     }

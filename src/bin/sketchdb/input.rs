@@ -1,9 +1,12 @@
 //! Reading the shell's inputs: JSONL records, u64 fingerprint files and text directories.
-//! Every malformed record is reported with its file and line number.
+//! Every malformed record is reported with its file and line number, and every record read
+//! carries its [`Origin`] so later errors about it can say where it came from.
 
+use std::fmt;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Deserialize;
 
@@ -20,11 +23,37 @@ pub enum Payload {
     Fingerprint(u128),
 }
 
+/// Where a record came from: `path:line` for a line of a JSONL file, the path alone for a
+/// whole text file or a fingerprint file (whose keys are the fingerprints' row indexes).
+#[derive(Debug, Clone)]
+pub struct Origin {
+    path: Arc<Path>,
+    line: Option<usize>,
+}
+
+impl Origin {
+    /// A whole file.
+    pub fn file(path: impl Into<Arc<Path>>) -> Self {
+        Origin { path: path.into(), line: None }
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(n) => write!(f, "{}:{n}", self.path.display()),
+            None => write!(f, "{}", self.path.display()),
+        }
+    }
+}
+
 /// A keyed record read from an input file.
 #[derive(Debug, Clone)]
 pub struct InputRecord {
     pub key: String,
     pub payload: Payload,
+    /// Where it was read; errors about the record start with it.
+    pub origin: Origin,
 }
 
 #[derive(Deserialize)]
@@ -53,7 +82,7 @@ pub const MAX_LINE_BYTES: u64 = 16 << 20;
 
 /// Streams `{"key", "text"|"tokens"|"simhash"}` lines, one record per line; blank lines skip.
 pub struct JsonlReader {
-    path: PathBuf,
+    path: Arc<Path>,
     reader: BufReader<Box<dyn Read>>,
     line_no: usize,
     bytes: u64,
@@ -68,7 +97,7 @@ impl JsonlReader {
             Box::new(File::open(path).map_err(|e| CliError::io(path, e))?)
         };
         Ok(JsonlReader {
-            path: path.to_path_buf(),
+            path: path.into(),
             reader: BufReader::with_capacity(1 << 20, file),
             line_no: 0,
             bytes: 0,
@@ -138,7 +167,8 @@ impl Iterator for JsonlReader {
                     return Some(Err(self.bad("a record needs exactly one of `text`, `tokens` or `simhash`")));
                 }
             };
-            return Some(Ok(InputRecord { key: rec.key, payload }));
+            let origin = Origin { path: Arc::clone(&self.path), line: Some(self.line_no) };
+            return Some(Ok(InputRecord { key: rec.key, payload, origin }));
         }
     }
 }
@@ -176,8 +206,24 @@ pub fn text_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, CliError> {
     Ok(out)
 }
 
+/// The fingerprints of a u64 file as records keyed by their row index ("0", "1", ...).
+pub fn fingerprint_records(path: &Path) -> Result<impl ExactSizeIterator<Item = InputRecord>, CliError> {
+    let fps = read_u64_file(path)?;
+    let path: Arc<Path> = path.into();
+    Ok(fps.into_iter().enumerate().map(move |(i, fp)| InputRecord {
+        key: i.to_string(),
+        payload: Payload::Fingerprint(u128::from(fp)),
+        origin: Origin::file(Arc::clone(&path)),
+    }))
+}
+
+/// A text file as one record under `key`.
+pub fn text_record(key: String, path: &Path) -> Result<InputRecord, CliError> {
+    Ok(InputRecord { key, payload: Payload::Text(read_text(path)?), origin: Origin::file(path) })
+}
+
 /// Reads a text file, naming the file when it is not UTF-8.
-pub fn read_text(path: &Path) -> Result<String, CliError> {
+fn read_text(path: &Path) -> Result<String, CliError> {
     let bytes = std::fs::read(path).map_err(|e| CliError::io(path, e))?;
     String::from_utf8(bytes).map_err(|e| {
         CliError::Input(format!(

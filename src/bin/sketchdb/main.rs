@@ -122,8 +122,8 @@ enum Command {
         /// Import into this collection instead of the one named in the file.
         #[arg(long)]
         into: Option<String>,
-        /// Records per transaction.
-        #[arg(long, default_value_t = 10_000)]
+        /// Records per transaction (1 to 1,000,000).
+        #[arg(long, default_value_t = 10_000, value_parser = ingest::batch_size())]
         batch: usize,
     },
     /// Measure the planner's cost constants on this machine and store them in the database.

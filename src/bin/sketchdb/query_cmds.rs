@@ -35,7 +35,10 @@ pub struct Ask {
 }
 
 impl Ask {
-    pub fn kind(&self, default_threshold: f64) -> Result<QueryKind, CliError> {
+    /// What to keep; without `--threshold`, `--top-k` or `--radius`, a threshold of 0.9
+    /// (cosine) on a SimHash collection and 0.5 (Jaccard) on the others.
+    fn kind(&self, coll: &Collection) -> Result<QueryKind, CliError> {
+        let default_threshold = if coll.params().kind() == SketchKind::SimHash { 0.9 } else { 0.5 };
         Ok(match (self.threshold, self.top_k, self.radius) {
             (Some(t), None, None) => QueryKind::Threshold(t),
             (None, Some(k), None) => QueryKind::TopK(k),
@@ -45,7 +48,7 @@ impl Ask {
         })
     }
 
-    pub fn options(&self) -> Result<QueryOptions, CliError> {
+    fn options(&self) -> Result<QueryOptions, CliError> {
         let force = match &self.plan {
             None => None,
             Some(p) => Some(PlanKind::from_name(p).ok_or_else(|| {
@@ -76,6 +79,48 @@ pub struct Probe {
     /// other fields are ignored.
     #[arg(long, conflicts_with_all = ["key", "text", "tokens", "simhash"])]
     pub queries: Option<PathBuf>,
+}
+
+/// Where the probes of a resolved question come from.
+enum Probes {
+    /// None: the collection against itself (dedup).
+    SelfJoin,
+    /// One probe's query, printed under `label`.
+    One { label: String, query: Query },
+    /// A JSONL file of probes, one per line.
+    File(PathBuf),
+}
+
+/// A command's question, resolved against its collection: what to keep (with the
+/// collection's default threshold), the options and the probes.
+struct Resolved {
+    kind: QueryKind,
+    options: QueryOptions,
+    probes: Probes,
+}
+
+impl Resolved {
+    /// The query of a probe sketch.
+    fn query(&self, sketch: Sketch) -> Query {
+        Query { sketch, kind: self.kind, options: self.options }
+    }
+}
+
+/// Turns a command's arguments into its question; `query`, `explain` and `dedup` all go
+/// through here, so they agree on defaults. `probe` is `None` for dedup.
+fn resolve(coll: &Collection, probe: Option<&Probe>, ask: &Ask) -> Result<Resolved, CliError> {
+    let kind = ask.kind(coll)?;
+    let options = ask.options()?;
+    let one = |label: String, sketch: Sketch| Probes::One { label, query: Query { sketch, kind, options } };
+    let probes = match probe {
+        None => Probes::SelfJoin,
+        Some(Probe { queries: Some(path), .. }) => Probes::File(path.clone()),
+        Some(Probe { key: Some(k), .. }) => one(k.clone(), coll.sketch_of(k)?),
+        Some(p) => {
+            one("query".into(), probe_sketch(coll, p.text.as_deref(), p.tokens.as_deref(), p.simhash.as_deref())?)
+        }
+    };
+    Ok(Resolved { kind, options, probes })
 }
 
 fn probe_sketch(
@@ -155,13 +200,7 @@ struct QueryLine {
     simhash: Option<String>,
 }
 
-fn run_query_file(
-    coll: &Collection,
-    path: &Path,
-    kind: QueryKind,
-    options: QueryOptions,
-    json_out: bool,
-) -> Result<(), CliError> {
+fn run_query_file(coll: &Collection, path: &Path, resolved: &Resolved, json_out: bool) -> Result<(), CliError> {
     let text = std::fs::read_to_string(path).map_err(|e| CliError::io(path, e))?;
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -172,11 +211,11 @@ fn run_query_file(
         let label = q.qid.clone().or_else(|| q.key.clone()).unwrap_or_else(|| format!("line {}", i + 1));
         let r = if q.text.is_none() && q.tokens.is_none() && q.simhash.is_none() {
             let key = q.key.ok_or_else(|| at("a query needs `key`, `text`, `tokens` or `simhash`".into()))?;
-            coll.query_key(&key, kind, options)?
+            coll.query_key(&key, resolved.kind, resolved.options)?
         } else {
             let sketch = probe_sketch(coll, q.text.as_deref(), q.tokens.as_deref(), q.simhash.as_deref())
                 .map_err(|e| at(e.to_string()))?;
-            coll.query(&Query { sketch, kind, options })?
+            coll.query(&resolved.query(sketch))?
         };
         print_result(&label, &r, json_out);
     }
@@ -191,21 +230,15 @@ pub fn query(
     json_out: bool,
 ) -> Result<(), CliError> {
     let coll = session.collection(collection)?;
-    let default_t = if coll.params().kind() == SketchKind::SimHash { 0.9 } else { 0.5 };
-    let kind = ask.kind(default_t)?;
-    let options = ask.options()?;
-    if let Some(path) = &probe.queries {
-        return run_query_file(&coll, path, kind, options, json_out);
-    }
-    let (label, r) = match &probe.key {
-        Some(k) => (k.clone(), coll.query_key(k, kind, options)?),
-        None => {
-            let sketch = probe_sketch(&coll, probe.text.as_deref(), probe.tokens.as_deref(), probe.simhash.as_deref())?;
-            ("query".to_string(), coll.query(&Query { sketch, kind, options })?)
+    let resolved = resolve(&coll, Some(probe), ask)?;
+    match &resolved.probes {
+        Probes::File(path) => run_query_file(&coll, path, &resolved, json_out),
+        Probes::One { label, query } => {
+            print_result(label, &coll.query(query)?, json_out);
+            Ok(())
         }
-    };
-    print_result(&label, &r, json_out);
-    Ok(())
+        Probes::SelfJoin => Err(CliError::Usage("a query needs a probe".into())),
+    }
 }
 
 pub fn explain(
@@ -217,13 +250,18 @@ pub fn explain(
     json_out: bool,
 ) -> Result<(), CliError> {
     let coll = session.collection(collection)?;
-    let kind = ask.kind(0.5)?;
-    let options = ask.options()?;
-    let sketch = match &probe.key {
-        Some(k) => coll.sketch_of(k)?,
-        None => probe_sketch(&coll, probe.text.as_deref(), probe.tokens.as_deref(), probe.simhash.as_deref())?,
+    let resolved = resolve(&coll, Some(probe), ask)?;
+    let query = match &resolved.probes {
+        Probes::One { query, .. } => query,
+        Probes::File(path) => {
+            return Err(CliError::Usage(format!(
+                "{}: explain takes one probe (a key, --text, --tokens or --simhash), not a file of queries",
+                path.display()
+            )));
+        }
+        Probes::SelfJoin => return Err(CliError::Usage("explain needs a probe".into())),
     };
-    let e = coll.explain(&Query { sketch, kind, options }, analyze)?;
+    let e = coll.explain(query, analyze)?;
     if json_out {
         let alts: Vec<Value> = e
             .choice
@@ -311,9 +349,8 @@ pub fn dedup(session: &mut Session, args: &DedupArgs) -> Result<(), CliError> {
         args.target.clone()
     };
     let coll = session.collection(&name)?;
-    let default_t = if coll.params().kind() == SketchKind::SimHash { 0.9 } else { 0.5 };
-    let kind = args.ask.kind(default_t)?;
-    let d = coll.dedup(kind, args.ask.options()?)?;
+    let Resolved { kind, options, .. } = resolve(&coll, None, &args.ask)?;
+    let d = coll.dedup(kind, options)?;
     let key = |k: &[u8]| String::from_utf8_lossy(k).into_owned();
     match args.format {
         ClusterFormat::Jsonl => {
