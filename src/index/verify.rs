@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use redb::ReadTransaction;
 
 use super::keys::band::lsh_rows;
-use super::lsh::{ChunkView, Groups, band_keys_of};
+use super::lsh::{ChunkView, Groups, band_keys_of, bucket_sums};
 use super::meta::{IndexDef, IndexSpec};
 use super::simhash_tables::{BucketView, Geometry};
 use crate::sketch::sketch::Sketch;
@@ -208,49 +208,90 @@ fn check_lsh(
     let IndexSpec::Lsh { scheme, group_bits, .. } = &def.spec else { return Ok(()) };
     let id = info.def.id;
     let txn = snap.txn();
-    // Expected reverse map and buckets.
-    let mut want_rev: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
-    let mut want: BTreeMap<(u32, u64), Vec<u64>> = BTreeMap::new();
+    let n_bands = scheme.params.bands as usize;
+    // Every live row's band keys, flat (rows x bands u64: a tenth of the memory maps would
+    // take), in row order.
+    let mut rows: Vec<u64> = Vec::with_capacity(live.len());
+    let mut keys: Vec<u64> = Vec::with_capacity(live.len() * n_bands);
     for (row, s) in live {
-        let keys = match lsh_rows(s).and_then(|r| scheme.keys(&r)) {
-            Ok(k) => k,
-            Err(e) => {
-                out.problem(Some(*row), format!("row cannot be banded: {e}"));
-                continue;
+        match lsh_rows(s).and_then(|r| scheme.keys(&r)) {
+            Ok(k) => {
+                rows.push(*row);
+                keys.extend_from_slice(&k);
             }
-        };
-        for (b, &k) in keys.iter().enumerate() {
-            want.entry((b as u32, k)).or_default().push(*row);
+            Err(e) => out.problem(Some(*row), format!("row cannot be banded: {e}")),
         }
-        want_rev.insert(*row, keys);
     }
+    let keys_of = |i: usize| &keys[i * n_bands..(i + 1) * n_bands];
+    // The reverse map against the live rows: both ascend by row id.
+    let mut next = 0usize;
     if let Some(rev) = open(txn, LSH_ROWS)? {
         for e in rev.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan"))? {
             let (k, v) = e.map_err(StorageError::backend("scan"))?;
             let row = k.value().1;
-            let keys = band_keys_of(v.value(), scheme.params.bands as usize);
-            match (want_rev.remove(&row), keys) {
-                (None, _) => out.problem(Some(row), format!("{LSH_ROWS_NAME}: entry for a row that is not live")),
-                (Some(_), Err(d)) => out.problem(Some(row), d),
-                (Some(w), Ok(keys)) if w != keys => {
+            while next < rows.len() && rows[next] < row {
+                out.problem(Some(rows[next]), format!("{LSH_ROWS_NAME}: live row has no entry"));
+                next += 1;
+            }
+            if rows.get(next) != Some(&row) {
+                out.problem(Some(row), format!("{LSH_ROWS_NAME}: entry for a row that is not live"));
+                continue;
+            }
+            match band_keys_of(v.value(), n_bands) {
+                Err(d) => out.problem(Some(row), d),
+                Ok(stored) if stored != keys_of(next) => {
                     out.problem(Some(row), format!("{LSH_ROWS_NAME}: band keys differ from the row's"))
                 }
-                (Some(_), Ok(_)) => {}
+                Ok(_) => {}
             }
+            next += 1;
         }
     }
-    for row in want_rev.keys() {
-        out.problem(Some(*row), format!("{LSH_ROWS_NAME}: live row has no entry"));
+    for &row in &rows[next..] {
+        out.problem(Some(row), format!("{LSH_ROWS_NAME}: live row has no entry"));
     }
-    // Stored buckets, from the packed groups.
+    // Stored buckets, from the packed groups, band by band (the table is in band order).
     let g = Groups::new(*group_bits);
-    let mut stored: BTreeMap<(u32, u64), Vec<u64>> = BTreeMap::new();
+    let (mut entries, mut sum_sq) = (0u64, 0u128);
+    let mut checked_bands = 0u32;
+    // Compares one band's stored entries (ascending) with the live rows' keys of that band.
+    let mut compare_band = |band: u32, stored: &[(u64, u64)], out: &mut Out<'_>| {
+        let (s, sq) = bucket_sums(stored);
+        entries += s;
+        sum_sq += sq;
+        let mut want: Vec<(u64, u64)> = (0..rows.len()).map(|i| (keys_of(i)[band as usize], rows[i])).collect();
+        want.sort_unstable();
+        let where_ =
+            |key: u64| format!("{LSH_BUCKETS_NAME}, band {band}, bucket {key:#018x} (group {:#x})", g.group(key));
+        let (mut a, mut b) = (0usize, 0usize);
+        while a < stored.len() || b < want.len() {
+            match (stored.get(a), want.get(b)) {
+                (Some(x), Some(y)) if x == y => {
+                    a += 1;
+                    b += 1;
+                }
+                (Some(x), y) if y.is_none_or(|y| x < y) => {
+                    out.problem(
+                        Some(x.1),
+                        format!("{}: row {} is not a live row with this band key", where_(x.0), x.1),
+                    );
+                    a += 1;
+                }
+                (_, Some(y)) => {
+                    out.problem(Some(y.1), format!("{}: missing live row {}", where_(y.0), y.1));
+                    b += 1;
+                }
+                _ => break,
+            }
+        }
+    };
+    let mut band_entries: Vec<(u64, u64)> = Vec::new();
     if let Some(t) = open(txn, LSH_BUCKETS)? {
         // The group being read: (band, group), next chunk number expected, last entry.
         let mut cur: Option<(u32, u64)> = None;
         let mut next_chunk = 0u32;
         let mut last: Option<(u64, u64)> = None;
-        let mut entries = Vec::new();
+        let mut chunk_entries = Vec::new();
         for e in t
             .range((id, 0u32, 0u64, 0u32)..=(id, u32::MAX, u64::MAX, u32::MAX))
             .map_err(StorageError::backend("scan"))?
@@ -258,6 +299,16 @@ fn check_lsh(
             let (k, v) = e.map_err(StorageError::backend("scan"))?;
             let (_, band, group, chunk) = k.value();
             let where_ = format!("{LSH_BUCKETS_NAME}, band {band}, group {group:#x}, chunk {chunk}");
+            if band >= scheme.params.bands || group >> g.bits != 0 {
+                out.problem(None, format!("{where_}: no such band or group under the recorded scheme"));
+                continue;
+            }
+            while checked_bands < band {
+                band_entries.sort_unstable();
+                compare_band(checked_bands, &band_entries, out);
+                band_entries.clear();
+                checked_bands += 1;
+            }
             if cur != Some((band, group)) {
                 cur = Some((band, group));
                 next_chunk = 0;
@@ -267,9 +318,6 @@ fn check_lsh(
                 out.problem(None, format!("{where_}: chunk numbers must run 0, 1, ... (expected {next_chunk})"));
             }
             next_chunk = chunk.saturating_add(1);
-            if band >= scheme.params.bands || group >> g.bits != 0 {
-                out.problem(None, format!("{where_}: no such band or group under the recorded scheme"));
-            }
             let view = match ChunkView::parse(v.value(), g) {
                 Ok(view) => view,
                 Err(d) => {
@@ -280,47 +328,21 @@ fn check_lsh(
             if !view.suffixes_fit(g) {
                 out.problem(None, format!("{where_}: a key suffix exceeds {} bits", 64 - g.bits));
             }
-            entries.clear();
-            view.decode_into(g, group, &mut entries);
-            let first = entries.first().copied();
-            if entries.windows(2).any(|w| w[1] <= w[0]) || matches!((last, first), (Some(l), Some(f)) if f <= l) {
+            chunk_entries.clear();
+            view.decode_into(g, group, &mut chunk_entries);
+            let first = chunk_entries.first().copied();
+            if chunk_entries.windows(2).any(|w| w[1] <= w[0]) || matches!((last, first), (Some(l), Some(f)) if f <= l) {
                 out.problem(None, format!("{where_}: entries not strictly ascending by (band key, row)"));
             }
-            last = entries.last().copied();
-            for &(key, row) in &entries {
-                stored.entry((band, key)).or_default().push(row);
-            }
+            last = chunk_entries.last().copied();
+            band_entries.extend_from_slice(&chunk_entries);
         }
     }
-    let (mut entries, mut sum_sq) = (0u64, 0u128);
-    for ((band, key), mut rows) in stored {
-        let where_ = format!("{LSH_BUCKETS_NAME}, band {band}, bucket {key:#018x} (group {:#x})", g.group(key));
-        rows.sort_unstable();
-        let n = rows.len() as u64;
-        entries += n;
-        sum_sq += u128::from(n) * u128::from(n);
-        match want.remove(&(band, key)) {
-            None => out.problem(rows.first().copied(), format!("{where_}: bucket of no live row's band key")),
-            Some(w) if w != rows => {
-                let stale = rows.iter().find(|r| w.binary_search(r).is_err()).copied();
-                let missing = w.iter().find(|r| rows.binary_search(r).is_err()).copied();
-                out.problem(
-                    stale.or(missing),
-                    format!("{where_}: rows differ (first stale {stale:?}, first missing {missing:?})"),
-                );
-            }
-            Some(_) => {}
-        }
-    }
-    for ((band, key), rows) in want {
-        out.problem(
-            rows.first().copied(),
-            format!(
-                "{LSH_BUCKETS_NAME}, band {band}, bucket {key:#018x} (group {:#x}): missing ({} live rows)",
-                g.group(key),
-                rows.len()
-            ),
-        );
+    while checked_bands < scheme.params.bands {
+        band_entries.sort_unstable();
+        compare_band(checked_bands, &band_entries, out);
+        band_entries.clear();
+        checked_bands += 1;
     }
     if entries != def.entries || sum_sq != def.sum_sq {
         out.problem(
