@@ -342,8 +342,8 @@ fn lsh_probe(
     }
     let rows = lsh_candidates(snap, info, &query.sketch, bands)?;
     a.rows_touched += rows.len() as u64;
-    for row in rows {
-        let Some(rec) = snap.get_row(info, row)? else { continue };
+    for rec in snap.get_rows(info, &rows)? {
+        let row = rec.row;
         a.candidates += 1;
         let estimate = query.sketch.similarity(&rec.sketch, query.options.level)?;
         out.push(Hit { key: rec.key, row_id: row, estimate, distance: None });
@@ -378,8 +378,10 @@ fn simhash_probe(
     };
     let matches = simhash_within(snap, info, q.value(), radius)?;
     a.rows_touched += matches.len() as u64;
-    for (row, _) in matches {
-        let Some(rec) = snap.get_row(info, row)? else { continue };
+    let mut rows: Vec<u64> = matches.iter().map(|&(row, _)| row).collect();
+    rows.sort_unstable();
+    for rec in snap.get_rows(info, &rows)? {
+        let row = rec.row;
         let Some(stored) = simhash_value(&rec.sketch) else { continue };
         a.candidates += 1;
         out.push(simhash_hit(q, rec.key, row, stored.value(), query.options.level, true)?);

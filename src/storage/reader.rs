@@ -110,13 +110,41 @@ impl ReadSnapshot {
 
     /// The record at `row`, if it is live.
     pub(crate) fn get_row(&self, info: &CollectionInfo, row: u64) -> Result<Option<RowRecord>, StorageError> {
-        contain("get row", || {
+        Ok(self.get_rows(info, &[row])?.pop())
+    }
+
+    /// The live records among `rows` (ascending), in that order: the collection's state is
+    /// read, its pages table opened and each page checked once for all the rows it holds
+    /// (index candidates come sorted and often share pages).
+    pub(crate) fn get_rows(&self, info: &CollectionInfo, rows: &[u64]) -> Result<Vec<RowRecord>, StorageError> {
+        contain("get rows", || {
             self.state(info)?;
-            let Some((first, guard)) = self.page_at_or_before(info, row)? else { return Ok(None) };
-            let view = PageView::parse_expected(guard.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
-            let Some(i) = view.index_of(row).filter(|&i| !view.is_deleted(i)) else { return Ok(None) };
-            let sketch = decode(info, &view, first, i)?;
-            Ok(Some(RowRecord { key: view.key(i).to_vec(), row, sketch }))
+            let mut out = Vec::with_capacity(rows.len());
+            let Some(pages) = open(&self.txn, PAGES)? else { return Ok(out) };
+            let id = info.def.id;
+            let mut i = 0;
+            while i < rows.len() {
+                let start = i;
+                let mut range = pages.range((id, 0u64)..=(id, rows[i])).map_err(StorageError::backend("read page"))?;
+                if let Some(entry) = range.next_back() {
+                    let (k, v) = entry.map_err(StorageError::backend("read page"))?;
+                    let first = k.value().1;
+                    let view =
+                        PageView::parse_expected(v.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
+                    while i < rows.len() && rows[i] < view.end_row() {
+                        if let Some(j) = view.index_of(rows[i]).filter(|&j| !view.is_deleted(j)) {
+                            let sketch = decode(info, &view, first, j)?;
+                            out.push(RowRecord { key: view.key(j).to_vec(), row: rows[i], sketch });
+                        }
+                        i += 1;
+                    }
+                }
+                // A row no page holds.
+                if i == start {
+                    i += 1;
+                }
+            }
+            Ok(out)
         })
     }
 

@@ -212,3 +212,10 @@ pub fn lsh_group_chunks(collection: &Collection, db: &Database) -> Result<Option
     }
     Ok(Some((*group_bits, out)))
 }
+
+/// The live records among `rows` (ascending) read in one pass, as (row id, key): the batch
+/// point read index candidates go through.
+pub fn get_rows(collection: &Collection, db: &Database, rows: &[u64]) -> Result<Vec<(u64, Vec<u8>)>> {
+    let snap = db.store().snapshot()?;
+    Ok(snap.get_rows(collection.info(), rows)?.into_iter().map(|r| (r.row, r.key)).collect())
+}
