@@ -150,3 +150,22 @@ fn bad_parameters_and_sketches_are_typed_errors() {
     assert_eq!(c.len().unwrap(), 1);
     assert!(sketchdb::admin::verify(&db).unwrap().is_ok());
 }
+
+/// The OPH estimator's public inputs: impossible counts and bad levels are typed errors
+/// (they used to underflow `bins - n_emp` or reach the incomplete beta with NaN).
+#[test]
+fn oph_estimator_refuses_impossible_counts_and_levels() {
+    use sketchdb::{OphCounts, oph_estimate};
+    let ok = OphCounts { bins: 128, n_emp: 8, n_mat: 60, both: 100 };
+    assert!(oph_estimate(ok, 8, 0, 0, 0.95).is_ok());
+    for bad in [
+        OphCounts { bins: 128, n_emp: 200, n_mat: 0, both: 0 },
+        OphCounts { bins: 128, n_emp: 8, n_mat: 0, both: 121 },
+        OphCounts { bins: 128, n_emp: 8, n_mat: 101, both: 100 },
+    ] {
+        assert!(matches!(oph_estimate(bad, 8, 0, 0, 0.95), Err(SketchError::InvalidParam { .. })), "{bad:?}");
+    }
+    for level in [f64::NAN, 0.0, 1.0, 2.0] {
+        assert!(matches!(oph_estimate(ok, 8, 0, 0, level), Err(SketchError::InvalidParam { .. })), "{level}");
+    }
+}
