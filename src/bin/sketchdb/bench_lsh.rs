@@ -103,9 +103,15 @@ fn measure(
         p50: percentile(&mut times, 0.5) * 1e6,
         p99: percentile(&mut times, 0.99) * 1e6,
         qps: queries.len() as f64 / total.max(1e-12),
-        recall: if tp + fneg == 0 { 1.0 } else { tp as f64 / (tp + fneg) as f64 },
-        precision: if tp + fp == 0 { 1.0 } else { tp as f64 / (tp + fp) as f64 },
+        recall: ratio(tp, tp + fneg),
+        precision: ratio(tp, tp + fp),
     })
+}
+
+/// Recall or precision: `hits / of`, micro-averaged; 1 when there is nothing to find (or
+/// nothing was returned), so an empty truth scores the same in every workload.
+fn ratio(hits: usize, of: usize) -> f64 {
+    if of == 0 { 1.0 } else { hits as f64 / of as f64 }
 }
 
 // One parameter per command-line option of `bench lsh`.
@@ -297,8 +303,8 @@ pub fn hamming(
         &dataset,
         json!({"bits": 64, "radius": radius, "index": format!("{:?}", coll.config().index), "storage": "file"}),
         json!({"p50_us": percentile(&mut times.clone(), 0.5) * 1e6, "p99_us": percentile(&mut times, 0.99) * 1e6,
-               "qps_single_thread": qs.len() as f64 / total, "recall": tp as f64 / (tp + fneg).max(1) as f64,
-               "precision": if tp + fp == 0 { 1.0 } else { tp as f64 / (tp + fp) as f64 },
+               "qps_single_thread": qs.len() as f64 / total, "recall": ratio(tp, tp + fneg),
+               "precision": ratio(tp, tp + fp),
                "build_s": build_s, "insert_per_s": stored.len() as f64 / build_s}),
         &format!("planner chose {}", plan.plan),
     );
