@@ -76,8 +76,10 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
                 }
                 Ok((median(times), kind))
             };
-            let (chosen_ms, chosen) = time(QueryOptions::default())?;
-            let mut best = (chosen_ms, chosen);
+            // The chosen plan is timed after the forced ones: the first queries after a bulk
+            // build also pay for redb writing back its buffered pages, which must not be
+            // charged to whichever plan happens to run first.
+            let mut best: Option<(f64, PlanKind)> = None;
             for k in [PlanKind::FullScan, PlanKind::OphBinScan, PlanKind::LshProbe] {
                 let forced = QueryOptions { force: Some(k), ..QueryOptions::default() };
                 // Only paths the planner would consider eligible compete (LSH below its recall
@@ -95,10 +97,15 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
                     continue;
                 }
                 let (ms, _) = time(forced)?;
-                if ms < best.0 {
-                    best = (ms, k);
+                if best.is_none_or(|b| ms < b.0) {
+                    best = Some((ms, k));
                 }
             }
+            let (chosen_ms, chosen) = time(QueryOptions::default())?;
+            let best = match best {
+                Some(b) if b.0 < chosen_ms => b,
+                _ => (chosen_ms, chosen),
+            };
             println!(
                 "| {n} | {t} | {chosen} | {chosen_ms:.3} | {} | {:.3} | {:.2} |",
                 best.1,
