@@ -78,6 +78,10 @@ fn main() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let report = |name: &str, kind: QueryKind, options: QueryOptions| -> Result<()> {
         let mut times = Vec::new();
         let mut results = 0;
+        // One warm-up pass (the shared bench convention), then the timed one.
+        for q in &queries {
+            coll.query(&Query { sketch: q.clone(), kind, options })?;
+        }
         for q in &queries {
             let r = coll.query(&Query { sketch: q.clone(), kind, options })?;
             times.push(r.analyze.elapsed.as_secs_f64());

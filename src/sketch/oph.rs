@@ -36,17 +36,11 @@ pub struct OphCounts {
 
 /// The point estimate alone (no interval): what [`oph_estimate`] returns as `value`, bit for
 /// bit, at a fraction of the cost. Scans use it to discard rows below a threshold.
+///
+/// Runs once per row in scans, on counts consistent by construction, so it does not check
+/// them ([`oph_estimate`], the public entry, does).
 pub fn oph_point(c: OphCounts, bits: u8) -> Result<f64, SketchError> {
-    // Counts are public fields: n_mat <= both <= bins - n_emp must hold, or the estimate is
-    // meaningless (and `bins - n_emp` would underflow).
-    if c.n_emp > c.bins || c.both > c.bins - c.n_emp || c.n_mat > c.both {
-        return Err(SketchError::invalid(
-            "OPH counts",
-            format!("bins {}, n_emp {}, both {}, n_mat {}", c.bins, c.n_emp, c.both, c.n_mat),
-            "n_mat <= both <= bins - n_emp",
-        ));
-    }
-    let m = (c.bins - c.n_emp) as f64;
+    let m = c.bins.saturating_sub(c.n_emp) as f64;
     if m == 0.0 {
         return Err(SketchError::Undefined { reason: "both OPH sketches are all empty (empty sets)" });
     }
@@ -65,6 +59,15 @@ fn oph_correct(p: f64, m: f64, both: usize, bits: u8) -> f64 {
 /// all access paths give bit-identical estimates.
 pub fn oph_estimate(c: OphCounts, bits: u8, card_x: u64, card_y: u64, level: f64) -> Result<Estimate, SketchError> {
     check_level(level)?;
+    // Counts are public fields: n_mat <= both <= bins - n_emp must hold, or the estimate is
+    // meaningless (and `bins - n_emp` would underflow).
+    if c.n_emp > c.bins || c.both > c.bins - c.n_emp || c.n_mat > c.both {
+        return Err(SketchError::invalid(
+            "OPH counts",
+            format!("bins {}, n_emp {}, both {}, n_mat {}", c.bins, c.n_emp, c.both, c.n_mat),
+            "n_mat <= both <= bins - n_emp",
+        ));
+    }
     let value = oph_point(c, bits)?;
     let m = (c.bins - c.n_emp) as f64;
     let correct = |p: f64| oph_correct(p, m, c.both, bits);
