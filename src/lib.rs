@@ -80,6 +80,7 @@ pub use index::simhash_probe::{
     probe as simhash_probe, self_join as simhash_self_join,
 };
 pub use planner::cost::{Alternative, Choice, CostModel, LshStats, SimhashStats, Stats as PlannerStats, choose};
+pub use planner::dedup::choose_dedup;
 pub use planner::error::QueryError;
 pub use planner::exec::{Analyze, Hit};
 pub use planner::explain::Explain;

@@ -6,17 +6,22 @@ use std::collections::HashMap;
 
 use super::collection::Collection;
 use crate::error::Result;
+use crate::index::error::IndexError;
+use crate::index::lsh_mem::BandedKeys;
 use crate::index::lsh_read::for_each_lsh_pair;
+use crate::index::maintain::lsh_scheme_for;
 use crate::index::simhash_read::simhash_pairs;
 use crate::index::stats::index_stats;
 use crate::planner::cost::{Choice, CostModel, LshStats, SimhashStats, Stats, choose};
+use crate::planner::dedup::choose_dedup;
 use crate::planner::error::QueryError;
 use crate::planner::exec::{Analyze, Hit, execute, validate_question};
 use crate::planner::explain::Explain;
-use crate::planner::plan::{Access, Finish, Plan, PlanKind};
+use crate::planner::plan::{Access, Finish, Plan};
 use crate::planner::query::{Query, QueryKind, QueryOptions};
 use crate::sketch::estimate::Estimate;
 use crate::sketch::sketch::Sketch;
+use crate::storage::StorageError;
 use crate::storage::reader::{ReadSnapshot, decode};
 
 /// The answer to a query: verified, scored hits best first, the plan that produced them and
@@ -47,8 +52,10 @@ pub struct DedupResult {
     pub clusters: Vec<Cluster>,
     /// Verified pairs found (each unordered pair once).
     pub pairs: u64,
-    /// The plan used for each probe (the first record's).
+    /// The plan of the self-join (none for an empty collection).
     pub plan: Option<Plan>,
+    /// Why the planner chose it.
+    pub reason: String,
 }
 
 fn key_text(key: &[u8]) -> String {
@@ -188,19 +195,15 @@ impl Collection {
             Ok(true)
         })?;
         // Row ids ascend: pages come in row order, rows ascend within a page.
-        let Some(first) = rows.first() else { return Ok(DedupResult { clusters: vec![], pairs: 0, plan: None }) };
+        let Some(first) = rows.first() else {
+            return Ok(DedupResult { clusters: vec![], pairs: 0, plan: None, reason: "no records".into() });
+        };
         let stats = self.planner_stats_in(&snap)?;
         let probe = |sketch: &Sketch| Query { sketch: sketch.clone(), kind, options };
-        // One plan for every record: `choose` reads the question, options and statistics,
-        // never the probe sketch. A Hamming self-join uses SimHash tables that cover the
-        // radius unless another plan is forced: it is exact, like every Hamming plan, and one
-        // pass over the tables costs less than a probe of any kind per record.
-        let plan = match (kind, stats.simhash, options.force) {
-            (QueryKind::Hamming(radius), Some(s), None | Some(PlanKind::SimhashProbe)) if radius <= s.radius => {
-                Plan { access: Access::SimhashProbe { tables: s.tables }, finish: Finish::Radius { radius } }
-            }
-            _ => choose(&probe(&first.2), &stats, &self.costs()).plan,
-        };
+        // One plan for every record: `choose_dedup` reads the question, options and
+        // statistics, never the probe sketch.
+        let choice = choose_dedup(&probe(&first.2), &stats, &self.costs());
+        let plan = choice.plan;
         let mut parent: HashMap<u64, u64> = HashMap::new();
         let mut pairs = 0u64;
         let mut on_pair = |a: u64, b: u64| {
@@ -219,6 +222,27 @@ impl Collection {
                         && rows[i].2.similarity(&rows[j].2, options.level)?.value >= threshold
                     {
                         on_pair(a, b);
+                    }
+                    Ok(())
+                })?;
+            }
+            // No LSH index: band the loaded signatures in memory with the banding an index
+            // for this threshold would get, and verify each candidate pair the same way.
+            Plan { access: Access::LshBanding { bands, rows: per_band }, finish: Finish::Verify { threshold } } => {
+                let p = self.params();
+                let index_error = |source: IndexError| StorageError::Index {
+                    collection: self.name().to_string(),
+                    source: Box::new(source),
+                };
+                let scheme = lsh_scheme_for(p.kind(), p.bits(), p.slots(), threshold, Some(bands), Some(per_band))
+                    .map_err(index_error)?;
+                let keys = BandedKeys::new(&scheme, &rows, |r| &r.2).map_err(|(i, e)| {
+                    let row = rows[i].0;
+                    index_error(IndexError::inconsistent("signature", format!("row {row}: {e}")))
+                })?;
+                keys.for_each_pair(|i, j| -> Result<()> {
+                    if rows[i].2.similarity(&rows[j].2, options.level)?.value >= threshold {
+                        on_pair(rows[i].0, rows[j].0);
                     }
                     Ok(())
                 })?;
@@ -257,7 +281,7 @@ impl Collection {
             })
             .collect();
         clusters.sort_by(|a, b| b.rows.len().cmp(&a.rows.len()).then(a.rows[0].cmp(&b.rows[0])));
-        Ok(DedupResult { clusters, pairs, plan: Some(plan) })
+        Ok(DedupResult { clusters, pairs, plan: Some(plan), reason: choice.reason })
     }
 }
 

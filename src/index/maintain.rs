@@ -49,38 +49,56 @@ pub(crate) fn spec_for(request: IndexRequest, params: &SketchParams, n_rows: u64
             Ok(IndexSpec::Simhash { design, bucket_bits: bucket_bits_for(n_rows) })
         }
         IndexRequest::Lsh { threshold, bands, rows } => {
-            let (width, model) = match params.kind() {
-                SketchKind::SimHash => return Err(IndexError::NotBanded { kind: SketchKind::SimHash }),
-                SketchKind::MinHash if params.bits() == 64 => (RowWidth::U64, CollisionModel::Exact),
-                SketchKind::MinHash => (RowWidth::U32, CollisionModel::Exact),
-                SketchKind::BBitMinHash => (RowWidth::U32, CollisionModel::Bits(params.bits())),
-                SketchKind::Oph if params.bits() < 32 => (RowWidth::U32, CollisionModel::Bits(params.bits())),
-                _ => (RowWidth::U32, CollisionModel::Exact),
-            };
-            if !(threshold > 0.0 && threshold < 1.0) {
-                return Err(IndexError::invalid("threshold", threshold, "a similarity strictly between 0 and 1"));
-            }
-            let slots = u32::try_from(params.slots()).unwrap_or(u32::MAX);
-            let lsh = match (bands, rows) {
-                (Some(b), Some(r)) => LshParams { bands: b, rows: r },
-                (Some(b), None) => LshParams { bands: b, rows: slots / b.max(1) },
-                (None, Some(r)) => LshParams { bands: slots / r.max(1), rows: r },
-                (None, None) => optimal_lsh_params(slots, threshold, INDEX_LSH_WEIGHTS, model)?.params,
-            };
-            if lsh.bands == 0 || lsh.rows == 0 || u64::from(lsh.bands) * u64::from(lsh.rows) > u64::from(slots) {
-                return Err(IndexError::invalid(
-                    "bands/rows",
-                    format!("{}x{}", lsh.bands, lsh.rows),
-                    "b >= 1, r >= 1 and b * r <= the signature's slots",
-                ));
-            }
-            Ok(IndexSpec::Lsh {
-                scheme: BandKeyScheme::new(LSH_SEED, lsh, width),
-                threshold,
-                group_bits: group_bits_for(n_rows),
-            })
+            let scheme = lsh_scheme_for(params.kind(), params.bits(), params.slots(), threshold, bands, rows)?;
+            Ok(IndexSpec::Lsh { scheme, threshold, group_bits: group_bits_for(n_rows) })
         }
     }
+}
+
+/// The band-key row width and the row collision model of a set sketch kind (`NotBanded` for
+/// SimHash).
+pub(crate) fn banding_model(kind: SketchKind, bits: u8) -> Result<(RowWidth, CollisionModel), IndexError> {
+    Ok(match kind {
+        SketchKind::SimHash => return Err(IndexError::NotBanded { kind: SketchKind::SimHash }),
+        SketchKind::MinHash if bits == 64 => (RowWidth::U64, CollisionModel::Exact),
+        SketchKind::MinHash => (RowWidth::U32, CollisionModel::Exact),
+        SketchKind::BBitMinHash => (RowWidth::U32, CollisionModel::Bits(bits)),
+        SketchKind::Oph if bits < 32 => (RowWidth::U32, CollisionModel::Bits(bits)),
+        _ => (RowWidth::U32, CollisionModel::Exact),
+    })
+}
+
+/// The band-key scheme an LSH index for `threshold` gets on a collection of this kind: the
+/// given banding, or the recall-first optimum ([`INDEX_LSH_WEIGHTS`]) when neither bands nor
+/// rows are given. The in-memory banding of a dedup without an index uses the same scheme,
+/// so both find the same candidate pairs.
+pub(crate) fn lsh_scheme_for(
+    kind: SketchKind,
+    bits: u8,
+    slots: usize,
+    threshold: f64,
+    bands: Option<u32>,
+    rows: Option<u32>,
+) -> Result<BandKeyScheme, IndexError> {
+    let (width, model) = banding_model(kind, bits)?;
+    if !(threshold > 0.0 && threshold < 1.0) {
+        return Err(IndexError::invalid("threshold", threshold, "a similarity strictly between 0 and 1"));
+    }
+    let slots = u32::try_from(slots).unwrap_or(u32::MAX);
+    let lsh = match (bands, rows) {
+        (Some(b), Some(r)) => LshParams { bands: b, rows: r },
+        (Some(b), None) => LshParams { bands: b, rows: slots / b.max(1) },
+        (None, Some(r)) => LshParams { bands: slots / r.max(1), rows: r },
+        (None, None) => optimal_lsh_params(slots, threshold, INDEX_LSH_WEIGHTS, model)?.params,
+    };
+    if lsh.bands == 0 || lsh.rows == 0 || u64::from(lsh.bands) * u64::from(lsh.rows) > u64::from(slots) {
+        return Err(IndexError::invalid(
+            "bands/rows",
+            format!("{}x{}", lsh.bands, lsh.rows),
+            "b >= 1, r >= 1 and b * r <= the signature's slots",
+        ));
+    }
+    Ok(BandKeyScheme::new(LSH_SEED, lsh, width))
 }
 
 enum Active {

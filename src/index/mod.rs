@@ -10,6 +10,7 @@ pub(crate) mod error;
 pub(crate) mod fingerprint;
 pub(crate) mod keys;
 pub(crate) mod lsh;
+pub(crate) mod lsh_mem;
 pub(crate) mod lsh_params;
 pub(crate) mod lsh_read;
 pub(crate) mod maintain;

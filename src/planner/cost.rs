@@ -7,7 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::index::lsh_params::{CollisionModel, LshParams, expected_recall_above};
+use crate::index::lsh_params::{LshParams, expected_recall_above};
+use crate::index::maintain::banding_model;
 use crate::sketch::params::SketchKind;
 
 use super::plan::{Access, EarlyStop, Finish, Plan, PlanKind};
@@ -105,7 +106,7 @@ pub struct Choice {
     pub alternatives: Vec<Alternative>,
 }
 
-fn finish_of(kind: QueryKind) -> Finish {
+pub(crate) fn finish_of(kind: QueryKind) -> Finish {
     match kind {
         QueryKind::Threshold(threshold) => Finish::Verify { threshold },
         QueryKind::TopK(k) => Finish::TopK { k },
@@ -178,11 +179,7 @@ fn alternative(kind: PlanKind, q: &Query, s: &Stats, c: &CostModel) -> Alternati
             if q.options.exact {
                 return no(access, "not exact (the query asks for an exact answer)");
             }
-            let model = match s.kind {
-                SketchKind::BBitMinHash => CollisionModel::Bits(s.bits),
-                SketchKind::Oph if s.bits < 32 => CollisionModel::Bits(s.bits),
-                _ => CollisionModel::Exact,
-            };
+            let model = banding_model(s.kind, s.bits).map(|(_, m)| m).unwrap_or_default();
             let recall = expected_recall_above(t, lsh.params, model);
             if recall < q.options.recall_target {
                 return no(

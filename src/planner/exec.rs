@@ -408,6 +408,13 @@ pub(crate) fn execute(
         Access::OphBinScan { early } => oph_scan(snap, info, query, early, &mut out, &mut a)?,
         Access::LshProbe { bands } => lsh_probe(snap, info, query, bands, stats, &mut out, &mut a)?,
         Access::SimhashProbe { .. } => simhash_probe(snap, info, query, stats, &mut out, &mut a)?,
+        Access::LshBanding { .. } => {
+            return Err(QueryError::PlanUnavailable {
+                plan: "lsh-banding",
+                reason: "in-memory banding answers a dedup self-join, not a single query".into(),
+            }
+            .into());
+        }
     }
     let hits = out.finish();
     a.results = hits.len() as u64;

@@ -2,6 +2,7 @@
 //! statistics and a measured cost model, `exec` that runs a plan, and EXPLAIN.
 
 pub(crate) mod cost;
+pub(crate) mod dedup;
 pub(crate) mod error;
 pub(crate) mod exec;
 pub(crate) mod explain;

@@ -80,6 +80,15 @@ pub enum Access {
         /// Tables probed.
         tables: u32,
     },
+    /// Dedup only: the loaded signatures banded in memory (the banding an LSH index for the
+    /// threshold would have) and joined bucket by bucket; for collections without an LSH
+    /// index. Its kind is [`PlanKind::LshProbe`].
+    LshBanding {
+        /// Bands.
+        bands: u32,
+        /// Rows per band.
+        rows: u32,
+    },
 }
 
 impl Access {
@@ -88,7 +97,7 @@ impl Access {
         match self {
             Access::FullScan => PlanKind::FullScan,
             Access::OphBinScan { .. } => PlanKind::OphBinScan,
-            Access::LshProbe { .. } => PlanKind::LshProbe,
+            Access::LshProbe { .. } | Access::LshBanding { .. } => PlanKind::LshProbe,
             Access::SimhashProbe { .. } => PlanKind::SimhashProbe,
         }
     }
@@ -98,7 +107,7 @@ impl Access {
         match self {
             Access::FullScan | Access::SimhashProbe { .. } => true,
             Access::OphBinScan { early } => !matches!(early, EarlyStop::Confidence(_)),
-            Access::LshProbe { .. } => false,
+            Access::LshProbe { .. } | Access::LshBanding { .. } => false,
         }
     }
 }
@@ -142,6 +151,7 @@ impl fmt::Display for Access {
             Access::OphBinScan { early: EarlyStop::Confidence(l) } => write!(f, "OphBinScan(early stop at {l})"),
             Access::LshProbe { bands } => write!(f, "LshProbe(bands={bands})"),
             Access::SimhashProbe { tables } => write!(f, "SimhashProbe(tables={tables})"),
+            Access::LshBanding { bands, rows } => write!(f, "LshBanding(bands={bands}, rows={rows}, in memory)"),
         }
     }
 }

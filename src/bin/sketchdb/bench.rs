@@ -170,6 +170,10 @@ pub enum Workload {
         /// Sketch kind: minhash (128 x 32-bit), bbit (512 x 8-bit) or oph (128 x 32-bit bins).
         #[arg(long, default_value = "minhash")]
         kind: String,
+        /// Load into a collection with an LSH index for the threshold (the self-join then
+        /// reads its buckets); without it the dedup bands the signatures in memory.
+        #[arg(long)]
+        index: bool,
     },
 }
 
@@ -190,8 +194,8 @@ pub fn run(w: &Workload) -> Result<(), CliError> {
         Workload::HammingQuery { fps, queries, truth, radius, dir } => {
             crate::bench_lsh::hamming(fps, queries, truth, *radius, dir.as_deref(), &run)
         }
-        Workload::Dedup { sets, threshold, limit, kind } => {
-            crate::bench_lsh::dedup(sets, *threshold, *limit, kind, &run)
+        Workload::Dedup { sets, threshold, limit, kind, index } => {
+            crate::bench_lsh::dedup(sets, *threshold, *limit, kind, *index, &run)
         }
     }
 }

@@ -392,6 +392,9 @@ pub fn dedup(session: &mut Session, args: &DedupArgs) -> Result<(), CliError> {
                 d.pairs,
                 session.path().display()
             );
+            if let Some(plan) = d.plan {
+                eprintln!("plan: {plan} ({})", d.reason);
+            }
         }
     }
     Ok(())

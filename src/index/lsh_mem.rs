@@ -1,0 +1,167 @@
+//! The LSH self-join over signatures held in memory: how a dedup runs on a collection without
+//! an LSH index. Pure (no I/O).
+//!
+//! It keys the signatures with a [`BandKeyScheme`], the same one an LSH index for the same
+//! threshold would persist, and passes a pair on in the *first* band the two signatures share,
+//! the rule of the persisted bucket self-join. Both therefore find the same candidate pairs,
+//! each once, and nothing proportional to the number of pairs is held.
+
+use rayon::prelude::*;
+
+use super::error::IndexError;
+use super::keys::band::{BandKeyScheme, lsh_rows};
+use crate::sketch::error::SketchError;
+use crate::sketch::sketch::Sketch;
+
+/// The band keys of n signatures, `bands` per signature in band order (row-major).
+///
+/// Invariant: `keys.len() == bands * keyed.len()`; a signature with `keyed[i] == false` (an
+/// OPH sketch of the empty set, which cannot be densified) has zero keys and joins nothing.
+#[derive(Debug)]
+pub(crate) struct BandedKeys {
+    bands: usize,
+    keys: Vec<u64>,
+    keyed: Vec<bool>,
+}
+
+impl BandedKeys {
+    /// Keys every item's signature, in parallel. A signature the scheme cannot key (another
+    /// width, too few slots) is an error naming its position.
+    pub(crate) fn new<T: Sync>(
+        scheme: &BandKeyScheme,
+        items: &[T],
+        sketch_of: impl Fn(&T) -> &Sketch + Sync,
+    ) -> Result<BandedKeys, (usize, IndexError)> {
+        let bands = scheme.params.bands as usize;
+        let per_item: Vec<Option<Vec<u64>>> = items
+            .par_iter()
+            .enumerate()
+            .map(|(i, item)| match lsh_rows(sketch_of(item)) {
+                Ok(rows) => scheme.keys(&rows).map(Some).map_err(|e| (i, e)),
+                Err(IndexError::Sketch(SketchError::EmptySet)) => Ok(None),
+                Err(e) => Err((i, e)),
+            })
+            .collect::<Result<_, _>>()?;
+        let mut keys = Vec::with_capacity(bands * items.len());
+        let mut keyed = Vec::with_capacity(items.len());
+        for k in per_item {
+            keyed.push(k.is_some());
+            keys.extend(k.unwrap_or_else(|| vec![0; bands]));
+        }
+        Ok(BandedKeys { bands, keys, keyed })
+    }
+
+    fn key(&self, item: usize, band: usize) -> u64 {
+        self.keys[item * self.bands + band]
+    }
+
+    /// Calls `f(i, j)` (i < j, positions in the keyed items) once for every pair sharing a
+    /// band key, in the first band they share. One sort of the n keys per band; bucket by
+    /// bucket the pairs of a bucket are checked against the earlier bands' keys.
+    pub(crate) fn for_each_pair<E>(&self, mut f: impl FnMut(usize, usize) -> Result<(), E>) -> Result<(), E> {
+        let mut order: Vec<(u64, usize)> = Vec::with_capacity(self.keyed.len());
+        for band in 0..self.bands {
+            order.clear();
+            order.extend((0..self.keyed.len()).filter(|&i| self.keyed[i]).map(|i| (self.key(i, band), i)));
+            order.par_sort_unstable();
+            let mut start = 0;
+            while start < order.len() {
+                let key = order[start].0;
+                let end = start + order[start..].iter().take_while(|e| e.0 == key).count();
+                // Within a bucket the positions ascend (sorted by (key, position)).
+                for x in start..end {
+                    for y in x + 1..end {
+                        let (i, j) = (order[x].1, order[y].1);
+                        if (0..band).all(|b| self.key(i, b) != self.key(j, b)) {
+                            f(i, j)?;
+                        }
+                    }
+                }
+                start = end;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::index::keys::band::RowWidth;
+    use crate::index::lsh_params::LshParams;
+    use crate::sketch::oph::OphSketch;
+    use crate::sketch::params::SketchParams;
+    use crate::sketch::sketch::Sketcher;
+    use crate::sketch::tokens::TokenSet;
+
+    fn sketches(sets: &[Vec<u64>], params: SketchParams) -> Vec<Sketch> {
+        let s = Sketcher::new(params).unwrap();
+        sets.iter().map(|t| s.sketch(&TokenSet::from_unsorted(t.clone())).unwrap()).collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        /// The pairs passed on are exactly the pairs sharing at least one band key (brute
+        /// force over every pair and band), each exactly once.
+        #[test]
+        fn pairs_are_those_sharing_a_band_each_once(
+            bases in prop::collection::vec(prop::collection::vec(0u64..400, 5..40), 1..5),
+            picks in prop::collection::vec((0usize..5, 0u64..400, 0usize..8), 2..40),
+            bands in 1u32..9,
+        ) {
+            // Near-copies of a few base sets, so buckets are shared; some exact copies.
+            let sets: Vec<Vec<u64>> = picks
+                .iter()
+                .map(|&(b, extra, drop)| {
+                    let base = &bases[b % bases.len()];
+                    let mut s: Vec<u64> = base.iter().skip(drop.min(base.len() - 1)).copied().collect();
+                    if drop % 2 == 0 { s.push(1000 + extra) }
+                    s
+                })
+                .collect();
+            let sk = sketches(&sets, SketchParams::minhash(32, 32, 11).unwrap());
+            let rows = 32 / bands;
+            let scheme = BandKeyScheme::new(5, LshParams { bands, rows }, RowWidth::U32);
+            let keys = BandedKeys::new(&scheme, &sk, |s| s).unwrap();
+            let mut got = Vec::new();
+            keys.for_each_pair(|i, j| -> Result<(), ()> { got.push((i, j)); Ok(()) }).unwrap();
+            let all: Vec<Vec<u64>> = sk.iter().map(|s| scheme.keys(&lsh_rows(s).unwrap()).unwrap()).collect();
+            let mut want = BTreeSet::new();
+            for (i, ki) in all.iter().enumerate() {
+                for (j, kj) in all.iter().enumerate().skip(i + 1) {
+                    if ki.iter().zip(kj).any(|(a, b)| a == b) {
+                        want.insert((i, j));
+                    }
+                }
+            }
+            let unique: BTreeSet<(usize, usize)> = got.iter().copied().collect();
+            prop_assert_eq!(unique.len(), got.len(), "a pair was passed on twice");
+            prop_assert_eq!(unique, want);
+        }
+    }
+
+    #[test]
+    fn empty_oph_sketches_join_nothing_and_bad_widths_name_the_item() {
+        let params = SketchParams::oph(16, 8, 3).unwrap();
+        // A stored all-empty OPH sketch (cardinality 0) cannot be densified.
+        let empty = || Sketch::Oph(OphSketch::from_parts(params, vec![0; 16], vec![0xffff], 0).unwrap());
+        let mut sk = vec![empty(), empty()];
+        sk.extend(sketches(&[(0..50).collect(), (0..50).collect()], params));
+        let scheme = BandKeyScheme::new(5, LshParams { bands: 4, rows: 4 }, RowWidth::U32);
+        let keys = BandedKeys::new(&scheme, &sk, |s| s).unwrap();
+        let mut got = Vec::new();
+        keys.for_each_pair(|i, j| -> Result<(), ()> {
+            got.push((i, j));
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(got, vec![(2, 3)]);
+        let wide = BandKeyScheme::new(5, LshParams { bands: 4, rows: 4 }, RowWidth::U64);
+        let (at, _) = BandedKeys::new(&wide, &sk[2..], |s| s).unwrap_err();
+        assert_eq!(at, 0);
+    }
+}

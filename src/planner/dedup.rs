@@ -1,0 +1,123 @@
+//! Choosing how a dedup self-join runs: pure, like [`choose`], over the same statistics and
+//! costs.
+//!
+//! The candidates are:
+//! - probing every record with the plan `choose` picks for one record (exact plans give the
+//!   exact self-join with respect to the sketches);
+//! - for a Hamming radius, one pass over SimHash tables that cover it (exact);
+//! - for a threshold with an LSH index the planner may probe (eligible or forced), one pass
+//!   over its buckets;
+//! - for a threshold without an LSH index, [`Access::LshBanding`]: the loaded signatures
+//!   banded in memory with the banding an index for the threshold would get, eligible under
+//!   the rule an LSH probe is (not `exact`, expected recall over [t, 1] at least the target).
+//!
+//! Probing every record costs n times a query; banding costs a pass over every signature's
+//! slots (hashing) and a sort per band, estimated as two decode passes. The choice is between
+//! a quadratic and a linear cost, so it does not hinge on that constant: banding wins from a
+//! few hundred records on.
+
+use crate::index::lsh_params::expected_recall_above;
+use crate::index::maintain::{banding_model, lsh_scheme_for};
+use crate::sketch::params::SketchKind;
+
+use super::cost::{Alternative, Choice, CostModel, Stats, choose, finish_of};
+use super::plan::{Access, Finish, Plan, PlanKind};
+use super::query::{Query, QueryKind};
+
+fn banding(t: f64, q: &Query, s: &Stats, c: &CostModel) -> Alternative {
+    let finish = Finish::Verify { threshold: t };
+    let no = |why: String| Alternative {
+        plan: Plan { access: Access::LshBanding { bands: 0, rows: 0 }, finish },
+        cost_ns: None,
+        note: why,
+    };
+    if s.kind == SketchKind::SimHash {
+        return no("SimHash fingerprints are not banded".into());
+    }
+    let scheme = match lsh_scheme_for(s.kind, s.bits, s.slots, t, None, None) {
+        Ok(scheme) => scheme,
+        Err(e) => return no(format!("no banding: {e}")),
+    };
+    let p = scheme.params;
+    let plan = Plan { access: Access::LshBanding { bands: p.bands, rows: p.rows }, finish };
+    let forced = q.options.force == Some(PlanKind::LshProbe);
+    if q.options.exact && !forced {
+        return Alternative { plan, cost_ns: None, note: "not exact (the dedup asks for an exact answer)".into() };
+    }
+    let model = banding_model(s.kind, s.bits).map(|(_, m)| m).unwrap_or_default();
+    let recall = expected_recall_above(t, p, model);
+    if recall < q.options.recall_target && !forced {
+        return Alternative {
+            plan,
+            cost_ns: None,
+            note: format!(
+                "expected recall {recall:.3} over similarities in [{t}, 1] is below the target {}",
+                q.options.recall_target
+            ),
+        };
+    }
+    let cost = 2.0 * (s.live + s.deleted) as f64 * s.slots as f64 * c.decode_per_slot;
+    Alternative {
+        plan,
+        cost_ns: Some(cost),
+        note: format!("{}x{} bands in memory, expected recall {recall:.3}", p.bands, p.rows),
+    }
+}
+
+/// The plan of a dedup whose per-record question is `probe` (any one record's query: `choose`
+/// never reads the probe's sketch). Alternatives list the per-record plans (costs for all
+/// records) and the in-memory banding.
+pub fn choose_dedup(probe: &Query, stats: &Stats, costs: &CostModel) -> Choice {
+    let per = choose(probe, stats, costs);
+    let n = stats.live as f64;
+    let mut alternatives: Vec<Alternative> = per
+        .alternatives
+        .iter()
+        .map(|a| Alternative {
+            plan: a.plan,
+            cost_ns: a.cost_ns.map(|c| c * n),
+            note: format!("per record: {}", a.note),
+        })
+        .collect();
+    let force = probe.options.force;
+    match probe.kind {
+        QueryKind::Hamming(radius) => {
+            if let Some(sh) = stats.simhash
+                && radius <= sh.radius
+                && matches!(force, None | Some(PlanKind::SimhashProbe))
+            {
+                let plan = Plan { access: Access::SimhashProbe { tables: sh.tables }, finish: finish_of(probe.kind) };
+                let reason = "one pass over SimHash tables covering the radius (exact)".into();
+                return Choice { plan, reason, alternatives };
+            }
+            Choice { plan: per.plan, reason: format!("per record: {}", per.reason), alternatives }
+        }
+        QueryKind::Threshold(t) => {
+            // An LSH index the planner may probe (eligible, or forced) answers the self-join in
+            // one pass over its buckets: linear like the banding, without hashing anything.
+            let index = per.alternatives.iter().find(|a| matches!(a.plan.access, Access::LshProbe { .. }));
+            if let Some(index) = index.filter(|_| stats.lsh.is_some())
+                && (force == Some(PlanKind::LshProbe) || (force.is_none() && index.cost_ns.is_some()))
+            {
+                let reason = format!("one pass over the LSH buckets: {}", index.note);
+                return Choice { plan: index.plan, reason, alternatives };
+            }
+            let band = banding(t, probe, stats, costs);
+            alternatives.push(band.clone());
+            let per_cost =
+                alternatives.iter().find(|a| a.plan == per.plan).and_then(|a| a.cost_ns).unwrap_or(f64::INFINITY);
+            let take_band = match (force, band.cost_ns) {
+                (Some(PlanKind::LshProbe), Some(_)) => true,
+                (None, Some(c)) => c < per_cost,
+                _ => false,
+            };
+            if take_band {
+                let reason = if force.is_some() { "forced lsh-probe without an LSH index" } else { "cheapest" };
+                Choice { plan: band.plan, reason: format!("{reason}: {}", band.note), alternatives }
+            } else {
+                Choice { plan: per.plan, reason: format!("per record: {}", per.reason), alternatives }
+            }
+        }
+        QueryKind::TopK(_) => Choice { plan: per.plan, reason: per.reason, alternatives },
+    }
+}
