@@ -11,7 +11,11 @@
 //!
 //! Both reduce to a per-stage minimum count computed once per query, so pruning is an integer
 //! compare. When few rows remain the scan switches from whole columns to the survivors.
-//! Survivors are finished with the bitmap columns (N_emp, bins non-empty in both, and the
+//! One-byte bins are counted stage by stage in u8 lanes (64 rows per AVX-512 compare) and
+//! widened into u16 totals once per stage. With a threshold, a row whose total stays below
+//! the exact bound is never scored, with or without early termination (every bin has been
+//! compared by then; the bound only spares the estimator). Survivors are finished with the
+//! bitmap columns (N_emp, bins non-empty in both, and the
 //! stored zeros of empty bins that equal a query zero) and scored by
 //! [`crate::sketch::oph::oph_estimate`], the estimator every access path shares.
 
@@ -119,6 +123,10 @@ pub struct ScanCounters {
 pub(crate) struct Pruning {
     stage: usize,
     min_count: Vec<u32>,
+    /// The exact bound once every bin is counted (0 without a threshold): a row counting
+    /// fewer matches cannot qualify, so it is not scored. Not early termination: every bin
+    /// of every row has been compared by then.
+    final_min: u32,
 }
 
 impl Pruning {
@@ -127,11 +135,17 @@ impl Pruning {
         let tq = probe.nonempty.len();
         let stage = (tq / 8).max(8);
         let stages = tq.div_ceil(stage);
-        let Some(t) = threshold.filter(|_| early != EarlyStop::Never) else {
-            return Pruning { stage, min_count: vec![0; stages] };
+        let Some(t) = threshold else {
+            return Pruning { stage, min_count: vec![0; stages], final_min: 0 };
         };
+        // N_mat / tq bounds the estimate's match rate from above (t - N_emp >= tq), so a
+        // row needs N_mat >= t * tq * (1 - c) to reach t after the b-bit correction.
         let c = 1.0 / 2f64.powi(i32::from(probe.bits));
         let need = t * tq as f64 * (1.0 - c);
+        let final_min = (need - 1e-9).ceil().max(0.0) as u32;
+        if early == EarlyStop::Never {
+            return Pruning { stage, min_count: vec![0; stages], final_min };
+        }
         let min_count = (1..=stages)
             .map(|s| {
                 let done = (s * stage).min(tq);
@@ -153,7 +167,15 @@ impl Pruning {
                 min
             })
             .collect();
-        Pruning { stage, min_count }
+        Pruning { stage, min_count, final_min }
+    }
+}
+
+/// Adds 1 to `counts[i]` where byte column `col` holds `q`: 64 rows per AVX-512 compare.
+#[inline(always)]
+fn count_column_u8(col: &[u8], q: u8, counts: &mut [u8]) {
+    for (c, &v) in counts.iter_mut().zip(col) {
+        *c = c.wrapping_add(u8::from(v == q));
     }
 }
 
@@ -206,10 +228,24 @@ pub(crate) fn scan_page_portable<C: BinColumns>(
     counters.rows += n as u64;
     let width = probe.width;
     let mut counts = vec![0u16; n];
+    let mut stage_counts: Vec<u8> = Vec::new();
     // None: every row is still a candidate.
     let mut alive: Option<Vec<usize>> = None;
     for (s, stage_bins) in probe.nonempty.chunks(prune.stage).enumerate() {
         match alive.as_ref().filter(|a| a.len() * 4 <= n) {
+            // One-byte bins: a stage counts into u8 lanes (it has fewer than 256 bins, so
+            // they cannot wrap), then widens into the u16 totals once.
+            None if width == 1 && stage_bins.len() < 256 => {
+                stage_counts.clear();
+                stage_counts.resize(n, 0);
+                for &j in stage_bins {
+                    count_column_u8(page.bin_column(j), probe.bins[j] as u8, &mut stage_counts);
+                }
+                for (c, &x) in counts.iter_mut().zip(&stage_counts) {
+                    *c += u16::from(x);
+                }
+                counters.bins_compared += (n * stage_bins.len()) as u64;
+            }
             None => {
                 for &j in stage_bins {
                     count_column(page.bin_column(j), width, probe.bins[j], &mut counts);
@@ -245,7 +281,7 @@ pub(crate) fn scan_page_portable<C: BinColumns>(
     let t = probe.bins.len();
     let full_words = t / 64;
     for i in survivors {
-        if page.is_deleted(i) {
+        if u32::from(counts[i]) < prune.final_min || page.is_deleted(i) {
             continue;
         }
         let (mut n_emp, mut both, mut spurious) = (0usize, 0usize, 0usize);
