@@ -75,14 +75,23 @@ fn simhash(data: &Path, out: &Path, n: usize) -> R<()> {
             return Ok(());
         }
     }
-    // Reopen: nothing rebuilt.
+    // Reopen: nothing rebuilt. SKETCHDB_CACHE_MB sets redb's page cache (default 1 GiB, less
+    // than the 10M file: probes then read pages from the OS cache into fresh buffers).
     let t_open = Instant::now();
-    let db = Database::open(&path)?;
+    let mut builder = Database::builder();
+    if let Some(mb) = std::env::var("SKETCHDB_CACHE_MB").ok().and_then(|v| v.parse::<usize>().ok()) {
+        builder = builder.cache_size(mb << 20);
+    }
+    let db = builder.open(&path)?;
     let c = db.collection("fp")?;
     let open_s = t_open.elapsed().as_secs_f64();
     let mut results = Vec::with_capacity(queries.len());
-    for &q in &queries {
-        testing::simhash_within(&c, &db, u128::from(q), 3)?; // warm-up
+    // SKETCHDB_WARMUP=n repeats the warm-up pass n times (to profile probes alone).
+    let warmups = std::env::var("SKETCHDB_WARMUP").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+    for _ in 0..warmups {
+        for &q in &queries {
+            testing::simhash_within(&c, &db, u128::from(q), 3)?;
+        }
     }
     let mut lat = Vec::with_capacity(queries.len());
     for &q in &queries {
@@ -117,6 +126,10 @@ fn simhash(data: &Path, out: &Path, n: usize) -> R<()> {
     println!(
         "{{\"workload\":\"hamming-query\",\"dataset\":\"fp-{n}\",\"config\":{{\"radius\":3,\"tables\":4,\"storage\":\"file\"}},\"metrics\":{{\"p50_us\":{p50:.2},\"p99_us\":{p99:.2},\"batch_us_per_query\":{batch_us:.2},\"recall\":{recall:.4},\"precision\":{precision:.4},\"matches\":{tp},\"open_s\":{open_s:.4}}}}}"
     );
+    // SKETCHDB_NO_DEDUP=1 stops after the queries (to profile them alone).
+    if std::env::var_os("SKETCHDB_NO_DEDUP").is_some() {
+        return Ok(());
+    }
     let t = Instant::now();
     let pairs = testing::simhash_pairs(&c, &db, 3)?;
     println!(

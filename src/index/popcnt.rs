@@ -80,6 +80,79 @@ macro_rules! distances_kernel {
     };
 }
 
+/// The entries of a packed SimHash bucket whose full key lies within distance `k` of
+/// `query`: entry i's key is `base | (le_u64(suffixes[i * s..]) & mask)` for `s <= 8`
+/// suffix bytes, decoded and compared in one pass (no key vector is written). `bytes` holds
+/// the `n` suffixes and may continue past them (the row ids follow), so every entry with 8
+/// bytes left is one unaligned load; the rest are copied. Pushes `(distance, i)` in order.
+pub(crate) fn within_packed_u64(
+    query: u64,
+    bytes: &[u8],
+    n: usize,
+    s: usize,
+    base: u64,
+    k: u32,
+    out: &mut Vec<(u32, usize)>,
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("popcnt") {
+            // SAFETY: POPCNT is available on this CPU (checked just above).
+            unsafe { within_packed_u64_popcnt(query, bytes, n, s, base, k, out) };
+            return;
+        }
+    }
+    within_packed_u64_portable(query, bytes, n, s, base, k, out);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+fn within_packed_u64_popcnt(
+    query: u64,
+    bytes: &[u8],
+    n: usize,
+    s: usize,
+    base: u64,
+    k: u32,
+    out: &mut Vec<(u32, usize)>,
+) {
+    within_packed_u64_portable(query, bytes, n, s, base, k, out);
+}
+
+#[inline(always)]
+fn within_packed_u64_portable(
+    query: u64,
+    bytes: &[u8],
+    n: usize,
+    s: usize,
+    base: u64,
+    k: u32,
+    out: &mut Vec<(u32, usize)>,
+) {
+    if s == 0 || s > 8 || bytes.len() < n * s {
+        return;
+    }
+    let mask = if s == 8 { u64::MAX } else { (1u64 << (8 * s)) - 1 };
+    // Entries whose 8-byte load stays inside `bytes`.
+    let fast = if bytes.len() >= 8 { n.min((bytes.len() - 8) / s + 1) } else { 0 };
+    for i in 0..fast {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(&bytes[i * s..i * s + 8]);
+        let d = ((base | (u64::from_le_bytes(a) & mask)) ^ query).count_ones();
+        if d <= k {
+            out.push((d, i));
+        }
+    }
+    for i in fast..n {
+        let mut a = [0u8; 8];
+        a[..s].copy_from_slice(&bytes[i * s..i * s + s]);
+        let d = ((base | u64::from_le_bytes(a)) ^ query).count_ones();
+        if d <= k {
+            out.push((d, i));
+        }
+    }
+}
+
 within_kernel!(within_u64, within_u64_popcnt, within_u64_portable, u64);
 within_kernel!(within_u128, within_u128_popcnt, within_u128_portable, u128);
 distances_kernel!(distances_u64, distances_u64_popcnt, distances_u64_portable, u64);
@@ -114,6 +187,33 @@ mod tests {
             within_u128(wide[3], &wide, k, &mut a);
             within_u128_portable(wide[3], &wide, k, &mut b);
             assert_eq!(a, b);
+        }
+        // The packed kernel equals decoding every suffix and filtering, at every suffix
+        // width, with and without bytes after the suffixes.
+        for s in 1..=8usize {
+            let mask = if s == 8 { u64::MAX } else { (1u64 << (8 * s)) - 1 };
+            let base = !mask & 0xdead_beef_0000_0000;
+            let packed: Vec<u8> = keys.iter().flat_map(|&x| x.to_le_bytes()[..s].to_vec()).collect();
+            let query = base | (keys[5] & mask);
+            for extra in [0usize, 3, 16] {
+                let mut bytes = packed.clone();
+                bytes.extend(std::iter::repeat_n(0xa5, extra));
+                for k in [0, 2, 5, 64] {
+                    let mut got = Vec::new();
+                    within_packed_u64(query, &bytes, keys.len(), s, base, k, &mut got);
+                    let mut portable = Vec::new();
+                    within_packed_u64_portable(query, &bytes, keys.len(), s, base, k, &mut portable);
+                    let want: Vec<(u32, usize)> = keys
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &x)| (((base | (x & mask)) ^ query).count_ones(), i))
+                        .filter(|&(d, _)| d <= k)
+                        .collect();
+                    assert!(!want.is_empty());
+                    assert_eq!(got, want, "s={s} extra={extra} k={k}");
+                    assert_eq!(portable, want);
+                }
+            }
         }
         let mut d = vec![0u32; keys.len()];
         distances_u64(7, &keys, &mut d);

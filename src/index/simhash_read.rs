@@ -7,7 +7,7 @@ use redb::ReadOnlyTable;
 use super::fingerprint::Fingerprint;
 use super::keys::simhash_design::SimhashTableDesign;
 use super::meta::{IndexDef, IndexSpec};
-use super::simhash_probe::{ProbeScratch, RunView, SimhashMatch, filter_bucket, join_prefix_runs};
+use super::simhash_probe::{SimhashMatch, join_prefix_runs};
 use super::simhash_tables::{BucketView, Geometry, bucket_err};
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
@@ -23,10 +23,9 @@ pub(crate) struct SimhashProber<'i> {
     design: SimhashTableDesign,
     geometry: Vec<Geometry>,
     table: Option<BucketTable>,
-    scratch: ProbeScratch,
-    keys64: Vec<u64>,
     keys128: Vec<u128>,
     rows: Vec<u64>,
+    scratch_hits: Vec<(u32, usize)>,
     hits: Vec<SimhashMatch>,
 }
 
@@ -49,10 +48,9 @@ impl<'i> SimhashProber<'i> {
             design: design.clone(),
             geometry,
             table,
-            scratch: ProbeScratch::default(),
-            keys64: Vec::new(),
             keys128: Vec::new(),
             rows: Vec::new(),
+            scratch_hits: Vec::new(),
             hits: Vec::new(),
         }))
     }
@@ -103,18 +101,22 @@ impl<'i> SimhashProber<'i> {
                 continue;
             };
             let view = BucketView::parse(v.value(), *g).map_err(|d| bucket_err(self.info, t as u32, bucket, d))?;
-            self.rows.clear();
-            let bad = |e| bucket_err(self.info, t as u32, bucket, e);
+            // Keys only; a row id is decoded for the few keys within the radius.
+            self.scratch_hits.clear();
             if F::BITS == 64 {
-                self.keys64.clear();
-                view.decode_into::<u64>(*g, bucket, &mut self.keys64, &mut self.rows);
-                let run = RunView::from_sorted(&self.keys64, &self.rows).map_err(bad)?;
-                filter_bucket(design, t, key as u64, run, &mut self.scratch, &mut self.hits);
+                view.within_u64(*g, bucket, key as u64, design.k(), &mut self.scratch_hits);
             } else {
                 self.keys128.clear();
-                view.decode_into::<u128>(*g, bucket, &mut self.keys128, &mut self.rows);
-                let run = RunView::from_sorted(&self.keys128, &self.rows).map_err(bad)?;
-                filter_bucket(design, t, key, run, &mut self.scratch, &mut self.hits);
+                view.keys_into::<u128>(*g, bucket, &mut self.keys128);
+                u128::within(key, &self.keys128, design.k(), &mut self.scratch_hits);
+            }
+            let query_key = if F::BITS == 64 { u128::from(key as u64) } else { key };
+            for &(distance, i) in &self.scratch_hits {
+                let stored = if F::BITS == 64 { u128::from(view.key_u64(*g, bucket, i)) } else { self.keys128[i] };
+                // The canonical-table rule: a pair is reported by one table only.
+                if design.is_canonical(t, stored ^ query_key) {
+                    self.hits.push(SimhashMatch { distance, row: view.row(i) });
+                }
             }
         }
         Ok(())

@@ -23,6 +23,7 @@ use redb::{ReadableTable, WriteTransaction};
 
 use super::fingerprint::Fingerprint;
 use super::keys::simhash_design::SimhashTableDesign;
+use super::popcnt;
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::tables::SIMHASH_BUCKETS;
@@ -77,6 +78,8 @@ impl Geometry {
 pub(crate) struct BucketView<'a> {
     n: usize,
     row_bytes: usize,
+    /// Suffixes then row ids.
+    tail: &'a [u8],
     suffixes: &'a [u8],
     rows: &'a [u8],
     suffix_bytes: usize,
@@ -99,8 +102,65 @@ impl<'a> BucketView<'a> {
         if n == 0 || bytes.len() != BUCKET_HEADER_LEN + n * (s + w) {
             return Err(format!("{n} entries do not fill a value of {} bytes", bytes.len()));
         }
-        let (suffixes, rows) = bytes[BUCKET_HEADER_LEN..].split_at(n * s);
-        Ok(BucketView { n, row_bytes: w, suffixes, rows, suffix_bytes: s })
+        let tail = &bytes[BUCKET_HEADER_LEN..];
+        let (suffixes, rows) = tail.split_at(n * s);
+        Ok(BucketView { n, row_bytes: w, tail, suffixes, rows, suffix_bytes: s })
+    }
+
+    /// Appends the full permuted keys (bucket bits restored), without the row ids. Suffixes
+    /// of up to 8 bytes are read with one unaligned 8-byte load and a mask wherever 8 bytes
+    /// remain in the value (the row ids follow the suffixes, so all but the last few).
+    pub(crate) fn keys_into<F: Fingerprint>(&self, g: Geometry, bucket: u32, keys: &mut Vec<F>) {
+        let base = g.base(bucket);
+        let s = self.suffix_bytes;
+        keys.reserve(self.n);
+        if s > 8 {
+            for c in self.suffixes.chunks_exact(s) {
+                let mut a = [0u8; 16];
+                a[..s].copy_from_slice(c);
+                keys.push(F::from_u128_truncating(base | u128::from_le_bytes(a)));
+            }
+            return;
+        }
+        let mask = if s == 8 { u64::MAX } else { (1u64 << (8 * s)) - 1 };
+        let tail = self.tail;
+        for i in 0..self.n {
+            let off = i * s;
+            let v = match tail.get(off..off + 8) {
+                Some(b) => u64::from_le_bytes(b.try_into().unwrap_or([0; 8])) & mask,
+                None => {
+                    let mut a = [0u8; 8];
+                    a[..s].copy_from_slice(&self.suffixes[off..off + s]);
+                    u64::from_le_bytes(a)
+                }
+            };
+            keys.push(F::from_u128_truncating(base | u128::from(v)));
+        }
+    }
+
+    /// Pushes `(distance, i)` for every entry whose full permuted key is within `k` of
+    /// `query` (a 64-bit table: suffixes of at most 8 bytes), decoding and comparing in one
+    /// pass; `key_u64` restores a matching entry's key.
+    pub(crate) fn within_u64(&self, g: Geometry, bucket: u32, query: u64, k: u32, out: &mut Vec<(u32, usize)>) {
+        let base = g.base(bucket) as u64;
+        popcnt::within_packed_u64(query, self.tail, self.n, self.suffix_bytes, base, k, out);
+    }
+
+    /// Entry i's full permuted key in a 64-bit table (i < the entry count).
+    pub(crate) fn key_u64(&self, g: Geometry, bucket: u32, i: usize) -> u64 {
+        let s = self.suffix_bytes.min(8);
+        let mut a = [0u8; 8];
+        a[..s].copy_from_slice(&self.suffixes[i * self.suffix_bytes..i * self.suffix_bytes + s]);
+        g.base(bucket) as u64 | u64::from_le_bytes(a)
+    }
+
+    /// Entry i's row id (i < the entry count).
+    #[inline]
+    pub(crate) fn row(&self, i: usize) -> u64 {
+        let w = self.row_bytes;
+        let mut a = [0u8; 8];
+        a[..w].copy_from_slice(&self.rows[i * w..(i + 1) * w]);
+        u64::from_le_bytes(a)
     }
 
     /// Appends the full permuted keys (bucket bits restored) and row ids.
