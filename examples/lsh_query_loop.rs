@@ -19,7 +19,12 @@ fn main() -> R<()> {
     }
     let t: f64 = a[4].parse()?;
     let rounds: usize = a.get(5).and_then(|s| s.parse().ok()).unwrap_or(10);
-    let db = Database::open(&a[1])?;
+    // SKETCHDB_CACHE_MB sets redb's page cache (default 1 GiB).
+    let mut builder = Database::builder();
+    if let Some(mb) = std::env::var("SKETCHDB_CACHE_MB").ok().and_then(|v| v.parse::<usize>().ok()) {
+        builder = builder.cache_size(mb << 20);
+    }
+    let db = builder.open(&a[1])?;
     let c = db.collection(&a[2])?;
     let mut queries = Vec::new();
     for line in BufReader::new(std::fs::File::open(&a[3])?).lines() {
