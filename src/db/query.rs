@@ -171,10 +171,16 @@ impl Collection {
     /// Groups near-duplicates: every record is probed with `kind` (a similarity threshold, or
     /// a Hamming radius for SimHash); verified pairs are joined into connected components.
     ///
-    /// Where an index can answer the whole self-join, it does, in one pass: SimHash tables
-    /// covering the radius give every pair within it (exact), and when the planner picks an
-    /// LSH probe the buckets give the same candidate pairs as probing every record, each
-    /// verified with the estimator. Otherwise every record runs the planner's plan.
+    /// The plan comes from [`crate::choose_dedup`]. Where an index can answer the whole
+    /// self-join, it does, in one pass: SimHash tables covering the radius give every pair
+    /// within it (exact), and an LSH index the planner may probe gives the same candidate
+    /// pairs as probing every record. Without an LSH index, a threshold dedup that need not
+    /// be exact bands the loaded signatures in memory ([`Access::LshBanding`], the banding an
+    /// index for the threshold would get, eligible when its expected recall over [t, 1]
+    /// reaches `options.recall_target`). Otherwise every record runs the planner's plan
+    /// (`options.exact` asks for that). Every candidate pair is verified with the estimator;
+    /// memory holds every live record's sketch and key, plus `8 * bands` bytes per record
+    /// when banding.
     pub fn dedup(&self, kind: QueryKind, options: QueryOptions) -> Result<DedupResult> {
         if matches!(kind, QueryKind::TopK(_)) {
             return Err(QueryError::InvalidParam {
