@@ -70,7 +70,7 @@ impl Groups {
         if self.bits == 0 { 0 } else { key >> (64 - self.bits) }
     }
     #[inline]
-    fn suffix_mask(&self) -> u64 {
+    pub(crate) fn suffix_mask(&self) -> u64 {
         if self.bits == 0 { u64::MAX } else { (1u64 << (64 - self.bits)) - 1 }
     }
     /// The low 64 - P bits of a band key.

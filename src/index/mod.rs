@@ -24,4 +24,6 @@ pub(crate) mod stats;
 pub(crate) mod verify;
 
 #[cfg(test)]
+mod packed_tests;
+#[cfg(test)]
 mod tests;

@@ -1,0 +1,95 @@
+//! The packed index values (LSH chunks, SimHash buckets) come from the database file: any
+//! bytes must parse to an error or to a view whose every accessor stays in bounds. Arbitrary
+//! byte strings, and valid values with bytes flipped or cut, never panic.
+
+use proptest::prelude::*;
+
+use super::lsh::{ChunkView, Groups, encode_chunk};
+use super::simhash_tables::{BucketView, Geometry, encode_bucket, encoded_len};
+
+fn exercise_chunk(bytes: &[u8], g: Groups, probes: &[u64]) {
+    if let Ok(view) = ChunkView::parse(bytes, g) {
+        let mut out = Vec::new();
+        view.decode_into(g, 5, &mut out);
+        assert_eq!(out.len(), view.len());
+        let _ = view.suffixes_fit(g);
+        let _ = view.last_suffix();
+        let mut rows = Vec::new();
+        for &p in probes {
+            view.rows_of(p & g.suffix_mask(), &mut rows);
+            view.rows_of(p, &mut rows);
+        }
+    }
+}
+
+fn exercise_bucket(bytes: &[u8], g: Geometry, probes: &[u64]) {
+    if let Ok(view) = BucketView::parse(bytes, g) {
+        let (mut keys, mut rows) = (Vec::<u64>::new(), Vec::new());
+        view.decode_into::<u64>(g, 3, &mut keys, &mut rows);
+        let mut fast = Vec::<u64>::new();
+        view.keys_into::<u64>(g, 3, &mut fast);
+        assert_eq!(fast, keys, "the fast key decoder equals the plain one");
+        let mut wide = Vec::<u128>::new();
+        view.keys_into::<u128>(g, 3, &mut wide);
+        for &p in probes {
+            let mut hits = Vec::new();
+            view.within_u64(g, 3, p, 64, &mut hits);
+            for &(_, i) in &hits {
+                let _ = view.key_u64(g, 3, i);
+                assert_eq!(view.row(i), rows[i]);
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn arbitrary_bytes_never_panic(
+        bytes in prop::collection::vec(any::<u8>(), 0..300),
+        bits in 1u32..=24,
+        probes in prop::collection::vec(any::<u64>(), 1..4),
+    ) {
+        exercise_chunk(&bytes, Groups::new(bits), &probes);
+        for (f, b) in [(64u32, bits), (64, 16), (128, 16)] {
+            let g = Geometry { f, bits: b, suffix_bytes: (f - b).div_ceil(8) as usize };
+            exercise_bucket(&bytes, g, &probes);
+        }
+    }
+
+    #[test]
+    fn damaged_valid_values_never_panic(
+        keys in prop::collection::vec(any::<u64>(), 1..200),
+        rows in prop::collection::vec(any::<u64>(), 1..200),
+        flips in prop::collection::vec((any::<usize>(), any::<u8>()), 0..6),
+        cut in any::<usize>(),
+        probes in prop::collection::vec(any::<u64>(), 1..4),
+    ) {
+        let g = Groups::new(12);
+        let mut entries: Vec<(u64, u64)> = keys.iter().zip(&rows).map(|(&k, &r)| (g.key(7, g.suffix(k)), r)).collect();
+        entries.sort_unstable();
+        let mut chunk = Vec::new();
+        encode_chunk(g, &entries, &mut chunk);
+        let geo = Geometry { f: 64, bits: 16, suffix_bytes: 6 };
+        let wide: Vec<(u128, u64)> = entries.iter().map(|&(k, r)| (u128::from(k), r)).collect();
+        let mut bucket = vec![0u8; encoded_len(&wide, geo)];
+        encode_bucket(&wide, geo, &mut bucket);
+        // Intact values parse (so the damaged ones below start from real layouts).
+        prop_assert!(ChunkView::parse(&chunk, g).is_ok());
+        prop_assert!(BucketView::parse(&bucket, geo).is_ok());
+        exercise_chunk(&chunk, g, &probes);
+        exercise_bucket(&bucket, geo, &probes);
+        for value in [&mut chunk, &mut bucket] {
+            for &(at, x) in &flips {
+                let n = value.len();
+                value[at % n] ^= x;
+            }
+            let keep = cut % (value.len() + 1);
+            exercise_chunk(&value[..keep], g, &probes);
+            exercise_chunk(value, g, &probes);
+            exercise_bucket(&value[..keep], geo, &probes);
+            exercise_bucket(value, geo, &probes);
+        }
+    }
+}
