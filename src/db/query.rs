@@ -225,7 +225,7 @@ impl Collection {
                 let at = |row: u64| rows.binary_search_by_key(&row, |r| r.0).ok();
                 for_each_lsh_pair(&snap, self.info(), bands, |a, b| -> Result<()> {
                     if let (Some(i), Some(j)) = (at(a), at(b))
-                        && rows[i].2.similarity(&rows[j].2, options.level)?.value >= threshold
+                        && rows[i].2.similarity_value(&rows[j].2)? >= threshold
                     {
                         on_pair(a, b);
                     }
@@ -247,7 +247,7 @@ impl Collection {
                     index_error(IndexError::inconsistent("signature", format!("row {row}: {e}")))
                 })?;
                 keys.for_each_pair(|i, j| -> Result<()> {
-                    if rows[i].2.similarity(&rows[j].2, options.level)?.value >= threshold {
+                    if rows[i].2.similarity_value(&rows[j].2)? >= threshold {
                         on_pair(rows[i].0, rows[j].0);
                     }
                     Ok(())

@@ -260,6 +260,16 @@ fn full_scan(
                 simhash_hit(q, view.key(i).to_vec(), row_id, fp, level, hamming)
             } else {
                 let stored = decode(info, view, first, i)?;
+                if let Some(t) = threshold_of(out.finish) {
+                    match query.sketch.similarity_value(&stored) {
+                        Ok(v) if v < t => continue,
+                        Ok(_) => {}
+                        Err(e) => {
+                            failed = Some(e.into());
+                            return Ok(false);
+                        }
+                    }
+                }
                 query
                     .sketch
                     .similarity(&stored, level)
@@ -342,9 +352,17 @@ fn lsh_probe(
     }
     let rows = lsh_candidates(snap, info, &query.sketch, bands)?;
     a.rows_touched += rows.len() as u64;
+    let threshold = threshold_of(out.finish);
     for rec in snap.get_rows(info, &rows)? {
         let row = rec.row;
         a.candidates += 1;
+        // The point estimate decides (bit-identical to the estimate's value); the interval
+        // is computed for qualifying candidates only.
+        if let Some(t) = threshold
+            && query.sketch.similarity_value(&rec.sketch)? < t
+        {
+            continue;
+        }
         let estimate = query.sketch.similarity(&rec.sketch, query.options.level)?;
         out.push(Hit { key: rec.key, row_id: row, estimate, distance: None });
     }
@@ -387,6 +405,14 @@ fn simhash_probe(
         out.push(simhash_hit(q, rec.key, row, stored.value(), query.options.level, true)?);
     }
     Ok(())
+}
+
+/// The threshold a finish keeps estimates at or above, if it is a threshold.
+fn threshold_of(finish: Finish) -> Option<f64> {
+    match finish {
+        Finish::Verify { threshold } => Some(threshold),
+        _ => None,
+    }
 }
 
 /// Runs `plan` for `query` on one snapshot; `stats` are the planner's statistics of that

@@ -138,10 +138,25 @@ impl BBitMinHash {
         let k = self.params.slots() as f64;
         let (c1, c2) =
             li_koenig_constants(self.cardinality, other.cardinality, self.params.universe_f64(), self.params.bits());
-        let correct = |p: f64| ((p - c1) / (1.0 - c2)).clamp(0.0, 1.0);
+        let correct = |p: f64| bbit_correct(p, c1, c2);
         let (lo, hi) = clopper_pearson(m, k, level);
         Ok(Estimate { value: correct(m / k), lower: correct(lo), upper: correct(hi), level, samples: k })
     }
+
+    /// [`BBitMinHash::jaccard`]'s `value` alone (bit-identical), without the interval.
+    pub(crate) fn jaccard_value(&self, other: &BBitMinHash) -> Result<f64, SketchError> {
+        let m = self.matches(other)? as f64;
+        let k = self.params.slots() as f64;
+        let (c1, c2) =
+            li_koenig_constants(self.cardinality, other.cardinality, self.params.universe_f64(), self.params.bits());
+        Ok(bbit_correct(m / k, c1, c2))
+    }
+}
+
+/// Li and Koenig's correction of a b-bit match rate p: (p - C1) / (1 - C2), clamped to [0, 1].
+#[inline]
+fn bbit_correct(p: f64, c1: f64, c2: f64) -> f64 {
+    ((p - c1) / (1.0 - c2)).clamp(0.0, 1.0)
 }
 
 #[cfg(test)]

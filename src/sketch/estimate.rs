@@ -73,7 +73,13 @@ pub(crate) fn gamma_quantile(shape: f64, p: f64) -> Result<f64, SketchError> {
 /// A proportion estimate `x / n` with its Clopper-Pearson interval.
 pub(crate) fn proportion(x: f64, n: f64, level: f64) -> Estimate {
     let (lower, upper) = clopper_pearson(x, n, level);
-    Estimate { value: (x / n).clamp(0.0, 1.0), lower, upper, level, samples: n }
+    Estimate { value: proportion_value(x, n), lower, upper, level, samples: n }
+}
+
+/// The point estimate of [`proportion`], without the interval.
+#[inline]
+pub(crate) fn proportion_value(x: f64, n: f64) -> f64 {
+    (x / n).clamp(0.0, 1.0)
 }
 
 /// The expected Hamming distance |X Δ Y| of two sets from their resemblance R and sizes:

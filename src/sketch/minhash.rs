@@ -1,7 +1,7 @@
 //! MinHash: k independent permutations, the minimum of each (Broder 1997).
 
 use super::error::SketchError;
-use super::estimate::{Estimate, check_level, gamma_quantile, proportion};
+use super::estimate::{Estimate, check_level, gamma_quantile, proportion, proportion_value};
 use super::hash::Permutations;
 use super::kernels::minhash_update;
 use super::params::{SketchKind, SketchParams};
@@ -82,6 +82,12 @@ impl MinHash {
         check_level(level)?;
         let m = self.matches(other)?;
         Ok(proportion(m as f64, self.values.len() as f64, level))
+    }
+
+    /// [`MinHash::jaccard`]'s `value` alone (bit-identical), without the interval.
+    pub(crate) fn jaccard_value(&self, other: &MinHash) -> Result<f64, SketchError> {
+        let m = self.matches(other)?;
+        Ok(proportion_value(m as f64, self.values.len() as f64))
     }
 
     /// The set's cardinality estimated from the minima alone.

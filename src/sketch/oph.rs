@@ -224,6 +224,13 @@ impl OphSketch {
         oph_estimate(counts, self.params.bits(), self.cardinality, other.cardinality, level)
     }
 
+    /// [`OphSketch::jaccard`]'s `value` alone (bit-identical: the same [`oph_point`]),
+    /// without the interval.
+    pub(crate) fn jaccard_value(&self, other: &OphSketch) -> Result<f64, SketchError> {
+        let (n_emp, n_mat, both) = self.bin_counts(other)?;
+        oph_point(OphCounts { bins: self.bins.len(), n_emp, n_mat, both }, self.params.bits())
+    }
+
     /// A fully filled signature for LSH keys by optimal densification: an empty bin j takes
     /// the value of the first non-empty bin among the probes `bin_of(fmix64(key ^ (j << 32 |
     /// attempt)), t)`, attempt = 0, 1, ... (64 probes, then the next non-empty bin

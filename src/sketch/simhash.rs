@@ -92,8 +92,19 @@ impl SimHash {
         let f = f64::from(self.params.bits());
         let (lo, hi) = clopper_pearson(h, f, level);
         let pi = std::f64::consts::PI;
-        Ok(Estimate { value: (pi * h / f).cos(), lower: (pi * hi).cos(), upper: (pi * lo).cos(), level, samples: f })
+        Ok(Estimate { value: cosine_of(h, f), lower: (pi * hi).cos(), upper: (pi * lo).cos(), level, samples: f })
     }
+
+    /// [`SimHash::cosine`]'s `value` alone (bit-identical), without the interval.
+    pub(crate) fn cosine_value(&self, other: &SimHash) -> Result<f64, SketchError> {
+        Ok(cosine_of(f64::from(self.hamming(other)?), f64::from(self.params.bits())))
+    }
+}
+
+/// Charikar's cosine from h differing bits of f: cos(pi * h / f).
+#[inline]
+fn cosine_of(h: f64, f: f64) -> f64 {
+    (std::f64::consts::PI * h / f).cos()
 }
 
 fn fold_signs(bits: impl Iterator<Item = bool>) -> u128 {

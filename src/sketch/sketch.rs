@@ -67,6 +67,20 @@ impl Sketch {
         }
     }
 
+    /// The `value` of [`Sketch::similarity`] alone, bit-identical to it, without the
+    /// interval (an incomplete-beta inversion): for deciding a threshold before paying for
+    /// the interval.
+    pub fn similarity_value(&self, other: &Sketch) -> Result<f64, SketchError> {
+        self.params().check_compatible(other.params())?;
+        match (self, other) {
+            (Sketch::MinHash(a), Sketch::MinHash(b)) => a.jaccard_value(b),
+            (Sketch::BBit(a), Sketch::BBit(b)) => a.jaccard_value(b),
+            (Sketch::Oph(a), Sketch::Oph(b)) => a.jaccard_value(b),
+            (Sketch::SimHash(a), Sketch::SimHash(b)) => a.cosine_value(b),
+            _ => Err(SketchError::incompatible("kind", self.kind(), other.kind())),
+        }
+    }
+
     /// The Hamming distance |X Δ Y| between two sketched sets, from the resemblance and the
     /// stored cardinalities. For SimHash, the exact fingerprint distance (a degenerate
     /// interval).
