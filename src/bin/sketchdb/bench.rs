@@ -137,6 +137,10 @@ pub enum Workload {
         /// Force an access path for the queries (default: the planner's choice).
         #[arg(long)]
         plan: Option<String>,
+        /// Load every signature without the index, then build it in one transaction (a bulk
+        /// load; the index's group width then fits the loaded size).
+        #[arg(long)]
+        bulk: bool,
     },
     /// Radius queries over a u64 fingerprint file with SimHash tables.
     HammingQuery {
@@ -182,14 +186,14 @@ pub fn run(w: &Workload) -> Result<(), CliError> {
     let run = run_id();
     match w {
         Workload::MinhashCreate { sets, limit } => minhash_create(sets, *limit, &run),
-        Workload::Lsh { sets, queries, thresholds, kind, limit, dir, plan } => {
+        Workload::Lsh { sets, queries, thresholds, kind, limit, dir, plan, bulk } => {
             let force = match plan {
                 None => None,
                 Some(p) => Some(
                     sketchdb::PlanKind::from_name(p).ok_or_else(|| CliError::Usage(format!("unknown plan `{p}`")))?,
                 ),
             };
-            crate::bench_lsh::lsh(sets, queries, thresholds, kind, *limit, dir.as_deref(), force, &run)
+            crate::bench_lsh::lsh(sets, queries, thresholds, kind, *limit, dir.as_deref(), force, *bulk, &run)
         }
         Workload::HammingQuery { fps, queries, truth, radius, dir } => {
             crate::bench_lsh::hamming(fps, queries, truth, *radius, dir.as_deref(), &run)
