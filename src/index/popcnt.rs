@@ -135,18 +135,14 @@ fn within_packed_u64_portable(
     let mask = if s == 8 { u64::MAX } else { (1u64 << (8 * s)) - 1 };
     // Entries whose 8-byte load stays inside `bytes`.
     let fast = if bytes.len() >= 8 { n.min((bytes.len() - 8) / s + 1) } else { 0 };
-    for i in 0..fast {
+    for i in 0..n {
         let mut a = [0u8; 8];
-        a.copy_from_slice(&bytes[i * s..i * s + 8]);
-        let d = ((base | (u64::from_le_bytes(a) & mask)) ^ query).count_ones();
-        if d <= k {
-            out.push((d, i));
+        if i < fast {
+            a.copy_from_slice(&bytes[i * s..i * s + 8]);
+        } else {
+            a[..s].copy_from_slice(&bytes[i * s..i * s + s]);
         }
-    }
-    for i in fast..n {
-        let mut a = [0u8; 8];
-        a[..s].copy_from_slice(&bytes[i * s..i * s + s]);
-        let d = ((base | u64::from_le_bytes(a)) ^ query).count_ones();
+        let d = ((base | (u64::from_le_bytes(a) & mask)) ^ query).count_ones();
         if d <= k {
             out.push((d, i));
         }
