@@ -1,6 +1,7 @@
-//! Dedup without an LSH index bands the loaded signatures in memory: the same candidate pairs
-//! as the self-join over a persisted index with the same banding, every pair verified, and
-//! the planner's choice between it and probing every record.
+//! Dedup without an index joins in memory: set sketches are banded (the same candidate pairs
+//! as the self-join over a persisted LSH index with the same banding, every pair verified),
+//! SimHash fingerprints go through in-memory permuted tables (exact: brute force pairs); and
+//! the planner's choice between these and probing every record.
 
 mod common;
 
@@ -150,12 +151,87 @@ fn the_planner_bands_in_memory_unless_exactness_a_forced_plan_or_size_says_other
     let params = LshParams { bands: 39, rows: 13 };
     let indexed = PlannerStats { lsh: Some(LshStats { params, mean_hit_bucket: 2.0 }), ..big };
     assert_eq!(access(&indexed, QueryOptions::default()), Access::LshProbe { bands: 39 });
-    // SimHash: tables covering the radius, else every record.
+    // SimHash: tables covering the radius, else tables built in memory (every record
+    // probed only when forced or tiny).
     let fp = Sketcher::new(SketchParams::simhash(64, 1).unwrap()).unwrap();
     let fq = Query::hamming(fp.sketch(&TokenSet::from_unsorted((0..9).collect())).unwrap(), 3);
     let sh = stats(1_000_000, SketchKind::SimHash, 1, 64);
-    assert_eq!(choose_dedup(&fq, &sh, &costs).plan.access, Access::FullScan);
+    assert_eq!(choose_dedup(&fq, &sh, &costs).plan.access, Access::SimhashInMemory { tables: 4 });
+    let forced_scan = fq.clone().with_options(QueryOptions { force: Some(PlanKind::FullScan), ..Default::default() });
+    assert_eq!(choose_dedup(&forced_scan, &sh, &costs).plan.access, Access::FullScan);
+    let tiny = stats(1, SketchKind::SimHash, 1, 64);
+    assert_eq!(choose_dedup(&fq, &tiny, &costs).plan.access, Access::FullScan);
     let tables = SimhashStats { tables: 4, radius: 3, prefix_bits: 16 };
     let sh = PlannerStats { simhash: Some(tables), ..sh };
     assert_eq!(choose_dedup(&fq, &sh, &costs).plan.access, Access::SimhashProbe { tables: 4 });
+}
+
+/// Without tables, a Hamming dedup builds them in memory: exactly the pairs within the radius
+/// (brute force over every pair; distance exactly k and identical fingerprints included),
+/// and the same result as the persisted tables' self-join.
+#[test]
+fn simhash_dedup_in_memory_is_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::create(dir.path().join("d.db")).unwrap();
+    for bits in [64u8, 128] {
+        let params = SketchParams::simhash(bits, 1).unwrap();
+        let plain = db.create_collection(&format!("plain{bits}"), CollectionConfig::new(params)).unwrap();
+        let tables = IndexConfig::SimhashTables { radius: 3 };
+        let indexed =
+            db.create_collection(&format!("tables{bits}"), CollectionConfig::new(params).with_index(tables)).unwrap();
+        let mut rng = Rng(u64::from(bits));
+        let mask = if bits == 64 { u128::from(u64::MAX) } else { u128::MAX };
+        let mut fps: Vec<u128> = Vec::new();
+        for _ in 0..150 {
+            let base = (u128::from(rng.next_u64()) << 64 | u128::from(rng.next_u64())) & mask;
+            fps.push(base);
+            // Neighbours at distance 0..=4 (4 is outside the radius).
+            for d in 0..rng.range(0, 5) {
+                let mut x = base;
+                for _ in 0..d {
+                    x ^= 1u128 << rng.range(0, u64::from(bits) - 1);
+                }
+                fps.push(x);
+            }
+        }
+        let mut b = Batch::new();
+        for (i, &x) in fps.iter().enumerate() {
+            b.insert(format!("f{i}"), Sketch::SimHash(SimHash::from_parts(params, x).unwrap()));
+        }
+        plain.apply(&b).unwrap();
+        indexed.apply(&b).unwrap();
+        let mut del = Batch::new();
+        for i in (0..fps.len()).filter(|i| i % 9 == 4) {
+            del.delete(format!("f{i}"));
+        }
+        plain.apply(&del).unwrap();
+        indexed.apply(&del).unwrap();
+        for radius in [0, 2, 3] {
+            let a = plain.dedup(QueryKind::Hamming(radius), QueryOptions::default()).unwrap();
+            assert!(matches!(a.plan.map(|p| p.access), Some(Access::SimhashInMemory { .. })), "{:?}", a.plan);
+            let b = indexed.dedup(QueryKind::Hamming(radius), QueryOptions::default()).unwrap();
+            assert!(matches!(b.plan.map(|p| p.access), Some(Access::SimhashProbe { .. })), "{:?}", b.plan);
+            let live: Vec<(u64, u128)> = plain
+                .scan()
+                .unwrap()
+                .map(|r| r.unwrap())
+                .map(|r| match r.sketch {
+                    Sketch::SimHash(h) => (r.row_id, h.value()),
+                    _ => unreachable!(),
+                })
+                .collect();
+            let mut want = 0u64;
+            for (i, x) in live.iter().enumerate() {
+                for y in &live[i + 1..] {
+                    if (x.1 ^ y.1).count_ones() <= radius {
+                        want += 1;
+                    }
+                }
+            }
+            assert!(want > 50, "bits {bits} radius {radius}: planted pairs {want}");
+            assert_eq!(a.pairs, want, "bits {bits} radius {radius}");
+            assert_eq!(b.pairs, want);
+            assert_eq!(cluster_rows(&a), cluster_rows(&b), "bits {bits} radius {radius}");
+        }
+    }
 }

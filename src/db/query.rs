@@ -7,9 +7,11 @@ use std::collections::HashMap;
 use super::collection::Collection;
 use crate::error::Result;
 use crate::index::error::IndexError;
+use crate::index::keys::simhash_design::SimhashTableDesign;
 use crate::index::lsh_mem::BandedKeys;
 use crate::index::lsh_read::for_each_lsh_pair;
 use crate::index::maintain::lsh_scheme_for;
+use crate::index::simhash_mem::SimhashMemIndex;
 use crate::index::simhash_read::simhash_pairs;
 use crate::index::stats::index_stats;
 use crate::planner::cost::{Choice, CostModel, LshStats, SimhashStats, Stats, choose};
@@ -177,8 +179,9 @@ impl Collection {
     /// pairs as probing every record. Without an LSH index, a threshold dedup that need not
     /// be exact bands the loaded signatures in memory ([`Access::LshBanding`], the banding an
     /// index for the threshold would get, eligible when its expected recall over [t, 1]
-    /// reaches `options.recall_target`). Otherwise every record runs the planner's plan
-    /// (`options.exact` asks for that). Every candidate pair is verified with the estimator;
+    /// reaches `options.recall_target`); a Hamming dedup without tables covering the radius
+    /// builds them in memory ([`Access::SimhashInMemory`], exact). Otherwise every record
+    /// runs the planner's plan (`options.exact` asks for that for set sketches). Every candidate pair is verified with the estimator;
     /// memory holds every live record's sketch and key, plus `8 * bands` bytes per record
     /// when banding.
     pub fn dedup(&self, kind: QueryKind, options: QueryOptions) -> Result<DedupResult> {
@@ -252,6 +255,31 @@ impl Collection {
                     }
                     Ok(())
                 })?;
+            }
+            // No SimHash tables covering the radius: build them in memory over the loaded
+            // fingerprints and self-join them (exact, like the persisted tables).
+            Plan { access: Access::SimhashInMemory { .. }, finish: Finish::Radius { radius } } => {
+                let index_error = |source: IndexError| StorageError::Index {
+                    collection: self.name().to_string(),
+                    source: Box::new(source),
+                };
+                let f = u32::from(self.params().bits());
+                let design = SimhashTableDesign::design(rows.len() as u64, radius, f).map_err(index_error)?;
+                let fp = |s: &Sketch| match s {
+                    Sketch::SimHash(h) => h.value(),
+                    _ => 0,
+                };
+                let pairs = if f == 64 {
+                    let items: Vec<(u64, u64)> = rows.iter().map(|r| (r.0, fp(&r.2) as u64)).collect();
+                    SimhashMemIndex::build(design, &items).and_then(|m| m.self_join())
+                } else {
+                    let items: Vec<(u64, u128)> = rows.iter().map(|r| (r.0, fp(&r.2))).collect();
+                    SimhashMemIndex::build(design, &items).and_then(|m| m.self_join())
+                }
+                .map_err(index_error)?;
+                for p in pairs.into_iter().filter(|p| p.distance <= radius) {
+                    on_pair(p.a, p.b);
+                }
             }
             // SimHash tables answer the self-join directly: every pair within the radius.
             Plan { access: Access::SimhashProbe { .. }, finish: Finish::Radius { radius } }

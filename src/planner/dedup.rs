@@ -4,7 +4,9 @@
 //! The candidates are:
 //! - probing every record with the plan `choose` picks for one record (exact plans give the
 //!   exact self-join with respect to the sketches);
-//! - for a Hamming radius, one pass over SimHash tables that cover it (exact);
+//! - for a Hamming radius, one pass over SimHash tables that cover it (exact), or without
+//!   them [`Access::SimhashInMemory`]: tables built in memory over the loaded fingerprints
+//!   and self-joined (exact too);
 //! - for a threshold with an LSH index the planner may probe (eligible or forced), one pass
 //!   over its buckets;
 //! - for a threshold without an LSH index, [`Access::LshBanding`]: the loaded signatures
@@ -12,10 +14,12 @@
 //!   the rule an LSH probe is (not `exact`, expected recall over [t, 1] at least the target).
 //!
 //! Probing every record costs n times a query; banding costs a pass over every signature's
-//! slots (hashing) and a sort per band, estimated as two decode passes. The choice is between
+//! slots (hashing) and a sort per band, estimated as two decode passes; in-memory SimHash
+//! tables cost a sort of the n fingerprints per table, estimated as 32 compares each. The choice is between
 //! a quadratic and a linear cost, so it does not hinge on that constant: banding wins from a
 //! few hundred records on.
 
+use crate::index::keys::simhash_design::SimhashTableDesign;
 use crate::index::lsh_params::expected_recall_above;
 use crate::index::maintain::{banding_model, lsh_scheme_for};
 use crate::sketch::params::SketchKind;
@@ -64,6 +68,31 @@ fn banding(t: f64, q: &Query, s: &Stats, c: &CostModel) -> Alternative {
     }
 }
 
+fn simhash_in_memory(radius: u32, q: &Query, s: &Stats, c: &CostModel) -> Alternative {
+    let finish = finish_of(q.kind);
+    let plan = |tables| Plan { access: Access::SimhashInMemory { tables }, finish };
+    if s.kind != SketchKind::SimHash {
+        return Alternative {
+            plan: plan(0),
+            cost_ns: None,
+            note: "Hamming self-joins need SimHash fingerprints".into(),
+        };
+    }
+    match SimhashTableDesign::design(s.live, radius, u32::from(s.bits)) {
+        Ok(d) => {
+            let tables = d.table_count() as u32;
+            let cost = s.live as f64 * f64::from(tables) * 32.0 * c.fingerprint_compare;
+            Alternative { plan: plan(tables), cost_ns: Some(cost), note: format!("{tables} SimHash tables in memory") }
+        }
+        Err(e) => Alternative { plan: plan(0), cost_ns: None, note: format!("no table design: {e}") },
+    }
+}
+
+/// The cost of `plan` among the alternatives (infinite when it has none).
+fn cost_of(alternatives: &[Alternative], plan: &Plan) -> f64 {
+    alternatives.iter().find(|a| a.plan == *plan).and_then(|a| a.cost_ns).unwrap_or(f64::INFINITY)
+}
+
 /// The plan of a dedup whose per-record question is `probe` (any one record's query: `choose`
 /// never reads the probe's sketch). Alternatives list the per-record plans (costs for all
 /// records) and the in-memory banding.
@@ -90,6 +119,15 @@ pub fn choose_dedup(probe: &Query, stats: &Stats, costs: &CostModel) -> Choice {
                 let reason = "one pass over SimHash tables covering the radius (exact)".into();
                 return Choice { plan, reason, alternatives };
             }
+            let memory = simhash_in_memory(radius, probe, stats, costs);
+            alternatives.push(memory.clone());
+            let per_cost = cost_of(&alternatives, &per.plan);
+            if let Some(c) = memory.cost_ns
+                && (force == Some(PlanKind::SimhashProbe) || (force.is_none() && c < per_cost))
+            {
+                let reason = format!("cheapest: {}", memory.note);
+                return Choice { plan: memory.plan, reason, alternatives };
+            }
             Choice { plan: per.plan, reason: format!("per record: {}", per.reason), alternatives }
         }
         QueryKind::Threshold(t) => {
@@ -104,8 +142,7 @@ pub fn choose_dedup(probe: &Query, stats: &Stats, costs: &CostModel) -> Choice {
             }
             let band = banding(t, probe, stats, costs);
             alternatives.push(band.clone());
-            let per_cost =
-                alternatives.iter().find(|a| a.plan == per.plan).and_then(|a| a.cost_ns).unwrap_or(f64::INFINITY);
+            let per_cost = cost_of(&alternatives, &per.plan);
             let take_band = match (force, band.cost_ns) {
                 (Some(PlanKind::LshProbe), Some(_)) => true,
                 (None, Some(c)) => c < per_cost,

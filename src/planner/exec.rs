@@ -434,10 +434,14 @@ pub(crate) fn execute(
         Access::OphBinScan { early } => oph_scan(snap, info, query, early, &mut out, &mut a)?,
         Access::LshProbe { bands } => lsh_probe(snap, info, query, bands, stats, &mut out, &mut a)?,
         Access::SimhashProbe { .. } => simhash_probe(snap, info, query, stats, &mut out, &mut a)?,
-        Access::LshBanding { .. } => {
+        Access::LshBanding { .. } | Access::SimhashInMemory { .. } => {
             return Err(QueryError::PlanUnavailable {
-                plan: "lsh-banding",
-                reason: "in-memory banding answers a dedup self-join, not a single query".into(),
+                plan: if matches!(plan.access, Access::LshBanding { .. }) {
+                    "lsh-banding"
+                } else {
+                    "simhash-in-memory"
+                },
+                reason: "an in-memory self-join answers a dedup, not a single query".into(),
             }
             .into());
         }

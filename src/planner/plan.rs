@@ -89,6 +89,14 @@ pub enum Access {
         /// Rows per band.
         rows: u32,
     },
+    /// Dedup only: SimHash permuted tables built in memory over the loaded fingerprints
+    /// (the design tables for this size and radius would get) and self-joined; exact, for
+    /// collections without tables covering the radius. Its kind is
+    /// [`PlanKind::SimhashProbe`].
+    SimhashInMemory {
+        /// Tables.
+        tables: u32,
+    },
 }
 
 impl Access {
@@ -98,14 +106,14 @@ impl Access {
             Access::FullScan => PlanKind::FullScan,
             Access::OphBinScan { .. } => PlanKind::OphBinScan,
             Access::LshProbe { .. } | Access::LshBanding { .. } => PlanKind::LshProbe,
-            Access::SimhashProbe { .. } => PlanKind::SimhashProbe,
+            Access::SimhashProbe { .. } | Access::SimhashInMemory { .. } => PlanKind::SimhashProbe,
         }
     }
 
     /// Whether the path returns every qualifying row (exact with respect to the sketches).
     pub fn is_exact(&self) -> bool {
         match self {
-            Access::FullScan | Access::SimhashProbe { .. } => true,
+            Access::FullScan | Access::SimhashProbe { .. } | Access::SimhashInMemory { .. } => true,
             Access::OphBinScan { early } => !matches!(early, EarlyStop::Confidence(_)),
             Access::LshProbe { .. } | Access::LshBanding { .. } => false,
         }
@@ -152,6 +160,7 @@ impl fmt::Display for Access {
             Access::LshProbe { bands } => write!(f, "LshProbe(bands={bands})"),
             Access::SimhashProbe { tables } => write!(f, "SimhashProbe(tables={tables})"),
             Access::LshBanding { bands, rows } => write!(f, "LshBanding(bands={bands}, rows={rows}, in memory)"),
+            Access::SimhashInMemory { tables } => write!(f, "SimhashInMemory(tables={tables})"),
         }
     }
 }
