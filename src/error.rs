@@ -31,5 +31,5 @@ pub enum Error {
     Storage(#[from] StorageError),
 }
 
-/// `Result` with sketchdb's [`Error`].
+/// `Result` with sketchdb's [`enum@Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -72,7 +72,7 @@ impl fmt::Display for SketchKind {
 /// The hash family that turns a 64-bit token hash into permuted values. Codes are persisted.
 ///
 /// `MixMultiplyShift` (code 1), version 1, is specified in `storage-format.md` section
-/// "Hash family" and in [`crate::sketch`]'s module docs: a seeded murmur3 `fmix64` pre-mix
+/// "Hash family" and in the `sketch` module's documentation: a seeded murmur3 `fmix64` pre-mix
 /// followed by per-slot affine maps `a_i * x + b_i mod 2^64` with odd `a_i`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[non_exhaustive]

@@ -68,7 +68,7 @@ fn low_mask(len: u32) -> u128 {
 }
 
 /// A SimHash permuted-table layout for fingerprints of `f` bits and radius `k`, exactly as
-/// specified in the [module docs](self): `m` blocks and one table per choice of `m - k`
+/// specified in this module's documentation: `m` blocks and one table per choice of `m - k`
 /// leading blocks.
 ///
 /// Invariant: the value equals [`SimhashTableDesign::with_blocks`]`(f, k, m)`. A design decoded
