@@ -13,11 +13,11 @@
 //!   banded in memory with the banding an index for the threshold would get, eligible under
 //!   the rule an LSH probe is (not `exact`, expected recall over [t, 1] at least the target).
 //!
-//! Probing every record costs n times a query; banding costs a pass over every signature's
+//! Probing every record costs n times a query. Banding costs a pass over every signature's
 //! slots (hashing) and a sort per band, estimated as two decode passes; in-memory SimHash
-//! tables cost a sort of the n fingerprints per table, estimated as 32 compares each. The choice is between
-//! a quadratic and a linear cost, so it does not hinge on that constant: banding wins from a
-//! few hundred records on.
+//! tables cost a sort of the n fingerprints per table, estimated as 32 compares each. The
+//! choice is between a quadratic and a linear cost, so it does not hinge on those constants:
+//! the in-memory joins win from a few hundred records on.
 
 use crate::index::keys::simhash_design::SimhashTableDesign;
 use crate::index::lsh_params::expected_recall_above;
@@ -88,6 +88,16 @@ fn simhash_in_memory(radius: u32, q: &Query, s: &Stats, c: &CostModel) -> Altern
     }
 }
 
+/// Whether to run `memory` (an in-memory self-join whose kind is `kind`) rather than probing
+/// every record at `per_cost`: when forced to that kind, or unforced and cheaper.
+fn take_memory(memory: &Alternative, kind: PlanKind, force: Option<PlanKind>, per_cost: f64) -> bool {
+    match (force, memory.cost_ns) {
+        (Some(f), Some(_)) => f == kind,
+        (None, Some(c)) => c < per_cost,
+        _ => false,
+    }
+}
+
 /// The cost of `plan` among the alternatives (infinite when it has none).
 fn cost_of(alternatives: &[Alternative], plan: &Plan) -> f64 {
     alternatives.iter().find(|a| a.plan == *plan).and_then(|a| a.cost_ns).unwrap_or(f64::INFINITY)
@@ -95,7 +105,7 @@ fn cost_of(alternatives: &[Alternative], plan: &Plan) -> f64 {
 
 /// The plan of a dedup whose per-record question is `probe` (any one record's query: `choose`
 /// never reads the probe's sketch). Alternatives list the per-record plans (costs for all
-/// records) and the in-memory banding.
+/// records) and the in-memory join considered.
 pub fn choose_dedup(probe: &Query, stats: &Stats, costs: &CostModel) -> Choice {
     let per = choose(probe, stats, costs);
     let n = stats.live as f64;
@@ -121,11 +131,8 @@ pub fn choose_dedup(probe: &Query, stats: &Stats, costs: &CostModel) -> Choice {
             }
             let memory = simhash_in_memory(radius, probe, stats, costs);
             alternatives.push(memory.clone());
-            let per_cost = cost_of(&alternatives, &per.plan);
-            if let Some(c) = memory.cost_ns
-                && (force == Some(PlanKind::SimhashProbe) || (force.is_none() && c < per_cost))
-            {
-                let reason = format!("cheapest: {}", memory.note);
+            if take_memory(&memory, PlanKind::SimhashProbe, force, cost_of(&alternatives, &per.plan)) {
+                let reason = format!("{}: {}", if force.is_some() { "forced" } else { "cheapest" }, memory.note);
                 return Choice { plan: memory.plan, reason, alternatives };
             }
             Choice { plan: per.plan, reason: format!("per record: {}", per.reason), alternatives }
@@ -142,13 +149,7 @@ pub fn choose_dedup(probe: &Query, stats: &Stats, costs: &CostModel) -> Choice {
             }
             let band = banding(t, probe, stats, costs);
             alternatives.push(band.clone());
-            let per_cost = cost_of(&alternatives, &per.plan);
-            let take_band = match (force, band.cost_ns) {
-                (Some(PlanKind::LshProbe), Some(_)) => true,
-                (None, Some(c)) => c < per_cost,
-                _ => false,
-            };
-            if take_band {
+            if take_memory(&band, PlanKind::LshProbe, force, cost_of(&alternatives, &per.plan)) {
                 let reason = if force.is_some() { "forced lsh-probe without an LSH index" } else { "cheapest" };
                 Choice { plan: band.plan, reason: format!("{reason}: {}", band.note), alternatives }
             } else {
