@@ -124,6 +124,9 @@ fn query_explain_and_dedup_agree_on_the_default_threshold() {
         assert!(hits.iter().all(|h| h["plan"].as_str().unwrap().ends_with(want)), "query {coll}: {hits:?}");
         let explain = json_lines(&ok(d, &["explain", coll, key, "--json"]));
         assert!(explain[0]["plan"].as_str().unwrap().ends_with(want), "explain {coll}: {explain:?}");
+        let explained = ok(d, &["dedup", coll, "--explain"]);
+        assert!(explained.lines().next().is_some_and(|l| l.starts_with("plan: ") && l.ends_with(want)), "{explained}");
+        assert!(explained.contains("alternatives:"), "{explained}");
         let out = run(d, &["dedup", coll]);
         assert!(out.status.success());
         let threshold = want.trim_start_matches("Verify(estimate ").trim_end_matches(')');

@@ -87,6 +87,13 @@ fn banding_in_memory_equals_the_index_self_join_with_the_same_banding() {
         assert!(rows >= 1 && bands * rows <= params.slots() as u32);
         assert!(a.pairs > 200, "{name}: the data must plant pairs, got {}", a.pairs);
         assert_eq!(a.pairs, b.pairs, "{name}");
+        // EXPLAIN shows the plan dedup ran, without running it.
+        for (coll, d) in [(&plain, &a), (&indexed, &b)] {
+            let e = coll.explain_dedup(QueryKind::Threshold(t), QueryOptions::default()).unwrap().unwrap();
+            assert_eq!(Some(e.choice.plan), d.plan, "{name}");
+            assert_eq!(e.choice.reason, d.reason);
+            assert!(e.analyze.is_none());
+        }
         assert_eq!(cluster_rows(&a), cluster_rows(&b), "{name}");
         // Keys are those of live rows.
         let live: BTreeSet<Vec<u8>> = plain.scan().unwrap().map(|r| r.unwrap().key).collect();
@@ -234,4 +241,21 @@ fn simhash_dedup_in_memory_is_exact() {
             assert_eq!(cluster_rows(&a), cluster_rows(&b), "bits {bits} radius {radius}");
         }
     }
+}
+
+#[test]
+fn explain_dedup_of_an_empty_collection_or_a_bad_question() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::create(dir.path().join("d.db")).unwrap();
+    let coll = db.create_collection("c", CollectionConfig::new(SketchParams::bbit(64, 8, 1).unwrap())).unwrap();
+    assert!(coll.explain_dedup(QueryKind::Threshold(0.8), QueryOptions::default()).unwrap().is_none());
+    // Every record deleted: still nothing to join.
+    let mut b = Batch::new();
+    b.insert("x", coll.sketcher().sketch(&TokenSet::from_unsorted(vec![1, 2, 3])).unwrap());
+    coll.apply(&b).unwrap();
+    assert!(coll.explain_dedup(QueryKind::Threshold(0.8), QueryOptions::default()).unwrap().is_some());
+    coll.delete("x").unwrap();
+    assert!(coll.explain_dedup(QueryKind::Threshold(0.8), QueryOptions::default()).unwrap().is_none());
+    assert!(coll.explain_dedup(QueryKind::TopK(3), QueryOptions::default()).is_err());
+    assert!(coll.explain_dedup(QueryKind::Threshold(1.5), QueryOptions::default()).is_err());
 }

@@ -7,5 +7,6 @@ pub(crate) mod calibrate;
 pub(crate) mod collection;
 pub(crate) mod config;
 pub(crate) mod database;
+pub(crate) mod dedup;
 pub(crate) mod query;
 pub(crate) mod snapshot;

@@ -436,11 +436,7 @@ pub(crate) fn execute(
         Access::SimhashProbe { .. } => simhash_probe(snap, info, query, stats, &mut out, &mut a)?,
         Access::LshBanding { .. } | Access::SimhashInMemory { .. } => {
             return Err(QueryError::PlanUnavailable {
-                plan: if matches!(plan.access, Access::LshBanding { .. }) {
-                    "lsh-banding"
-                } else {
-                    "simhash-in-memory"
-                },
+                plan: plan.access.label(),
                 reason: "an in-memory self-join answers a dedup, not a single query".into(),
             }
             .into());

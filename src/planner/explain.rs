@@ -35,7 +35,7 @@ impl fmt::Display for Explain {
         for a in &self.choice.alternatives {
             let mark = if a.plan == self.choice.plan { "*" } else { " " };
             let cost = a.cost_ns.map_or_else(|| "not eligible".to_string(), |c| format!("est. {}", cost_text(c)));
-            writeln!(f, " {mark} {:<14} {:<18} {}", a.plan.access.kind().name(), cost, a.note)?;
+            writeln!(f, " {mark} {:<17} {:<18} {}", a.plan.access.label(), cost, a.note)?;
         }
         if let Some(a) = &self.analyze {
             writeln!(

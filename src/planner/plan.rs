@@ -110,6 +110,16 @@ impl Access {
         }
     }
 
+    /// The name EXPLAIN shows: the kind's name, except for the in-memory self-joins of a
+    /// dedup (`lsh-banding`, `simhash-in-memory`), which are forced through their kind.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Access::LshBanding { .. } => "lsh-banding",
+            Access::SimhashInMemory { .. } => "simhash-in-memory",
+            _ => self.kind().name(),
+        }
+    }
+
     /// Whether the path returns every qualifying row (exact with respect to the sketches).
     pub fn is_exact(&self) -> bool {
         match self {

@@ -323,6 +323,10 @@ pub struct DedupArgs {
     /// Output format for the clusters.
     #[arg(long, value_enum, default_value_t = ClusterFormat::Table)]
     pub format: ClusterFormat,
+    /// Show the self-join plan, why, and the alternatives with their estimated costs,
+    /// without running it.
+    #[arg(long)]
+    pub explain: bool,
 }
 
 fn csv_field(s: &str) -> String {
@@ -350,6 +354,13 @@ pub fn dedup(session: &mut Session, args: &DedupArgs) -> Result<(), CliError> {
     };
     let coll = session.collection(&name)?;
     let Resolved { kind, options, .. } = resolve(&coll, None, &args.ask)?;
+    if args.explain {
+        match coll.explain_dedup(kind, options)? {
+            Some(e) => print!("{e}"),
+            None => println!("collection `{name}` has no records: nothing to join"),
+        }
+        return Ok(());
+    }
     let d = coll.dedup(kind, options)?;
     let key = |k: &[u8]| String::from_utf8_lossy(k).into_owned();
     match args.format {
