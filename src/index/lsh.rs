@@ -23,6 +23,7 @@
 //! Writes of a transaction are buffered ([`LshDelta`]) and at its end each touched group is
 //! read, merged and rewritten once, in key order.
 
+use rayon::prelude::*;
 use redb::{ReadableTable, Table, WriteTransaction};
 
 use super::keys::band::{BandKeyScheme, lsh_rows};
@@ -288,8 +289,8 @@ pub(crate) struct LshDelta {
     groups: Groups,
     /// Rows added in this transaction, in the order added.
     added_rows: Vec<u64>,
-    /// Their band keys, `bands` per row, in the same order.
-    added_keys: Vec<u64>,
+    /// Their sketches, in the same order: band keys are computed at flush, in parallel.
+    added: Vec<Sketch>,
     /// Whether each added row was removed again in this transaction (it never reaches the tables).
     dropped: Vec<bool>,
     /// Whether `added_rows` ascends (the writer appends rows in id order): removals then search.
@@ -309,7 +310,7 @@ impl LshDelta {
             scheme,
             groups: Groups::new(group_bits),
             added_rows: Vec::new(),
-            added_keys: Vec::new(),
+            added: Vec::new(),
             dropped: Vec::new(),
             ascending: true,
             removed: Vec::new(),
@@ -318,16 +319,13 @@ impl LshDelta {
         }
     }
 
-    pub(crate) fn add(&mut self, info: &CollectionInfo, row: u64, sketch: &Sketch) -> Result<(), StorageError> {
-        let rows = lsh_rows(sketch).map_err(index_err(info))?;
-        let keys = self.scheme.keys(&rows).map_err(index_err(info))?;
+    pub(crate) fn add(&mut self, row: u64, sketch: &Sketch) {
         if self.added_rows.last().is_some_and(|&last| last >= row) {
             self.ascending = false;
         }
         self.added_rows.push(row);
-        self.added_keys.extend_from_slice(&keys);
+        self.added.push(sketch.clone());
         self.dropped.push(false);
-        Ok(())
     }
 
     pub(crate) fn remove(&mut self, row: u64) {
@@ -368,13 +366,25 @@ impl LshDelta {
                     removes[b].push((k, row));
                 }
             }
+            // Band keys of every added row, computed on all cores; a sketch that cannot be
+            // banded fails the transaction.
+            let scheme = self.scheme;
+            let added_keys: Vec<u64> = self
+                .added
+                .par_iter()
+                .map(|sketch| {
+                    let rows = lsh_rows(sketch).map_err(index_err(info))?;
+                    scheme.keys(&rows).map_err(index_err(info))
+                })
+                .collect::<Result<Vec<Vec<u64>>, StorageError>>()?
+                .concat();
             let live = self.added_rows.len() - self.dropped.iter().filter(|&&d| d).count();
             adds.iter_mut().for_each(|v| v.reserve(live));
             let mut bytes = Vec::with_capacity(8 * n_bands);
             for ((&row, keys), _) in self
                 .added_rows
                 .iter()
-                .zip(self.added_keys.chunks_exact(n_bands.max(1)))
+                .zip(added_keys.chunks_exact(n_bands.max(1)))
                 .zip(&self.dropped)
                 .filter(|(_, dropped)| !**dropped)
             {
@@ -386,11 +396,11 @@ impl LshDelta {
                 }
             }
         }
+        // Each band's entries sorted, bands in parallel.
+        adds.par_iter_mut().chain(removes.par_iter_mut()).for_each(|v| v.sort_unstable());
         let mut table = txn.open_table(LSH_BUCKETS).map_err(StorageError::backend("open table"))?;
         let mut scratch = GroupScratch::default();
-        for (band, (mut adds, mut removes)) in adds.into_iter().zip(removes).enumerate() {
-            adds.sort_unstable();
-            removes.sort_unstable();
+        for (band, (adds, removes)) in adds.into_iter().zip(removes).enumerate() {
             let (mut i, mut j) = (0, 0);
             while i < adds.len() || j < removes.len() {
                 let group = match (adds.get(i), removes.get(j)) {
@@ -418,7 +428,7 @@ impl LshDelta {
             }
         }
         self.added_rows.clear();
-        self.added_keys.clear();
+        self.added.clear();
         self.dropped.clear();
         self.ascending = true;
         self.removed.clear();

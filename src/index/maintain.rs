@@ -150,10 +150,12 @@ impl IndexHook for IndexMaintainer {
                 d.add(row, fingerprint_of(sketch));
                 Ok(())
             }
-            Active::Lsh(d) => match &self.info {
-                Some(info) => d.add(info, row, sketch),
-                None => Ok(()),
-            },
+            Active::Lsh(d) => {
+                if self.info.is_some() {
+                    d.add(row, sketch);
+                }
+                Ok(())
+            }
         }
     }
 
