@@ -80,55 +80,41 @@ macro_rules! distances_kernel {
     };
 }
 
-/// The entries of a packed SimHash bucket whose full key lies within distance `k` of
-/// `query`: entry i's key is `base | (le_u64(suffixes[i * s..]) & mask)` for `s <= 8`
-/// suffix bytes, decoded and compared in one pass (no key vector is written). `bytes` holds
-/// the `n` suffixes and may continue past them (the row ids follow), so every entry with 8
-/// bytes left is one unaligned load; the rest are copied. Pushes `(distance, i)` in order.
-pub(crate) fn within_packed_u64(
-    query: u64,
-    bytes: &[u8],
-    n: usize,
-    s: usize,
-    base: u64,
-    k: u32,
-    out: &mut Vec<(u32, usize)>,
-) {
+/// A packed SimHash bucket's keys: `n` suffixes of `s <= 8` bytes at the start of `bytes`
+/// (which may continue past them: the row ids follow), entry i's key being
+/// `base | le_u64(bytes[i * s..i * s + s])`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PackedKeys<'a> {
+    pub bytes: &'a [u8],
+    pub n: usize,
+    pub s: usize,
+    pub base: u64,
+}
+
+/// Pushes `(distance, i)`, in order, for every entry of `keys` within distance `k` of
+/// `query`, decoding and comparing in one pass (no key vector is written): every entry with
+/// 8 bytes left is one unaligned load and a mask, the last few are copied.
+pub(crate) fn within_packed_u64(query: u64, keys: PackedKeys<'_>, k: u32, out: &mut Vec<(u32, usize)>) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("popcnt") {
             // SAFETY: POPCNT is available on this CPU (checked just above).
-            unsafe { within_packed_u64_popcnt(query, bytes, n, s, base, k, out) };
+            unsafe { within_packed_u64_popcnt(query, keys, k, out) };
             return;
         }
     }
-    within_packed_u64_portable(query, bytes, n, s, base, k, out);
+    within_packed_u64_portable(query, keys, k, out);
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "popcnt")]
-fn within_packed_u64_popcnt(
-    query: u64,
-    bytes: &[u8],
-    n: usize,
-    s: usize,
-    base: u64,
-    k: u32,
-    out: &mut Vec<(u32, usize)>,
-) {
-    within_packed_u64_portable(query, bytes, n, s, base, k, out);
+fn within_packed_u64_popcnt(query: u64, keys: PackedKeys<'_>, k: u32, out: &mut Vec<(u32, usize)>) {
+    within_packed_u64_portable(query, keys, k, out);
 }
 
 #[inline(always)]
-fn within_packed_u64_portable(
-    query: u64,
-    bytes: &[u8],
-    n: usize,
-    s: usize,
-    base: u64,
-    k: u32,
-    out: &mut Vec<(u32, usize)>,
-) {
+fn within_packed_u64_portable(query: u64, keys: PackedKeys<'_>, k: u32, out: &mut Vec<(u32, usize)>) {
+    let PackedKeys { bytes, n, s, base } = keys;
     if s == 0 || s > 8 || bytes.len() < n * s {
         return;
     }
@@ -196,9 +182,14 @@ mod tests {
                 bytes.extend(std::iter::repeat_n(0xa5, extra));
                 for k in [0, 2, 5, 64] {
                     let mut got = Vec::new();
-                    within_packed_u64(query, &bytes, keys.len(), s, base, k, &mut got);
+                    within_packed_u64(query, PackedKeys { bytes: &bytes, n: keys.len(), s, base }, k, &mut got);
                     let mut portable = Vec::new();
-                    within_packed_u64_portable(query, &bytes, keys.len(), s, base, k, &mut portable);
+                    within_packed_u64_portable(
+                        query,
+                        PackedKeys { bytes: &bytes, n: keys.len(), s, base },
+                        k,
+                        &mut portable,
+                    );
                     let want: Vec<(u32, usize)> = keys
                         .iter()
                         .enumerate()

@@ -143,7 +143,8 @@ impl<'a> BucketView<'a> {
     /// pass; `key_u64` restores a matching entry's key.
     pub(crate) fn within_u64(&self, g: Geometry, bucket: u32, query: u64, k: u32, out: &mut Vec<(u32, usize)>) {
         let base = g.base(bucket) as u64;
-        popcnt::within_packed_u64(query, self.tail, self.n, self.suffix_bytes, base, k, out);
+        let keys = popcnt::PackedKeys { bytes: self.tail, n: self.n, s: self.suffix_bytes, base };
+        popcnt::within_packed_u64(query, keys, k, out);
     }
 
     /// Entry i's full permuted key in a 64-bit table (i < the entry count).
