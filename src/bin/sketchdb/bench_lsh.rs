@@ -8,8 +8,8 @@ use std::time::Instant;
 use serde::Deserialize;
 use serde_json::json;
 use sketchdb::{
-    Batch, CollectionConfig, Database, IndexConfig, PlanKind, Query, QueryKind, QueryOptions, SimHash, Sketch,
-    SketchParams, TokenSet,
+    Batch, Collection, CollectionConfig, Database, IndexConfig, PlanKind, Query, QueryKind, QueryOptions, SimHash,
+    Sketch, SketchError, SketchParams, TokenSet,
 };
 
 use crate::bench::{dataset_name, emit, first_of, load_sets};
@@ -114,6 +114,28 @@ fn ratio(hits: usize, of: usize) -> f64 {
     if of == 0 { 1.0 } else { hits as f64 / of as f64 }
 }
 
+/// Inserts the sketched sets in durable batches of 10,000; a set that could not be sketched
+/// is an input error naming its key.
+fn load_batches(
+    coll: &Collection,
+    sets: &[(String, TokenSet)],
+    sketches: Vec<std::result::Result<Sketch, SketchError>>,
+) -> Result<(), CliError> {
+    const BATCH: usize = 10_000;
+    let mut batch = Batch::with_capacity(BATCH);
+    for ((key, _), sketch) in sets.iter().zip(sketches) {
+        batch.insert(key, sketch.map_err(|e| CliError::Input(format!("set `{key}`: {e}")))?);
+        if batch.len() == BATCH {
+            coll.apply(&batch)?;
+            batch = Batch::with_capacity(BATCH);
+        }
+    }
+    if !batch.is_empty() {
+        coll.apply(&batch)?;
+    }
+    Ok(())
+}
+
 // One parameter per command-line option of `bench lsh`.
 #[allow(clippy::too_many_arguments)]
 pub fn lsh(
@@ -143,14 +165,7 @@ pub fn lsh(
         let token_sets: Vec<TokenSet> = sets.iter().map(|(_, s)| s.clone()).collect();
         let sketches = coll.sketcher().sketch_batch(&token_sets);
         let start = Instant::now();
-        for chunk in sets.iter().zip(sketches).collect::<Vec<_>>().chunks(10_000) {
-            let mut batch = Batch::with_capacity(chunk.len());
-            for ((key, _), sketch) in chunk {
-                let sketch = sketch.as_ref().map_err(|e| CliError::Input(format!("set `{key}`: {e}")))?;
-                batch.insert(key, sketch.clone());
-            }
-            coll.apply(&batch)?;
-        }
+        load_batches(&coll, &sets, sketches)?;
         let index_s = if bulk {
             let at = Instant::now();
             coll.rebuild_index(index)?;
@@ -351,13 +366,7 @@ pub fn dedup(
     drop(token_sets);
     let sketch_s = start.elapsed().as_secs_f64();
     let start = Instant::now();
-    for chunk in sets.iter().zip(sketches).collect::<Vec<_>>().chunks(10_000) {
-        let mut batch = Batch::with_capacity(chunk.len());
-        for ((key, _), sketch) in chunk {
-            batch.insert(key, sketch.as_ref().map_err(|e| CliError::Input(format!("set `{key}`: {e}")))?.clone());
-        }
-        coll.apply(&batch)?;
-    }
+    load_batches(&coll, &sets, sketches)?;
     let load_s = start.elapsed().as_secs_f64();
     let start = Instant::now();
     let d = coll.dedup(QueryKind::Threshold(threshold), QueryOptions::default())?;
