@@ -12,7 +12,7 @@ use crate::index::lsh_read::for_each_lsh_pair;
 use crate::index::maintain::lsh_scheme_for;
 use crate::index::simhash_mem::SimhashMemIndex;
 use crate::index::simhash_read::simhash_pairs;
-use crate::planner::cost::Choice;
+use crate::planner::cost::{Choice, Stats};
 use crate::planner::dedup::choose_dedup;
 use crate::planner::error::QueryError;
 use crate::planner::exec::{execute, validate_question};
@@ -21,7 +21,7 @@ use crate::planner::plan::{Access, Finish, Plan};
 use crate::planner::query::{Query, QueryKind, QueryOptions};
 use crate::sketch::sketch::Sketch;
 use crate::storage::StorageError;
-use crate::storage::reader::{ReadSnapshot, decode};
+use crate::storage::reader::decode;
 
 /// One group of near-duplicates: the connected component of verified pairs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,17 +61,60 @@ impl Collection {
         Ok(validate_question(kind, options, self.info().def.params.kind())?)
     }
 
-    /// The dedup plan on `snap` for a collection whose first live record's sketch is `first`.
-    fn dedup_choice(
+    /// The dedup plan for statistics `stats` of a collection whose first live record's
+    /// sketch is `first` (`choose_dedup` reads the question, options and statistics, never
+    /// the probe sketch).
+    fn dedup_choice(&self, stats: &Stats, kind: QueryKind, options: QueryOptions, first: &Sketch) -> Choice {
+        choose_dedup(&Query { sketch: first.clone(), kind, options }, stats, &self.costs())
+    }
+
+    /// An index-layer error of this collection, as a storage error.
+    fn index_error(&self, source: IndexError) -> StorageError {
+        StorageError::Index { collection: self.name().to_string(), source: Box::new(source) }
+    }
+
+    /// Calls `on_pair` for every pair of `rows` sharing a band of the banding `bands` x
+    /// `per_band` for `threshold` (each pair once) whose estimate reaches the threshold.
+    fn join_banded(
         &self,
-        snap: &ReadSnapshot,
-        kind: QueryKind,
-        options: QueryOptions,
-        first: &Sketch,
-    ) -> Result<Choice> {
-        let stats = self.planner_stats_in(snap)?;
-        // `choose_dedup` reads the question, options and statistics, never the probe sketch.
-        Ok(choose_dedup(&Query { sketch: first.clone(), kind, options }, &stats, &self.costs()))
+        rows: &[Row],
+        bands: u32,
+        per_band: u32,
+        threshold: f64,
+        on_pair: &mut impl FnMut(u64, u64),
+    ) -> Result<()> {
+        let p = self.params();
+        let scheme = lsh_scheme_for(p.kind(), p.bits(), p.slots(), threshold, Some(bands), Some(per_band))
+            .map_err(|e| self.index_error(e))?;
+        let keys = BandedKeys::new(&scheme, rows, |r| &r.2).map_err(|(i, e)| {
+            let row = rows[i].0;
+            self.index_error(IndexError::inconsistent("signature", format!("row {row}: {e}")))
+        })?;
+        keys.for_each_pair(|i, j| -> Result<()> {
+            if rows[i].2.similarity_value(&rows[j].2)? >= threshold {
+                on_pair(rows[i].0, rows[j].0);
+            }
+            Ok(())
+        })
+    }
+
+    /// Calls `on_pair` for every pair of `rows` (SimHash fingerprints) within `radius`, each
+    /// once, through permuted tables built in memory.
+    fn join_simhash_in_memory(&self, rows: &[Row], radius: u32, on_pair: &mut impl FnMut(u64, u64)) -> Result<()> {
+        let f = u32::from(self.params().bits());
+        let design = SimhashTableDesign::design(rows.len() as u64, radius, f).map_err(|e| self.index_error(e))?;
+        // The plan is chosen for SimHash collections only, whose rows all hold fingerprints.
+        let fp = |s: &Sketch| if let Sketch::SimHash(h) = s { h.value() } else { 0 };
+        let pairs = if f == 64 {
+            let items: Vec<(u64, u64)> = rows.iter().map(|r| (r.0, fp(&r.2) as u64)).collect();
+            SimhashMemIndex::build(design, &items).and_then(|m| m.self_join())
+        } else {
+            let items: Vec<(u64, u128)> = rows.iter().map(|r| (r.0, fp(&r.2))).collect();
+            SimhashMemIndex::build(design, &items).and_then(|m| m.self_join())
+        }
+        .map_err(|e| self.index_error(e))?;
+        pairs.into_iter().filter(|p| p.distance <= radius).for_each(|p| on_pair(p.a, p.b));
+        Ok(())
     }
 
     /// EXPLAIN for a dedup: the self-join plan [`Collection::dedup`] would run, why, and the
@@ -87,7 +130,8 @@ impl Collection {
             }
             from = end;
         };
-        Ok(Some(Explain { choice: self.dedup_choice(&snap, kind, options, &sketch)?, analyze: None }))
+        let stats = self.planner_stats_in(&snap)?;
+        Ok(Some(Explain { choice: self.dedup_choice(&stats, kind, options, &sketch), analyze: None }))
     }
 
     /// Groups near-duplicates: every record is probed with `kind` (a similarity threshold, or
@@ -101,9 +145,9 @@ impl Collection {
     /// index for the threshold would get, eligible when its expected recall over [t, 1]
     /// reaches `options.recall_target`); a Hamming dedup without tables covering the radius
     /// builds them in memory ([`Access::SimhashInMemory`], exact). Otherwise every record
-    /// runs the planner's plan (`options.exact` asks for that for set sketches). Every candidate pair is verified with the estimator;
-    /// memory holds every live record's sketch and key, plus `8 * bands` bytes per record
-    /// when banding.
+    /// runs the planner's plan (`options.exact` asks for that for set sketches). Every
+    /// candidate pair is verified with the estimator. Memory holds every live record's
+    /// sketch and key, plus `8 * bands` bytes per record when banding.
     pub fn dedup(&self, kind: QueryKind, options: QueryOptions) -> Result<DedupResult> {
         self.check_dedup_question(kind, &options)?;
         let snap = self.store().snapshot()?;
@@ -120,7 +164,7 @@ impl Collection {
             return Ok(DedupResult { clusters: vec![], pairs: 0, plan: None, reason: "no records".into() });
         };
         let stats = self.planner_stats_in(&snap)?;
-        let choice = self.dedup_choice(&snap, kind, options, &first.2)?;
+        let choice = self.dedup_choice(&stats, kind, options, &first.2);
         let probe = |sketch: &Sketch| Query { sketch: sketch.clone(), kind, options };
         let plan = choice.plan;
         let mut parent: HashMap<u64, u64> = HashMap::new();
@@ -148,48 +192,12 @@ impl Collection {
             // No LSH index: band the loaded signatures in memory with the banding an index
             // for this threshold would get, and verify each candidate pair the same way.
             Plan { access: Access::LshBanding { bands, rows: per_band }, finish: Finish::Verify { threshold } } => {
-                let p = self.params();
-                let index_error = |source: IndexError| StorageError::Index {
-                    collection: self.name().to_string(),
-                    source: Box::new(source),
-                };
-                let scheme = lsh_scheme_for(p.kind(), p.bits(), p.slots(), threshold, Some(bands), Some(per_band))
-                    .map_err(index_error)?;
-                let keys = BandedKeys::new(&scheme, &rows, |r| &r.2).map_err(|(i, e)| {
-                    let row = rows[i].0;
-                    index_error(IndexError::inconsistent("signature", format!("row {row}: {e}")))
-                })?;
-                keys.for_each_pair(|i, j| -> Result<()> {
-                    if rows[i].2.similarity_value(&rows[j].2)? >= threshold {
-                        on_pair(rows[i].0, rows[j].0);
-                    }
-                    Ok(())
-                })?;
+                self.join_banded(&rows, bands, per_band, threshold, &mut on_pair)?;
             }
             // No SimHash tables covering the radius: build them in memory over the loaded
             // fingerprints and self-join them (exact, like the persisted tables).
             Plan { access: Access::SimhashInMemory { .. }, finish: Finish::Radius { radius } } => {
-                let index_error = |source: IndexError| StorageError::Index {
-                    collection: self.name().to_string(),
-                    source: Box::new(source),
-                };
-                let f = u32::from(self.params().bits());
-                let design = SimhashTableDesign::design(rows.len() as u64, radius, f).map_err(index_error)?;
-                let fp = |s: &Sketch| match s {
-                    Sketch::SimHash(h) => h.value(),
-                    _ => 0,
-                };
-                let pairs = if f == 64 {
-                    let items: Vec<(u64, u64)> = rows.iter().map(|r| (r.0, fp(&r.2) as u64)).collect();
-                    SimhashMemIndex::build(design, &items).and_then(|m| m.self_join())
-                } else {
-                    let items: Vec<(u64, u128)> = rows.iter().map(|r| (r.0, fp(&r.2))).collect();
-                    SimhashMemIndex::build(design, &items).and_then(|m| m.self_join())
-                }
-                .map_err(index_error)?;
-                for p in pairs.into_iter().filter(|p| p.distance <= radius) {
-                    on_pair(p.a, p.b);
-                }
+                self.join_simhash_in_memory(&rows, radius, &mut on_pair)?;
             }
             // SimHash tables answer the self-join directly: every pair within the radius.
             Plan { access: Access::SimhashProbe { .. }, finish: Finish::Radius { radius } }
