@@ -114,3 +114,41 @@ proptest! {
         prop_assert_eq!(TokenSet::from_unsorted(a).jaccard(&TokenSet::from_unsorted(b)), want);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// `Sketch::similarity_value` decides thresholds before the interval is computed (LSH
+    /// verification, the full scan, dedup): it must equal `similarity(..).value` bit for bit,
+    /// for every kind, on near and far pairs.
+    #[test]
+    fn similarity_value_equals_the_estimates_value_bit_for_bit(
+        shared in prop::collection::vec(any::<u64>(), 0..300),
+        only_a in prop::collection::vec(any::<u64>(), 0..200),
+        only_b in prop::collection::vec(any::<u64>(), 0..200),
+        level in 0.5f64..0.999,
+        seed in any::<u64>(),
+    ) {
+        let a: Vec<u64> = shared.iter().chain(&only_a).copied().collect();
+        let b: Vec<u64> = shared.iter().chain(&only_b).copied().collect();
+        prop_assume!(!a.is_empty() && !b.is_empty());
+        for params in all_params(seed) {
+            let s = Sketcher::new(params).unwrap();
+            let x = s.sketch(&TokenSet::from_unsorted(a.clone())).unwrap();
+            let y = s.sketch(&TokenSet::from_unsorted(b.clone())).unwrap();
+            let full = x.similarity(&y, level).unwrap();
+            prop_assert_eq!(x.similarity_value(&y).unwrap().to_bits(), full.value.to_bits(), "{:?}", params);
+            prop_assert_eq!(x.similarity_value(&x).unwrap().to_bits(), x.similarity(&x, level).unwrap().value.to_bits());
+        }
+    }
+}
+
+#[test]
+fn similarity_value_refuses_incompatible_sketches_like_similarity() {
+    let set = TokenSet::from_unsorted(vec![1, 2]);
+    let a = Sketcher::new(SketchParams::minhash(64, 32, 3).unwrap()).unwrap().sketch(&set).unwrap();
+    let b = Sketcher::new(SketchParams::minhash(64, 32, 4).unwrap()).unwrap().sketch(&set).unwrap();
+    let c = Sketcher::new(SketchParams::oph(64, 8, 3).unwrap()).unwrap().sketch(&set).unwrap();
+    assert_eq!(a.similarity_value(&b).unwrap_err(), a.similarity(&b, 0.95).unwrap_err());
+    assert_eq!(a.similarity_value(&c).unwrap_err(), a.similarity(&c, 0.95).unwrap_err());
+}
