@@ -156,7 +156,7 @@ fn the_planner_bands_in_memory_unless_exactness_a_forced_plan_or_size_says_other
     assert_eq!(access(&stats(1, SketchKind::BBitMinHash, 512, 8), QueryOptions::default()), Access::FullScan);
     // An eligible LSH index is joined directly.
     let params = LshParams { bands: 39, rows: 13 };
-    let indexed = PlannerStats { lsh: Some(LshStats { params, mean_hit_bucket: 2.0 }), ..big };
+    let indexed = PlannerStats { lsh: Some(LshStats { params, mean_hit_bucket: 2.0, runs: 1 }), ..big };
     assert_eq!(access(&indexed, QueryOptions::default()), Access::LshProbe { bands: 39 });
     // SimHash: tables covering the radius, else tables built in memory (every record
     // probed only when forced or tiny).

@@ -37,17 +37,37 @@ fn check(c: &Collection, db: &Database, queries: &[Sketch], stage: &str) {
             assert_eq!(got, want, "{stage}: bands {bands}");
         }
     }
-    // The statistic: sum(s^2) / sum(s) over buckets.
-    let mut sizes: HashMap<(usize, u64), u64> = HashMap::new();
-    for (_, k) in &row_keys {
+    // The runs: row ranges ascending and disjoint, sizes shrinking by more than the merge
+    // ratio from the oldest to the newest, every live row in one of them.
+    let (runs, _) = testing::lsh_group_chunks(c, db).expect("chunks").expect("lsh");
+    assert!(
+        runs.windows(2).all(|w| w[0].end_row <= w[1].first_row && w[0].entries > 4 * w[1].entries),
+        "{stage}: {runs:?}"
+    );
+    let run_of = |row: u64| runs.iter().position(|r| r.first_row <= row && row < r.end_row).expect("row in a run");
+    // The statistic: sum(s^2) / sum(s) over each run's buckets; at most the same sum over
+    // the buckets of the whole index (rows sharing a key in two runs count apart), equal to
+    // it with one run.
+    let mut sizes: HashMap<(usize, usize, u64), u64> = HashMap::new();
+    let mut whole: HashMap<(usize, u64), u64> = HashMap::new();
+    for (row, k) in &row_keys {
         for (i, &key) in k.iter().enumerate() {
-            *sizes.entry((i, key)).or_default() += 1;
+            *sizes.entry((run_of(*row), i, key)).or_default() += 1;
+            *whole.entry((i, key)).or_default() += 1;
         }
     }
-    let (s1, s2) = sizes.values().fold((0u64, 0u64), |(a, b), &s| (a + s, b + s * s));
+    let mean_of = |sizes: &mut dyn Iterator<Item = u64>| {
+        let (s1, s2) = sizes.fold((0u64, 0u64), |(a, b), s| (a + s, b + s * s));
+        if s1 == 0 { 0.0 } else { s2 as f64 / s1 as f64 }
+    };
+    let want = mean_of(&mut sizes.values().copied());
+    let upper = mean_of(&mut whole.values().copied());
     let (_, mean) = testing::lsh_stats(c, db).expect("stats").expect("lsh");
-    let want = if s1 == 0 { 0.0 } else { s2 as f64 / s1 as f64 };
     assert!((mean - want).abs() < 1e-9, "{stage}: mean hit bucket {mean} vs {want}");
+    assert!(mean <= upper + 1e-9, "{stage}: {mean} above the whole-index {upper}");
+    if runs.len() == 1 {
+        assert!((mean - upper).abs() < 1e-9, "{stage}: one run: {mean} vs {upper}");
+    }
     let report = admin::verify(db).expect("verify");
     assert!(report.is_ok(), "{stage}: {:?}", report.problems);
 }
@@ -121,7 +141,7 @@ fn run(params: SketchParams, index: IndexConfig, seed: u64) {
     // Plant an inconsistency: verify names it.
     assert!(testing::drop_first_index_bucket(&c, &db).expect("plant"));
     let report = admin::verify(&db).expect("verify");
-    assert!(report.problems.iter().any(|p| p.detail.contains("sketchdb.lsh_buckets")), "{:?}", report.problems);
+    assert!(report.problems.iter().any(|p| p.detail.contains("sketchdb.lsh_runs")), "{:?}", report.problems);
 }
 
 #[test]
@@ -150,7 +170,7 @@ fn huge_buckets_are_chunked_and_stay_consistent() {
     let dir = tempfile::tempdir().expect("dir");
     let db = Database::create(dir.path().join("db")).expect("create");
     let index = IndexConfig::Lsh { threshold: 0.5, bands: Some(4), rows: Some(4) };
-    let c = db.create_collection("s", CollectionConfig::new(params).with_index(index)).expect("collection");
+    let mut c = db.create_collection("s", CollectionConfig::new(params).with_index(index)).expect("collection");
     let s = Sketcher::new(params).expect("sk").sketch(&TokenSet::from_unsorted((0..50).collect())).expect("sketch");
     // 5000 identical signatures: every band's bucket spans three chunks.
     let mut batch = Batch::new();
@@ -171,6 +191,9 @@ fn huge_buckets_are_chunked_and_stay_consistent() {
     c.apply(&batch).expect("delete");
     c.insert("last", &s).expect("insert");
     check(&c, &db, std::slice::from_ref(&s), "chunked");
+    // One run after a rebuild: every live row is in the one bucket of each band.
+    c.rebuild_index(index).expect("rebuild");
+    check(&c, &db, std::slice::from_ref(&s), "chunked, rebuilt");
     let (_, mean) = testing::lsh_stats(&c, &db).expect("stats").expect("lsh");
     let live = c.len().expect("len") as f64;
     assert!((mean - live).abs() < 1e-9);

@@ -1,19 +1,26 @@
-//! LSH buckets are packed in groups (top `group_bits` bits of the band key): a group over
-//! [`GROUP_CHUNK_ENTRIES`] entries is split over consecutive chunks of bounded size, shrinks
-//! back when rows go, and candidates stay exact throughout.
+//! LSH buckets are stored as runs, each packed in groups (top `group_bits` bits of the band
+//! key, chosen per run for its size): a group over [`GROUP_CHUNK_ENTRIES`] entries is split
+//! over consecutive chunks of bounded size, shrinks back when rows go, and candidates stay
+//! exact throughout. Many small write transactions leave few runs, merged by size, with
+//! candidates equal to a brute-force band comparison at every step.
+
+mod common;
 
 use std::collections::BTreeMap;
 
-use sketchdb::{Batch, CollectionConfig, Database, IndexConfig, SketchParams, Sketcher, TokenSet, admin, testing};
+use common::Rng;
+use sketchdb::{
+    Batch, Collection, CollectionConfig, Database, IndexConfig, Sketch, SketchParams, Sketcher, TokenSet, admin,
+    lsh_rows, testing,
+};
 
 const GROUP_CHUNK_ENTRIES: usize = 1024;
 
-type Chunks = Vec<(u32, u64, u32, usize)>;
-
-/// (band, group) -> chunk sizes, checking chunk numbers run 0.. and sizes are bounded.
-fn groups(chunks: &Chunks) -> BTreeMap<(u32, u64), Vec<usize>> {
+/// (band, group) -> chunk sizes, checking chunk numbers run 0.. and sizes are bounded (the
+/// collection has one run).
+fn groups(chunks: &[testing::LshChunk]) -> BTreeMap<(u32, u64), Vec<usize>> {
     let mut out: BTreeMap<(u32, u64), Vec<usize>> = BTreeMap::new();
-    for &(band, group, chunk, n) in chunks {
+    for &testing::LshChunk { band, group, chunk, entries: n, .. } in chunks {
         let sizes = out.entry((band, group)).or_default();
         assert_eq!(chunk as usize, sizes.len(), "band {band} group {group:#x}: chunk numbers have a gap");
         assert!((1..=GROUP_CHUNK_ENTRIES).contains(&n), "band {band} group {group:#x} chunk {chunk}: {n} entries");
@@ -41,8 +48,9 @@ fn hot_groups_split_into_bounded_chunks_and_shrink_back() {
         batch.insert(format!("d{i}"), s);
     }
     c.apply(&batch).expect("insert");
-    let (bits, chunks) = testing::lsh_group_chunks(&c, &db).expect("chunks").expect("lsh");
-    assert_eq!(bits, 10, "an index created empty gets 1024 groups per band");
+    let (runs, chunks) = testing::lsh_group_chunks(&c, &db).expect("chunks").expect("lsh");
+    assert_eq!(runs.len(), 1, "one write, one run");
+    assert_eq!(runs[0].group_bits, 5, "2900 entries per band / 128 per group -> 2^5 groups");
     let g = groups(&chunks);
     for band in 0..4 {
         let biggest =
@@ -83,8 +91,9 @@ fn hot_groups_split_into_bounded_chunks_and_shrink_back() {
         batch.delete(format!("d{i}"));
     }
     c.apply(&batch).expect("delete all");
-    let (_, chunks) = testing::lsh_group_chunks(&c, &db).expect("chunks").expect("lsh");
+    let (runs, chunks) = testing::lsh_group_chunks(&c, &db).expect("chunks").expect("lsh");
     assert!(chunks.is_empty());
+    assert!(runs.is_empty(), "an emptied run is dropped: {runs:?}");
     assert_eq!(testing::lsh_stats(&c, &db).expect("stats").expect("lsh").1, 0.0);
     assert!(admin::verify(&db).expect("verify").is_ok());
 }
@@ -104,8 +113,131 @@ fn rebuild_chooses_group_bits_for_the_row_count() {
     }
     c.apply(&batch).expect("insert");
     c.rebuild_index(index).expect("rebuild");
-    let (bits, chunks) = testing::lsh_group_chunks(&c, &db).expect("chunks").expect("lsh");
-    assert_eq!(bits, 11, "140k rows / 128 per group -> 2^11 groups");
+    let (runs, chunks) = testing::lsh_group_chunks(&c, &db).expect("chunks").expect("lsh");
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].group_bits, 11, "140k rows / 128 per group -> 2^11 groups");
     groups(&chunks);
     assert!(admin::verify(&db).expect("verify").is_ok());
+}
+
+/// Candidates of `probes` in every prefix of bands equal a brute-force band-key comparison
+/// over the stored sketches; the runs are ordered, disjoint and shrink by more than the
+/// merge ratio; verify is clean. Returns the run count.
+fn check_runs(c: &Collection, db: &Database, probes: &[Sketch], stage: &str) -> usize {
+    let scheme = testing::lsh_scheme(c, db).expect("scheme").expect("lsh");
+    let keys = |s: &Sketch| scheme.keys(&lsh_rows(s).expect("rows")).expect("keys");
+    let rows: Vec<(u64, Vec<u64>)> =
+        c.scan().expect("scan").map(|r| r.expect("record")).map(|r| (r.row_id, keys(&r.sketch))).collect();
+    for q in probes {
+        let qk = keys(q);
+        for bands in 1..=scheme.params.bands {
+            let want: Vec<u64> =
+                rows.iter().filter(|(_, k)| (0..bands as usize).any(|i| k[i] == qk[i])).map(|(r, _)| *r).collect();
+            assert_eq!(testing::lsh_candidates(c, db, q, bands).expect("candidates"), want, "{stage}: bands {bands}");
+        }
+    }
+    let (runs, chunks) = testing::lsh_group_chunks(c, db).expect("chunks").expect("lsh");
+    assert!(
+        runs.windows(2).all(|w| w[0].end_row <= w[1].first_row && w[0].entries > 4 * w[1].entries),
+        "{stage}: {runs:?}"
+    );
+    for (row, _) in &rows {
+        assert!(runs.iter().any(|r| r.first_row <= *row && *row < r.end_row), "{stage}: row {row} in no run");
+    }
+    assert!(chunks.iter().all(|ch| runs.iter().any(|r| r.id == ch.run)), "{stage}: a chunk of an unlisted run");
+    let report = admin::verify(db).expect("verify");
+    assert!(report.is_ok(), "{stage}: {:?}", report.problems);
+    runs.len()
+}
+
+#[test]
+fn many_small_writes_leave_few_runs_and_exact_candidates() {
+    let params = SketchParams::minhash(16, 64, 3).expect("p");
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("db");
+    let db = Database::create(&path).expect("create");
+    let index = IndexConfig::Lsh { threshold: 0.5, bands: Some(4), rows: Some(4) };
+    let c = db.create_collection("s", CollectionConfig::new(params).with_index(index)).expect("collection");
+    let sk = Sketcher::new(params).expect("sk");
+    let mut rng = Rng(11);
+    // Sets drawn from 30 families of near-duplicates, so buckets are shared across runs.
+    let families: Vec<Vec<u64>> = (0..30).map(|_| (0..24).map(|_| rng.next_u64()).collect()).collect();
+    let draw = |rng: &mut Rng| {
+        let mut t = families[rng.range(0, 29) as usize].clone();
+        for _ in 0..rng.range(0, 3) {
+            let i = rng.range(0, t.len() as u64 - 1) as usize;
+            t[i] = rng.next_u64();
+        }
+        sk.sketch(&TokenSet::from_unsorted(t)).expect("sketch")
+    };
+    let probes: Vec<Sketch> = (0..12).map(|_| draw(&mut rng)).collect();
+    let (mut live, mut next_key, mut max_runs) = (Vec::<u64>::new(), 0u64, 0usize);
+    for step in 0..150 {
+        let mut batch = Batch::new();
+        for _ in 0..rng.range(1, 40) {
+            batch.insert(format!("k{next_key}"), draw(&mut rng));
+            live.push(next_key);
+            next_key += 1;
+        }
+        // Deletes and upserts of older rows: they reach runs written long before.
+        for _ in 0..rng.range(0, 6) {
+            if live.len() > 50 {
+                let i = rng.range(0, live.len() as u64 - 41) as usize;
+                if rng.range(0, 1) == 0 {
+                    batch.delete(format!("k{}", live.swap_remove(i)));
+                } else {
+                    batch.upsert(format!("k{}", live[i]), draw(&mut rng));
+                }
+            }
+        }
+        c.apply(&batch).expect("apply");
+        if step % 15 == 14 {
+            max_runs = max_runs.max(check_runs(&c, &db, &probes, &format!("step {step}")));
+        }
+    }
+    // About 3,000 rows in 150 writes of about 20: runs shrink by a factor above 4, so a
+    // handful at most (one per write would be 150).
+    assert!((2..=6).contains(&max_runs), "{max_runs} runs");
+    drop(c);
+    drop(db);
+    let db = Database::open(&path).expect("reopen");
+    let mut c = db.collection("s").expect("collection");
+    check_runs(&c, &db, &probes, "reopened");
+    // Every page has holes: compaction moves every live row, so they form one new run.
+    db.compact().expect("compact");
+    assert_eq!(check_runs(&c, &db, &probes, "compacted"), 1);
+    c.rebuild_index(index).expect("rebuild");
+    assert_eq!(check_runs(&c, &db, &probes, "rebuilt"), 1);
+    // A chunk removed behind the index's back is found.
+    assert!(testing::drop_first_index_bucket(&c, &db).expect("plant"));
+    let report = admin::verify(&db).expect("verify");
+    assert!(report.problems.iter().any(|p| p.detail.contains("sketchdb.lsh_runs")), "{:?}", report.problems);
+}
+
+/// Without deleted rows compaction moves nothing, but it still merges the index's runs.
+#[test]
+fn compaction_merges_runs_of_an_insert_only_index() {
+    let params = SketchParams::minhash(16, 64, 4).expect("p");
+    let dir = tempfile::tempdir().expect("dir");
+    let db = Database::create(dir.path().join("db")).expect("create");
+    let index = IndexConfig::Lsh { threshold: 0.5, bands: Some(4), rows: Some(4) };
+    let c = db.create_collection("s", CollectionConfig::new(params).with_index(index)).expect("collection");
+    let sk = Sketcher::new(params).expect("sk");
+    let sketch = |i: u64| {
+        sk.sketch(&TokenSet::from_unsorted((0..30).map(|t| (i % 40) * 1000 + t + i % 3).collect())).expect("sketch")
+    };
+    for b in 0..40u64 {
+        let mut batch = Batch::new();
+        for i in 0..(5 + b % 7) {
+            let n = b * 100 + i;
+            batch.insert(format!("k{n}"), sketch(n));
+        }
+        c.apply(&batch).expect("insert");
+    }
+    let probes: Vec<Sketch> = (0..8).map(|i| sketch(i * 7)).collect();
+    assert!(check_runs(&c, &db, &probes, "loaded") > 1);
+    let summary = db.compact().expect("compact");
+    assert_eq!((summary.rows_moved, summary.indexes_optimized), (0, 1));
+    assert_eq!(check_runs(&c, &db, &probes, "compacted"), 1);
+    assert_eq!(db.compact().expect("again").indexes_optimized, 0, "one run: nothing to merge");
 }

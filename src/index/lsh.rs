@@ -1,7 +1,9 @@
-//! Persisted LSH banding buckets, packed by group, with a reverse map.
+//! LSH banding buckets: the packed chunk layout of a run's groups, and reading and rewriting
+//! the groups of one run.
 //!
-//! * `sketchdb.lsh_buckets`, key `(collection id, band, group, chunk)`: the group is the top
-//!   `P = group_bits` bits of the band key (`P` recorded in the index definition). The group's
+//! * `sketchdb.lsh_runs`, key `(collection id, band, run, group, chunk)`: an index is a list of
+//!   runs ([`super::meta::LshRun`]); each run holds the entries of a row range, with its own
+//!   group width `P = group_bits`: the group is the top `P` bits of the band key. A group's
 //!   entries, (band key, row id) pairs sorted ascending, are split evenly over chunks `0..c`
 //!   (no gaps; `c = ceil(entries / GROUP_CHUNK_ENTRIES)`). A chunk value (all integers
 //!   little-endian; `storage-format.md`, "Index tables"):
@@ -20,18 +22,12 @@
 //! * `sketchdb.lsh_rows`, key `(collection id, row id)`: the row's band keys, u64 LE in band
 //!   order (`8 * bands` bytes): deletes find the groups without the row's sketch.
 //!
-//! Writes of a transaction are buffered ([`LshDelta`]) and at its end each touched group is
-//! read, merged and rewritten once, in key order.
+//! How runs are written and merged is [`super::lsh_write`].
 
-use rayon::prelude::*;
-use redb::{ReadableTable, Table, WriteTransaction};
+use redb::{ReadableTable, Table};
 
-use super::keys::band::{BandKeyScheme, lsh_rows};
-use super::meta::index_err;
-use crate::sketch::sketch::Sketch;
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
-use crate::storage::tables::{LSH_BUCKETS, LSH_ROWS};
 
 /// The most entries in one chunk value (at most 8 + 1024 * 16 bytes).
 pub(crate) const GROUP_CHUNK_ENTRIES: usize = 1024;
@@ -39,17 +35,15 @@ pub(crate) const GROUP_CHUNK_ENTRIES: usize = 1024;
 pub(crate) const CHUNK_HEADER_LEN: usize = 8;
 /// The chunk value layout version (byte 0).
 pub(crate) const CHUNK_LAYOUT: u8 = 1;
-/// The narrowest group prefix chosen (collections created empty get 1024 groups per band).
-pub(crate) const MIN_GROUP_BITS: u32 = 10;
 /// The widest group prefix.
 pub(crate) const MAX_GROUP_BITS: u32 = 24;
 
-/// The group prefix width for an index chosen at `n_rows`: about 128 entries per group and
-/// band, at least [`MIN_GROUP_BITS`] and at most [`MAX_GROUP_BITS`].
-pub(crate) fn group_bits_for(n_rows: u64) -> u32 {
-    let per = (n_rows / 128).max(1);
+/// The group prefix width of a run holding `per_band` entries in each band: about 128
+/// entries per group (one group below 256 entries), at most [`MAX_GROUP_BITS`].
+pub(crate) fn run_group_bits(per_band: u64) -> u32 {
+    let per = (per_band / 128).max(1);
     let bits = 64 - (per - 1).leading_zeros().min(63);
-    bits.clamp(MIN_GROUP_BITS, MAX_GROUP_BITS)
+    if per == 1 { 0 } else { bits.min(MAX_GROUP_BITS) }
 }
 
 /// The group geometry of a prefix width P.
@@ -64,6 +58,10 @@ pub(crate) struct Groups {
 impl Groups {
     pub(crate) fn new(bits: u32) -> Groups {
         Groups { bits, suffix_bytes: (64 - bits).div_ceil(8) as usize }
+    }
+    /// Whether `group` is a group of this width (below `2^P`).
+    pub(crate) fn holds(&self, group: u64) -> bool {
+        self.bits >= 64 || group >> self.bits == 0
     }
     /// The group of a band key.
     #[inline]
@@ -257,12 +255,23 @@ pub(crate) fn band_keys_of(bytes: &[u8], bands: usize) -> Result<Vec<u64>, Strin
     Ok(bytes.chunks_exact(8).map(le).collect())
 }
 
-pub(crate) fn lsh_err(info: &CollectionInfo, band: u32, group: u64, detail: impl std::fmt::Display) -> StorageError {
+pub(crate) fn lsh_err(info: &CollectionInfo, at: At, detail: impl std::fmt::Display) -> StorageError {
     StorageError::Inconsistent {
         collection: info.def.name.clone(),
         row: None,
-        detail: format!("index table sketchdb.lsh_buckets, band {band}, group {group:#x}: {detail}"),
+        detail: format!(
+            "index table sketchdb.lsh_runs, band {}, run {}, group {:#x}: {detail}",
+            at.band, at.run, at.group
+        ),
     }
+}
+
+/// Where a group lives: band, run, group.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct At {
+    pub band: u32,
+    pub run: u32,
+    pub group: u64,
 }
 
 /// sum(s) and sum(s^2) over the runs of equal keys of sorted entries.
@@ -282,251 +291,157 @@ pub(crate) fn bucket_sums(entries: &[(u64, u64)]) -> (u64, u128) {
     (sum, sum_sq)
 }
 
-/// The LSH changes of one write transaction: flat vectors, grouped by band and sorted at
-/// flush (a map keyed by (band, group) costs a cache miss per entry).
-pub(crate) struct LshDelta {
-    scheme: BandKeyScheme,
-    groups: Groups,
-    /// Rows added in this transaction, in the order added.
-    added_rows: Vec<u64>,
-    /// Their sketches, in the same order: band keys are computed at flush, in parallel.
-    added: Vec<Sketch>,
-    /// Whether each added row was removed again in this transaction (it never reaches the tables).
-    dropped: Vec<bool>,
-    /// Whether `added_rows` ascends (the writer appends rows in id order): removals then search.
-    ascending: bool,
-    removed: Vec<u64>,
-    /// Change of sum(s) and sum(s^2) over buckets (exact band keys).
-    pub d_entries: i128,
-    pub d_sum_sq: i128,
-}
+/// Key of `sketchdb.lsh_runs`: (collection id, band, run, group, chunk).
+pub(crate) type RunKey = (u32, u32, u32, u64, u32);
+pub(crate) type BucketTable<'t> = Table<'t, RunKey, &'static [u8]>;
 
 /// (sum(s), sum(s^2)) over a group's buckets.
-type Sums = (u64, u128);
-
-impl LshDelta {
-    pub(crate) fn new(scheme: BandKeyScheme, group_bits: u32) -> LshDelta {
-        LshDelta {
-            scheme,
-            groups: Groups::new(group_bits),
-            added_rows: Vec::new(),
-            added: Vec::new(),
-            dropped: Vec::new(),
-            ascending: true,
-            removed: Vec::new(),
-            d_entries: 0,
-            d_sum_sq: 0,
-        }
-    }
-
-    pub(crate) fn add(&mut self, row: u64, sketch: &Sketch) {
-        if self.added_rows.last().is_some_and(|&last| last >= row) {
-            self.ascending = false;
-        }
-        self.added_rows.push(row);
-        self.added.push(sketch.clone());
-        self.dropped.push(false);
-    }
-
-    pub(crate) fn remove(&mut self, row: u64) {
-        // A row added and removed in one transaction never reaches the tables.
-        let found = if self.ascending {
-            self.added_rows.binary_search(&row).ok()
-        } else {
-            self.added_rows.iter().rposition(|&r| r == row)
-        };
-        match found {
-            Some(i) if !self.dropped[i] => self.dropped[i] = true,
-            _ => self.removed.push(row),
-        }
-    }
-
-    /// Applies the changes: reverse map first, then each touched group in key order.
-    pub(crate) fn flush(&mut self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<(), StorageError> {
-        let id = info.def.id;
-        let g = self.groups;
-        let n_bands = self.scheme.params.bands as usize;
-        // Per band: entries to add and to remove, (band key, row).
-        let mut adds: Vec<Vec<(u64, u64)>> = vec![Vec::new(); n_bands];
-        let mut removes: Vec<Vec<(u64, u64)>> = vec![Vec::new(); n_bands];
-        {
-            let mut rev = txn.open_table(LSH_ROWS).map_err(StorageError::backend("open table"))?;
-            for &row in &self.removed {
-                let v = rev.remove((id, row)).map_err(StorageError::backend("remove lsh reverse entry"))?;
-                let Some(v) = v else {
-                    return Err(crate::storage::writer::inconsistent(
-                        info,
-                        row,
-                        "a removed row has no entry in sketchdb.lsh_rows",
-                    ));
-                };
-                let keys =
-                    band_keys_of(v.value(), n_bands).map_err(|d| crate::storage::writer::inconsistent(info, row, d))?;
-                for (b, &k) in keys.iter().enumerate() {
-                    removes[b].push((k, row));
-                }
-            }
-            // Band keys of every added row, computed on all cores; a sketch that cannot be
-            // banded fails the transaction.
-            let scheme = self.scheme;
-            let added_keys: Vec<u64> = self
-                .added
-                .par_iter()
-                .map(|sketch| {
-                    let rows = lsh_rows(sketch).map_err(index_err(info))?;
-                    scheme.keys(&rows).map_err(index_err(info))
-                })
-                .collect::<Result<Vec<Vec<u64>>, StorageError>>()?
-                .concat();
-            let live = self.added_rows.len() - self.dropped.iter().filter(|&&d| d).count();
-            adds.iter_mut().for_each(|v| v.reserve(live));
-            let mut bytes = Vec::with_capacity(8 * n_bands);
-            for ((&row, keys), _) in self
-                .added_rows
-                .iter()
-                .zip(added_keys.chunks_exact(n_bands.max(1)))
-                .zip(&self.dropped)
-                .filter(|(_, dropped)| !**dropped)
-            {
-                bytes.clear();
-                keys.iter().for_each(|k| bytes.extend_from_slice(&k.to_le_bytes()));
-                rev.insert((id, row), bytes.as_slice()).map_err(StorageError::backend("write lsh reverse entry"))?;
-                for (b, &k) in keys.iter().enumerate() {
-                    adds[b].push((k, row));
-                }
-            }
-        }
-        // Each band's entries sorted, bands in parallel.
-        adds.par_iter_mut().chain(removes.par_iter_mut()).for_each(|v| v.sort_unstable());
-        let mut table = txn.open_table(LSH_BUCKETS).map_err(StorageError::backend("open table"))?;
-        let mut scratch = GroupScratch::default();
-        for (band, (adds, removes)) in adds.into_iter().zip(removes).enumerate() {
-            let (mut i, mut j) = (0, 0);
-            while i < adds.len() || j < removes.len() {
-                let group = match (adds.get(i), removes.get(j)) {
-                    (Some(a), Some(r)) => g.group(a.0).min(g.group(r.0)),
-                    (Some(a), None) => g.group(a.0),
-                    (None, Some(r)) => g.group(r.0),
-                    (None, None) => break,
-                };
-                let i_end = i + adds[i..].partition_point(|e| g.group(e.0) == group);
-                let j_end = j + removes[j..].partition_point(|e| g.group(e.0) == group);
-                let ((old_s, old_sq), (new_s, new_sq)) = apply_group(
-                    &mut table,
-                    info,
-                    g,
-                    band as u32,
-                    group,
-                    &adds[i..i_end],
-                    &removes[j..j_end],
-                    &mut scratch,
-                )?;
-                self.d_entries += i128::from(new_s) - i128::from(old_s);
-                self.d_sum_sq += new_sq as i128 - old_sq as i128;
-                i = i_end;
-                j = j_end;
-            }
-        }
-        self.added_rows.clear();
-        self.added.clear();
-        self.dropped.clear();
-        self.ascending = true;
-        self.removed.clear();
-        Ok(())
-    }
-}
-
-type BucketTable<'t> = Table<'t, (u32, u32, u64, u32), &'static [u8]>;
+pub(crate) type Sums = (u64, u128);
 
 /// Buffers reused across groups.
 #[derive(Default)]
-struct GroupScratch {
+pub(crate) struct GroupScratch {
     old: Vec<(u64, u64)>,
     new: Vec<(u64, u64)>,
     bytes: Vec<u8>,
 }
 
-/// Reads every entry of a group (all chunks, in order) into `out`; returns the chunk count.
-/// Chunk numbers must run `0..n` without gaps.
-pub(crate) fn read_group(
-    table: &impl ReadableTable<(u32, u32, u64, u32), &'static [u8]>,
+/// Reads every entry of one band of one run (all its groups, in key order) into `out`,
+/// checking each group's chunks run `0..n` without gaps; returns the chunks read.
+pub(crate) fn read_run_band(
+    table: &impl ReadableTable<RunKey, &'static [u8]>,
     info: &CollectionInfo,
     g: Groups,
     band: u32,
-    group: u64,
+    run: u32,
     out: &mut Vec<(u64, u64)>,
-) -> Result<u32, StorageError> {
+) -> Result<u64, StorageError> {
     let id = info.def.id;
     let range = table
-        .range((id, band, group, 0u32)..=(id, band, group, u32::MAX))
+        .range((id, band, run, 0u64, 0u32)..=(id, band, run, u64::MAX, u32::MAX))
+        .map_err(StorageError::backend("read lsh run"))?;
+    let (mut current, mut next, mut n) = (None, 0u32, 0u64);
+    for e in range {
+        let (k, v) = e.map_err(StorageError::backend("read lsh run"))?;
+        let (_, _, _, group, chunk) = k.value();
+        let at = At { band, run, group };
+        if current != Some(group) {
+            current = Some(group);
+            next = 0;
+        }
+        if !g.holds(group) {
+            return Err(lsh_err(info, at, format!("no such group under the run's {} group bits", g.bits)));
+        }
+        if chunk != next {
+            return Err(lsh_err(info, at, format!("chunk {chunk} where chunk {next} was expected")));
+        }
+        let view = ChunkView::parse(v.value(), g).map_err(|d| lsh_err(info, at, d))?;
+        view.decode_into(g, group, out);
+        next += 1;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// One band of a run, encoded: every chunk's (group, chunk number, byte range) in key order,
+/// and the bytes.
+#[derive(Default)]
+pub(crate) struct EncodedBand {
+    chunks: Vec<(u64, u32, std::ops::Range<usize>)>,
+    bytes: Vec<u8>,
+}
+
+/// Encodes one band of a run: `entries` (sorted, strictly ascending) split into the run's
+/// groups and each group evenly over chunks. Pure, so bands encode in parallel.
+pub(crate) fn encode_run_band(g: Groups, entries: &[(u64, u64)]) -> EncodedBand {
+    let mut out = EncodedBand::default();
+    let mut buf = Vec::new();
+    let mut i = 0;
+    while i < entries.len() {
+        let group = g.group(entries[i].0);
+        let end = i + entries[i..].partition_point(|e| g.group(e.0) == group);
+        let slice = &entries[i..end];
+        let per = slice.len().div_ceil(slice.len().div_ceil(GROUP_CHUNK_ENTRIES));
+        for (no, c) in slice.chunks(per).enumerate() {
+            encode_chunk(g, c, &mut buf);
+            let at = out.bytes.len();
+            out.bytes.extend_from_slice(&buf);
+            out.chunks.push((group, no as u32, at..out.bytes.len()));
+        }
+        i = end;
+    }
+    out
+}
+
+/// Inserts an encoded band of run `run` (its values must not exist yet).
+pub(crate) fn insert_run_band(
+    table: &mut BucketTable<'_>,
+    id: u32,
+    band: u32,
+    run: u32,
+    encoded: &EncodedBand,
+) -> Result<(), StorageError> {
+    for (group, no, range) in &encoded.chunks {
+        table
+            .insert((id, band, run, *group, *no), &encoded.bytes[range.clone()])
+            .map_err(StorageError::backend("write lsh run"))?;
+    }
+    Ok(())
+}
+
+/// Removes every value of one band of a run.
+pub(crate) fn drop_run_band(table: &mut BucketTable<'_>, id: u32, band: u32, run: u32) -> Result<(), StorageError> {
+    table
+        .retain_in((id, band, run, 0u64, 0u32)..=(id, band, run, u64::MAX, u32::MAX), |_, _| false)
+        .map_err(StorageError::backend("drop lsh run"))
+}
+
+/// Reads every entry of a group (all chunks, in order) into `out`; returns the chunk count.
+/// Chunk numbers must run `0..n` without gaps.
+fn read_group(
+    table: &impl ReadableTable<RunKey, &'static [u8]>,
+    info: &CollectionInfo,
+    g: Groups,
+    at: At,
+    out: &mut Vec<(u64, u64)>,
+) -> Result<u32, StorageError> {
+    let (id, At { band, run, group }) = (info.def.id, at);
+    let range = table
+        .range((id, band, run, group, 0u32)..=(id, band, run, group, u32::MAX))
         .map_err(StorageError::backend("read lsh group"))?;
     let mut n = 0u32;
     for e in range {
         let (k, v) = e.map_err(StorageError::backend("read lsh group"))?;
-        let chunk = k.value().3;
+        let chunk = k.value().4;
         if chunk != n {
-            return Err(lsh_err(info, band, group, format!("chunk {chunk} where chunk {n} was expected")));
+            return Err(lsh_err(info, at, format!("chunk {chunk} where chunk {n} was expected")));
         }
-        let view = ChunkView::parse(v.value(), g).map_err(|d| lsh_err(info, band, group, d))?;
+        let view = ChunkView::parse(v.value(), g).map_err(|d| lsh_err(info, at, d))?;
         view.decode_into(g, group, out);
         n += 1;
     }
     Ok(n)
 }
 
-/// Appends the row ids stored under band key `key` of `band` (ascending).
-///
-/// Point reads, chunk by chunk: the chunks of a group hold one sorted sequence, so the
-/// entries of a suffix below chunk c's last suffix all lie in chunks `..=c`; the next
-/// chunk is read only when the suffix reaches the last one (one B-tree descent per band
-/// for almost every probe, where a range would seek both of its ends).
-pub(crate) fn read_bucket(
-    table: &impl ReadableTable<(u32, u32, u64, u32), &'static [u8]>,
-    info: &CollectionInfo,
-    g: Groups,
-    band: u32,
-    key: u64,
-    out: &mut Vec<u64>,
-) -> Result<(), StorageError> {
-    let id = info.def.id;
-    let group = g.group(key);
-    let suffix = g.suffix(key);
-    let mut chunk = 0u32;
-    loop {
-        let Some(v) = table.get((id, band, group, chunk)).map_err(StorageError::backend("read lsh group"))? else {
-            return Ok(());
-        };
-        let view = ChunkView::parse(v.value(), g).map_err(|d| lsh_err(info, band, group, d))?;
-        view.rows_of(suffix, out);
-        if suffix < view.last_suffix() || chunk == u32::MAX {
-            return Ok(());
-        }
-        chunk += 1;
-    }
-}
-
-/// Applies sorted `adds` and `removes` to one group and rewrites it; returns its
+/// Applies sorted `removes` to one group of a run and rewrites it; returns its
 /// (sum(s), sum(s^2)) over band keys before and after.
-#[allow(clippy::too_many_arguments)]
-fn apply_group(
+pub(crate) fn remove_from_group(
     table: &mut BucketTable<'_>,
     info: &CollectionInfo,
     g: Groups,
-    band: u32,
-    group: u64,
-    adds: &[(u64, u64)],
+    at: At,
     removes: &[(u64, u64)],
     scratch: &mut GroupScratch,
 ) -> Result<(Sums, Sums), StorageError> {
-    let id = info.def.id;
+    let (id, At { band, run, group }) = (info.def.id, at);
     let GroupScratch { old, new, bytes } = scratch;
     old.clear();
     new.clear();
-    let old_chunks = read_group(table, info, g, band, group, old)?;
+    let old_chunks = read_group(table, info, g, at, old)?;
     let before = bucket_sums(old);
-    // Merge: old minus removes, plus adds (both sorted).
-    new.reserve(old.len() + adds.len());
-    let (mut a, mut r, mut removed) = (0usize, 0usize, 0usize);
+    // Merge: old minus removes (both sorted).
+    new.reserve(old.len());
+    let (mut r, mut removed) = (0usize, 0usize);
     for &e in old.iter() {
         while r < removes.len() && removes[r] < e {
             r += 1;
@@ -536,18 +451,10 @@ fn apply_group(
             r += 1;
             continue;
         }
-        while a < adds.len() && adds[a] < e {
-            new.push(adds[a]);
-            a += 1;
-        }
         new.push(e);
     }
-    new.extend_from_slice(&adds[a..]);
     if removed != removes.len() {
-        return Err(lsh_err(info, band, group, format!("{} entries to remove, {removed} found", removes.len())));
-    }
-    if new.windows(2).any(|w| w[1] <= w[0]) {
-        return Err(lsh_err(info, band, group, "an added entry is already stored"));
+        return Err(lsh_err(info, at, format!("{} entries to remove, {removed} found", removes.len())));
     }
     let after = bucket_sums(new);
     let n_chunks = new.len().div_ceil(GROUP_CHUNK_ENTRIES);
@@ -556,13 +463,13 @@ fn apply_group(
         for (no, c) in new.chunks(per).enumerate() {
             encode_chunk(g, c, bytes);
             table
-                .insert((id, band, group, no as u32), bytes.as_slice())
+                .insert((id, band, run, group, no as u32), bytes.as_slice())
                 .map_err(StorageError::backend("write lsh group"))?;
         }
     }
     if old_chunks as usize > n_chunks {
         table
-            .retain_in((id, band, group, n_chunks as u32)..=(id, band, group, u32::MAX), |_, _| false)
+            .retain_in((id, band, run, group, n_chunks as u32)..=(id, band, run, group, u32::MAX), |_, _| false)
             .map_err(StorageError::backend("rewrite lsh group"))?;
     }
     Ok((before, after))
@@ -631,11 +538,13 @@ mod tests {
     }
 
     #[test]
-    fn group_bits_grow_with_rows() {
-        assert_eq!(group_bits_for(0), MIN_GROUP_BITS);
-        assert_eq!(group_bits_for(128 * 1024), 10);
-        assert_eq!(group_bits_for(128 * 1024 + 128), 11);
-        assert_eq!(group_bits_for(u64::MAX), MAX_GROUP_BITS);
+    fn run_group_bits_grow_with_entries() {
+        assert_eq!(run_group_bits(0), 0);
+        assert_eq!(run_group_bits(255), 0);
+        assert_eq!(run_group_bits(256), 1);
+        assert_eq!(run_group_bits(128 * 1024), 10);
+        assert_eq!(run_group_bits(128 * 1024 + 128), 11);
+        assert_eq!(run_group_bits(u64::MAX), MAX_GROUP_BITS);
     }
 
     #[test]

@@ -3,8 +3,11 @@
 use super::keys::band::{BandKeyScheme, lsh_rows};
 use std::collections::HashMap;
 
-use super::lsh::{ChunkView, Groups, band_keys_of, lsh_err, read_bucket};
-use super::meta::{IndexDef, IndexSpec, index_err};
+use std::sync::Arc;
+
+use super::lsh::{Groups, band_keys_of, read_run_band};
+use super::lsh_cache::ProbeCache;
+use super::meta::{IndexDef, IndexSpec, LshRun, index_err};
 use crate::sketch::sketch::Sketch;
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
@@ -13,15 +16,28 @@ use crate::storage::reader::{ReadSnapshot, open};
 use crate::storage::tables::{LSH_BUCKETS, LSH_ROWS};
 use crate::storage::writer::inconsistent;
 
-/// The collection's LSH band-key scheme and group geometry; an `Index` error when it has no
-/// LSH index.
-fn lsh_index(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<(BandKeyScheme, Groups), StorageError> {
-    match IndexDef::load(snap.txn(), info)?.as_deref().map(|d| &d.spec) {
-        Some(IndexSpec::Lsh { scheme, group_bits, .. }) => Ok((*scheme, Groups::new(*group_bits))),
-        _ => Err(StorageError::Index {
-            collection: info.def.name.clone(),
-            source: Box::new(super::error::IndexError::invalid("index", "none or SimHash", "an LSH index")),
-        }),
+/// The collection's LSH index definition; an `Index` error when it has no LSH index.
+fn lsh_index(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Arc<IndexDef>, StorageError> {
+    let def = IndexDef::load(snap.txn(), info)?;
+    match def {
+        Some(d) if matches!(d.spec, IndexSpec::Lsh { .. }) => Ok(d),
+        Some(d) if matches!(d.spec, IndexSpec::LshGroups { .. }) => Err(super::maintain::legacy_lsh(info)),
+        _ => Err(not_lsh(info)),
+    }
+}
+
+fn not_lsh(info: &CollectionInfo) -> StorageError {
+    StorageError::Index {
+        collection: info.def.name.clone(),
+        source: Box::new(super::error::IndexError::invalid("index", "none or SimHash", "an LSH index")),
+    }
+}
+
+/// The scheme and runs of an LSH definition.
+fn scheme_runs<'d>(info: &CollectionInfo, def: &'d IndexDef) -> Result<(BandKeyScheme, &'d [LshRun]), StorageError> {
+    match &def.spec {
+        IndexSpec::Lsh { scheme, runs, .. } => Ok((*scheme, runs)),
+        _ => Err(not_lsh(info)),
     }
 }
 
@@ -43,7 +59,11 @@ fn lsh_candidates_unguarded(
     sketch: &Sketch,
     bands: u32,
 ) -> Result<Vec<u64>, StorageError> {
-    let (scheme, g) = lsh_index(snap, info)?;
+    let cache = ProbeCache::of(snap, info)?.ok_or_else(|| not_lsh(info))?;
+    if let IndexSpec::LshGroups { .. } = cache.def.spec {
+        return Err(super::maintain::legacy_lsh(info));
+    }
+    let (scheme, runs) = scheme_runs(info, &cache.def)?;
     info.def
         .params
         .check_compatible(sketch.params())
@@ -51,9 +71,11 @@ fn lsh_candidates_unguarded(
     let rows = lsh_rows(sketch).map_err(index_err(info))?;
     let keys = scheme.keys(&rows).map_err(index_err(info))?;
     let mut out = Vec::new();
-    let Some(table) = open(snap.txn(), LSH_BUCKETS)? else { return Ok(out) };
+    let mut table = None;
     for (band, &key) in keys.iter().enumerate().take(bands as usize) {
-        read_bucket(&table, info, g, band as u32, key, &mut out)?;
+        for run in runs {
+            cache.rows_of(snap, info, &mut table, Groups::new(run.group_bits), band as u32, run.id, key, &mut out)?;
+        }
     }
     out.sort_unstable();
     out.dedup();
@@ -97,7 +119,8 @@ fn lsh_pairs_unguarded<E: From<StorageError>>(
     bands: u32,
     mut f: impl FnMut(u64, u64) -> Result<(), E>,
 ) -> Result<(), E> {
-    let (scheme, g) = lsh_index(snap, info)?;
+    let def = lsh_index(snap, info)?;
+    let (scheme, runs) = scheme_runs(info, &def)?;
     let (Some(table), Some(rev)) = (open(snap.txn(), LSH_BUCKETS)?, open(snap.txn(), LSH_ROWS)?) else {
         return Ok(());
     };
@@ -107,9 +130,12 @@ fn lsh_pairs_unguarded<E: From<StorageError>>(
     let mut entries: Vec<(u64, u64)> = Vec::new();
     let mut run: Vec<u64> = Vec::new();
     for band in 0..scheme.params.bands.min(bands) {
-        let range = table
-            .range((id, band, 0u64, 0u32)..=(id, band, u64::MAX, u32::MAX))
-            .map_err(StorageError::backend("scan lsh buckets"))?;
+        // The band's entries of every run, in one sorted sequence.
+        entries.clear();
+        for run in runs {
+            read_run_band(&table, info, Groups::new(run.group_bits), band, run.id, &mut entries)?;
+        }
+        entries.sort_unstable();
         let mut current: Option<u64> = None;
         let mut bucket = |run: &mut Vec<u64>| -> Result<(), E> {
             if run.len() > 1 {
@@ -139,19 +165,12 @@ fn lsh_pairs_unguarded<E: From<StorageError>>(
             run.clear();
             Ok(())
         };
-        for e in range {
-            let (k, v) = e.map_err(StorageError::backend("scan lsh buckets"))?;
-            let group = k.value().2;
-            let view = ChunkView::parse(v.value(), g).map_err(|d| lsh_err(info, band, group, d))?;
-            entries.clear();
-            view.decode_into(g, group, &mut entries);
-            for &(key, row) in &entries {
-                if current != Some(key) {
-                    bucket(&mut run)?;
-                    current = Some(key);
-                }
-                run.push(row);
+        for &(key, row) in &entries {
+            if current != Some(key) {
+                bucket(&mut run)?;
+                current = Some(key);
             }
+            run.push(row);
         }
         bucket(&mut run)?;
     }

@@ -7,8 +7,8 @@ use redb::WriteTransaction;
 use super::error::IndexError;
 use super::keys::band::{BandKeyScheme, RowWidth};
 use super::keys::simhash_design::SimhashTableDesign;
-use super::lsh::{LshDelta, group_bits_for};
 use super::lsh_params::{CollisionModel, LshParams, LshWeights, optimal_lsh_params};
+use super::lsh_write::LshDelta;
 use super::meta::{IndexDef, IndexSpec, index_err};
 use super::simhash_tables::{SimhashDelta, bucket_bits_for};
 use crate::sketch::params::{SketchKind, SketchParams};
@@ -50,7 +50,7 @@ pub(crate) fn spec_for(request: IndexRequest, params: &SketchParams, n_rows: u64
         }
         IndexRequest::Lsh { threshold, bands, rows } => {
             let scheme = lsh_scheme_for(params.kind(), params.bits(), params.slots(), threshold, bands, rows)?;
-            Ok(IndexSpec::Lsh { scheme, threshold, group_bits: group_bits_for(n_rows) })
+            Ok(IndexSpec::Lsh { scheme, threshold, next_run: 0, runs: Vec::new() })
         }
     }
 }
@@ -135,7 +135,8 @@ impl IndexHook for IndexMaintainer {
             Some(IndexSpec::Simhash { design, bucket_bits }) => {
                 Active::Simhash(SimhashDelta::new(design.clone(), *bucket_bits))
             }
-            Some(IndexSpec::Lsh { scheme, group_bits, .. }) => Active::Lsh(LshDelta::new(*scheme, *group_bits)),
+            Some(IndexSpec::Lsh { scheme, .. }) => Active::Lsh(LshDelta::new(*scheme)),
+            Some(IndexSpec::LshGroups { .. }) => return Err(legacy_lsh(info)),
         };
         if let Active::Lsh(_) = self.active {
             self.info = Some(info.clone());
@@ -177,16 +178,29 @@ impl IndexHook for IndexMaintainer {
                 def.entries = def.entries.saturating_add_signed(d.net_rows);
                 d.net_rows = 0;
             }
-            Active::Lsh(d) => {
-                d.flush(txn, info)?;
-                def.entries = (i128::from(def.entries) + d.d_entries).clamp(0, i128::from(u64::MAX)) as u64;
-                def.sum_sq = (def.sum_sq as i128 + d.d_sum_sq).max(0) as u128;
-                d.d_entries = 0;
-                d.d_sum_sq = 0;
-            }
+            Active::Lsh(d) => d.flush(txn, info, def)?,
         }
         def.store_in(txn, info)
     }
+
+    fn optimize(&mut self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<bool, StorageError> {
+        let Some(def) = self.def.as_mut() else { return Ok(false) };
+        if !super::lsh_write::merge_all(txn, info, def)? {
+            return Ok(false);
+        }
+        def.store_in(txn, info)?;
+        Ok(true)
+    }
+}
+
+/// The error for an LSH index in the single-run layout of earlier builds, which this build
+/// reads no further: rebuilding the index (`Collection::rebuild_index`) rewrites it as runs.
+pub(crate) fn legacy_lsh(info: &CollectionInfo) -> StorageError {
+    index_err(info)(IndexError::inconsistent(
+        "lsh index",
+        "stored in the single-run layout of an earlier build (sketchdb.lsh_buckets); rebuild the index \
+         (Collection::rebuild_index) to use or change it",
+    ))
 }
 
 /// Writes a new, empty index for `request` inside the creating transaction.

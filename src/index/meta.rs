@@ -25,9 +25,29 @@ pub(crate) enum IndexSpec {
     /// SimHash permuted tables; `bucket_bits` is the bucket width B (each table's bucket is
     /// the top `min(B, p_t)` bits of its permuted key).
     Simhash { design: SimhashTableDesign, bucket_bits: u32 },
-    /// LSH banding buckets for `threshold`, packed in groups: a group is the top
-    /// `group_bits` bits of the band key (chosen from the row count at creation or rebuild).
-    Lsh { scheme: BandKeyScheme, threshold: f64, group_bits: u32 },
+    /// The single-run LSH layout of earlier builds (table `sketchdb.lsh_buckets`). Still
+    /// decoded so it can be named, refused and rebuilt; never written.
+    LshGroups { scheme: BandKeyScheme, threshold: f64, group_bits: u32 },
+    /// LSH banding buckets for `threshold`, stored as `runs` (table `sketchdb.lsh_runs`).
+    Lsh { scheme: BandKeyScheme, threshold: f64, next_run: u32, runs: Vec<LshRun> },
+}
+
+/// One run of an LSH index: the entries of every live row with `first_row <= row < end_row`,
+/// sorted per band and packed in `2^group_bits` groups. Runs are listed in row order and their
+/// row ranges do not overlap, so a removed row belongs to exactly one run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct LshRun {
+    /// Run number in `sketchdb.lsh_runs` keys (below the index's `next_run`, never reused).
+    pub id: u32,
+    /// The run's group width P (0..=24).
+    pub group_bits: u32,
+    /// The run's row range, `[first_row, end_row)`.
+    pub first_row: u64,
+    pub end_row: u64,
+    /// Sum over the run's buckets of s (rows times bands).
+    pub entries: u64,
+    /// Sum over the run's buckets of s^2.
+    pub sum_sq: u128,
 }
 
 /// A collection's index definition and counters.
@@ -56,13 +76,30 @@ impl IndexDef {
                     return Err(IndexError::inconsistent("simhash index", format!("bucket_bits {bucket_bits}")));
                 }
             }
-            IndexSpec::Lsh { scheme, threshold, group_bits } => {
+            IndexSpec::LshGroups { scheme, .. } => scheme.validate()?,
+            IndexSpec::Lsh { scheme, threshold, next_run, runs } => {
                 scheme.validate()?;
-                if *group_bits == 0 || *group_bits > super::lsh::MAX_GROUP_BITS {
-                    return Err(IndexError::inconsistent("lsh index", format!("group_bits {group_bits}")));
-                }
                 if !(*threshold > 0.0 && *threshold < 1.0) {
                     return Err(IndexError::inconsistent("lsh index", format!("threshold {threshold}")));
+                }
+                let mut end = 0u64;
+                for r in runs {
+                    if r.id >= *next_run || r.group_bits > super::lsh::MAX_GROUP_BITS {
+                        return Err(IndexError::inconsistent("lsh index", format!("run {r:?} (next run {next_run})")));
+                    }
+                    if r.first_row < end || r.end_row <= r.first_row {
+                        return Err(IndexError::inconsistent(
+                            "lsh index",
+                            format!("run {} rows overlap or are empty", r.id),
+                        ));
+                    }
+                    end = r.end_row;
+                }
+                let (entries, sum_sq) = runs
+                    .iter()
+                    .fold((0u64, 0u128), |(e, q), r| (e.saturating_add(r.entries), q.saturating_add(r.sum_sq)));
+                if entries != self.entries || sum_sq != self.sum_sq {
+                    return Err(IndexError::inconsistent("lsh index", "counters differ from the sums over runs"));
                 }
             }
         }

@@ -3,16 +3,18 @@
 //! in-memory SimHash table index ([`simhash_mem`]). The persisted half, in redb tables next
 //! to the records and maintained in the same write transactions: the index definition
 //! ([`meta`]), SimHash tables ([`simhash_tables`], [`simhash_read`]), LSH buckets ([`lsh`],
-//! [`lsh_read`]), maintenance and rebuilds ([`maintain`]), planner statistics ([`stats`])
+//! [`lsh_read`], [`lsh_write`], [`lsh_cache`]), maintenance and rebuilds ([`maintain`]), planner statistics ([`stats`])
 //! and verification ([`verify`]).
 
 pub(crate) mod error;
 pub(crate) mod fingerprint;
 pub(crate) mod keys;
 pub(crate) mod lsh;
+pub(crate) mod lsh_cache;
 pub(crate) mod lsh_mem;
 pub(crate) mod lsh_params;
 pub(crate) mod lsh_read;
+pub(crate) mod lsh_write;
 pub(crate) mod maintain;
 pub(crate) mod meta;
 mod popcnt;

@@ -16,6 +16,8 @@ pub(crate) struct LshIndexStats {
     /// sum(s^2) / sum(s) over buckets (0 when empty): the expected size of the bucket a
     /// stored row's band key falls in.
     pub mean_hit_bucket: f64,
+    /// Runs a probe reads in every band.
+    pub runs: u32,
 }
 
 /// SimHash table statistics.
@@ -39,10 +41,14 @@ pub(crate) fn index_stats(
         Ok(match IndexDef::load(snap.txn(), info)? {
             None => (None, None),
             Some(d) => match &d.spec {
-                IndexSpec::Lsh { scheme, .. } => (
+                IndexSpec::Lsh { scheme, .. } | IndexSpec::LshGroups { scheme, .. } => (
                     Some(LshIndexStats {
                         params: scheme.params,
                         mean_hit_bucket: if d.entries == 0 { 0.0 } else { d.sum_sq as f64 / d.entries as f64 },
+                        runs: match &d.spec {
+                            IndexSpec::Lsh { runs, .. } => runs.len() as u32,
+                            _ => 1,
+                        },
                     }),
                     None,
                 ),

@@ -103,7 +103,7 @@ fn check_empty(txn: &ReadTransaction, info: &CollectionInfo, out: &mut Out<'_>) 
         out.problem(None, format!("no index definition, but {SIMHASH_BUCKETS_NAME} has entries"));
     }
     if let Some(t) = open(txn, LSH_BUCKETS)?
-        && t.range((id, 0u32, 0u64, 0u32)..=(id, u32::MAX, u64::MAX, u32::MAX))
+        && t.range((id, 0u32, 0u32, 0u64, 0u32)..=(id, u32::MAX, u32::MAX, u64::MAX, u32::MAX))
             .map_err(backend("scan"))?
             .next()
             .is_some()
@@ -205,7 +205,14 @@ fn check_lsh(
     live: &[(u64, Sketch)],
     out: &mut Out<'_>,
 ) -> Result<(), StorageError> {
-    let IndexSpec::Lsh { scheme, group_bits, .. } = &def.spec else { return Ok(()) };
+    let (scheme, runs) = match &def.spec {
+        IndexSpec::Lsh { scheme, runs, .. } => (scheme, runs),
+        IndexSpec::LshGroups { .. } => {
+            out.problem(None, super::maintain::legacy_lsh(info).to_string());
+            return Ok(());
+        }
+        IndexSpec::Simhash { .. } => return Ok(()),
+    };
     let id = info.def.id;
     let txn = snap.txn();
     let n_bands = scheme.params.bands as usize;
@@ -250,19 +257,17 @@ fn check_lsh(
     for &row in &rows[next..] {
         out.problem(Some(row), format!("{LSH_ROWS_NAME}: live row has no entry"));
     }
-    // Stored buckets, from the packed groups, band by band (the table is in band order).
-    let g = Groups::new(*group_bits);
+    // Stored buckets: every run's groups, band by band (the table is in (band, run) order);
+    // a band's entries of all runs together must equal the live rows' keys of that band.
     let (mut entries, mut sum_sq) = (0u64, 0u128);
+    let mut run_sums: Vec<(u64, u128)> = vec![(0, 0); runs.len()];
+    let run_of = |run: u32| runs.iter().position(|r| r.id == run);
     let mut checked_bands = 0u32;
     // Compares one band's stored entries (ascending) with the live rows' keys of that band.
-    let mut compare_band = |band: u32, stored: &[(u64, u64)], out: &mut Out<'_>| {
-        let (s, sq) = bucket_sums(stored);
-        entries += s;
-        sum_sq += sq;
+    let compare_band = |band: u32, stored: &[(u64, u64)], out: &mut Out<'_>| {
         let mut want: Vec<(u64, u64)> = (0..rows.len()).map(|i| (keys_of(i)[band as usize], rows[i])).collect();
         want.sort_unstable();
-        let where_ =
-            |key: u64| format!("{LSH_BUCKETS_NAME}, band {band}, bucket {key:#018x} (group {:#x})", g.group(key));
+        let where_ = |key: u64| format!("{LSH_BUCKETS_NAME}, band {band}, bucket {key:#018x}");
         let (mut a, mut b) = (0usize, 0usize);
         while a < stored.len() || b < want.len() {
             match (stored.get(a), want.get(b)) {
@@ -273,7 +278,11 @@ fn check_lsh(
                 (Some(x), y) if y.is_none_or(|y| x < y) => {
                     out.problem(
                         Some(x.1),
-                        format!("{}: row {} is not a live row with this band key", where_(x.0), x.1),
+                        format!(
+                            "{}: row {} is not a live row with this band key (or is stored twice)",
+                            where_(x.0),
+                            x.1
+                        ),
                     );
                     a += 1;
                 }
@@ -286,22 +295,64 @@ fn check_lsh(
         }
     };
     let mut band_entries: Vec<(u64, u64)> = Vec::new();
+    // The (band, run) being read, its entries so far, and the group being read with its
+    // next chunk number.
+    let mut seg: Option<(u32, usize)> = None;
+    let mut seg_entries: Vec<(u64, u64)> = Vec::new();
+    let mut cur_group: Option<u64> = None;
+    let mut next_chunk = 0u32;
+    let mut chunk_entries = Vec::new();
+    let mut end_segment = |seg: Option<(u32, usize)>,
+                           seg_entries: &mut Vec<(u64, u64)>,
+                           band_entries: &mut Vec<(u64, u64)>,
+                           out: &mut Out<'_>| {
+        if let Some((band, r)) = seg {
+            let run = &runs[r];
+            if seg_entries.windows(2).any(|w| w[1] <= w[0]) {
+                out.problem(
+                    None,
+                    format!(
+                        "{LSH_BUCKETS_NAME}, band {band}, run {}: entries not strictly ascending by (band key, row)",
+                        run.id
+                    ),
+                );
+            }
+            if let Some(&(_, row)) = seg_entries.iter().find(|e| e.1 < run.first_row || e.1 >= run.end_row) {
+                out.problem(
+                    Some(row),
+                    format!(
+                        "{LSH_BUCKETS_NAME}, band {band}, run {}: row {row} outside the run's rows {}..{}",
+                        run.id, run.first_row, run.end_row
+                    ),
+                );
+            }
+            let (s, q) = bucket_sums(seg_entries);
+            run_sums[r].0 += s;
+            run_sums[r].1 += q;
+            band_entries.append(seg_entries);
+        }
+    };
     if let Some(t) = open(txn, LSH_BUCKETS)? {
-        // The group being read: (band, group), next chunk number expected, last entry.
-        let mut cur: Option<(u32, u64)> = None;
-        let mut next_chunk = 0u32;
-        let mut last: Option<(u64, u64)> = None;
-        let mut chunk_entries = Vec::new();
         for e in t
-            .range((id, 0u32, 0u64, 0u32)..=(id, u32::MAX, u64::MAX, u32::MAX))
+            .range((id, 0u32, 0u32, 0u64, 0u32)..=(id, u32::MAX, u32::MAX, u64::MAX, u32::MAX))
             .map_err(StorageError::backend("scan"))?
         {
             let (k, v) = e.map_err(StorageError::backend("scan"))?;
-            let (_, band, group, chunk) = k.value();
-            let where_ = format!("{LSH_BUCKETS_NAME}, band {band}, group {group:#x}, chunk {chunk}");
-            if band >= scheme.params.bands || group >> g.bits != 0 {
-                out.problem(None, format!("{where_}: no such band or group under the recorded scheme"));
+            let (_, band, run, group, chunk) = k.value();
+            let where_ = format!("{LSH_BUCKETS_NAME}, band {band}, run {run}, group {group:#x}, chunk {chunk}");
+            let Some(r) = run_of(run) else {
+                out.problem(None, format!("{where_}: no such run in the index definition"));
                 continue;
+            };
+            let g = Groups::new(runs[r].group_bits);
+            if band >= scheme.params.bands || !g.holds(group) {
+                out.problem(None, format!("{where_}: no such band or group under the recorded scheme and run"));
+                continue;
+            }
+            if seg != Some((band, r)) {
+                end_segment(seg, &mut seg_entries, &mut band_entries, out);
+                seg = Some((band, r));
+                cur_group = None;
             }
             while checked_bands < band {
                 band_entries.sort_unstable();
@@ -309,10 +360,9 @@ fn check_lsh(
                 band_entries.clear();
                 checked_bands += 1;
             }
-            if cur != Some((band, group)) {
-                cur = Some((band, group));
+            if cur_group != Some(group) {
+                cur_group = Some(group);
                 next_chunk = 0;
-                last = None;
             }
             if chunk != next_chunk {
                 out.problem(None, format!("{where_}: chunk numbers must run 0, 1, ... (expected {next_chunk})"));
@@ -330,19 +380,28 @@ fn check_lsh(
             }
             chunk_entries.clear();
             view.decode_into(g, group, &mut chunk_entries);
-            let first = chunk_entries.first().copied();
-            if chunk_entries.windows(2).any(|w| w[1] <= w[0]) || matches!((last, first), (Some(l), Some(f)) if f <= l) {
-                out.problem(None, format!("{where_}: entries not strictly ascending by (band key, row)"));
-            }
-            last = chunk_entries.last().copied();
-            band_entries.extend_from_slice(&chunk_entries);
+            seg_entries.extend_from_slice(&chunk_entries);
         }
     }
+    end_segment(seg, &mut seg_entries, &mut band_entries, out);
     while checked_bands < scheme.params.bands {
         band_entries.sort_unstable();
         compare_band(checked_bands, &band_entries, out);
         band_entries.clear();
         checked_bands += 1;
+    }
+    for (run, &(s, q)) in runs.iter().zip(&run_sums) {
+        entries += s;
+        sum_sq += q;
+        if (s, q) != (run.entries, run.sum_sq) {
+            out.problem(
+                None,
+                format!(
+                    "lsh run {}: definition says sum(s) = {}, sum(s^2) = {}; its buckets give {s}, {q}",
+                    run.id, run.entries, run.sum_sq
+                ),
+            );
+        }
     }
     if entries != def.entries || sum_sq != def.sum_sq {
         out.problem(

@@ -41,6 +41,8 @@ pub struct LshStats {
     /// The size-biased mean bucket size, sum(s^2) / sum(s) over buckets: the expected size of
     /// the bucket a stored row's band key falls into (from the bucket-size histogram).
     pub mean_hit_bucket: f64,
+    /// The index's runs: a probe reads each band's bucket in every run.
+    pub runs: u32,
 }
 
 /// SimHash table statistics.
@@ -191,8 +193,16 @@ fn alternative(kind: PlanKind, q: &Query, s: &Stats, c: &CostModel) -> Alternati
                 );
             }
             let candidates = (f64::from(bands) * lsh.mean_hit_bucket).min(s.live as f64);
-            let cost = f64::from(bands) * c.lookup + candidates * c.verify_per_slot * slots;
-            yes(access, cost, format!("expected recall {recall:.3}, about {candidates:.0} candidates"))
+            let lookups = f64::from(bands) * f64::from(lsh.runs.max(1));
+            let cost = lookups * c.lookup + candidates * c.verify_per_slot * slots;
+            yes(
+                access,
+                cost,
+                format!(
+                    "expected recall {recall:.3}, {lookups:.0} bucket reads ({} runs), about {candidates:.0} candidates",
+                    lsh.runs
+                ),
+            )
         }
         PlanKind::SimhashProbe => {
             let Some(sh) = s.simhash else {

@@ -26,6 +26,8 @@ pub struct CompactionSummary {
     pub rows_moved: u64,
     /// Deleted rows removed for good.
     pub rows_purged: u64,
+    /// Indexes rewritten into their read-optimised form (LSH runs merged into one).
+    pub indexes_optimized: u64,
     /// File size before, in bytes (0 for custom backends).
     pub file_bytes_before: u64,
     /// File size after, in bytes (0 for custom backends).
@@ -37,8 +39,8 @@ impl Store {
         std::fs::metadata(self.location()).map(|m| m.len()).unwrap_or(0)
     }
 
-    /// Compacts every collection's pages, then the file.
-    /// `hook_for` gives each collection's index maintenance (moved rows change row ids).
+    /// Compacts every collection's pages and index (see [`IndexHook::optimize`]), then the
+    /// file. `hook_for` gives each collection's index maintenance (moved rows change row ids).
     pub(crate) fn compact(
         &self,
         collections: &[CollectionInfo],
@@ -49,6 +51,13 @@ impl Store {
             for info in collections {
                 let mut hook = hook_for(info);
                 self.compact_collection(info, &mut summary, hook.as_mut())?;
+                let mut hook = hook_for(info);
+                let txn = self.begin_write()?;
+                hook.begin(&txn, info)?;
+                if hook.optimize(&txn, info)? {
+                    summary.indexes_optimized += 1;
+                    txn.commit().map_err(StorageError::backend("commit"))?;
+                }
             }
             self.compact_file()?;
             summary.file_bytes_after = self.file_len();

@@ -24,4 +24,10 @@ pub(crate) trait IndexHook {
     fn removed(&mut self, row: u64, fingerprint: u128) -> Result<(), StorageError>;
     /// Writes the index changes into `txn`.
     fn finish(&mut self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<(), StorageError>;
+    /// Compaction, in a transaction of its own (after `begin`): rewrites the index into its
+    /// read-optimised form where it has one (an LSH index's runs merged into one). Returns
+    /// whether anything changed.
+    fn optimize(&mut self, _txn: &WriteTransaction, _info: &CollectionInfo) -> Result<bool, StorageError> {
+        Ok(false)
+    }
 }

@@ -19,6 +19,7 @@ use crate::sketch::sketch::Sketch;
 /// A read transaction: every read through it sees the same commit, whatever writers do.
 pub(crate) struct ReadSnapshot {
     txn: ReadTransaction,
+    store: u64,
 }
 
 /// A record as read: key, row id and sketch.
@@ -48,7 +49,7 @@ type PageEntry = (u64, AccessGuard<'static, &'static [u8]>);
 impl super::store::Store {
     /// A snapshot of the last commit.
     pub(crate) fn snapshot(&self) -> Result<ReadSnapshot, StorageError> {
-        Ok(ReadSnapshot { txn: contain("begin read", || self.begin_read())? })
+        Ok(ReadSnapshot { txn: contain("begin read", || self.begin_read())?, store: self.id })
     }
 }
 
@@ -56,6 +57,11 @@ impl ReadSnapshot {
     /// The read transaction (for the index layer's tables).
     pub(crate) fn txn(&self) -> &ReadTransaction {
         &self.txn
+    }
+
+    /// The [`super::store::Store::id`] of the database this snapshot reads.
+    pub(crate) fn store_id(&self) -> u64 {
+        self.store
     }
 
     /// The collection's state; `UnknownCollection` if it was dropped.

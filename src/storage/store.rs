@@ -56,6 +56,15 @@ pub(crate) struct Store {
     durability: Durability,
     /// The stored planner costs, read on first use (outer `None`: not read yet).
     pub(crate) costs: parking_lot::Mutex<Option<Option<crate::codec::meta::PlannerCostsRecord>>>,
+    /// This handle's identity, unique in the process: what was read from one open database
+    /// can be cached under it without being confused with another's.
+    pub(crate) id: u64,
+}
+
+/// A process-unique [`Store::id`].
+fn next_store_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 impl std::fmt::Debug for Store {
@@ -151,6 +160,7 @@ impl Store {
             location: path.to_path_buf(),
             durability: opts.durability,
             costs: Default::default(),
+            id: next_store_id(),
         })
     }
 
@@ -164,6 +174,7 @@ impl Store {
             location: PathBuf::from("<backend>"),
             durability: opts.durability,
             costs: Default::default(),
+            id: next_store_id(),
         })
     }
 
@@ -173,7 +184,13 @@ impl Store {
         let db = contain_any("open", || Self::builder(&opts).create_with_backend(RedbBackend(backend)))?
             .map_err(|e| StorageError::NotSketchdb { path: location.clone(), reason: e.to_string() })?;
         Self::check_format(&db, &location)?;
-        Ok(Store { db: RwLock::new(db), location, durability: opts.durability, costs: Default::default() })
+        Ok(Store {
+            db: RwLock::new(db),
+            location,
+            durability: opts.durability,
+            costs: Default::default(),
+            id: next_store_id(),
+        })
     }
 
     fn initialise(db: &redb::Database) -> Result<(), StorageError> {

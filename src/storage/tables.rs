@@ -29,10 +29,15 @@ pub(crate) const INDEX_DEFS: TableDefinition<u32, &[u8]> = TableDefinition::new(
 /// `index::simhash_tables`). Bucket = the top `bucket_bits` bits of the table's permuted key.
 pub(crate) const SIMHASH_BUCKETS: TableDefinition<(u32, u32, u32), &[u8]> =
     TableDefinition::new("sketchdb.simhash_buckets");
-/// `(u32, u32, u64, u32) -> &[u8]`: (collection id, band, group, chunk) -> packed chunk of
-/// the group's sorted (band-key suffix, row id) entries; the group is the top `group_bits`
-/// bits of the band key.
-pub(crate) const LSH_BUCKETS: TableDefinition<(u32, u32, u64, u32), &[u8]> =
+/// `(u32, u32, u32, u64, u32) -> &[u8]`: (collection id, band, run, group, chunk) -> packed
+/// chunk of the group's sorted (band-key suffix, row id) entries. An LSH index is a short list
+/// of runs (each one sorted copy of some rows' entries, with its own group width); the group
+/// is the top `group_bits` bits of the band key under the run's width.
+pub(crate) const LSH_BUCKETS: TableDefinition<(u32, u32, u32, u64, u32), &[u8]> =
+    TableDefinition::new("sketchdb.lsh_runs");
+/// The table of the earlier single-run LSH layout, `(collection id, band, group, chunk)`:
+/// never written; drop and rebuild clear a collection's entries from it.
+pub(crate) const LSH_GROUPS_V1: TableDefinition<(u32, u32, u64, u32), &[u8]> =
     TableDefinition::new("sketchdb.lsh_buckets");
 /// `(u32, u64) -> &[u8]`: (collection id, row id) -> the row's band keys (u64 LE, band
 /// order): the reverse map that makes deletes cheap.
@@ -40,7 +45,8 @@ pub(crate) const LSH_ROWS: TableDefinition<(u32, u64), &[u8]> = TableDefinition:
 
 pub(crate) const INDEX_DEFS_NAME: &str = "sketchdb.index_defs";
 pub(crate) const SIMHASH_BUCKETS_NAME: &str = "sketchdb.simhash_buckets";
-pub(crate) const LSH_BUCKETS_NAME: &str = "sketchdb.lsh_buckets";
+pub(crate) const LSH_BUCKETS_NAME: &str = "sketchdb.lsh_runs";
+pub(crate) const LSH_GROUPS_V1_NAME: &str = "sketchdb.lsh_buckets";
 pub(crate) const LSH_ROWS_NAME: &str = "sketchdb.lsh_rows";
 
 /// Key of the format record in [`META`].

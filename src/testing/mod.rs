@@ -81,6 +81,24 @@ pub fn simhash_pairs(collection: &Collection, db: &Database, radius: u32) -> Res
 
 /// The LSH candidates of `sketch` from the first `bands` bands: distinct live row ids,
 /// ascending.
+/// A read snapshot held open across later commits.
+pub struct HeldSnapshot(crate::storage::reader::ReadSnapshot);
+
+/// Takes a snapshot of the database's last commit.
+pub fn hold_snapshot(db: &Database) -> Result<HeldSnapshot> {
+    Ok(HeldSnapshot(db.store().snapshot()?))
+}
+
+/// [`lsh_candidates`] as of a held snapshot.
+pub fn lsh_candidates_in(
+    snapshot: &HeldSnapshot,
+    collection: &Collection,
+    sketch: &crate::sketch::sketch::Sketch,
+    bands: u32,
+) -> Result<Vec<u64>> {
+    Ok(crate::index::lsh_read::lsh_candidates(&snapshot.0, collection.info(), sketch, bands)?)
+}
+
 pub fn lsh_candidates(
     collection: &Collection,
     db: &Database,
@@ -114,7 +132,7 @@ pub fn drop_first_index_bucket(collection: &Collection, db: &Database) -> Result
     let found = {
         let mut t = txn.open_table(LSH_BUCKETS).map_err(StorageError::backend("open table"))?;
         let first = t
-            .range((id, 0u32, 0u64, 0u32)..=(id, u32::MAX, u64::MAX, u32::MAX))
+            .range((id, 0u32, 0u32, 0u64, 0u32)..=(id, u32::MAX, u32::MAX, u64::MAX, u32::MAX))
             .map_err(StorageError::backend("scan"))?
             .next()
             .transpose()
@@ -179,38 +197,69 @@ pub fn lsh_scheme(collection: &Collection, db: &Database) -> Result<Option<crate
     let snap = db.store().snapshot()?;
     let def = crate::index::meta::IndexDef::load(snap.txn(), collection.info())?;
     Ok(def.and_then(|d| match &d.spec {
-        crate::index::meta::IndexSpec::Lsh { scheme, .. } => Some(*scheme),
+        crate::index::meta::IndexSpec::Lsh { scheme, .. } | crate::index::meta::IndexSpec::LshGroups { scheme, .. } => {
+            Some(*scheme)
+        }
         crate::index::meta::IndexSpec::Simhash { .. } => None,
     }))
 }
 
-/// The collection's stored LSH group chunks: (band, group, chunk, entries) in key order, and
-/// the recorded group prefix width (`None` without an LSH index).
-#[allow(clippy::type_complexity)]
-pub fn lsh_group_chunks(collection: &Collection, db: &Database) -> Result<Option<(u32, Vec<(u32, u64, u32, usize)>)>> {
+/// One run of an LSH index as recorded in its definition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LshRunInfo {
+    pub id: u32,
+    pub group_bits: u32,
+    pub first_row: u64,
+    pub end_row: u64,
+    pub entries: u64,
+}
+
+/// One stored LSH chunk: run, band, group, chunk number and entries (0 if it does not parse).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LshChunk {
+    pub run: u32,
+    pub band: u32,
+    pub group: u64,
+    pub chunk: u32,
+    pub entries: usize,
+}
+
+/// The collection's LSH runs (from its definition) and stored chunks in key order (`None`
+/// without an LSH index).
+pub fn lsh_group_chunks(collection: &Collection, db: &Database) -> Result<Option<(Vec<LshRunInfo>, Vec<LshChunk>)>> {
     use crate::index::lsh::{ChunkView, Groups};
     use crate::storage::StorageError;
     use crate::storage::tables::LSH_BUCKETS;
     let snap = db.store().snapshot()?;
     let def = crate::index::meta::IndexDef::load(snap.txn(), collection.info())?;
-    let Some(crate::index::meta::IndexSpec::Lsh { group_bits, .. }) = def.as_deref().map(|d| &d.spec) else {
+    let Some(crate::index::meta::IndexSpec::Lsh { runs, .. }) = def.as_deref().map(|d| &d.spec) else {
         return Ok(None);
     };
-    let g = Groups::new(*group_bits);
+    let infos: Vec<LshRunInfo> = runs
+        .iter()
+        .map(|r| LshRunInfo {
+            id: r.id,
+            group_bits: r.group_bits,
+            first_row: r.first_row,
+            end_row: r.end_row,
+            entries: r.entries,
+        })
+        .collect();
     let id = collection.info().def.id;
     let mut out = Vec::new();
     if let Some(t) = crate::storage::reader::open(snap.txn(), LSH_BUCKETS)? {
         for e in t
-            .range((id, 0u32, 0u64, 0u32)..=(id, u32::MAX, u64::MAX, u32::MAX))
+            .range((id, 0u32, 0u32, 0u64, 0u32)..=(id, u32::MAX, u32::MAX, u64::MAX, u32::MAX))
             .map_err(StorageError::backend("scan"))?
         {
             let (k, v) = e.map_err(StorageError::backend("scan"))?;
-            let (_, band, group, chunk) = k.value();
-            let n = ChunkView::parse(v.value(), g).map_or(0, |c| c.len());
-            out.push((band, group, chunk, n));
+            let (_, band, run, group, chunk) = k.value();
+            let bits = runs.iter().find(|r| r.id == run).map_or(0, |r| r.group_bits);
+            let entries = ChunkView::parse(v.value(), Groups::new(bits)).map_or(0, |c| c.len());
+            out.push(LshChunk { run, band, group, chunk, entries });
         }
     }
-    Ok(Some((*group_bits, out)))
+    Ok(Some((infos, out)))
 }
 
 /// The live records among `rows` (ascending) read in one pass, as (row id, key): the batch

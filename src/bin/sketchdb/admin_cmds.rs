@@ -166,8 +166,9 @@ pub fn verify(session: &mut Session, json_out: bool) -> Result<bool, CliError> {
 pub fn compact(session: &mut Session) -> Result<(), CliError> {
     let s = session.db()?.compact()?;
     println!(
-        "compacted: {} pages rewritten, {} rows moved, {} deleted rows purged; file {} -> {} bytes",
-        s.pages_rewritten, s.rows_moved, s.rows_purged, s.file_bytes_before, s.file_bytes_after
+        "compacted: {} pages rewritten, {} rows moved, {} deleted rows purged, {} indexes merged into one run; \
+         file {} -> {} bytes",
+        s.pages_rewritten, s.rows_moved, s.rows_purged, s.indexes_optimized, s.file_bytes_before, s.file_bytes_after
     );
     Ok(())
 }

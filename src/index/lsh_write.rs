@@ -1,0 +1,420 @@
+//! Writing an LSH index as a short list of runs (a log-structured layout).
+//!
+//! A write transaction never rewrites what earlier transactions stored, except to merge:
+//!
+//! * rows added by the transaction become one new run (their entries sorted per band and
+//!   written once; nothing is read);
+//! * a removed row's entries are taken out of the one run whose row range holds it (one group
+//!   per band is read and rewritten);
+//! * then, while two neighbouring runs have `older.entries <= MERGE_RATIO * newer.entries`,
+//!   they are merged into one run (read, merged, written with a group width for the merged
+//!   size). Runs therefore shrink geometrically from the oldest to the newest: an index of N
+//!   rows built in batches of B rows has about `log_4(N / B)` runs, and each entry is
+//!   rewritten about that many times, where rewriting every touched group costs every batch
+//!   about the size of the whole index.
+//!
+//! A run covers a row range `[first_row, end_row)`; ranges are disjoint and ascending (rows
+//! are appended in id order and only neighbours merge), so a removal finds its run by
+//! binary search.
+
+use rayon::prelude::*;
+use redb::WriteTransaction;
+
+use super::keys::band::{BandKeyScheme, lsh_rows};
+use super::lsh::{
+    At, BucketTable, EncodedBand, GroupScratch, Groups, Sums, band_keys_of, bucket_sums, drop_run_band,
+    encode_run_band, insert_run_band, read_run_band, remove_from_group, run_group_bits,
+};
+use super::meta::{IndexDef, IndexSpec, LshRun, index_err};
+use crate::sketch::sketch::Sketch;
+use crate::storage::StorageError;
+use crate::storage::catalog::CollectionInfo;
+use crate::storage::tables::{LSH_BUCKETS, LSH_ROWS};
+use crate::storage::writer::inconsistent;
+
+/// Neighbouring runs merge while the older holds at most this many times the newer's entries.
+pub(crate) const MERGE_RATIO: u64 = 4;
+
+/// The LSH changes of one write transaction: flat vectors, grouped by band and sorted at
+/// flush (a map keyed by (band, group) costs a cache miss per entry).
+pub(crate) struct LshDelta {
+    scheme: BandKeyScheme,
+    /// Rows added in this transaction, in the order added.
+    added_rows: Vec<u64>,
+    /// Their sketches, in the same order: band keys are computed at flush, in parallel.
+    added: Vec<Sketch>,
+    /// Whether each added row was removed again in this transaction (it never reaches the tables).
+    dropped: Vec<bool>,
+    /// Whether `added_rows` ascends (the writer appends rows in id order): removals then search.
+    ascending: bool,
+    removed: Vec<u64>,
+}
+
+impl LshDelta {
+    pub(crate) fn new(scheme: BandKeyScheme) -> LshDelta {
+        LshDelta {
+            scheme,
+            added_rows: Vec::new(),
+            added: Vec::new(),
+            dropped: Vec::new(),
+            ascending: true,
+            removed: Vec::new(),
+        }
+    }
+
+    pub(crate) fn add(&mut self, row: u64, sketch: &Sketch) {
+        if self.added_rows.last().is_some_and(|&last| last >= row) {
+            self.ascending = false;
+        }
+        self.added_rows.push(row);
+        self.added.push(sketch.clone());
+        self.dropped.push(false);
+    }
+
+    pub(crate) fn remove(&mut self, row: u64) {
+        // A row added and removed in one transaction never reaches the tables.
+        let found = if self.ascending {
+            self.added_rows.binary_search(&row).ok()
+        } else {
+            self.added_rows.iter().rposition(|&r| r == row)
+        };
+        match found {
+            Some(i) if !self.dropped[i] => self.dropped[i] = true,
+            _ => self.removed.push(row),
+        }
+    }
+
+    /// Applies the changes to the tables and to `def` (its runs and counters): reverse map,
+    /// removals, the new run, then merges.
+    pub(crate) fn flush(
+        &mut self,
+        txn: &WriteTransaction,
+        info: &CollectionInfo,
+        def: &mut IndexDef,
+    ) -> Result<(), StorageError> {
+        let IndexSpec::Lsh { next_run, runs, .. } = &mut def.spec else {
+            return Err(inconsistent(info, 0, "an LSH write met a definition that is not an LSH index"));
+        };
+        let n_bands = self.scheme.params.bands as usize;
+        let (adds, removes) = self.reverse_map(txn, info, n_bands)?;
+        let mut table = txn.open_table(LSH_BUCKETS).map_err(StorageError::backend("open table"))?;
+        remove_rows(&mut table, info, runs, removes)?;
+        if let Some(run) = self.new_run(&mut table, info, *next_run, runs.last(), adds)? {
+            *next_run = next_run.checked_add(1).ok_or_else(|| inconsistent(info, 0, "LSH run numbers exhausted"))?;
+            runs.push(run);
+        }
+        runs.retain(|r| r.entries > 0);
+        while let Some(j) = merge_candidate(runs) {
+            merge_pair(&mut table, info, n_bands as u32, next_run, runs, j)?;
+        }
+        def.entries = runs.iter().map(|r| r.entries).sum();
+        def.sum_sq = runs.iter().map(|r| r.sum_sq).sum();
+        self.added_rows.clear();
+        self.added.clear();
+        self.dropped.clear();
+        self.ascending = true;
+        self.removed.clear();
+        Ok(())
+    }
+
+    /// Updates `sketchdb.lsh_rows` and returns the added rows' entries per band (sorted) and
+    /// the removed rows' entries as (row, band keys).
+    #[allow(clippy::type_complexity)]
+    fn reverse_map(
+        &self,
+        txn: &WriteTransaction,
+        info: &CollectionInfo,
+        n_bands: usize,
+    ) -> Result<(Vec<Vec<(u64, u64)>>, Vec<(u64, Vec<u64>)>), StorageError> {
+        let id = info.def.id;
+        let mut rev = txn.open_table(LSH_ROWS).map_err(StorageError::backend("open table"))?;
+        let mut removes = Vec::with_capacity(self.removed.len());
+        for &row in &self.removed {
+            let v = rev.remove((id, row)).map_err(StorageError::backend("remove lsh reverse entry"))?;
+            let Some(v) = v else {
+                return Err(inconsistent(info, row, "a removed row has no entry in sketchdb.lsh_rows"));
+            };
+            removes.push((row, band_keys_of(v.value(), n_bands).map_err(|d| inconsistent(info, row, d))?));
+        }
+        // Band keys of every added row, computed on all cores; a sketch that cannot be
+        // banded fails the transaction.
+        let scheme = self.scheme;
+        let added_keys: Vec<u64> = self
+            .added
+            .par_iter()
+            .map(|sketch| {
+                let rows = lsh_rows(sketch).map_err(index_err(info))?;
+                scheme.keys(&rows).map_err(index_err(info))
+            })
+            .collect::<Result<Vec<Vec<u64>>, StorageError>>()?
+            .concat();
+        let live = self.added_rows.len() - self.dropped.iter().filter(|&&d| d).count();
+        let mut adds: Vec<Vec<(u64, u64)>> = (0..n_bands).map(|_| Vec::with_capacity(live)).collect();
+        let mut bytes = Vec::with_capacity(8 * n_bands);
+        for ((&row, keys), _) in self
+            .added_rows
+            .iter()
+            .zip(added_keys.chunks_exact(n_bands.max(1)))
+            .zip(&self.dropped)
+            .filter(|(_, dropped)| !**dropped)
+        {
+            bytes.clear();
+            keys.iter().for_each(|k| bytes.extend_from_slice(&k.to_le_bytes()));
+            rev.insert((id, row), bytes.as_slice()).map_err(StorageError::backend("write lsh reverse entry"))?;
+            for (b, &k) in keys.iter().enumerate() {
+                adds[b].push((k, row));
+            }
+        }
+        adds.par_iter_mut().for_each(|v| v.sort_unstable());
+        Ok((adds, removes))
+    }
+
+    /// Writes the added rows' entries as run `id`; `None` when nothing was added.
+    fn new_run(
+        &self,
+        table: &mut BucketTable<'_>,
+        info: &CollectionInfo,
+        id: u32,
+        last: Option<&LshRun>,
+        adds: Vec<Vec<(u64, u64)>>,
+    ) -> Result<Option<LshRun>, StorageError> {
+        let live = self.added_rows.iter().zip(&self.dropped).filter(|(_, d)| !**d).map(|(r, _)| *r);
+        let (Some(first_row), Some(last_row)) = (live.clone().min(), live.max()) else { return Ok(None) };
+        if last.is_some_and(|l| first_row < l.end_row) {
+            return Err(inconsistent(info, first_row, "an added row lies below the newest LSH run's rows"));
+        }
+        let per_band = adds.first().map_or(0, |v| v.len() as u64);
+        let g = Groups::new(run_group_bits(per_band));
+        let encoded: Vec<(EncodedBand, Sums)> = adds
+            .par_iter()
+            .enumerate()
+            .map(|(band, entries)| {
+                if entries.windows(2).any(|w| w[1] <= w[0]) {
+                    return Err(lsh_rows_err(info, band as u32, id, "an added entry is already stored"));
+                }
+                Ok((encode_run_band(g, entries), bucket_sums(entries)))
+            })
+            .collect::<Result<_, _>>()?;
+        let (mut entries, mut sum_sq) = (0u64, 0u128);
+        for (band, (e, (s, q))) in encoded.iter().enumerate() {
+            entries += s;
+            sum_sq += q;
+            insert_run_band(table, info.def.id, band as u32, id, e)?;
+        }
+        Ok(Some(LshRun { id, group_bits: g.bits, first_row, end_row: last_row + 1, entries, sum_sq }))
+    }
+}
+
+fn lsh_rows_err(info: &CollectionInfo, band: u32, run: u32, detail: &str) -> StorageError {
+    super::lsh::lsh_err(info, At { band, run, group: 0 }, detail)
+}
+
+/// Takes the removed rows' entries out of the runs holding them, group by group.
+fn remove_rows(
+    table: &mut BucketTable<'_>,
+    info: &CollectionInfo,
+    runs: &mut [LshRun],
+    removes: Vec<(u64, Vec<u64>)>,
+) -> Result<(), StorageError> {
+    if removes.is_empty() {
+        return Ok(());
+    }
+    // Per run (index into `runs`), per band: the entries to remove.
+    let mut by_run: Vec<Vec<Vec<(u64, u64)>>> = vec![Vec::new(); runs.len()];
+    for (row, keys) in removes {
+        let i = runs.partition_point(|r| r.end_row <= row);
+        if runs.get(i).is_none_or(|r| r.first_row > row) {
+            return Err(inconsistent(info, row, "a removed row lies in no LSH run"));
+        }
+        let bands = &mut by_run[i];
+        if bands.is_empty() {
+            bands.resize(keys.len(), Vec::new());
+        }
+        for (b, k) in keys.into_iter().enumerate() {
+            bands[b].push((k, row));
+        }
+    }
+    let mut scratch = GroupScratch::default();
+    for (run, mut bands) in runs.iter_mut().zip(by_run) {
+        let g = Groups::new(run.group_bits);
+        for (band, removes) in bands.iter_mut().enumerate() {
+            removes.sort_unstable();
+            let mut i = 0;
+            while i < removes.len() {
+                let group = g.group(removes[i].0);
+                let end = i + removes[i..].partition_point(|e| g.group(e.0) == group);
+                let at = At { band: band as u32, run: run.id, group };
+                let ((old_s, old_sq), (new_s, new_sq)) =
+                    remove_from_group(table, info, g, at, &removes[i..end], &mut scratch)?;
+                let counters = run.entries.checked_sub(old_s).zip(run.sum_sq.checked_sub(old_sq));
+                let Some((entries, sum_sq)) = counters else {
+                    return Err(super::lsh::lsh_err(info, at, "the run's counters are below its group's"));
+                };
+                run.entries = entries + new_s;
+                run.sum_sq = sum_sq + new_sq;
+                i = end;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Merges runs `j` and `j + 1` of `runs` into run `next_run` (then incremented).
+fn merge_pair(
+    table: &mut BucketTable<'_>,
+    info: &CollectionInfo,
+    bands: u32,
+    next_run: &mut u32,
+    runs: &mut Vec<LshRun>,
+    j: usize,
+) -> Result<(), StorageError> {
+    let merged = merge_runs(table, info, bands, *next_run, &runs[j], &runs[j + 1])?;
+    *next_run = next_run.checked_add(1).ok_or_else(|| inconsistent(info, 0, "LSH run numbers exhausted"))?;
+    runs.splice(j..j + 2, [merged]);
+    Ok(())
+}
+
+/// Merges all runs of an LSH index into one (compaction): a probe then reads one bucket per
+/// band. Returns whether there was more than one run; `def` is updated, not stored.
+pub(crate) fn merge_all(
+    txn: &WriteTransaction,
+    info: &CollectionInfo,
+    def: &mut IndexDef,
+) -> Result<bool, StorageError> {
+    let IndexSpec::Lsh { scheme, next_run, runs, .. } = &mut def.spec else { return Ok(false) };
+    if runs.len() < 2 {
+        return Ok(false);
+    }
+    let mut table = txn.open_table(LSH_BUCKETS).map_err(StorageError::backend("open table"))?;
+    while runs.len() > 1 {
+        // The newest pair first: each merge then writes the smallest runs it can.
+        let j = runs.len() - 2;
+        merge_pair(&mut table, info, scheme.params.bands, next_run, runs, j)?;
+    }
+    // A merged run's sum(s^2) counts buckets shared by the two runs as one.
+    def.entries = runs.iter().map(|r| r.entries).sum();
+    def.sum_sq = runs.iter().map(|r| r.sum_sq).sum();
+    Ok(true)
+}
+
+/// The older of the newest neighbouring pair of runs that should merge, if any.
+pub(crate) fn merge_candidate(runs: &[LshRun]) -> Option<usize> {
+    (0..runs.len().saturating_sub(1))
+        .rev()
+        .find(|&j| runs[j].entries <= MERGE_RATIO.saturating_mul(runs[j + 1].entries))
+}
+
+/// Bands merged at once: their entries are held in memory together (at 1M rows per run,
+/// about 16 MB per band and run).
+const MERGE_BANDS_AT_ONCE: u32 = 8;
+
+/// Merges neighbouring runs `a` (older) and `b` into run `id`, a few bands at a time (read
+/// in turn, merged and encoded in parallel, written in turn); drops both.
+fn merge_runs(
+    table: &mut BucketTable<'_>,
+    info: &CollectionInfo,
+    bands: u32,
+    id: u32,
+    a: &LshRun,
+    b: &LshRun,
+) -> Result<LshRun, StorageError> {
+    let (ga, gb) = (Groups::new(a.group_bits), Groups::new(b.group_bits));
+    let per_band = (a.entries + b.entries) / u64::from(bands.max(1));
+    let g = Groups::new(run_group_bits(per_band));
+    let (mut entries, mut sum_sq) = (0u64, 0u128);
+    let mut first = 0;
+    while first < bands {
+        let last = (first + MERGE_BANDS_AT_ONCE).min(bands);
+        let mut inputs = Vec::with_capacity((last - first) as usize);
+        for band in first..last {
+            let (mut x, mut y) = (Vec::new(), Vec::new());
+            read_run_band(table, info, ga, band, a.id, &mut x)?;
+            read_run_band(table, info, gb, band, b.id, &mut y)?;
+            inputs.push((band, x, y));
+        }
+        let encoded: Vec<(u32, EncodedBand, Sums)> = inputs
+            .into_par_iter()
+            .map(|(band, x, y)| {
+                let merged = merge_sorted(&x, &y)
+                    .ok_or_else(|| lsh_rows_err(info, band, id, "merged runs hold an entry twice or out of order"))?;
+                Ok((band, encode_run_band(g, &merged), bucket_sums(&merged)))
+            })
+            .collect::<Result<_, StorageError>>()?;
+        for (band, e, (s, q)) in &encoded {
+            entries += s;
+            sum_sq += q;
+            insert_run_band(table, info.def.id, *band, id, e)?;
+            drop_run_band(table, info.def.id, *band, a.id)?;
+            drop_run_band(table, info.def.id, *band, b.id)?;
+        }
+        first = last;
+    }
+    Ok(LshRun { id, group_bits: g.bits, first_row: a.first_row, end_row: b.end_row, entries, sum_sq })
+}
+
+/// The merge of two strictly ascending sequences, or `None` when the result would not be
+/// strictly ascending (an entry in both, or an input out of order).
+fn merge_sorted(x: &[(u64, u64)], y: &[(u64, u64)]) -> Option<Vec<(u64, u64)>> {
+    let mut out = Vec::with_capacity(x.len() + y.len());
+    let (mut i, mut j) = (0, 0);
+    while i < x.len() && j < y.len() {
+        if x[i] < y[j] {
+            out.push(x[i]);
+            i += 1;
+        } else {
+            out.push(y[j]);
+            j += 1;
+        }
+    }
+    out.extend_from_slice(&x[i..]);
+    out.extend_from_slice(&y[j..]);
+    out.windows(2).all(|w| w[0] < w[1]).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(entries: u64) -> LshRun {
+        LshRun { id: 0, group_bits: 0, first_row: 0, end_row: 1, entries, sum_sq: 0 }
+    }
+
+    #[test]
+    fn merge_sorted_interleaves_and_refuses_duplicates() {
+        assert_eq!(merge_sorted(&[(1, 1), (3, 0)], &[(1, 2), (2, 0)]), Some(vec![(1, 1), (1, 2), (2, 0), (3, 0)]));
+        assert_eq!(merge_sorted(&[], &[(5, 5)]), Some(vec![(5, 5)]));
+        assert_eq!(merge_sorted(&[(1, 1)], &[(1, 1)]), None);
+        assert_eq!(merge_sorted(&[(2, 1), (1, 1)], &[]), None);
+    }
+
+    #[test]
+    fn merge_candidate_keeps_runs_shrinking_by_the_ratio() {
+        assert_eq!(merge_candidate(&[]), None);
+        assert_eq!(merge_candidate(&[run(10)]), None);
+        assert_eq!(merge_candidate(&[run(40), run(10)]), Some(0));
+        assert_eq!(merge_candidate(&[run(41), run(10)]), None);
+        assert_eq!(merge_candidate(&[run(1000), run(41), run(10)]), None);
+        assert_eq!(merge_candidate(&[run(1000), run(300), run(10)]), Some(0));
+        assert_eq!(merge_candidate(&[run(1000), run(30), run(10)]), Some(1));
+    }
+
+    /// Simulated growth in equal batches: runs stay few and each entry is rewritten a
+    /// logarithmic number of times.
+    #[test]
+    fn growth_in_batches_keeps_few_runs_and_bounded_rewrites() {
+        let (mut runs, mut written) = (Vec::new(), 0u64);
+        for _ in 0..1000 {
+            runs.push(run(1));
+            written += 1;
+            while let Some(j) = merge_candidate(&runs) {
+                let e = runs[j].entries + runs[j + 1].entries;
+                written += e;
+                runs.splice(j..j + 2, [run(e)]);
+            }
+            assert!(runs.len() <= 6, "{} runs", runs.len());
+            assert!(runs.windows(2).all(|w| w[0].entries > MERGE_RATIO * w[1].entries));
+        }
+        // 12.8 here; rewriting every touched group would be about 500 per entry.
+        assert!(written < 1000 * 16, "{written} entry writes for 1000 entries");
+    }
+}
