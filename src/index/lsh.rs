@@ -90,15 +90,15 @@ pub(crate) struct ChunkView<'a> {
     n: usize,
     s: usize,
     w: usize,
-    suffixes: &'a [u8],
-    rows: &'a [u8],
+    /// Suffixes then row ids: reads of a suffix may look past its end into the row ids (one
+    /// 8-byte load and a mask), so only the last row ids need the byte-wise path.
+    body: &'a [u8],
 }
 
+/// The LE value of up to 8 bytes, byte by byte (no call for a copy of a few bytes).
 #[inline]
 fn le(bytes: &[u8]) -> u64 {
-    let mut a = [0u8; 8];
-    a[..bytes.len()].copy_from_slice(bytes);
-    u64::from_le_bytes(a)
+    bytes.iter().rev().fold(0u64, |v, &b| v << 8 | u64::from(b))
 }
 
 /// The `width`-byte LE value at `at` in `bytes` (`width <= 8`, `at + width <= bytes.len()`):
@@ -131,8 +131,7 @@ impl<'a> ChunkView<'a> {
         if n == 0 || n > GROUP_CHUNK_ENTRIES || bytes.len() != CHUNK_HEADER_LEN + n * (s + w) {
             return Err(format!("{n} entries do not fill a chunk value of {} bytes", bytes.len()));
         }
-        let (suffixes, rows) = bytes[CHUNK_HEADER_LEN..].split_at(n * s);
-        Ok(ChunkView { n, s, w, suffixes, rows })
+        Ok(ChunkView { n, s, w, body: &bytes[CHUNK_HEADER_LEN..] })
     }
 
     /// Entries.
@@ -142,12 +141,12 @@ impl<'a> ChunkView<'a> {
 
     #[inline]
     fn suffix_at(&self, i: usize) -> u64 {
-        le_at(self.suffixes, i * self.s, self.s)
+        le_at(self.body, i * self.s, self.s)
     }
 
     #[inline]
     fn row_at(&self, i: usize) -> u64 {
-        le_at(self.rows, i * self.w, self.w)
+        le_at(self.body, self.n * self.s + i * self.w, self.w)
     }
 
     /// The last entry's key suffix (a chunk holds at least one entry).

@@ -12,26 +12,34 @@
 //!
 //! The cache holds copies of chunk values, at most [`CACHE_BUDGET`] bytes in all (chunks read
 //! once the budget is spent are not kept); the [`MAX_CACHES`] most recently used
-//! definitions keep theirs.
+//! definitions keep theirs. Chunk 0 of a group sits in a slot of its own, found by the run's
+//! position, the band and the group number without hashing or locking (one memory access
+//! before the chunk's bytes); continuation chunks, and runs of more than `2^DIRECT_BITS`
+//! groups, go through a map.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::{Mutex, RwLock};
 use redb::ReadOnlyTable;
 
 use super::lsh::{At, ChunkView, Groups, RunKey, lsh_err};
-use super::meta::IndexDef;
+use super::meta::{IndexDef, IndexSpec, LshRun};
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::reader::{ReadSnapshot, open};
 use crate::storage::tables::{INDEX_DEFS, LSH_BUCKETS};
 
-/// Bytes of chunk values all caches together may hold.
+/// Bytes of chunk values (and slots) all caches together may hold.
 pub(crate) const CACHE_BUDGET: usize = 1 << 30;
 /// Definitions whose caches are kept.
 pub(crate) const MAX_CACHES: usize = 8;
+/// Runs of at most `2^DIRECT_BITS` groups per band get a slot per group.
+const DIRECT_BITS: u32 = 18;
+/// Bookkeeping bytes counted per cached chunk.
+const CHUNK_OVERHEAD: usize = 64;
 
 /// Bytes currently held by all caches.
 static HELD: AtomicUsize = AtomicUsize::new(0);
@@ -40,6 +48,10 @@ static CACHES: Mutex<Vec<Arc<ProbeCache>>> = Mutex::new(Vec::new());
 
 /// (band, run, group, chunk).
 type ChunkKey = (u32, u32, u64, u32);
+/// A chunk value: `None` when the index has no such chunk.
+type Slot = OnceLock<Option<Box<[u8]>>>;
+/// A table of `sketchdb.lsh_runs`, opened on first need.
+pub(crate) type LazyTable = Option<Option<ReadOnlyTable<RunKey, &'static [u8]>>>;
 
 /// The decoded definition of one index version and the chunks probes have read from it.
 pub(crate) struct ProbeCache {
@@ -47,8 +59,11 @@ pub(crate) struct ProbeCache {
     collection: u32,
     def_bytes: Vec<u8>,
     pub(crate) def: Arc<IndexDef>,
-    /// `None`: no such chunk.
-    chunks: RwLock<HashMap<ChunkKey, Option<Arc<[u8]>>>>,
+    bands: usize,
+    /// Per (run position, band): chunk 0 of each group of the run.
+    direct: Box<[OnceLock<Box<[Slot]>>]>,
+    /// Every other chunk.
+    other: RwLock<HashMap<ChunkKey, Option<Arc<[u8]>>>>,
     held: AtomicUsize,
 }
 
@@ -76,12 +91,18 @@ impl ProbeCache {
             return Ok(Some(c));
         }
         let def = Arc::new(IndexDef::decode(collection, bytes)?);
+        let (bands, runs) = match &def.spec {
+            IndexSpec::Lsh { scheme, runs, .. } => (scheme.params.bands as usize, runs.len()),
+            _ => (0, 0),
+        };
         let c = Arc::new(ProbeCache {
             store,
             collection,
             def_bytes: bytes.to_vec(),
             def,
-            chunks: RwLock::new(HashMap::new()),
+            bands,
+            direct: (0..bands * runs).map(|_| OnceLock::new()).collect(),
+            other: RwLock::new(HashMap::new()),
             held: AtomicUsize::new(0),
         });
         // The newest definition of a collection supersedes its older ones.
@@ -93,55 +114,120 @@ impl ProbeCache {
         Ok(Some(c))
     }
 
-    /// The chunk value at `key`, from the cache or read through `table` (opened on first
-    /// need) and kept while the budget allows.
-    fn chunk(
-        &self,
-        snap: &ReadSnapshot,
-        table: &mut Option<Option<ReadOnlyTable<RunKey, &'static [u8]>>>,
-        key: ChunkKey,
-    ) -> Result<Option<Arc<[u8]>>, StorageError> {
-        if let Some(v) = self.chunks.read().get(&key) {
-            return Ok(v.clone());
+    /// Reserves `len` bytes of the budget for this cache; false when they do not fit.
+    fn reserve(&self, len: usize) -> bool {
+        if HELD.fetch_add(len, Ordering::Relaxed) + len <= CACHE_BUDGET {
+            self.held.fetch_add(len, Ordering::Relaxed);
+            true
+        } else {
+            HELD.fetch_sub(len, Ordering::Relaxed);
+            false
         }
+    }
+
+    /// Returns reserved bytes that were not used.
+    fn release(&self, len: usize) {
+        HELD.fetch_sub(len, Ordering::Relaxed);
+        self.held.fetch_sub(len, Ordering::Relaxed);
+    }
+
+    /// Reads one chunk value through `table` (opened on first need).
+    fn read(&self, snap: &ReadSnapshot, table: &mut LazyTable, key: ChunkKey) -> Result<Option<Vec<u8>>, StorageError> {
         if table.is_none() {
             *table = Some(open(snap.txn(), LSH_BUCKETS)?);
         }
         let Some(Some(t)) = table.as_ref() else { return Ok(None) };
         let (band, run, group, chunk) = key;
-        let value = t
-            .get((self.collection, band, run, group, chunk))
+        Ok(t.get((self.collection, band, run, group, chunk))
             .map_err(StorageError::backend("read lsh group"))?
-            .map(|v| Arc::<[u8]>::from(v.value()));
-        let len = value.as_ref().map_or(0, |v| v.len()) + 64;
-        if HELD.fetch_add(len, Ordering::Relaxed) + len <= CACHE_BUDGET {
-            self.held.fetch_add(len, Ordering::Relaxed);
-            self.chunks.write().insert(key, value.clone());
-        } else {
-            HELD.fetch_sub(len, Ordering::Relaxed);
-        }
-        Ok(value)
+            .map(|v| v.value().to_vec()))
     }
 
-    /// Appends the row ids stored under band key `key` of `band` in run `run` (group width
-    /// `g`): chunk by chunk, the next chunk only when the suffix reaches a chunk's last.
+    /// The chunk value at `key` of the run at position `pos` of the definition's runs: from
+    /// the cache, or read and kept while the budget allows.
+    fn chunk<'c>(
+        &'c self,
+        snap: &ReadSnapshot,
+        table: &mut LazyTable,
+        pos: usize,
+        bits: u32,
+        key: ChunkKey,
+    ) -> Result<Option<Cow<'c, [u8]>>, StorageError> {
+        let (band, _, group, chunk) = key;
+        if chunk == 0 && bits <= DIRECT_BITS {
+            let cell = &self.direct[pos * self.bands + band as usize];
+            let slots = match cell.get() {
+                Some(s) => Some(s),
+                None => {
+                    let n = 1usize << bits;
+                    let len = n * std::mem::size_of::<Slot>();
+                    self.reserve(len).then(|| {
+                        let mut made = false;
+                        let slots = cell.get_or_init(|| {
+                            made = true;
+                            (0..n).map(|_| OnceLock::new()).collect()
+                        });
+                        if !made {
+                            // Another probe made them first.
+                            self.release(len);
+                        }
+                        slots
+                    })
+                }
+            };
+            if let Some(slot) = slots.and_then(|s| s.get(group as usize)) {
+                if let Some(v) = slot.get() {
+                    return Ok(v.as_deref().map(Cow::Borrowed));
+                }
+                let value = self.read(snap, table, key)?;
+                let len = value.as_ref().map_or(0, Vec::len) + CHUNK_OVERHEAD;
+                if self.reserve(len) {
+                    let mut fresh = Some(value.map(Vec::into_boxed_slice));
+                    let v = slot.get_or_init(|| fresh.take().flatten());
+                    if fresh.is_some() {
+                        // Another probe filled the slot first.
+                        self.release(len);
+                    }
+                    return Ok(v.as_deref().map(Cow::Borrowed));
+                }
+                return Ok(value.map(Cow::Owned));
+            }
+        }
+        if let Some(v) = self.other.read().get(&key) {
+            return Ok(v.as_ref().map(|v| Cow::Owned(v.to_vec())));
+        }
+        let value = self.read(snap, table, key)?;
+        let len = value.as_ref().map_or(0, Vec::len) + CHUNK_OVERHEAD;
+        if self.reserve(len) {
+            self.other.write().insert(key, value.as_deref().map(Arc::from));
+        }
+        Ok(value.map(Cow::Owned))
+    }
+
+    /// Appends the row ids stored under band key `key` of `band` in `run`, the run at
+    /// position `pos` of the definition's runs: chunk by chunk, the next chunk only when the
+    /// suffix reaches a chunk's last.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn rows_of(
         &self,
         snap: &ReadSnapshot,
         info: &CollectionInfo,
-        table: &mut Option<Option<ReadOnlyTable<RunKey, &'static [u8]>>>,
-        g: Groups,
+        table: &mut LazyTable,
+        pos: usize,
+        run: &LshRun,
         band: u32,
-        run: u32,
         key: u64,
         out: &mut Vec<u64>,
     ) -> Result<(), StorageError> {
+        let g = Groups::new(run.group_bits);
         let (group, suffix) = (g.group(key), g.suffix(key));
         let mut chunk = 0u32;
         loop {
-            let Some(bytes) = self.chunk(snap, table, (band, run, group, chunk))? else { return Ok(()) };
-            let view = ChunkView::parse(&bytes, g).map_err(|d| lsh_err(info, At { band, run, group }, d))?;
+            let Some(bytes) = self.chunk(snap, table, pos, g.bits, (band, run.id, group, chunk))? else {
+                return Ok(());
+            };
+            let at = At { band, run: run.id, group };
+            let view = ChunkView::parse(&bytes, g).map_err(|d| lsh_err(info, at, d))?;
             view.rows_of(suffix, out);
             if suffix < view.last_suffix() || chunk == u32::MAX {
                 return Ok(());

@@ -73,8 +73,8 @@ fn lsh_candidates_unguarded(
     let mut out = Vec::new();
     let mut table = None;
     for (band, &key) in keys.iter().enumerate().take(bands as usize) {
-        for run in runs {
-            cache.rows_of(snap, info, &mut table, Groups::new(run.group_bits), band as u32, run.id, key, &mut out)?;
+        for (pos, run) in runs.iter().enumerate() {
+            cache.rows_of(snap, info, &mut table, pos, run, band as u32, key, &mut out)?;
         }
     }
     out.sort_unstable();
