@@ -108,14 +108,33 @@ pub fn candidate_probability_with(s: f64, params: LshParams, model: CollisionMod
 /// averaged over similarities uniform in `[t, 1]`, `(1 / (1 - t)) * ∫_t^1 P(s) ds`. At least
 /// `P(t)` (P increases with s), and the planner's measure of an LSH plan's recall: the pairs a
 /// threshold query must return lie anywhere above t, not only at it. 1 for `t >= 1`.
+///
+/// Pure; the last [`RECALL_MEMO`] answers are kept, since the planner asks the same question
+/// (the index's banding at the query's threshold) for every query.
 pub fn expected_recall_above(t: f64, params: LshParams, model: CollisionModel) -> f64 {
     let t = if t.is_nan() { 0.0 } else { t.clamp(0.0, 1.0) };
     if t >= 1.0 - 1e-12 {
         return 1.0;
     }
+    let key = (t.to_bits(), params, model);
+    if let Some(&(_, v)) = RECALLS.lock().iter().find(|(k, _)| *k == key) {
+        return v;
+    }
     let area = integrate(&|s| candidate_probability_with(s, params, model), t, 1.0);
-    (area / (1.0 - t)).clamp(0.0, 1.0)
+    let v = (area / (1.0 - t)).clamp(0.0, 1.0);
+    let mut memo = RECALLS.lock();
+    if memo.len() >= RECALL_MEMO {
+        memo.remove(0);
+    }
+    memo.push((key, v));
+    v
 }
+
+/// Answers of [`expected_recall_above`] kept.
+const RECALL_MEMO: usize = 64;
+/// ((t bits, banding, model), recall), oldest first.
+#[allow(clippy::type_complexity)]
+static RECALLS: parking_lot::Mutex<Vec<((u64, LshParams, CollisionModel), f64)>> = parking_lot::Mutex::new(Vec::new());
 
 /// Panels of the composite rule; each is then refined adaptively.
 const PANELS: usize = 16;
