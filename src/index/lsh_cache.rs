@@ -204,11 +204,50 @@ impl ProbeCache {
         Ok(value.map(Cow::Owned))
     }
 
+    /// Appends the row ids stored under each band's key (`keys[band]`) in every run. Three
+    /// passes over the (band, run) pairs: find each group's first chunk, read its header,
+    /// then search it. The reads of one pass do not depend on each other, so their cache
+    /// misses overlap instead of following one another band after band.
+    pub(crate) fn candidates(
+        &self,
+        snap: &ReadSnapshot,
+        info: &CollectionInfo,
+        runs: &[LshRun],
+        keys: &[u64],
+        out: &mut Vec<u64>,
+    ) -> Result<(), StorageError> {
+        let mut table = None;
+        let mut firsts = Vec::with_capacity(keys.len() * runs.len());
+        for (band, &key) in keys.iter().enumerate() {
+            for (pos, run) in runs.iter().enumerate() {
+                let g = Groups::new(run.group_bits);
+                let chunk = self.chunk(snap, &mut table, pos, g.bits, (band as u32, run.id, g.group(key), 0))?;
+                firsts.push((band as u32, pos, key, chunk));
+            }
+        }
+        let mut views = Vec::with_capacity(firsts.len());
+        for (band, pos, key, chunk) in &firsts {
+            let Some(bytes) = chunk else { continue };
+            let run = &runs[*pos];
+            let g = Groups::new(run.group_bits);
+            let at = At { band: *band, run: run.id, group: g.group(*key) };
+            views.push((*band, *pos, *key, ChunkView::parse(bytes, g).map_err(|d| lsh_err(info, at, d))?));
+        }
+        for (band, pos, key, view) in views {
+            let suffix = Groups::new(runs[pos].group_bits).suffix(key);
+            view.rows_of(suffix, out);
+            if suffix >= view.last_suffix() {
+                self.rows_from(snap, info, &mut table, pos, &runs[pos], band, key, 1, out)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Appends the row ids stored under band key `key` of `band` in `run`, the run at
-    /// position `pos` of the definition's runs: chunk by chunk, the next chunk only when the
-    /// suffix reaches a chunk's last.
+    /// position `pos` of the definition's runs, from chunk `first` of the key's group on:
+    /// chunk by chunk, the next chunk only when the suffix reaches a chunk's last.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn rows_of(
+    fn rows_from(
         &self,
         snap: &ReadSnapshot,
         info: &CollectionInfo,
@@ -217,11 +256,12 @@ impl ProbeCache {
         run: &LshRun,
         band: u32,
         key: u64,
+        first: u32,
         out: &mut Vec<u64>,
     ) -> Result<(), StorageError> {
         let g = Groups::new(run.group_bits);
         let (group, suffix) = (g.group(key), g.suffix(key));
-        let mut chunk = 0u32;
+        let mut chunk = first;
         loop {
             let Some(bytes) = self.chunk(snap, table, pos, g.bits, (band, run.id, group, chunk))? else {
                 return Ok(());

@@ -71,12 +71,7 @@ fn lsh_candidates_unguarded(
     let rows = lsh_rows(sketch).map_err(index_err(info))?;
     let keys = scheme.keys(&rows).map_err(index_err(info))?;
     let mut out = Vec::new();
-    let mut table = None;
-    for (band, &key) in keys.iter().enumerate().take(bands as usize) {
-        for (pos, run) in runs.iter().enumerate() {
-            cache.rows_of(snap, info, &mut table, pos, run, band as u32, key, &mut out)?;
-        }
-    }
+    cache.candidates(snap, info, runs, &keys[..keys.len().min(bands as usize)], &mut out)?;
     out.sort_unstable();
     out.dedup();
     Ok(out)
