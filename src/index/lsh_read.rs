@@ -6,8 +6,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::lsh::{Groups, band_keys_of, read_run_band};
-use super::lsh_cache::ProbeCache;
+use super::lsh_cache::LshProbe;
 use super::meta::{IndexDef, IndexSpec, LshRun, index_err};
+use super::probe_cache::ProbeCache;
 use crate::sketch::sketch::Sketch;
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
@@ -59,7 +60,7 @@ fn lsh_candidates_unguarded(
     sketch: &Sketch,
     bands: u32,
 ) -> Result<Vec<u64>, StorageError> {
-    let cache = ProbeCache::of(snap, info)?.ok_or_else(|| not_lsh(info))?;
+    let cache = ProbeCache::of(snap, info, 0)?.ok_or_else(|| not_lsh(info))?;
     if let IndexSpec::LshGroups { .. } = cache.def.spec {
         return Err(super::maintain::legacy_lsh(info));
     }
@@ -71,7 +72,8 @@ fn lsh_candidates_unguarded(
     let rows = lsh_rows(sketch).map_err(index_err(info))?;
     let keys = scheme.keys(&rows).map_err(index_err(info))?;
     let mut out = Vec::new();
-    cache.candidates(snap, info, runs, &keys[..keys.len().min(bands as usize)], &mut out)?;
+    let probe = LshProbe::new(&cache, scheme.params.bands as usize);
+    probe.candidates(snap, info, runs, &keys[..keys.len().min(bands as usize)], &mut out)?;
     out.sort_unstable();
     out.dedup();
     Ok(out)

@@ -3,7 +3,7 @@
 //! in-memory SimHash table index ([`simhash_mem`]). The persisted half, in redb tables next
 //! to the records and maintained in the same write transactions: the index definition
 //! ([`meta`]), SimHash tables ([`simhash_tables`], [`simhash_read`]), LSH buckets ([`lsh`],
-//! [`lsh_read`], [`lsh_write`], [`lsh_cache`]), maintenance and rebuilds ([`maintain`]), planner statistics ([`stats`])
+//! [`lsh_read`], [`lsh_write`], [`lsh_cache`]), the probes' cache ([`probe_cache`]), maintenance and rebuilds ([`maintain`]), planner statistics ([`stats`])
 //! and verification ([`verify`]).
 
 pub(crate) mod error;
@@ -18,6 +18,7 @@ pub(crate) mod lsh_write;
 pub(crate) mod maintain;
 pub(crate) mod meta;
 mod popcnt;
+pub(crate) mod probe_cache;
 pub(crate) mod simhash_mem;
 pub(crate) mod simhash_probe;
 pub(crate) mod simhash_read;

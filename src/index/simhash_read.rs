@@ -6,7 +6,10 @@ use redb::ReadOnlyTable;
 
 use super::fingerprint::Fingerprint;
 use super::keys::simhash_design::SimhashTableDesign;
-use super::meta::{IndexDef, IndexSpec};
+use std::sync::Arc;
+
+use super::meta::IndexSpec;
+use super::probe_cache::ProbeCache;
 use super::simhash_probe::{SimhashMatch, join_prefix_runs};
 use super::simhash_tables::{BucketView, Geometry, bucket_err};
 use crate::storage::StorageError;
@@ -19,10 +22,14 @@ type BucketTable = ReadOnlyTable<(u32, u32, u32), &'static [u8]>;
 
 /// An opened SimHash index of one snapshot: reuse it for many probes.
 pub(crate) struct SimhashProber<'i> {
+    snap: &'i ReadSnapshot,
     info: &'i CollectionInfo,
     design: SimhashTableDesign,
     geometry: Vec<Geometry>,
-    table: Option<BucketTable>,
+    /// The buckets probes read, across transactions while the tables are unchanged.
+    cache: Arc<ProbeCache>,
+    /// `sketchdb.simhash_buckets`, opened on first need (outer `None`: not yet).
+    table: Option<Option<BucketTable>>,
     keys128: Vec<u128>,
     rows: Vec<u64>,
     scratch_hits: Vec<(u32, usize)>,
@@ -38,16 +45,19 @@ fn not_simhash(info: &CollectionInfo) -> StorageError {
 
 impl<'i> SimhashProber<'i> {
     /// Opens the collection's SimHash index; `None` when it has none.
-    pub(crate) fn open(snap: &ReadSnapshot, info: &'i CollectionInfo) -> Result<Option<Self>, StorageError> {
-        let Some(def) = IndexDef::load(snap.txn(), info)? else { return Ok(None) };
-        let IndexSpec::Simhash { design, bucket_bits } = &def.spec else { return Ok(None) };
+    pub(crate) fn open(snap: &'i ReadSnapshot, info: &'i CollectionInfo) -> Result<Option<Self>, StorageError> {
+        let state = snap.state(info)?;
+        let version = u128::from(state.next_row) << 64 | u128::from(state.live);
+        let Some(cache) = ProbeCache::of(snap, info, version)? else { return Ok(None) };
+        let IndexSpec::Simhash { design, bucket_bits } = &cache.def.spec else { return Ok(None) };
         let geometry = (0..design.table_count()).map(|t| Geometry::of(design, *bucket_bits, t)).collect();
-        let table = open(snap.txn(), SIMHASH_BUCKETS)?;
         Ok(Some(SimhashProber {
+            snap,
             info,
             design: design.clone(),
             geometry,
-            table,
+            cache: cache.clone(),
+            table: None,
             keys128: Vec::new(),
             rows: Vec::new(),
             scratch_hits: Vec::new(),
@@ -55,7 +65,17 @@ impl<'i> SimhashProber<'i> {
         }))
     }
 
-    /// The radius the tables guarantee.
+    /// The bucket table, opened on first need (`None`: never created).
+    fn table<'t>(
+        table: &'t mut Option<Option<BucketTable>>,
+        snap: &ReadSnapshot,
+    ) -> Result<Option<&'t BucketTable>, StorageError> {
+        if table.is_none() {
+            *table = Some(open(snap.txn(), SIMHASH_BUCKETS)?);
+        }
+        Ok(table.as_ref().and_then(Option::as_ref))
+    }
+
     pub(crate) fn radius(&self) -> u32 {
         self.design.k()
     }
@@ -90,17 +110,22 @@ impl<'i> SimhashProber<'i> {
     }
 
     fn probe<F: Fingerprint>(&mut self, fp: u128) -> Result<(), StorageError> {
-        let Some(table) = &self.table else { return Ok(()) };
-        let id = self.info.def.id;
+        let (id, snap) = (self.info.def.id, self.snap);
         let design = &self.design;
+        let cache = &self.cache;
+        let table = &mut self.table;
         for (t, g) in self.geometry.iter().enumerate() {
             let key = design.permute_u128(t, fp);
             let bucket = g.bucket(key);
-            let Some(v) = table.get((id, t as u32, bucket)).map_err(StorageError::backend("read simhash bucket"))?
-            else {
-                continue;
-            };
-            let view = BucketView::parse(v.value(), *g).map_err(|d| bucket_err(self.info, t as u32, bucket, d))?;
+            let value = cache.value(t, g.bits, u64::from(bucket), 0, || {
+                let Some(table) = Self::table(table, snap)? else { return Ok(None) };
+                Ok(table
+                    .get((id, t as u32, bucket))
+                    .map_err(StorageError::backend("read simhash bucket"))?
+                    .map(|v| v.value().to_vec()))
+            })?;
+            let Some(bytes) = value else { continue };
+            let view = BucketView::parse(&bytes, *g).map_err(|d| bucket_err(self.info, t as u32, bucket, d))?;
             // Keys only; a row id is decoded for the few keys within the radius.
             self.scratch_hits.clear();
             if F::BITS == 64 {
@@ -127,7 +152,7 @@ impl<'i> SimhashProber<'i> {
     pub(crate) fn pairs(&mut self, radius: u32) -> Result<Vec<(u64, u64, u32)>, StorageError> {
         self.check_radius(radius)?;
         let mut out = Vec::new();
-        let Some(table) = &self.table else { return Ok(out) };
+        let Some(table) = Self::table(&mut self.table, self.snap)? else { return Ok(out) };
         let design = &self.design;
         let id = self.info.def.id;
         let mut hits = Vec::new();

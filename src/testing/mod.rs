@@ -99,6 +99,16 @@ pub fn lsh_candidates_in(
     Ok(crate::index::lsh_read::lsh_candidates(&snapshot.0, collection.info(), sketch, bands)?)
 }
 
+/// [`simhash_within`] as of a held snapshot.
+pub fn simhash_within_in(
+    snapshot: &HeldSnapshot,
+    collection: &Collection,
+    fp: u128,
+    radius: u32,
+) -> Result<Vec<(u64, u32)>> {
+    Ok(crate::index::simhash_read::simhash_within(&snapshot.0, collection.info(), fp, radius)?)
+}
+
 pub fn lsh_candidates(
     collection: &Collection,
     db: &Database,

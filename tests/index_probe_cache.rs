@@ -1,10 +1,13 @@
-//! LSH probes keep the chunks they read in a cache keyed by (database handle, collection,
-//! index definition bytes). These tests pin what makes that sound: a probe never sees chunks
-//! of another database with byte-identical definitions, of a later commit (a held snapshot
-//! keeps its own answers), or of an earlier one (after inserts, deletes and compaction the
-//! answers follow the index).
+//! Index probes keep the values they read in a cache keyed by (database handle, collection,
+//! index definition bytes, and for SimHash tables the collection's next row and live count).
+//! These tests pin what makes that sound: a probe never sees values of another database with
+//! byte-identical definitions, of a later commit (a held snapshot keeps its own answers), or
+//! of an earlier one (after inserts, deletes, upserts that leave the definition unchanged and
+//! compaction, the answers follow the index).
 
-use sketchdb::{Batch, CollectionConfig, Database, IndexConfig, Sketch, SketchParams, Sketcher, TokenSet, testing};
+use sketchdb::{
+    Batch, CollectionConfig, Database, IndexConfig, SimHash, Sketch, SketchParams, Sketcher, TokenSet, testing,
+};
 
 const INDEX: IndexConfig = IndexConfig::Lsh { threshold: 0.5, bands: Some(4), rows: Some(4) };
 
@@ -76,4 +79,32 @@ fn snapshots_and_later_commits_each_see_their_own_buckets() {
     assert_eq!(testing::lsh_candidates(&c, &db, &probe, 4).expect("c"), vec![row]);
     let (runs, _) = testing::lsh_group_chunks(&c, &db).expect("chunks").expect("lsh");
     assert_eq!(runs.len(), 1, "compaction merges the runs: {runs:?}");
+}
+
+/// An upsert moves a key to a new row and keeps the SimHash definition's bytes (the live row
+/// count is unchanged); probes must still see the move, and a snapshot from before must not.
+#[test]
+fn simhash_probes_follow_upserts_that_keep_the_definition() {
+    let params = SketchParams::simhash(64, 3).expect("p");
+    let fp = |v: u64| Sketch::SimHash(SimHash::from_parts(params, u128::from(v)).expect("fp"));
+    let dir = tempfile::tempdir().expect("dir");
+    let db = Database::create(dir.path().join("db")).expect("create");
+    let config = CollectionConfig::new(params).with_index(IndexConfig::SimhashTables { radius: 3 });
+    let c = db.create_collection("f", config).expect("collection");
+    let mut b = Batch::new();
+    for i in 0..200u64 {
+        b.insert(format!("k{i}"), fp(i.wrapping_mul(0x9e37_79b9_7f4a_7c15)));
+    }
+    c.apply(&b).expect("insert");
+    let target = 0x0123_4567_89ab_cdefu64;
+    assert!(testing::simhash_within(&c, &db, u128::from(target), 3).expect("probe").is_empty());
+    let before = testing::hold_snapshot(&db).expect("snapshot");
+    c.upsert("k7", &fp(target ^ 0b101)).expect("upsert");
+    assert_eq!(testing::simhash_within(&c, &db, u128::from(target), 3).expect("probe"), vec![(200, 2)]);
+    assert!(testing::simhash_within_in(&before, &c, u128::from(target), 3).expect("probe").is_empty());
+    // Once more: the key moves again, the definition still unchanged.
+    c.upsert("k7", &fp(target)).expect("upsert");
+    assert_eq!(testing::simhash_within(&c, &db, u128::from(target), 3).expect("probe"), vec![(201, 0)]);
+    c.delete("k7").expect("delete");
+    assert!(testing::simhash_within(&c, &db, u128::from(target), 3).expect("probe").is_empty());
 }

@@ -1,0 +1,210 @@
+//! A process-wide cache of index values for probes, valid across transactions.
+//!
+//! What an index holds is a function of the collection, its definition's bytes and, for
+//! SimHash tables, the collection's `(next_row, live)`:
+//!
+//! * LSH: every write that changes the index changes the definition (a new run takes a fresh
+//!   run number, never reused; a removal lowers its run's `entries`), and a run holds exactly
+//!   the live rows of its row range, a set that only shrinks, so equal bytes mean equal
+//!   entries.
+//! * SimHash: the tables hold exactly the live rows. `next_row` never decreases, and while it
+//!   stays the same the live set only shrinks, one row per decrement of `live`, so equal
+//!   `(next_row, live)` mean an equal live set (the definition's row count does not: an
+//!   upsert keeps it).
+//!
+//! A probe reads the definition (as it must anyway) and keeps the values it reads in the cache
+//! of (database handle, collection, definition bytes, version): a later probe of the same
+//! index finds them without a B-tree descent. A commit that changes the index makes a new
+//! key and so a new, empty cache; snapshots of older commits keep using theirs while it
+//! lasts.
+//!
+//! The cache holds copies of values, at most [`CACHE_BUDGET`] bytes in all (values read once
+//! the budget is spent are not kept); the [`MAX_CACHES`] most recently used keys keep theirs.
+//! Values live on shelves (LSH: one per run and band; SimHash: one per table): the first
+//! value of a slot (an LSH group's chunk 0, a SimHash bucket) sits in a place of its own,
+//! found by shelf and slot number without hashing or locking (one memory access before the
+//! value's bytes); further chunks, and shelves of more than `2^DIRECT_BITS` slots, go
+//! through a map.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::{Mutex, RwLock};
+
+use super::meta::{IndexDef, IndexSpec};
+use crate::storage::StorageError;
+use crate::storage::catalog::CollectionInfo;
+use crate::storage::reader::{ReadSnapshot, open};
+use crate::storage::tables::INDEX_DEFS;
+
+/// Bytes of values (and slots) all caches together may hold.
+pub(crate) const CACHE_BUDGET: usize = 1 << 30;
+/// Keys whose caches are kept.
+pub(crate) const MAX_CACHES: usize = 8;
+/// Shelves of at most `2^DIRECT_BITS` slots get a place per slot.
+const DIRECT_BITS: u32 = 18;
+/// Bookkeeping bytes counted per cached value.
+const VALUE_OVERHEAD: usize = 64;
+
+/// Bytes currently held by all caches.
+static HELD: AtomicUsize = AtomicUsize::new(0);
+/// Live caches, least recently used first.
+static CACHES: Mutex<Vec<Arc<ProbeCache>>> = Mutex::new(Vec::new());
+
+/// A value: `None` when the index has no such value.
+type Slot = OnceLock<Option<Box<[u8]>>>;
+
+/// The decoded definition of one index version and the values probes have read from it.
+pub(crate) struct ProbeCache {
+    store: u64,
+    collection: u32,
+    def_bytes: Vec<u8>,
+    version: u128,
+    pub(crate) def: Arc<IndexDef>,
+    /// Per shelf: the first value of each slot.
+    direct: Box<[OnceLock<Box<[Slot]>>]>,
+    /// Every other value, by (shelf, slot, chunk).
+    other: RwLock<HashMap<(usize, u64, u32), Option<Arc<[u8]>>>>,
+    held: AtomicUsize,
+}
+
+impl Drop for ProbeCache {
+    fn drop(&mut self) {
+        HELD.fetch_sub(*self.held.get_mut(), Ordering::Relaxed);
+    }
+}
+
+impl ProbeCache {
+    /// The cache of the collection's index as of `snap`, or `None` without an index.
+    /// `version` is 0 for LSH and `next_row << 64 | live` for SimHash tables.
+    pub(crate) fn of(
+        snap: &ReadSnapshot,
+        info: &CollectionInfo,
+        version: u128,
+    ) -> Result<Option<Arc<ProbeCache>>, StorageError> {
+        let Some(t) = open(snap.txn(), INDEX_DEFS)? else { return Ok(None) };
+        let Some(v) = t.get(info.def.id).map_err(StorageError::backend("read index definition"))? else {
+            return Ok(None);
+        };
+        let bytes = v.value();
+        let (store, collection) = (snap.store_id(), info.def.id);
+        let mut caches = CACHES.lock();
+        if let Some(i) = caches.iter().position(|c| {
+            c.store == store && c.collection == collection && c.version == version && c.def_bytes == bytes
+        }) {
+            let c = caches.remove(i);
+            caches.push(c.clone());
+            return Ok(Some(c));
+        }
+        let def = Arc::new(IndexDef::decode(collection, bytes)?);
+        let shelves = match &def.spec {
+            IndexSpec::Lsh { scheme, runs, .. } => scheme.params.bands as usize * runs.len(),
+            IndexSpec::Simhash { design, .. } => design.table_count(),
+            IndexSpec::LshGroups { .. } => 0,
+        };
+        let c = Arc::new(ProbeCache {
+            store,
+            collection,
+            def_bytes: bytes.to_vec(),
+            version,
+            def,
+            direct: (0..shelves).map(|_| OnceLock::new()).collect(),
+            other: RwLock::new(HashMap::new()),
+            held: AtomicUsize::new(0),
+        });
+        // The newest index of a collection supersedes its older ones.
+        caches.retain(|o| !(o.store == store && o.collection == collection));
+        if caches.len() >= MAX_CACHES {
+            caches.remove(0);
+        }
+        caches.push(c.clone());
+        Ok(Some(c))
+    }
+
+    /// The collection whose index this is.
+    pub(crate) fn collection(&self) -> u32 {
+        self.collection
+    }
+
+    /// Reserves `len` bytes of the budget for this cache; false when they do not fit.
+    fn reserve(&self, len: usize) -> bool {
+        if HELD.fetch_add(len, Ordering::Relaxed) + len <= CACHE_BUDGET {
+            self.held.fetch_add(len, Ordering::Relaxed);
+            true
+        } else {
+            HELD.fetch_sub(len, Ordering::Relaxed);
+            false
+        }
+    }
+
+    /// Returns reserved bytes that were not used.
+    fn release(&self, len: usize) {
+        HELD.fetch_sub(len, Ordering::Relaxed);
+        self.held.fetch_sub(len, Ordering::Relaxed);
+    }
+
+    /// Value `chunk` of slot `slot` on `shelf` (a shelf of `2^bits` slots): from the cache,
+    /// or from `read` and kept while the budget allows.
+    pub(crate) fn value<'c>(
+        &'c self,
+        shelf: usize,
+        bits: u32,
+        slot: u64,
+        chunk: u32,
+        read: impl FnOnce() -> Result<Option<Vec<u8>>, StorageError>,
+    ) -> Result<Option<Cow<'c, [u8]>>, StorageError> {
+        if chunk == 0
+            && bits <= DIRECT_BITS
+            && let Some(cell) = self.direct.get(shelf)
+        {
+            let slots = match cell.get() {
+                Some(s) => Some(s),
+                None => {
+                    let n = 1usize << bits;
+                    let len = n * std::mem::size_of::<Slot>();
+                    self.reserve(len).then(|| {
+                        let mut made = false;
+                        let slots = cell.get_or_init(|| {
+                            made = true;
+                            (0..n).map(|_| OnceLock::new()).collect()
+                        });
+                        if !made {
+                            // Another probe made them first.
+                            self.release(len);
+                        }
+                        slots
+                    })
+                }
+            };
+            if let Some(place) = slots.and_then(|s| s.get(slot as usize)) {
+                if let Some(v) = place.get() {
+                    return Ok(v.as_deref().map(Cow::Borrowed));
+                }
+                let value = read()?;
+                let len = value.as_ref().map_or(0, Vec::len) + VALUE_OVERHEAD;
+                if self.reserve(len) {
+                    let mut fresh = Some(value.map(Vec::into_boxed_slice));
+                    let v = place.get_or_init(|| fresh.take().flatten());
+                    if fresh.is_some() {
+                        // Another probe filled the place first.
+                        self.release(len);
+                    }
+                    return Ok(v.as_deref().map(Cow::Borrowed));
+                }
+                return Ok(value.map(Cow::Owned));
+            }
+        }
+        let key = (shelf, slot, chunk);
+        if let Some(v) = self.other.read().get(&key) {
+            return Ok(v.as_ref().map(|v| Cow::Owned(v.to_vec())));
+        }
+        let value = read()?;
+        let len = value.as_ref().map_or(0, Vec::len) + VALUE_OVERHEAD;
+        if self.reserve(len) {
+            self.other.write().insert(key, value.as_deref().map(Arc::from));
+        }
+        Ok(value.map(Cow::Owned))
+    }
+}
