@@ -55,6 +55,8 @@ static CACHES: Mutex<Vec<Arc<ProbeCache>>> = Mutex::new(Vec::new());
 
 /// A value: `None` when the index has no such value.
 type Slot = OnceLock<Option<Box<[u8]>>>;
+/// Values outside the direct places, by (shelf, slot, chunk).
+type OtherValues = HashMap<(usize, u64, u32), Option<Arc<[u8]>>>;
 
 /// The decoded definition of one index version and the values probes have read from it.
 pub(crate) struct ProbeCache {
@@ -66,7 +68,7 @@ pub(crate) struct ProbeCache {
     /// Per shelf: the first value of each slot.
     direct: Box<[OnceLock<Box<[Slot]>>]>,
     /// Every other value, by (shelf, slot, chunk).
-    other: RwLock<HashMap<(usize, u64, u32), Option<Arc<[u8]>>>>,
+    other: RwLock<OtherValues>,
     held: AtomicUsize,
 }
 
