@@ -109,7 +109,7 @@ pub fn candidate_probability_with(s: f64, params: LshParams, model: CollisionMod
 /// `P(t)` (P increases with s), and the planner's measure of an LSH plan's recall: the pairs a
 /// threshold query must return lie anywhere above t, not only at it. 1 for `t >= 1`.
 ///
-/// Pure; the last [`RECALL_MEMO`] answers are kept, since the planner asks the same question
+/// Pure; the last 64 answers are kept, since the planner asks the same question
 /// (the index's banding at the query's threshold) for every query.
 pub fn expected_recall_above(t: f64, params: LshParams, model: CollisionModel) -> f64 {
     let t = if t.is_nan() { 0.0 } else { t.clamp(0.0, 1.0) };
