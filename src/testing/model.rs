@@ -15,10 +15,10 @@ use std::fmt;
 use super::rng::Entropy;
 use crate::db::batch::Batch;
 use crate::db::collection::Collection;
-use crate::db::config::CollectionConfig;
+use crate::db::config::{CollectionConfig, IndexConfig};
 use crate::db::database::Database;
 use crate::error::Error;
-use crate::sketch::params::SketchParams;
+use crate::sketch::params::{SketchKind, SketchParams};
 use crate::sketch::sketch::{Sketch, Sketcher};
 use crate::sketch::tokens::TokenSet;
 use crate::storage::MAX_KEY_LEN;
@@ -305,7 +305,8 @@ impl Harness {
     pub fn exec(&mut self, step: &Step) -> Result<(), Error> {
         match step {
             Step::Create(name, params) => {
-                let c = self.db.create_collection(name, CollectionConfig::new(*params))?;
+                let config = CollectionConfig::new(*params).with_index(index_for(params));
+                let c = self.db.create_collection(name, config)?;
                 self.handles.insert(name.clone(), c);
             }
             Step::Batch(name, writes) => {
@@ -360,6 +361,17 @@ impl fmt::Display for CheckFailure {
 impl From<Error> for CheckFailure {
     fn from(e: Error) -> Self {
         CheckFailure::Db(e)
+    }
+}
+
+/// Every collection a workload creates has an index, so crashes, I/O faults and fuzzed
+/// workloads reach the index tables too (and `check_db`'s verify checks them): SimHash
+/// tables for fingerprints, LSH buckets of few, narrow bands for the rest (so buckets are
+/// shared and runs merge within a short workload).
+fn index_for(params: &SketchParams) -> IndexConfig {
+    match params.kind() {
+        SketchKind::SimHash => IndexConfig::SimhashTables { radius: 2 },
+        _ => IndexConfig::Lsh { threshold: 0.5, bands: Some(params.slots().min(4) as u32), rows: Some(1) },
     }
 }
 
