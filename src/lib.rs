@@ -54,7 +54,7 @@ pub mod testing;
 
 pub use codec::error::CodecError;
 pub use db::batch::Batch;
-pub use db::collection::{Collection, CollectionStats};
+pub use db::collection::{Collection, CollectionStats, IndexSummary};
 pub use db::config::{CollectionConfig, IndexConfig};
 pub use db::database::{Database, DatabaseBuilder};
 pub use db::dedup::{Cluster, DedupResult};

@@ -60,6 +60,19 @@ fn a_session_through_every_command() {
 
     let stats = json_lines(&ok(d, &["stats", "--json"]));
     assert_eq!(stats[0]["live"], 3);
+    assert!(stats[0]["index"].is_null());
+    // A collection created with an LSH index shows it with its runs: two writes of 3 rows and
+    // 1 row, merged into one run (the older held at most 4 times the newer's entries).
+    ok(d, &["create", "indexed", "--kind", "minhash", "--k", "32", "--lsh", "0.5", "--bands", "8", "--rows", "4"]);
+    ok(d, &["ingest", "indexed", "docs.jsonl"]);
+    let one = r#"{"key":"d","text":"one more document to index"}"#;
+    std::fs::write(d.join("one.jsonl"), format!("{one}\n")).unwrap();
+    ok(d, &["ingest", "indexed", "one.jsonl"]);
+    let stats = json_lines(&ok(d, &["stats", "--json"]));
+    let indexed = stats.iter().find(|s| s["collection"] == "indexed").unwrap();
+    assert_eq!(indexed["index"], serde_json::json!({"kind": "lsh", "bands": 8, "rows": 4, "runs": 1}));
+    ok(d, &["drop", "indexed"]);
+    assert!(run(d, &["create", "bad", "--lsh", "0.5", "--simhash-tables", "3"]).status.code() != Some(0));
     let verify = json_lines(&ok(d, &["verify", "--json"]));
     assert_eq!(verify.last().unwrap()["ok"], true);
     ok(d, &["compact"]);

@@ -40,6 +40,31 @@ pub struct CollectionStats {
     pub page_capacity: u32,
     /// Bytes per record in the pages.
     pub record_width: usize,
+    /// The collection's index, if it has one.
+    pub index: Option<IndexSummary>,
+}
+
+/// A collection's index as its statistics show it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum IndexSummary {
+    /// SimHash permuted tables.
+    SimhashTables {
+        /// Tables.
+        tables: u32,
+        /// The largest radius they answer.
+        radius: u32,
+    },
+    /// LSH banding buckets. Writes add runs, which merge by size; compaction merges them
+    /// into one. Each run costs a probe one more bucket read per band.
+    Lsh {
+        /// Bands.
+        bands: u32,
+        /// Rows per band.
+        rows: u32,
+        /// Runs the buckets are stored in.
+        runs: u32,
+    },
 }
 
 impl Collection {

@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use super::collection::CollectionStats;
+use super::collection::{CollectionStats, IndexSummary};
 use crate::codec::page::PageView;
 use crate::error::Result;
 use crate::sketch::params::SketchKind;
@@ -67,12 +67,18 @@ impl Snapshot {
     /// The collection's counters at this snapshot.
     pub fn stats(&self) -> Result<CollectionStats> {
         let s = self.snap.state(&self.info)?;
+        let index = match crate::index::stats::index_stats(&self.snap, &self.info)? {
+            (Some(l), _) => Some(IndexSummary::Lsh { bands: l.params.bands, rows: l.params.rows, runs: l.runs }),
+            (None, Some(t)) => Some(IndexSummary::SimhashTables { tables: t.tables, radius: t.radius }),
+            (None, None) => None,
+        };
         Ok(CollectionStats {
             live: s.live,
             deleted: s.deleted,
             next_row: s.next_row,
             page_capacity: self.info.def.capacity,
             record_width: self.info.spec.layout.record_width(),
+            index,
         })
     }
 

@@ -2,7 +2,7 @@
 
 use clap::Args;
 use serde_json::json;
-use sketchdb::{CollectionConfig, SketchKind, SketchParams, Tokenizer};
+use sketchdb::{CollectionConfig, IndexConfig, IndexSummary, SketchKind, SketchParams, Tokenizer};
 
 use crate::output::{CliError, table};
 use crate::session::Session;
@@ -33,6 +33,18 @@ pub struct CreateArgs {
     /// Seed of the xxh3-64 token hash.
     #[arg(long, default_value_t = sketchdb::DEFAULT_TOKEN_SEED)]
     pub token_seed: u64,
+    /// Keep an LSH index for threshold queries at this similarity (minhash, bbit, oph).
+    #[arg(long, conflicts_with = "simhash_tables")]
+    pub lsh: Option<f64>,
+    /// LSH bands (with --lsh; chosen for the threshold when omitted).
+    #[arg(long, requires = "lsh")]
+    pub bands: Option<u32>,
+    /// LSH rows per band (with --lsh; chosen for the threshold when omitted).
+    #[arg(long, requires = "lsh")]
+    pub rows: Option<u32>,
+    /// Keep SimHash permuted tables for Hamming-radius queries up to this radius (simhash).
+    #[arg(long)]
+    pub simhash_tables: Option<u32>,
 }
 
 impl CreateArgs {
@@ -51,7 +63,14 @@ impl CreateArgs {
             (_, Some(n)) => Tokenizer::char_ngrams(n, self.token_seed)?,
             (w, None) => Tokenizer::shingles(w.unwrap_or(sketchdb::DEFAULT_SHINGLE_WORDS), self.token_seed)?,
         };
-        Ok(CollectionConfig::new(params).with_tokenizer(tokenizer))
+        let config = CollectionConfig::new(params).with_tokenizer(tokenizer);
+        Ok(match (self.lsh, self.simhash_tables) {
+            (Some(threshold), _) => {
+                config.with_index(IndexConfig::Lsh { threshold, bands: self.bands, rows: self.rows })
+            }
+            (None, Some(radius)) => config.with_index(IndexConfig::SimhashTables { radius }),
+            (None, None) => config,
+        })
     }
 }
 
@@ -111,7 +130,8 @@ pub fn stats(session: &mut Session, json_out: bool) -> Result<(), CliError> {
             println!(
                 "{}",
                 json!({"collection": name, "live": c.live, "deleted": c.deleted, "next_row": c.next_row,
-                       "page_capacity": c.page_capacity, "record_width": c.record_width, "file_bytes": s.file_bytes})
+                       "page_capacity": c.page_capacity, "record_width": c.record_width, "file_bytes": s.file_bytes,
+                       "index": index_json(c.index)})
             );
         }
         return Ok(());
@@ -128,11 +148,41 @@ pub fn stats(session: &mut Session, json_out: bool) -> Result<(), CliError> {
                 c.next_row.to_string(),
                 c.page_capacity.to_string(),
                 c.record_width.to_string(),
+                index_text(c.index),
             ]
         })
         .collect();
-    println!("{}", table(&["collection", "live", "deleted", "next row id", "rows/page", "bytes/record"], rows));
+    println!(
+        "{}",
+        table(&["collection", "live", "deleted", "next row id", "rows/page", "bytes/record", "index"], rows)
+    );
     Ok(())
+}
+
+/// The index column of `stats`.
+fn index_text(index: Option<IndexSummary>) -> String {
+    match index {
+        None => "-".into(),
+        Some(IndexSummary::SimhashTables { tables, radius }) => format!("simhash: {tables} tables, radius {radius}"),
+        Some(IndexSummary::Lsh { bands, rows, runs }) => {
+            format!("lsh: {bands} x {rows}, {runs} run{}", if runs == 1 { "" } else { "s" })
+        }
+        Some(other) => format!("{other:?}"),
+    }
+}
+
+/// The index field of `stats --json`.
+fn index_json(index: Option<IndexSummary>) -> serde_json::Value {
+    match index {
+        None => serde_json::Value::Null,
+        Some(IndexSummary::SimhashTables { tables, radius }) => {
+            json!({"kind": "simhash", "tables": tables, "radius": radius})
+        }
+        Some(IndexSummary::Lsh { bands, rows, runs }) => {
+            json!({"kind": "lsh", "bands": bands, "rows": rows, "runs": runs})
+        }
+        Some(other) => json!({"kind": format!("{other:?}")}),
+    }
 }
 
 pub fn verify(session: &mut Session, json_out: bool) -> Result<bool, CliError> {
