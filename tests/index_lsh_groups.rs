@@ -241,3 +241,34 @@ fn compaction_merges_runs_of_an_insert_only_index() {
     assert_eq!(check_runs(&c, &db, &probes, "compacted"), 1);
     assert_eq!(db.compact().expect("again").indexes_optimized, 0, "one run: nothing to merge");
 }
+
+/// An LSH index in the single-run layout of earlier builds is named and refused by queries,
+/// writes and verify, never misread; the records stay readable, and a rebuild replaces it
+/// (clearing the old layout's values).
+#[test]
+fn an_index_in_the_earlier_layout_is_refused_until_rebuilt() {
+    let params = SketchParams::minhash(16, 64, 5).expect("p");
+    let dir = tempfile::tempdir().expect("dir");
+    let db = Database::create(dir.path().join("db")).expect("create");
+    let index = IndexConfig::Lsh { threshold: 0.5, bands: Some(4), rows: Some(4) };
+    let mut c = db.create_collection("s", CollectionConfig::new(params).with_index(index)).expect("collection");
+    let sk = Sketcher::new(params).expect("sk");
+    let s = |i: u64| sk.sketch(&TokenSet::from_unsorted((i * 100..i * 100 + 30).collect())).expect("sketch");
+    let mut batch = Batch::new();
+    for i in 0..20 {
+        batch.insert(format!("k{i}"), s(i));
+    }
+    c.apply(&batch).expect("insert");
+    assert!(testing::plant_legacy_lsh_index(&c, &db).expect("plant"));
+    let says_rebuild = |e: String| assert!(e.contains("earlier build") && e.contains("rebuild"), "{e}");
+    says_rebuild(testing::lsh_candidates(&c, &db, &s(3), 4).expect_err("probe").to_string());
+    says_rebuild(c.insert("new", &s(99)).expect_err("write").to_string());
+    let report = admin::verify(&db).expect("verify");
+    assert!(report.problems.iter().any(|p| p.detail.contains("earlier build")), "{:?}", report.problems);
+    assert_eq!(c.len().expect("len"), 20, "records read as before");
+    assert!(c.get("k3").expect("get").is_some());
+    c.rebuild_index(index).expect("rebuild");
+    assert!(!testing::legacy_lsh_values(&c, &db).expect("legacy"), "the old layout's values are cleared");
+    assert_eq!(check_runs(&c, &db, &[s(3)], "rebuilt"), 1);
+    c.insert("new", &s(99)).expect("write after the rebuild");
+}

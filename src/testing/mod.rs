@@ -202,6 +202,39 @@ pub fn extend_first_lsh_reverse_entry(collection: &Collection, db: &Database) ->
     Ok(row)
 }
 
+/// Rewrites the collection's LSH index definition in the single-run layout of earlier builds
+/// (`IndexSpec::LshGroups`, same scheme) and stores one value in that layout's table, as a
+/// file written by such a build holds them. Returns false without an LSH index.
+pub fn plant_legacy_lsh_index(collection: &Collection, db: &Database) -> Result<bool> {
+    use crate::index::meta::{IndexDef, IndexSpec};
+    use crate::storage::StorageError;
+    use crate::storage::tables::LSH_GROUPS_V1;
+    let txn = db.store().begin_write()?;
+    let Some(def) = IndexDef::load_in(&txn, collection.info())? else { return Ok(false) };
+    let IndexSpec::Lsh { scheme, threshold, .. } = def.spec else { return Ok(false) };
+    let legacy = IndexDef { spec: IndexSpec::LshGroups { scheme, threshold, group_bits: 10 }, ..def };
+    legacy.store_in(&txn, collection.info())?;
+    txn.open_table(LSH_GROUPS_V1)
+        .map_err(StorageError::backend("open table"))?
+        .insert((collection.info().def.id, 0u32, 0u64, 0u32), [1u8, 7, 1, 0, 0, 0, 0, 0].as_slice())
+        .map_err(StorageError::backend("write"))?;
+    txn.commit().map_err(StorageError::backend("commit"))?;
+    Ok(true)
+}
+
+/// Whether the single-run layout's table holds any value of the collection.
+pub fn legacy_lsh_values(collection: &Collection, db: &Database) -> Result<bool> {
+    use crate::storage::StorageError;
+    use crate::storage::tables::LSH_GROUPS_V1;
+    use redb::ReadableTable;
+    let snap = db.store().snapshot()?;
+    let id = collection.info().def.id;
+    let Some(t) = crate::storage::reader::open(snap.txn(), LSH_GROUPS_V1)? else { return Ok(false) };
+    let mut range =
+        t.range((id, 0u32, 0u64, 0u32)..=(id, u32::MAX, u64::MAX, u32::MAX)).map_err(StorageError::backend("scan"))?;
+    Ok(range.next().is_some())
+}
+
 /// The collection's LSH band-key scheme (seed, banding, row width), if it has an LSH index.
 pub fn lsh_scheme(collection: &Collection, db: &Database) -> Result<Option<crate::BandKeyScheme>> {
     let snap = db.store().snapshot()?;
