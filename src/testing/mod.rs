@@ -226,7 +226,6 @@ pub fn plant_legacy_lsh_index(collection: &Collection, db: &Database) -> Result<
 pub fn legacy_lsh_values(collection: &Collection, db: &Database) -> Result<bool> {
     use crate::storage::StorageError;
     use crate::storage::tables::LSH_GROUPS_V1;
-    use redb::ReadableTable;
     let snap = db.store().snapshot()?;
     let id = collection.info().def.id;
     let Some(t) = crate::storage::reader::open(snap.txn(), LSH_GROUPS_V1)? else { return Ok(false) };
