@@ -16,6 +16,13 @@ use sketchdb::{
 
 const GROUP_CHUNK_ENTRIES: usize = 1024;
 
+/// A new database `db` in `dir` with collection `s` of `params` and `index`, and its sketcher.
+fn indexed(dir: &std::path::Path, params: SketchParams, index: IndexConfig) -> (Database, Collection, Sketcher) {
+    let db = Database::create(dir.join("db")).expect("create");
+    let c = db.create_collection("s", CollectionConfig::new(params).with_index(index)).expect("collection");
+    (db, c, Sketcher::new(params).expect("sk"))
+}
+
 /// (band, group) -> chunk sizes, checking chunk numbers run 0.. and sizes are bounded (the
 /// collection has one run).
 fn groups(chunks: &[testing::LshChunk]) -> BTreeMap<(u32, u64), Vec<usize>> {
@@ -33,10 +40,8 @@ fn groups(chunks: &[testing::LshChunk]) -> BTreeMap<(u32, u64), Vec<usize>> {
 fn hot_groups_split_into_bounded_chunks_and_shrink_back() {
     let params = SketchParams::minhash(16, 64, 7).expect("p");
     let dir = tempfile::tempdir().expect("dir");
-    let db = Database::create(dir.path().join("db")).expect("create");
     let index = IndexConfig::Lsh { threshold: 0.5, bands: Some(4), rows: Some(4) };
-    let c = db.create_collection("s", CollectionConfig::new(params).with_index(index)).expect("collection");
-    let sk = Sketcher::new(params).expect("sk");
+    let (db, c, sk) = indexed(dir.path(), params, index);
     let hot = sk.sketch(&TokenSet::from_unsorted((0..40).collect())).expect("sketch");
     // 2600 identical signatures (one hot bucket per band) plus 300 distinct ones.
     let mut batch = Batch::new();
@@ -102,10 +107,8 @@ fn hot_groups_split_into_bounded_chunks_and_shrink_back() {
 fn rebuild_chooses_group_bits_for_the_row_count() {
     let params = SketchParams::minhash(8, 64, 9).expect("p");
     let dir = tempfile::tempdir().expect("dir");
-    let db = Database::create(dir.path().join("db")).expect("create");
     let index = IndexConfig::Lsh { threshold: 0.5, bands: Some(4), rows: Some(2) };
-    let mut c = db.create_collection("s", CollectionConfig::new(params).with_index(index)).expect("collection");
-    let sk = Sketcher::new(params).expect("sk");
+    let (db, mut c, sk) = indexed(dir.path(), params, index);
     let mut batch = Batch::new();
     for i in 0..140_000u64 {
         let s = sk.sketch(&TokenSet::from_unsorted(vec![i, i + 1_000_000])).expect("sketch");
@@ -154,11 +157,9 @@ fn check_runs(c: &Collection, db: &Database, probes: &[Sketch], stage: &str) -> 
 fn many_small_writes_leave_few_runs_and_exact_candidates() {
     let params = SketchParams::minhash(16, 64, 3).expect("p");
     let dir = tempfile::tempdir().expect("dir");
-    let path = dir.path().join("db");
-    let db = Database::create(&path).expect("create");
     let index = IndexConfig::Lsh { threshold: 0.5, bands: Some(4), rows: Some(4) };
-    let c = db.create_collection("s", CollectionConfig::new(params).with_index(index)).expect("collection");
-    let sk = Sketcher::new(params).expect("sk");
+    let (db, c, sk) = indexed(dir.path(), params, index);
+    let path = dir.path().join("db");
     let mut rng = Rng(11);
     // Sets drawn from 30 families of near-duplicates, so buckets are shared across runs.
     let families: Vec<Vec<u64>> = (0..30).map(|_| (0..24).map(|_| rng.next_u64()).collect()).collect();
@@ -219,10 +220,8 @@ fn many_small_writes_leave_few_runs_and_exact_candidates() {
 fn compaction_merges_runs_of_an_insert_only_index() {
     let params = SketchParams::minhash(16, 64, 4).expect("p");
     let dir = tempfile::tempdir().expect("dir");
-    let db = Database::create(dir.path().join("db")).expect("create");
     let index = IndexConfig::Lsh { threshold: 0.5, bands: Some(4), rows: Some(4) };
-    let c = db.create_collection("s", CollectionConfig::new(params).with_index(index)).expect("collection");
-    let sk = Sketcher::new(params).expect("sk");
+    let (db, c, sk) = indexed(dir.path(), params, index);
     let sketch = |i: u64| {
         sk.sketch(&TokenSet::from_unsorted((0..30).map(|t| (i % 40) * 1000 + t + i % 3).collect())).expect("sketch")
     };
@@ -249,10 +248,8 @@ fn compaction_merges_runs_of_an_insert_only_index() {
 fn an_index_in_the_earlier_layout_is_refused_until_rebuilt() {
     let params = SketchParams::minhash(16, 64, 5).expect("p");
     let dir = tempfile::tempdir().expect("dir");
-    let db = Database::create(dir.path().join("db")).expect("create");
     let index = IndexConfig::Lsh { threshold: 0.5, bands: Some(4), rows: Some(4) };
-    let mut c = db.create_collection("s", CollectionConfig::new(params).with_index(index)).expect("collection");
-    let sk = Sketcher::new(params).expect("sk");
+    let (db, mut c, sk) = indexed(dir.path(), params, index);
     let s = |i: u64| sk.sketch(&TokenSet::from_unsorted((i * 100..i * 100 + 30).collect())).expect("sketch");
     let mut batch = Batch::new();
     for i in 0..20 {

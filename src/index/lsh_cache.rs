@@ -1,13 +1,11 @@
 //! LSH probes through the [`ProbeCache`]: one shelf per (run position, band), one slot per
 //! group of the run, chunk numbers as the group's chunks.
 
-use std::borrow::Cow;
-
 use redb::ReadOnlyTable;
 
 use super::lsh::{At, ChunkView, Groups, RunKey, lsh_err};
 use super::meta::LshRun;
-use super::probe_cache::ProbeCache;
+use super::probe_cache::{ProbeCache, Value};
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::reader::{ReadSnapshot, open};
@@ -38,7 +36,7 @@ impl<'c> LshProbe<'c> {
         pos: usize,
         bits: u32,
         key: ChunkKey,
-    ) -> Result<Option<Cow<'c, [u8]>>, StorageError> {
+    ) -> Result<Option<Value<'c>>, StorageError> {
         let (band, run, group, chunk) = key;
         let collection = self.cache.collection();
         self.cache.value(pos * self.bands + band as usize, bits, group, chunk, || {

@@ -3,8 +3,6 @@
 use super::keys::band::{BandKeyScheme, lsh_rows};
 use std::collections::HashMap;
 
-use std::sync::Arc;
-
 use super::lsh::{Groups, band_keys_of, read_run_band};
 use super::lsh_cache::LshProbe;
 use super::meta::{IndexDef, IndexSpec, LshRun, index_err};
@@ -17,16 +15,6 @@ use crate::storage::reader::{ReadSnapshot, open};
 use crate::storage::tables::{LSH_BUCKETS, LSH_ROWS};
 use crate::storage::writer::inconsistent;
 
-/// The collection's LSH index definition; an `Index` error when it has no LSH index.
-fn lsh_index(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Arc<IndexDef>, StorageError> {
-    let def = IndexDef::load(snap.txn(), info)?;
-    match def {
-        Some(d) if matches!(d.spec, IndexSpec::Lsh { .. }) => Ok(d),
-        Some(d) if matches!(d.spec, IndexSpec::LshGroups { .. }) => Err(super::maintain::legacy_lsh(info)),
-        _ => Err(not_lsh(info)),
-    }
-}
-
 fn not_lsh(info: &CollectionInfo) -> StorageError {
     StorageError::Index {
         collection: info.def.name.clone(),
@@ -34,10 +22,15 @@ fn not_lsh(info: &CollectionInfo) -> StorageError {
     }
 }
 
-/// The scheme and runs of an LSH definition.
-fn scheme_runs<'d>(info: &CollectionInfo, def: &'d IndexDef) -> Result<(BandKeyScheme, &'d [LshRun]), StorageError> {
-    match &def.spec {
-        IndexSpec::Lsh { scheme, runs, .. } => Ok((*scheme, runs)),
+/// The scheme and runs of the collection's LSH index definition (`None`: no index); an
+/// `Index` error for a SimHash index or the earlier single-run LSH layout.
+fn scheme_runs<'d>(
+    info: &CollectionInfo,
+    def: Option<&'d IndexDef>,
+) -> Result<(BandKeyScheme, &'d [LshRun]), StorageError> {
+    match def.map(|d| &d.spec) {
+        Some(IndexSpec::Lsh { scheme, runs, .. }) => Ok((*scheme, runs)),
+        Some(IndexSpec::LshGroups { .. }) => Err(super::maintain::legacy_lsh(info)),
         _ => Err(not_lsh(info)),
     }
 }
@@ -60,11 +53,9 @@ fn lsh_candidates_unguarded(
     sketch: &Sketch,
     bands: u32,
 ) -> Result<Vec<u64>, StorageError> {
-    let cache = ProbeCache::of(snap, info, 0)?.ok_or_else(|| not_lsh(info))?;
-    if let IndexSpec::LshGroups { .. } = cache.def.spec {
-        return Err(super::maintain::legacy_lsh(info));
-    }
-    let (scheme, runs) = scheme_runs(info, &cache.def)?;
+    let cache = ProbeCache::of(snap, info, 0)?;
+    let (scheme, runs) = scheme_runs(info, cache.as_deref().map(|c| &*c.def))?;
+    let Some(cache) = cache.as_deref() else { return Err(not_lsh(info)) };
     info.def
         .params
         .check_compatible(sketch.params())
@@ -72,7 +63,7 @@ fn lsh_candidates_unguarded(
     let rows = lsh_rows(sketch).map_err(index_err(info))?;
     let keys = scheme.keys(&rows).map_err(index_err(info))?;
     let mut out = Vec::new();
-    let probe = LshProbe::new(&cache, scheme.params.bands as usize);
+    let probe = LshProbe::new(cache, scheme.params.bands as usize);
     probe.candidates(snap, info, runs, &keys[..keys.len().min(bands as usize)], &mut out)?;
     out.sort_unstable();
     out.dedup();
@@ -116,8 +107,8 @@ fn lsh_pairs_unguarded<E: From<StorageError>>(
     bands: u32,
     mut f: impl FnMut(u64, u64) -> Result<(), E>,
 ) -> Result<(), E> {
-    let def = lsh_index(snap, info)?;
-    let (scheme, runs) = scheme_runs(info, &def)?;
+    let def = IndexDef::load(snap.txn(), info)?;
+    let (scheme, runs) = scheme_runs(info, def.as_deref())?;
     let (Some(table), Some(rev)) = (open(snap.txn(), LSH_BUCKETS)?, open(snap.txn(), LSH_ROWS)?) else {
         return Ok(());
     };

@@ -107,8 +107,7 @@ impl LshDelta {
         while let Some(j) = merge_candidate(runs) {
             merge_pair(&mut table, info, n_bands as u32, next_run, runs, j)?;
         }
-        def.entries = runs.iter().map(|r| r.entries).sum();
-        def.sum_sq = runs.iter().map(|r| r.sum_sq).sum();
+        recount(def);
         self.added_rows.clear();
         self.added.clear();
         self.dropped.clear();
@@ -259,6 +258,15 @@ fn remove_rows(
     Ok(())
 }
 
+/// Sets the definition's counters to the sums over its runs (a merged run's sum(s^2) counts
+/// buckets the two runs shared as one, so the sum changes with merges, not only with rows).
+fn recount(def: &mut IndexDef) {
+    if let IndexSpec::Lsh { runs, .. } = &def.spec {
+        def.entries = runs.iter().map(|r| r.entries).sum();
+        def.sum_sq = runs.iter().map(|r| r.sum_sq).sum();
+    }
+}
+
 /// Merges runs `j` and `j + 1` of `runs` into run `next_run` (then incremented).
 fn merge_pair(
     table: &mut BucketTable<'_>,
@@ -291,9 +299,7 @@ pub(crate) fn merge_all(
         let j = runs.len() - 2;
         merge_pair(&mut table, info, scheme.params.bands, next_run, runs, j)?;
     }
-    // A merged run's sum(s^2) counts buckets shared by the two runs as one.
-    def.entries = runs.iter().map(|r| r.entries).sum();
-    def.sum_sq = runs.iter().map(|r| r.sum_sq).sum();
+    recount(def);
     Ok(true)
 }
 

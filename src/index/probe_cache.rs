@@ -26,7 +26,6 @@
 //! value's bytes); further chunks, and shelves of more than `2^DIRECT_BITS` slots, go
 //! through a map.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -57,6 +56,25 @@ static CACHES: Mutex<Vec<Arc<ProbeCache>>> = Mutex::new(Vec::new());
 type Slot = OnceLock<Option<Box<[u8]>>>;
 /// Values outside the direct places, by (shelf, slot, chunk).
 type OtherValues = HashMap<(usize, u64, u32), Option<Arc<[u8]>>>;
+
+/// A value as a probe gets it: borrowed from its place, shared from the map, or read and
+/// not kept (the budget was spent).
+pub(crate) enum Value<'c> {
+    Borrowed(&'c [u8]),
+    Shared(Arc<[u8]>),
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for Value<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Value::Borrowed(b) => b,
+            Value::Shared(b) => b,
+            Value::Owned(b) => b,
+        }
+    }
+}
 
 /// The decoded definition of one index version and the values probes have read from it.
 pub(crate) struct ProbeCache {
@@ -156,7 +174,7 @@ impl ProbeCache {
         slot: u64,
         chunk: u32,
         read: impl FnOnce() -> Result<Option<Vec<u8>>, StorageError>,
-    ) -> Result<Option<Cow<'c, [u8]>>, StorageError> {
+    ) -> Result<Option<Value<'c>>, StorageError> {
         if chunk == 0
             && bits <= DIRECT_BITS
             && let Some(cell) = self.direct.get(shelf)
@@ -182,7 +200,7 @@ impl ProbeCache {
             };
             if let Some(place) = slots.and_then(|s| s.get(slot as usize)) {
                 if let Some(v) = place.get() {
-                    return Ok(v.as_deref().map(Cow::Borrowed));
+                    return Ok(v.as_deref().map(Value::Borrowed));
                 }
                 let value = read()?;
                 let len = value.as_ref().map_or(0, Vec::len) + VALUE_OVERHEAD;
@@ -193,20 +211,22 @@ impl ProbeCache {
                         // Another probe filled the place first.
                         self.release(len);
                     }
-                    return Ok(v.as_deref().map(Cow::Borrowed));
+                    return Ok(v.as_deref().map(Value::Borrowed));
                 }
-                return Ok(value.map(Cow::Owned));
+                return Ok(value.map(Value::Owned));
             }
         }
         let key = (shelf, slot, chunk);
         if let Some(v) = self.other.read().get(&key) {
-            return Ok(v.as_ref().map(|v| Cow::Owned(v.to_vec())));
+            return Ok(v.clone().map(Value::Shared));
         }
         let value = read()?;
         let len = value.as_ref().map_or(0, Vec::len) + VALUE_OVERHEAD;
-        if self.reserve(len) {
-            self.other.write().insert(key, value.as_deref().map(Arc::from));
+        if !self.reserve(len) {
+            return Ok(value.map(Value::Owned));
         }
-        Ok(value.map(Cow::Owned))
+        let shared: Option<Arc<[u8]>> = value.map(Arc::from);
+        self.other.write().insert(key, shared.clone());
+        Ok(shared.map(Value::Shared))
     }
 }

@@ -58,8 +58,7 @@ pub fn rewrite_format_version(db: &Database, version: u16) -> Result<()> {
 /// Every live row within `radius` of `fp` by the collection's SimHash tables, as
 /// `(row, distance)` sorted by (distance, row).
 pub fn simhash_within(collection: &Collection, db: &Database, fp: u128, radius: u32) -> Result<Vec<(u64, u32)>> {
-    let snap = db.store().snapshot()?;
-    Ok(crate::index::simhash_read::simhash_within(&snap, collection.info(), fp, radius)?)
+    simhash_within_in(&hold_snapshot(db)?, collection, fp, radius)
 }
 
 /// The batch form of [`simhash_within`] (one snapshot, one opened index).
@@ -79,8 +78,6 @@ pub fn simhash_pairs(collection: &Collection, db: &Database, radius: u32) -> Res
     Ok(crate::index::simhash_read::simhash_pairs(&snap, collection.info(), radius)?)
 }
 
-/// The LSH candidates of `sketch` from the first `bands` bands: distinct live row ids,
-/// ascending.
 /// A read snapshot held open across later commits.
 pub struct HeldSnapshot(crate::storage::reader::ReadSnapshot);
 
@@ -109,14 +106,15 @@ pub fn simhash_within_in(
     Ok(crate::index::simhash_read::simhash_within(&snapshot.0, collection.info(), fp, radius)?)
 }
 
+/// The LSH candidates of `sketch` from the first `bands` bands: distinct live row ids,
+/// ascending.
 pub fn lsh_candidates(
     collection: &Collection,
     db: &Database,
     sketch: &crate::sketch::sketch::Sketch,
     bands: u32,
 ) -> Result<Vec<u64>> {
-    let snap = db.store().snapshot()?;
-    Ok(crate::index::lsh_read::lsh_candidates(&snap, collection.info(), sketch, bands)?)
+    lsh_candidates_in(&hold_snapshot(db)?, collection, sketch, bands)
 }
 
 /// The LSH statistics: banding and mean hit-bucket size.
