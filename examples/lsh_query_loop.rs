@@ -1,7 +1,9 @@
 //! Profiling loop for stored-signature LSH threshold queries: opens an existing database
 //! (built by `sketchdb bench lsh --dir`), sketches the queries of a queries file with the
 //! collection's sketcher and runs them `ROUNDS` times through the public query API with the
-//! plan forced to an LSH probe, printing p50/p99 per round. For `perf record`.
+//! plan forced to an LSH probe, printing p50/p99 per round. For `perf record`. With
+//! `SKETCHDB_PROBE_ONLY=1` each round also times the candidate probe alone (no planning, no
+//! fetch or verification).
 //!
 //! Run: `cargo run --release --example lsh_query_loop -- DB COLLECTION QUERIES THRESHOLD [ROUNDS]`
 
@@ -44,6 +46,17 @@ fn main() -> R<()> {
             hits += r.hits.len();
         }
         lat.sort_by(f64::total_cmp);
+        if std::env::var_os("SKETCHDB_PROBE_ONLY").is_some() {
+            let snap = sketchdb::testing::hold_snapshot(&db)?;
+            let mut pl = Vec::new();
+            for q in &queries {
+                let start = Instant::now();
+                let _ = sketchdb::testing::lsh_candidates_in(&snap, &c, q, u32::MAX)?;
+                pl.push(start.elapsed().as_secs_f64() * 1e6);
+            }
+            pl.sort_by(f64::total_cmp);
+            println!("probe only p50 {:.2}", pl[pl.len() / 2]);
+        }
         println!(
             "round {round}: p50 {:.2} us, p99 {:.2} us, hits {hits}",
             lat[lat.len() / 2],

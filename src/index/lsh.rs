@@ -149,11 +149,6 @@ impl<'a> ChunkView<'a> {
         le_at(self.body, self.n * self.s + i * self.w, self.w)
     }
 
-    /// The last entry's key suffix (a chunk holds at least one entry).
-    pub(crate) fn last_suffix(&self) -> u64 {
-        self.suffix_at(self.n - 1)
-    }
-
     /// Appends every entry as (band key, row id).
     pub(crate) fn decode_into(&self, g: Groups, group: u64, out: &mut Vec<(u64, u64)>) {
         out.reserve(self.n);
@@ -165,30 +160,36 @@ impl<'a> ChunkView<'a> {
         (0..self.n).all(|i| self.suffix_at(i) & !g.suffix_mask() == 0)
     }
 
-    /// The first entry whose suffix is `>= suffix` (`n` if none). Band keys are hashes, so
-    /// suffixes are spread evenly between the chunk's first and last: the search starts at
-    /// the interpolated position and gallops outwards to a bracket, then bisects it (a few
-    /// cache lines of a chunk of up to 16 KiB, where plain bisection touches about ten).
-    fn lower_bound(&self, suffix: u64) -> usize {
+    /// Where `suffix` would sit if the chunk's suffixes were spread evenly over the whole
+    /// suffix range of its group, as hashed band keys are: `suffix * n / 2^(64 - P)`, below
+    /// `n`. Computed from the header alone, so the probe can load that entry before it needs
+    /// it; any position is a correct start for [`Self::lower_bound_from`].
+    #[inline]
+    pub(crate) fn guess(&self, g: Groups, suffix: u64) -> usize {
+        let pos = (u128::from(suffix) * self.n as u128) >> (64 - g.bits);
+        (pos as usize).min(self.n - 1)
+    }
+
+    /// The suffix at `i < n` (a probe loads the guessed entry early with this).
+    #[inline]
+    pub(crate) fn suffix_at_pos(&self, i: usize) -> u64 {
+        self.suffix_at(i)
+    }
+
+    /// The first entry whose suffix is `>= suffix` (`n` if none), searched from position
+    /// `guess < n`: gallop away from the guess to a bracket, then bisect it. With a good
+    /// guess the search reads one or two cache lines of a chunk of up to 16 KiB, where plain
+    /// bisection touches about ten.
+    pub(crate) fn lower_bound_from(&self, suffix: u64, guess: usize) -> usize {
         let n = self.n;
-        let (first, last) = (self.suffix_at(0), self.suffix_at(n - 1));
-        if suffix <= first {
-            return 0;
-        }
-        if suffix > last {
-            return n;
-        }
-        // first < suffix <= last, so last > first and the quotient is below n - 1.
-        let guess = ((u128::from(suffix - first) * (n as u128 - 1)) / u128::from(last - first)) as usize;
-        let guess = guess.clamp(1, n - 1);
-        // Invariant: suffix_at(lo - 1) < suffix <= suffix_at(hi), 1 <= lo <= hi <= n - 1.
+        let guess = guess.min(n - 1);
+        // Invariant: suffix_at(i) < suffix for i < lo, and hi == n or suffix_at(hi) >= suffix.
         let (mut lo, mut hi);
         if self.suffix_at(guess) < suffix {
-            lo = guess + 1;
-            hi = n - 1;
+            (lo, hi) = (guess + 1, n);
             let mut step = 1;
-            while lo < hi {
-                let probe = (guess + step).min(hi);
+            while guess + step < n {
+                let probe = guess + step;
                 if self.suffix_at(probe) >= suffix {
                     hi = probe;
                     break;
@@ -197,16 +198,15 @@ impl<'a> ChunkView<'a> {
                 step *= 2;
             }
         } else {
-            hi = guess;
-            lo = 1;
+            (lo, hi) = (0, guess);
             let mut step = 1;
-            while lo < hi {
-                let probe = guess.saturating_sub(step).max(lo);
-                if self.suffix_at(probe - 1) < suffix {
-                    lo = probe;
+            while step <= guess {
+                let probe = guess - step;
+                if self.suffix_at(probe) < suffix {
+                    lo = probe + 1;
                     break;
                 }
-                hi = probe - 1;
+                hi = probe;
                 step *= 2;
             }
         }
@@ -218,13 +218,15 @@ impl<'a> ChunkView<'a> {
     }
 
     /// Appends the row ids of the entries whose suffix is `suffix` (the chunk's entries are
-    /// sorted).
-    pub(crate) fn rows_of(&self, suffix: u64, out: &mut Vec<u64>) {
-        let mut i = self.lower_bound(suffix);
+    /// sorted), searching from `guess`. True when the matches may go on in the group's next
+    /// chunk: the search reached the chunk's end.
+    pub(crate) fn rows_of(&self, suffix: u64, guess: usize, out: &mut Vec<u64>) -> bool {
+        let mut i = self.lower_bound_from(suffix, guess);
         while i < self.n && self.suffix_at(i) == suffix {
             out.push(self.row_at(i));
             i += 1;
         }
+        i == self.n
     }
 }
 
@@ -496,7 +498,7 @@ mod tests {
             assert_eq!(back, entries);
             for &(k, _) in &entries {
                 let mut rows = Vec::new();
-                view.rows_of(g.suffix(k), &mut rows);
+                view.rows_of(g.suffix(k), view.guess(g, g.suffix(k)), &mut rows);
                 let want: Vec<u64> = entries.iter().filter(|e| e.0 == k).map(|e| e.1).collect();
                 assert_eq!(rows, want);
                 assert_eq!(g.group(k), group);
@@ -506,14 +508,15 @@ mod tests {
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
-        /// The interpolated, galloping search finds the first suffix >= the probe on any
-        /// sorted chunk: skewed or clustered suffixes, runs of duplicates, probes absent,
-        /// below the first and above the last.
+        /// The galloping search finds the first suffix >= the probe on any sorted chunk from
+        /// any start: skewed or clustered suffixes, runs of duplicates, probes absent, below
+        /// the first and above the last, good and bad guesses.
         #[test]
         fn lower_bound_equals_partition_point(
             raw in proptest::collection::vec((0u64..64, 1usize..4), 1..300),
             spread in 0u32..54,
             probes in proptest::collection::vec(0u64..70, 1..20),
+            guesses in proptest::collection::vec(0usize..2000, 1..8),
         ) {
             let g = Groups::new(10);
             let mut suffixes: Vec<u64> = raw
@@ -530,7 +533,9 @@ mod tests {
                 let probe = (p * p) << spread & g.suffix_mask();
                 for q in [probe, probe.saturating_sub(1), probe + 1] {
                     let want = suffixes.partition_point(|&x| x < q);
-                    proptest::prop_assert_eq!(view.lower_bound(q), want, "probe {}", q);
+                    for &guess in guesses.iter().chain([view.guess(g, q)].iter()) {
+                        proptest::prop_assert_eq!(view.lower_bound_from(q, guess), want, "probe {} from {}", q, guess);
+                    }
                 }
             }
         }

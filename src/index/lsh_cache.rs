@@ -71,18 +71,22 @@ impl<'c> LshProbe<'c> {
                 firsts.push((band as u32, pos, key, chunk));
             }
         }
+        // Each view with its key's suffix and guessed position, whose entry is loaded here:
+        // the search below then starts from a cache line already on its way.
         let mut views = Vec::with_capacity(firsts.len());
         for (band, pos, key, chunk) in &firsts {
             let Some(bytes) = chunk else { continue };
             let run = &runs[*pos];
             let g = Groups::new(run.group_bits);
             let at = At { band: *band, run: run.id, group: g.group(*key) };
-            views.push((*band, *pos, *key, ChunkView::parse(bytes, g).map_err(|d| lsh_err(info, at, d))?));
+            let view = ChunkView::parse(bytes, g).map_err(|d| lsh_err(info, at, d))?;
+            let suffix = g.suffix(*key);
+            let guess = view.guess(g, suffix);
+            std::hint::black_box(view.suffix_at_pos(guess));
+            views.push((*band, *pos, *key, view, suffix, guess));
         }
-        for (band, pos, key, view) in views {
-            let suffix = Groups::new(runs[pos].group_bits).suffix(key);
-            view.rows_of(suffix, out);
-            if suffix >= view.last_suffix() {
+        for (band, pos, key, view, suffix, guess) in views {
+            if view.rows_of(suffix, guess, out) {
                 self.rows_from(snap, info, &mut table, pos, &runs[pos], band, key, 1, out)?;
             }
         }
@@ -114,8 +118,7 @@ impl<'c> LshProbe<'c> {
             };
             let at = At { band, run: run.id, group };
             let view = ChunkView::parse(&bytes, g).map_err(|d| lsh_err(info, at, d))?;
-            view.rows_of(suffix, out);
-            if suffix < view.last_suffix() || chunk == u32::MAX {
+            if !view.rows_of(suffix, view.guess(g, suffix), out) || chunk == u32::MAX {
                 return Ok(());
             }
             chunk += 1;

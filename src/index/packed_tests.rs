@@ -13,11 +13,12 @@ fn exercise_chunk(bytes: &[u8], g: Groups, probes: &[u64]) {
         view.decode_into(g, 5, &mut out);
         assert_eq!(out.len(), view.len());
         let _ = view.suffixes_fit(g);
-        let _ = view.last_suffix();
         let mut rows = Vec::new();
         for &p in probes {
-            view.rows_of(p & g.suffix_mask(), &mut rows);
-            view.rows_of(p, &mut rows);
+            let q = p & g.suffix_mask();
+            view.rows_of(q, view.guess(g, q), &mut rows);
+            view.rows_of(p, view.guess(g, p), &mut rows);
+            view.rows_of(q, p as usize, &mut rows);
         }
     }
 }
