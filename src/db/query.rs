@@ -5,7 +5,7 @@
 use super::collection::Collection;
 use crate::error::Result;
 use crate::index::stats::index_stats;
-use crate::planner::cost::{Choice, CostModel, LshStats, SimhashStats, Stats, choose};
+use crate::planner::cost::{Choice, CostModel, LshStats, SimhashStats, Stats, choose, choose_plan};
 use crate::planner::error::QueryError;
 use crate::planner::exec::{Analyze, Hit, execute};
 use crate::planner::explain::Explain;
@@ -79,31 +79,20 @@ impl Collection {
         Ok(choose(query, &stats, &self.costs()))
     }
 
-    fn run(&self, snap: &ReadSnapshot, query: &Query) -> Result<(Choice, Vec<Hit>, Analyze)> {
+    /// Plans (without EXPLAIN's text) and runs `query` on `snap`.
+    fn run(&self, snap: &ReadSnapshot, query: &Query) -> Result<(Plan, Vec<Hit>, Analyze)> {
         let stats = self.planner_stats_in(snap)?;
-        self.run_with(snap, query, &stats, &self.costs())
-    }
-
-    /// Plans and runs with statistics and costs already read from `snap` (dedup runs many
-    /// queries on one snapshot).
-    fn run_with(
-        &self,
-        snap: &ReadSnapshot,
-        query: &Query,
-        stats: &Stats,
-        costs: &CostModel,
-    ) -> Result<(Choice, Vec<Hit>, Analyze)> {
-        let choice = choose(query, stats, costs);
-        let (hits, analyze) = execute(snap, self.info(), query, &choice.plan, stats)?;
-        Ok((choice, hits, analyze))
+        let plan = choose_plan(query, &stats, &self.costs());
+        let (hits, analyze) = execute(snap, self.info(), query, &plan, &stats)?;
+        Ok((plan, hits, analyze))
     }
 
     /// Runs a query: the planner chooses the access path (unless forced), every candidate is
     /// verified with the estimator and the hits come back scored, best first.
     pub fn query(&self, query: &Query) -> Result<QueryResult> {
         let snap = self.store().snapshot()?;
-        let (choice, hits, analyze) = self.run(&snap, query)?;
-        Ok(QueryResult { hits, plan: choice.plan, analyze })
+        let (plan, hits, analyze) = self.run(&snap, query)?;
+        Ok(QueryResult { hits, plan, analyze })
     }
 
     /// A query whose probe is the stored sketch of `key` (the key itself is among the hits
@@ -111,21 +100,18 @@ impl Collection {
     pub fn query_key(&self, key: impl AsRef<[u8]>, kind: QueryKind, options: QueryOptions) -> Result<QueryResult> {
         let snap = self.store().snapshot()?;
         let sketch = self.stored_sketch(&snap, key.as_ref())?;
-        let (choice, hits, analyze) = self.run(&snap, &Query { sketch, kind, options })?;
-        Ok(QueryResult { hits, plan: choice.plan, analyze })
+        let (plan, hits, analyze) = self.run(&snap, &Query { sketch, kind, options })?;
+        Ok(QueryResult { hits, plan, analyze })
     }
 
     /// EXPLAIN (and with `analyze`, EXPLAIN ANALYZE): the plan, why, the alternatives with
     /// their estimated costs, and what execution did.
     pub fn explain(&self, query: &Query, analyze: bool) -> Result<Explain> {
         let snap = self.store().snapshot()?;
-        if analyze {
-            let (choice, _, a) = self.run(&snap, query)?;
-            Ok(Explain { choice, analyze: Some(a) })
-        } else {
-            let stats = self.planner_stats_in(&snap)?;
-            Ok(Explain { choice: choose(query, &stats, &self.costs()), analyze: None })
-        }
+        let stats = self.planner_stats_in(&snap)?;
+        let choice = choose(query, &stats, &self.costs());
+        let analyze = if analyze { Some(execute(&snap, self.info(), query, &choice.plan, &stats)?.1) } else { None };
+        Ok(Explain { choice, analyze })
     }
 
     /// The pairwise estimate between two stored keys: Jaccard (set sketches) or cosine

@@ -126,7 +126,48 @@ fn bin_fraction(early: EarlyStop, threshold: Option<f64>) -> f64 {
     }
 }
 
-fn alternative(kind: PlanKind, q: &Query, s: &Stats, c: &CostModel) -> Alternative {
+/// Why an access path is or is not eligible, with the figures its note shows: the text is
+/// formatted only when a [`Choice`] is built (EXPLAIN), never when a query only runs.
+#[derive(Clone, Copy, Debug)]
+enum Why {
+    Not(&'static str),
+    RowsRead(f64),
+    BinsRead(f64),
+    LowRecall { recall: f64, threshold: f64, target: f64 },
+    Lsh { recall: f64, lookups: f64, runs: u32, candidates: f64 },
+    RadiusTooWide { radius: u32, tables: u32 },
+    PerTable(f64),
+}
+
+impl Why {
+    fn note(self) -> String {
+        match self {
+            Why::Not(why) => why.into(),
+            Why::RowsRead(rows) => format!("reads all {rows} rows"),
+            Why::BinsRead(f) => format!("reads about {:.0}% of the bin columns", 100.0 * f),
+            Why::LowRecall { recall, threshold, target } => {
+                format!(
+                    "expected recall {recall:.3} over similarities in [{threshold}, 1] is below the target {target}"
+                )
+            }
+            Why::Lsh { recall, lookups, runs, candidates } => format!(
+                "expected recall {recall:.3}, {lookups:.0} bucket reads ({runs} runs), about {candidates:.0} candidates"
+            ),
+            Why::RadiusTooWide { radius, tables } => format!("radius {radius} exceeds the tables' radius {tables}"),
+            Why::PerTable(n) => format!("about {n:.1} candidates per table"),
+        }
+    }
+}
+
+/// One access path costed: its plan, its cost when eligible, and why.
+#[derive(Clone, Copy, Debug)]
+struct Costed {
+    plan: Plan,
+    cost_ns: Option<f64>,
+    why: Why,
+}
+
+fn costed(kind: PlanKind, q: &Query, s: &Stats, c: &CostModel) -> Costed {
     let finish = finish_of(q.kind);
     let rows = (s.live + s.deleted) as f64;
     let slots = s.slots as f64;
@@ -135,27 +176,23 @@ fn alternative(kind: PlanKind, q: &Query, s: &Stats, c: &CostModel) -> Alternati
         _ => None,
     };
     let hamming = matches!(q.kind, QueryKind::Hamming(_));
-    let no = |access: Access, why: &str| Alternative { plan: Plan { access, finish }, cost_ns: None, note: why.into() };
-    let yes = |access: Access, cost: f64, why: String| Alternative {
-        plan: Plan { access, finish },
-        cost_ns: Some(cost),
-        note: why,
-    };
+    let no = |access: Access, why: Why| Costed { plan: Plan { access, finish }, cost_ns: None, why };
+    let yes = |access: Access, cost: f64, why: Why| Costed { plan: Plan { access, finish }, cost_ns: Some(cost), why };
     match kind {
         PlanKind::FullScan => {
             if hamming && s.kind != SketchKind::SimHash {
-                return no(Access::FullScan, "Hamming queries need SimHash fingerprints");
+                return no(Access::FullScan, Why::Not("Hamming queries need SimHash fingerprints"));
             }
             let per_row =
                 if s.kind == SketchKind::SimHash { c.fingerprint_compare * slots } else { c.decode_per_slot * slots };
-            yes(Access::FullScan, rows * per_row, format!("reads all {rows} rows"))
+            yes(Access::FullScan, rows * per_row, Why::RowsRead(rows))
         }
         PlanKind::OphBinScan => {
             let column_kind = s.kind == SketchKind::Oph || (s.kind == SketchKind::MinHash && s.bits == 32);
             if !column_kind || hamming {
                 return no(
                     Access::OphBinScan { early: EarlyStop::Never },
-                    "only for OPH or 32-bit MinHash similarity queries",
+                    Why::Not("only for OPH or 32-bit MinHash similarity queries"),
                 );
             }
             let early = if !q.options.early_termination {
@@ -167,89 +204,174 @@ fn alternative(kind: PlanKind, q: &Query, s: &Stats, c: &CostModel) -> Alternati
             };
             let f = bin_fraction(early, threshold);
             let cost = rows * slots * c.bin_compare * f + s.live as f64 * 0.01 * c.verify_per_slot * slots;
-            yes(Access::OphBinScan { early }, cost, format!("reads about {:.0}% of the bin columns", 100.0 * f))
+            yes(Access::OphBinScan { early }, cost, Why::BinsRead(f))
         }
         PlanKind::LshProbe => {
             let Some(lsh) = s.lsh else {
-                return no(Access::LshProbe { bands: 0 }, "no LSH index");
+                return no(Access::LshProbe { bands: 0 }, Why::Not("no LSH index"));
             };
             let bands = lsh.params.bands;
             let access = Access::LshProbe { bands };
             let Some(t) = threshold else {
-                return no(access, "LSH answers threshold queries only");
+                return no(access, Why::Not("LSH answers threshold queries only"));
             };
             if q.options.exact {
-                return no(access, "not exact (the query asks for an exact answer)");
+                return no(access, Why::Not("not exact (the query asks for an exact answer)"));
             }
             let model = banding_model(s.kind, s.bits).map(|(_, m)| m).unwrap_or_default();
             let recall = expected_recall_above(t, lsh.params, model);
             if recall < q.options.recall_target {
-                return no(
-                    access,
-                    &format!(
-                        "expected recall {recall:.3} over similarities in [{t}, 1] is below the target {}",
-                        q.options.recall_target
-                    ),
-                );
+                return no(access, Why::LowRecall { recall, threshold: t, target: q.options.recall_target });
             }
             let candidates = (f64::from(bands) * lsh.mean_hit_bucket).min(s.live as f64);
             let lookups = f64::from(bands) * f64::from(lsh.runs.max(1));
             let cost = lookups * c.lookup + candidates * c.verify_per_slot * slots;
-            yes(
-                access,
-                cost,
-                format!(
-                    "expected recall {recall:.3}, {lookups:.0} bucket reads ({} runs), about {candidates:.0} candidates",
-                    lsh.runs
-                ),
-            )
+            yes(access, cost, Why::Lsh { recall, lookups, runs: lsh.runs, candidates })
         }
         PlanKind::SimhashProbe => {
             let Some(sh) = s.simhash else {
-                return no(Access::SimhashProbe { tables: 0 }, "no SimHash tables");
+                return no(Access::SimhashProbe { tables: 0 }, Why::Not("no SimHash tables"));
             };
             let access = Access::SimhashProbe { tables: sh.tables };
             let QueryKind::Hamming(r) = q.kind else {
-                return no(access, "SimHash tables answer Hamming-radius queries only");
+                return no(access, Why::Not("SimHash tables answer Hamming-radius queries only"));
             };
             if r > sh.radius {
-                return no(access, &format!("radius {r} exceeds the tables' radius {}", sh.radius));
+                return no(access, Why::RadiusTooWide { radius: r, tables: sh.radius });
             }
             let per_table = (s.live as f64) / 2f64.powi(sh.prefix_bits as i32);
             let cost = f64::from(sh.tables) * (c.lookup + per_table * c.fingerprint_compare);
-            yes(access, cost, format!("about {per_table:.1} candidates per table"))
+            yes(access, cost, Why::PerTable(per_table))
         }
+    }
+}
+
+/// How the plan was picked from the costed paths.
+enum Pick {
+    /// The query forced this path.
+    Forced(usize),
+    /// The cheapest eligible path.
+    Cheapest(usize),
+    /// No path is eligible.
+    Nothing,
+}
+
+/// Every access path costed, in `PlanKind::ALL` order, and the pick among them.
+fn cost_all(query: &Query, stats: &Stats, costs: &CostModel) -> ([Costed; PlanKind::ALL.len()], Pick) {
+    let all = PlanKind::ALL.map(|k| costed(k, query, stats, costs));
+    if let Some(forced) = query.options.force
+        && let Some(i) = all.iter().position(|a| a.plan.access.kind() == forced)
+    {
+        return (all, Pick::Forced(i));
+    }
+    let best = all
+        .iter()
+        .enumerate()
+        .filter_map(|(i, a)| a.cost_ns.map(|c| (c, i)))
+        .min_by(|x, y| x.0.total_cmp(&y.0))
+        .map(|(_, i)| i);
+    (all, best.map_or(Pick::Nothing, Pick::Cheapest))
+}
+
+/// The fallback plan when no access path is eligible: FullScan is always eligible for the
+/// questions a collection's kind supports; a question it does not support still gets a
+/// plan, and execution reports the error.
+fn fallback(query: &Query) -> Plan {
+    Plan { access: Access::FullScan, finish: finish_of(query.kind) }
+}
+
+/// The plan [`choose`] chooses, without the text of its reason and alternatives (what a
+/// query that only runs needs).
+pub(crate) fn choose_plan(query: &Query, stats: &Stats, costs: &CostModel) -> Plan {
+    match cost_all(query, stats, costs) {
+        (all, Pick::Forced(i) | Pick::Cheapest(i)) => all[i].plan,
+        (_, Pick::Nothing) => fallback(query),
     }
 }
 
 /// Chooses the cheapest eligible access path (or the forced one) for `query`. Pure: the same
 /// inputs always give the same choice.
 pub fn choose(query: &Query, stats: &Stats, costs: &CostModel) -> Choice {
-    let alternatives: Vec<Alternative> = PlanKind::ALL.iter().map(|&k| alternative(k, query, stats, costs)).collect();
-    if let Some(forced) = query.options.force
-        && let Some(a) = alternatives.iter().find(|a| a.plan.access.kind() == forced)
-    {
-        return Choice { plan: a.plan, reason: format!("forced {forced}"), alternatives };
-    }
-    let best = alternatives
-        .iter()
-        .filter_map(|a| a.cost_ns.map(|c| (c, a)))
-        .min_by(|x, y| x.0.total_cmp(&y.0))
-        .map(|(_, a)| a.plan);
-    match best {
-        Some(plan) => {
+    let (all, pick) = cost_all(query, stats, costs);
+    let alternatives: Vec<Alternative> =
+        all.iter().map(|a| Alternative { plan: a.plan, cost_ns: a.cost_ns, note: a.why.note() }).collect();
+    match pick {
+        Pick::Forced(i) => {
+            Choice { plan: all[i].plan, reason: format!("forced {}", all[i].plan.access.kind()), alternatives }
+        }
+        Pick::Cheapest(i) => {
             let reason = format!(
                 "cheapest eligible access path ({})",
                 if costs.calibrated { "calibrated costs" } else { "default costs" }
             );
-            Choice { plan, reason, alternatives }
+            Choice { plan: all[i].plan, reason, alternatives }
         }
-        // FullScan is always eligible for the questions a collection's kind supports; a
-        // question it does not support still gets a plan, and execution reports the error.
-        None => Choice {
-            plan: Plan { access: Access::FullScan, finish: finish_of(query.kind) },
-            reason: "no eligible access path".into(),
-            alternatives,
-        },
+        Pick::Nothing => Choice { plan: fallback(query), reason: "no eligible access path".into(), alternatives },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::planner::query::QueryOptions;
+    use crate::sketch::params::SketchParams;
+    use crate::sketch::sketch::Sketcher;
+    use crate::sketch::tokens::TokenSet;
+
+    /// The query path's `choose_plan` picks exactly the plan EXPLAIN's `choose` reports, over
+    /// every sketch kind, index, question, forcing and option the planner branches on.
+    #[test]
+    fn choose_plan_is_the_plan_choose_reports() {
+        let kinds = [
+            (SketchParams::oph(128, 8, 1).unwrap(), SketchKind::Oph),
+            (SketchParams::minhash(128, 32, 1).unwrap(), SketchKind::MinHash),
+            (SketchParams::bbit(512, 8, 1).unwrap(), SketchKind::BBitMinHash),
+            (SketchParams::simhash(64, 1).unwrap(), SketchKind::SimHash),
+        ];
+        let lsh = LshStats { params: LshParams { bands: 39, rows: 13 }, mean_hit_bucket: 1.5, runs: 3 };
+        let sh = SimhashStats { tables: 4, radius: 3, prefix_bits: 16 };
+        let mut seen = std::collections::HashSet::new();
+        for (params, kind) in kinds {
+            assert_eq!(params.kind(), kind);
+            let sketch = Sketcher::new(params).unwrap().sketch(&TokenSet::from_unsorted((0..200).collect())).unwrap();
+            for live in [0u64, 1_000, 1_000_000, 100_000_000] {
+                for (lsh, simhash) in [(None, None), (Some(lsh), None), (None, Some(sh))] {
+                    let stats = Stats {
+                        live,
+                        deleted: live / 10,
+                        kind,
+                        slots: params.slots(),
+                        bits: params.bits(),
+                        lsh,
+                        simhash,
+                    };
+                    let questions = [
+                        Query::threshold(sketch.clone(), 0.5),
+                        Query::threshold(sketch.clone(), 0.9),
+                        Query::top_k(sketch.clone(), 10),
+                        Query::hamming(sketch.clone(), 2),
+                        Query::hamming(sketch.clone(), 5),
+                    ];
+                    for q in questions {
+                        let forces = std::iter::once(None).chain(PlanKind::ALL.map(Some));
+                        for force in forces {
+                            for (exact, recall_target) in [(false, 0.9), (true, 0.9), (false, 0.999_999)] {
+                                let options = QueryOptions { force, exact, recall_target, ..QueryOptions::default() };
+                                let q = Query { options, ..q.clone() };
+                                let full = choose(&q, &stats, &CostModel::default());
+                                assert_eq!(
+                                    choose_plan(&q, &stats, &CostModel::default()),
+                                    full.plan,
+                                    "{q:?} {stats:?}"
+                                );
+                                assert!(full.alternatives.iter().all(|a| !a.note.is_empty()));
+                                seen.insert(full.plan.access.kind());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(seen.len(), PlanKind::ALL.len(), "the grid reaches every access path");
     }
 }

@@ -121,8 +121,11 @@ impl ReadSnapshot {
 
     /// The live records among `rows` (ascending), in that order: the collection's state is
     /// read, its pages table opened and each page checked once for all the rows it holds
-    /// (index candidates come sorted and often share pages).
+    /// (index candidates come sorted and often share pages). No rows: nothing is read.
     pub(crate) fn get_rows(&self, info: &CollectionInfo, rows: &[u64]) -> Result<Vec<RowRecord>, StorageError> {
+        if rows.is_empty() {
+            return Ok(Vec::new());
+        }
         contain("get rows", || {
             self.state(info)?;
             let mut out = Vec::with_capacity(rows.len());
