@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use sketchdb::{
-    LshParams, LshRows, ProbeScratch, SimhashMemIndex, SimhashTableDesign, band_key_u32, simhash_brute_force,
+    BandKeyScheme, LshParams, LshRows, ProbeScratch, RowWidth, SimhashMemIndex, SimhashTableDesign, SketchParams,
+    Sketcher, TokenSet, band_key_u32, lsh_rows, simhash_brute_force,
 };
 
 const N: usize = 10_000_000;
@@ -134,6 +135,15 @@ fn band_keys(c: &mut Criterion) {
     let values: Vec<u32> = (0..8).collect();
     group.throughput(Throughput::Elements(1));
     group.bench_function("single_band_key_u32_r8", |b| b.iter(|| band_key_u32(black_box(3), black_box(&values), 42)));
+    // A query's whole band-key step at the 1M workload's banding: rows of a b-bit 512 x 8
+    // sketch, then 39 bands of 13 rows.
+    let sketcher = Sketcher::new(SketchParams::bbit(512, 8, 1).expect("params")).expect("sketcher");
+    let sketch = sketcher.sketch(&TokenSet::from_unsorted((0..300).collect())).expect("sketch");
+    let scheme = BandKeyScheme::new(42, LshParams { bands: 39, rows: 13 }, RowWidth::U32);
+    group.throughput(Throughput::Elements(39));
+    group.bench_function("bbit512x8_rows_and_39x13_keys", |b| {
+        b.iter(|| scheme.keys(&lsh_rows(black_box(&sketch)).expect("rows")).expect("keys"))
+    });
     group.finish();
 }
 

@@ -101,6 +101,20 @@ impl BBitMinHash {
     pub fn cardinality(&self) -> u64 {
         self.cardinality
     }
+    /// Every slot's b-bit value, in slot order, appended to `out`: word by word (b divides
+    /// 64, so no value straddles two words).
+    pub fn values_into(&self, out: &mut Vec<u32>) {
+        let b = u32::from(self.params.bits());
+        let per_word = (64 / b) as usize;
+        let m = mask(self.params.bits());
+        let k = self.params.slots();
+        out.reserve(k);
+        for (w, &word) in self.words.iter().enumerate() {
+            let n = per_word.min(k.saturating_sub(w * per_word));
+            out.extend((0..n as u32).map(|j| ((word >> (j * b)) & m) as u32));
+        }
+    }
+
     /// Slot i's b-bit value.
     pub fn value(&self, i: usize) -> u64 {
         let b = self.params.bits();
@@ -162,6 +176,29 @@ fn bbit_correct(p: f64, c1: f64, c2: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The word-by-word extraction gives every slot's `value(i)`, for each b and for k that
+    /// does and does not fill the last word.
+    #[test]
+    fn values_into_equals_value_per_slot() {
+        for b in [1u8, 2, 4, 8, 16, 32] {
+            for k in [1u32, 7, 64, 100, 512] {
+                let params = SketchParams::bbit(k, b, 9).unwrap();
+                let mut words = vec![0u64; packed_words(k as usize, b)];
+                let mut x = 0x9e37_79b9_7f4a_7c15u64;
+                for i in 0..k as usize {
+                    x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                    let bit = i * usize::from(b);
+                    words[bit / 64] |= ((x >> 17) & mask(b)) << (bit % 64);
+                }
+                let s = BBitMinHash::from_parts(params, words, 3).unwrap();
+                let mut out = vec![77];
+                s.values_into(&mut out);
+                let want: Vec<u32> = std::iter::once(77).chain((0..k as usize).map(|i| s.value(i) as u32)).collect();
+                assert_eq!(out, want, "b = {b}, k = {k}");
+            }
+        }
+    }
 
     #[test]
     fn constants_tend_to_two_to_minus_b_for_a_huge_universe() {

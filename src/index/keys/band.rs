@@ -81,16 +81,10 @@ impl LshRows {
             return Err(IndexError::size("signature rows for bands * rows", need, self.len()));
         }
         out.reserve(b);
-        let mut buf = Vec::with_capacity(4 + 8 * r);
-        for i in 0..params.bands {
-            let lo = i as usize * r;
-            buf.clear();
-            buf.extend_from_slice(&i.to_le_bytes());
-            match self {
-                LshRows::U32(v) => v[lo..lo + r].iter().for_each(|x| buf.extend_from_slice(&x.to_le_bytes())),
-                LshRows::U64(v) => v[lo..lo + r].iter().for_each(|x| buf.extend_from_slice(&x.to_le_bytes())),
-            }
-            out.push(xxh3_64_with_seed(&buf, seed));
+        let range = |i: u32| i as usize * r..(i as usize + 1) * r;
+        match self {
+            LshRows::U32(v) => out.extend((0..params.bands).map(|i| band_key_u32(i, &v[range(i)], seed))),
+            LshRows::U64(v) => out.extend((0..params.bands).map(|i| band_key_u64(i, &v[range(i)], seed))),
         }
         Ok(())
     }
@@ -111,7 +105,11 @@ pub fn lsh_rows(sketch: &Sketch) -> Result<LshRows, IndexError> {
         // 32-bit MinHash values are below 2^32 (the type's invariant); truncation is exact.
         Sketch::MinHash(s) => Ok(LshRows::U32(s.values().iter().map(|&v| v as u32).collect())),
         // b <= 32, so every b-bit value fits.
-        Sketch::BBit(s) => Ok(LshRows::U32((0..s.params().slots()).map(|i| s.value(i) as u32).collect())),
+        Sketch::BBit(s) => {
+            let mut v = Vec::with_capacity(s.params().slots());
+            s.values_into(&mut v);
+            Ok(LshRows::U32(v))
+        }
         Sketch::Oph(s) => Ok(LshRows::U32(s.densify()?)),
         Sketch::SimHash(s) => Err(IndexError::NotBanded { kind: s.params().kind() }),
     }
