@@ -4,7 +4,8 @@
 //! * [`store`]: [`store::Store`], the opened file (atomic create, format-record check,
 //!   durability, the custom-backend entry points for tests).
 //! * [`catalog`]: collections (create, look up, list, drop).
-//! * [`writer`]: write transactions: inserts, upserts, deletes, all-or-nothing batches.
+//! * [`writer`]: write transactions: inserts, upserts, deletes, all-or-nothing batches;
+//!   [`key_append`] writes a batch's keys that sort after all others through one cursor.
 //! * [`reader`]: read snapshots: gets and page scans.
 //! * [`compact`]: page compaction and redb file compaction.
 //! * [`verify`]: the storage-level consistency checks behind `admin::verify`.
@@ -18,6 +19,7 @@ pub(crate) mod compact;
 pub(crate) mod costs;
 pub(crate) mod error;
 pub(crate) mod hook;
+pub(crate) mod key_append;
 pub(crate) mod reader;
 pub(crate) mod store;
 pub(crate) mod tables;

@@ -21,6 +21,7 @@ use super::MAX_KEY_LEN;
 use super::catalog::{CollectionInfo, page_fits, read_state};
 use super::error::{StorageError, contain, show_key};
 use super::hook::IndexHook;
+use super::key_append::{KeysTable, append_new_keys};
 use super::tables::{COLLECTION_STATE, COLLECTION_STATE_NAME, KEYS, PAGES};
 use crate::codec::error::CodecError;
 use crate::codec::meta::CollectionState;
@@ -272,10 +273,12 @@ impl super::store::Store {
         let mut summary = WriteSummary { first_row: state.next_row, ..WriteSummary::default() };
         {
             let id = info.def.id;
-            let mut keys = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
+            let ops: Vec<WriteOp<'a>> = ops.into_iter().collect();
+            let mut keys: KeysTable<'_> = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
+            let appended = append_new_keys(&mut keys, info, &ops, state.next_row)?;
             let mut pages = PageCache::new(&txn, info)?;
             let params = &info.def.params;
-            for op in ops {
+            for (op, appended) in ops.into_iter().zip(appended) {
                 match op {
                     WriteOp::Insert(key, sketch) | WriteOp::Upsert(key, sketch) => {
                         check_key(info, key)?;
@@ -284,8 +287,12 @@ impl super::store::Store {
                             source,
                         })?;
                         let row = state.next_row;
-                        let old =
-                            keys.insert((id, key), row).map_err(StorageError::backend("write key"))?.map(|g| g.value());
+                        // An appended key is new and was written with this row id.
+                        let old = if appended {
+                            None
+                        } else {
+                            keys.insert((id, key), row).map_err(StorageError::backend("write key"))?.map(|g| g.value())
+                        };
                         if let Some(old_row) = old {
                             if matches!(op, WriteOp::Insert(..)) {
                                 return Err(StorageError::DuplicateKey {

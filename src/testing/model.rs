@@ -150,7 +150,7 @@ pub struct Workload {
 impl Workload {
     /// Generates `n` steps from `e`.
     pub fn generate(e: &mut impl Entropy, n: usize) -> Workload {
-        let mut g = Generator { sketchers: vec![] };
+        let mut g = Generator { sketchers: vec![], appended: 0 };
         let mut models = vec![Model::default()];
         let (mut steps, mut expect_ok) = (vec![], vec![]);
         for _ in 0..n {
@@ -176,6 +176,8 @@ const NAMES: [&str; 5] = ["alpha", "beta", "gamma", "delta", "epsilon"];
 
 struct Generator {
     sketchers: Vec<Sketcher>,
+    /// Keys handed out to append batches so far.
+    appended: u32,
 }
 
 impl Generator {
@@ -238,6 +240,31 @@ impl Generator {
         }
     }
 
+    /// A batch of 80-127 inserts and upserts of fresh keys that sort after every other key
+    /// the generator makes (`ff ff` then a counter, big-endian), with a few writes of
+    /// existing keys mixed in: the writer's cursor append path, under faults and crashes too.
+    fn append_batch(&mut self, e: &mut impl Entropy, name: &str, c: &ModelCollection) -> Step {
+        let n = 80 + e.below(48) as usize;
+        let mut c = c.clone();
+        let mut writes = Vec::with_capacity(n);
+        for _ in 0..n {
+            let w = if e.chance(5) {
+                self.write(e, &c)
+            } else {
+                self.appended += 1;
+                let key = [&[0xff, 0xff][..], &self.appended.to_be_bytes()].concat();
+                match self.sketch(e, &c.params) {
+                    Some(s) if e.chance(80) => Write::Insert(key, s),
+                    Some(s) => Write::Upsert(key, s),
+                    None => Write::Delete(key),
+                }
+            };
+            let _ = apply_write(&mut c, &w);
+            writes.push(w);
+        }
+        Step::Batch(name.to_string(), writes)
+    }
+
     fn step(&mut self, e: &mut impl Entropy, m: &Model) -> Step {
         let pick = e.below(100);
         if m.collections.is_empty() || pick < 6 {
@@ -258,6 +285,9 @@ impl Generator {
         let Some((name, c)) = m.collections.iter().nth(i) else { return Step::Compact };
         if pick < 35 {
             return Step::Single(name.clone(), self.write(e, c));
+        }
+        if e.chance(6) {
+            return self.append_batch(e, name, c);
         }
         // Writes see the collection as the batch left it, so later writes can build on earlier
         // ones (an insert after a delete of the same key).
