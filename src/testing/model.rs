@@ -252,7 +252,8 @@ impl Generator {
                 self.write(e, &c)
             } else {
                 self.appended += 1;
-                let key = [&[0xff, 0xff][..], &self.appended.to_be_bytes()].concat();
+                let n = self.appended;
+                let key = vec![0xff, 0xff, (n >> 24) as u8, (n >> 16) as u8, (n >> 8) as u8, n as u8];
                 match self.sketch(e, &c.params) {
                     Some(s) if e.chance(80) => Write::Insert(key, s),
                     Some(s) => Write::Upsert(key, s),
