@@ -266,7 +266,7 @@ impl SimhashDelta {
         let (mut keys, mut rows): (Vec<u128>, Vec<u64>) = (Vec::new(), Vec::new());
         // Every table's entries permuted and sorted by bucket first, the tables on all cores.
         let (design, added) = (&self.design, std::mem::take(&mut self.added));
-        let mut all_adds: Vec<Vec<(u32, u128, u64)>> = self
+        let all_adds: Vec<Vec<(u32, u128, u64)>> = self
             .geometry
             .par_iter()
             .enumerate()
@@ -284,10 +284,9 @@ impl SimhashDelta {
             .collect();
         drop(added);
         self.removes.par_iter_mut().for_each(|r| r.sort_unstable());
-        for t in 0..self.geometry.len() {
+        for (t, adds) in all_adds.into_iter().enumerate() {
             let g = self.geometry[t];
             let t32 = t as u32;
-            let adds = std::mem::take(&mut all_adds[t]);
             let removes = std::mem::take(&mut self.removes[t]);
             let (mut i, mut j) = (0, 0);
             while i < adds.len() || j < removes.len() {
