@@ -264,21 +264,17 @@ impl SimhashDelta {
         let mut fresh: Vec<(u128, u64)> = Vec::new();
         let mut gone: Vec<u64> = Vec::new();
         let (mut keys, mut rows): (Vec<u128>, Vec<u64>) = (Vec::new(), Vec::new());
-        // Every table's entries permuted and sorted by bucket first, the tables on all cores.
+        // Every table's entries permuted and sorted (so grouped by bucket, the key's leading
+        // bits), the tables on all cores.
         let (design, added) = (&self.design, std::mem::take(&mut self.added));
-        let all_adds: Vec<Vec<(u32, u128, u64)>> = self
+        let all_adds: Vec<Vec<(u128, u64)>> = self
             .geometry
             .par_iter()
             .enumerate()
             .map(|(t, g)| {
-                let mut adds: Vec<(u32, u128, u64)> = added
-                    .iter()
-                    .map(|&(row, fp)| {
-                        let key = design.permute_u128(t, fp);
-                        (g.bucket(key), key, row)
-                    })
-                    .collect();
-                sort_adds(&mut adds, g.bits);
+                let p = design.table_permutation(t);
+                let mut adds: Vec<(u128, u64)> = added.iter().map(|&(row, fp)| (p.apply(fp), row)).collect();
+                sort_adds(&mut adds, *g);
                 adds
             })
             .collect();
@@ -291,15 +287,14 @@ impl SimhashDelta {
             let (mut i, mut j) = (0, 0);
             while i < adds.len() || j < removes.len() {
                 let bucket = match (adds.get(i), removes.get(j)) {
-                    (Some(a), Some(r)) => a.0.min(r.0),
-                    (Some(a), None) => a.0,
+                    (Some(a), Some(r)) => g.bucket(a.0).min(r.0),
+                    (Some(a), None) => g.bucket(a.0),
                     (None, Some(r)) => r.0,
                     (None, None) => break,
                 };
                 fresh.clear();
-                while let Some(&(b, k, r)) = adds.get(i).filter(|a| a.0 == bucket) {
-                    debug_assert_eq!(b, bucket);
-                    fresh.push((k, r));
+                while let Some(&e) = adds.get(i).filter(|a| g.bucket(a.0) == bucket) {
+                    fresh.push(e);
                     i += 1;
                 }
                 gone.clear();
@@ -350,30 +345,34 @@ impl SimhashDelta {
 /// Widest bucket prefix whose buckets [`sort_adds`] counts (a table of `2^bits` counters).
 const COUNTING_SORT_MAX_BITS: u32 = 24;
 
-/// Sorts a table's added entries by (bucket, key, row): one counting pass over the buckets
-/// and a sort of each bucket's few entries when there are many entries (a comparison sort
-/// of 10M entries per table was 45% of a 10M-row rebuild), else a plain sort.
-fn sort_adds(adds: &mut Vec<(u32, u128, u64)>, bits: u32) {
-    let buckets = 1usize << bits.min(COUNTING_SORT_MAX_BITS);
-    if bits > COUNTING_SORT_MAX_BITS
-        || adds.len() < buckets.max(1 << 12)
-        || adds.iter().any(|a| a.0 as usize >= buckets)
-    {
+/// Sorts a table's added `(key, row)` entries: one counting pass over the buckets (the
+/// keys' leading bits) and a sort of each bucket's few entries when there are many entries
+/// (a comparison sort of 10M entries per table was 45% of a 10M-row rebuild), else a plain
+/// sort. Either way the entries end sorted, so grouped by bucket.
+fn sort_adds(adds: &mut Vec<(u128, u64)>, g: Geometry) {
+    let buckets = 1usize << g.bits.min(COUNTING_SORT_MAX_BITS);
+    // A key wider than f is not a permuted key (its bucket would wrap); the plain sort still
+    // orders it.
+    let wide = |k: u128| g.f < 128 && k >> g.f != 0;
+    if g.bits > COUNTING_SORT_MAX_BITS || adds.len() < buckets.max(1 << 12) || adds.iter().any(|a| wide(a.0)) {
         adds.sort_unstable();
         return;
     }
     // start[b]: where bucket b's entries begin in the output.
     let mut start = vec![0usize; buckets + 1];
     for a in adds.iter() {
-        start[a.0 as usize + 1] += 1;
+        match start.get_mut(g.bucket(a.0) as usize + 1) {
+            Some(n) => *n += 1,
+            None => return adds.sort_unstable(),
+        }
     }
     for b in 0..buckets {
         start[b + 1] += start[b];
     }
-    let mut out = vec![(0u32, 0u128, 0u64); adds.len()];
+    let mut out = vec![(0u128, 0u64); adds.len()];
     let mut next = start.clone();
     for &a in adds.iter() {
-        let at = &mut next[a.0 as usize];
+        let at = &mut next[g.bucket(a.0) as usize];
         out[*at] = a;
         *at += 1;
     }
@@ -398,11 +397,11 @@ pub(crate) fn bucket_err(
 
 #[cfg(test)]
 mod tests {
-    use super::sort_adds;
+    use super::{Geometry, sort_adds};
 
     /// The counting sort gives exactly the plain sort's order: small and large inputs, few
     /// and many buckets, equal keys with different rows, the fallbacks (too few entries,
-    /// buckets too wide, a bucket out of range).
+    /// buckets too wide, a key wider than f).
     #[test]
     fn sort_adds_equals_a_plain_sort() {
         let mut x = 0x2545_f491_4f6c_dd1du64;
@@ -412,23 +411,26 @@ mod tests {
             x ^= x << 17;
             x
         };
-        for (n, bits, skew) in
-            [(10, 4, 0), (5_000, 4, 0), (20_000, 12, 0), (70_000, 16, 3), (5_000, 30, 0), (9_000, 8, 1)]
-        {
-            let entries: Vec<(u32, u128, u64)> = (0..n)
+        let cases = [(10, 64, 4, 0), (5_000, 64, 4, 0), (20_000, 64, 12, 0), (70_000, 64, 16, 3), (5_000, 64, 30, 0)];
+        for (n, f, bits, skew) in cases.into_iter().chain([(30_000, 128, 16, 0), (9_000, 64, 8, 1)]) {
+            let g = Geometry { f, bits, suffix_bytes: (f - bits).div_ceil(8) as usize };
+            let entries: Vec<(u128, u64)> = (0..n)
                 .map(|i| {
-                    let r = next();
-                    // skew 1: one bucket out of range; skew 3: many repeated keys.
-                    let bucket = if skew == 1 && i == n / 2 { 1 << bits } else { (r >> 20) as u32 & ((1 << bits) - 1) };
-                    let key = if skew == 3 { u128::from(r % 97) } else { u128::from(r) << 64 | u128::from(next()) };
-                    (bucket, key, next() % 1_000)
+                    let wide = u128::from(next()) << 64 | u128::from(next());
+                    // skew 1: one key wider than f; skew 3: many repeated keys.
+                    let key = match skew {
+                        1 if i == n / 2 => 1u128 << 100,
+                        3 => (u128::from(next() % 97) << (f - bits)) | 5,
+                        _ => wide >> (128 - f),
+                    };
+                    (key, next() % 1_000)
                 })
                 .collect();
             let mut want = entries.clone();
             want.sort_unstable();
             let mut got = entries;
-            sort_adds(&mut got, bits);
-            assert_eq!(got, want, "n = {n}, bits = {bits}");
+            sort_adds(&mut got, g);
+            assert!(got == want, "n = {n}, f = {f}, bits = {bits}: the orders differ");
         }
     }
 }

@@ -62,6 +62,20 @@ impl SimhashBlock {
     }
 }
 
+/// One table's permutation, precomputed: each block's (start, mask, destination shift).
+#[derive(Clone, Debug)]
+pub struct TablePermutation {
+    moves: Vec<(u32, u128, u32)>,
+}
+
+impl TablePermutation {
+    /// The permuted key of `fp` (bits at and above f are ignored).
+    #[inline]
+    pub fn apply(&self, fp: u128) -> u128 {
+        self.moves.iter().fold(0u128, |key, &(start, mask, shift)| key | ((fp >> start) & mask) << shift)
+    }
+}
+
 #[inline]
 fn low_mask(len: u32) -> u128 {
     if len >= 128 { u128::MAX } else { (1u128 << len) - 1 }
@@ -243,6 +257,14 @@ impl SimhashTableDesign {
         key
     }
 
+    /// Table t's permutation as a list of block moves, for permuting many fingerprints:
+    /// [`TablePermutation::apply`] equals [`SimhashTableDesign::permute_u128`].
+    pub fn table_permutation(&self, table: usize) -> TablePermutation {
+        let mut moves = Vec::with_capacity(self.blocks.len());
+        self.for_each_placement(table, |block, _, shift| moves.push((block.start, low_mask(block.len), shift)));
+        TablePermutation { moves }
+    }
+
     /// The inverse of [`SimhashTableDesign::permute_u128`].
     pub fn unpermute_u128(&self, table: usize, key: u128) -> u128 {
         let mut fp = 0u128;
@@ -294,6 +316,23 @@ fn check_f_k(f: u32, k: u32) -> Result<(), IndexError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The precomputed permutation equals `permute_u128` on every table of several designs,
+    /// bits above f included in the input.
+    #[test]
+    fn table_permutation_equals_permute() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u128 << 64 | 0x2545_f491_4f6c_dd1d;
+        for (f, k, m) in [(64, 3, 4), (64, 3, 5), (64, 6, 8), (128, 3, 4), (128, 4, 7)] {
+            let d = SimhashTableDesign::with_blocks(f, k, m).expect("design");
+            for t in 0..d.table_count() {
+                let p = d.table_permutation(t);
+                for _ in 0..200 {
+                    x = x.wrapping_mul(0x2360_ed05_1fc6_5da4_4385_df64_9fcc_f645).wrapping_add(1);
+                    assert_eq!(p.apply(x), d.permute_u128(t, x), "f = {f}, m = {m}, table {t}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn four_block_layout_is_as_specified() {
