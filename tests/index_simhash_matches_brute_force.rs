@@ -259,3 +259,12 @@ fn hamming_dedup_equals_brute_force_components() {
     got.sort();
     assert_eq!(got, want_clusters);
 }
+
+/// Batches of thousands of rows: each table's entries are ordered by the flush's counting
+/// pass over the buckets (from 4,096 entries per table and batch), and the first batch, into
+/// an index of no rows, reads no bucket.
+#[test]
+fn large_batches_match_brute_force() {
+    run(7, 64, 3, 1_500);
+    run(11, 128, 2, 800);
+}

@@ -174,7 +174,8 @@ impl IndexHook for IndexMaintainer {
         match &mut self.active {
             Active::None => return Ok(()),
             Active::Simhash(d) => {
-                d.flush(txn, info)?;
+                // An index of no rows has no buckets to read (a rebuild, a first batch).
+                d.flush(txn, info, def.entries == 0)?;
                 def.entries = def.entries.saturating_add_signed(d.net_rows);
                 d.net_rows = 0;
             }

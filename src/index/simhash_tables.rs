@@ -257,7 +257,14 @@ impl SimhashDelta {
     }
 
     /// Reads, merges and rewrites every touched bucket, in key order.
-    pub(crate) fn flush(&mut self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<(), StorageError> {
+    /// `empty`: the tables hold no entry of the collection (its definition counts no rows),
+    /// so no bucket is read.
+    pub(crate) fn flush(
+        &mut self,
+        txn: &WriteTransaction,
+        info: &CollectionInfo,
+        empty: bool,
+    ) -> Result<(), StorageError> {
         let id = info.def.id;
         let mut table = txn.open_table(SIMHASH_BUCKETS).map_err(StorageError::backend("open table"))?;
         let mut entries: Vec<(u128, u64)> = Vec::new();
@@ -303,7 +310,10 @@ impl SimhashDelta {
                     j += 1;
                 }
                 entries.clear();
-                if let Some(v) = table.get((id, t32, bucket)).map_err(StorageError::backend("read simhash bucket"))? {
+                if !empty
+                    && let Some(v) =
+                        table.get((id, t32, bucket)).map_err(StorageError::backend("read simhash bucket"))?
+                {
                     let view = BucketView::parse(v.value(), g).map_err(|d| bucket_err(info, t32, bucket, d))?;
                     keys.clear();
                     rows.clear();
