@@ -3,11 +3,13 @@
 use crate::sketch::sketch::Sketch;
 use crate::storage::writer::WriteOp;
 
+/// One write: its kind, where its key ends in the batch's key bytes, and its sketch (none
+/// for a delete).
 #[derive(Clone, Debug)]
 enum BatchOp {
-    Insert(Vec<u8>, Sketch),
-    Upsert(Vec<u8>, Sketch),
-    Delete(Vec<u8>),
+    Insert(usize, Sketch),
+    Upsert(usize, Sketch),
+    Delete(usize),
 }
 
 /// Writes to apply together with [`crate::Collection::apply`]: either every one of them
@@ -17,6 +19,8 @@ enum BatchOp {
 /// one batch succeeds.
 #[derive(Clone, Debug, Default)]
 pub struct Batch {
+    /// Every write's key, one after another (one allocation for the batch, not one per key).
+    keys: Vec<u8>,
     ops: Vec<BatchOp>,
 }
 
@@ -28,24 +32,27 @@ impl Batch {
 
     /// An empty batch with room for `n` writes.
     pub fn with_capacity(n: usize) -> Self {
-        Batch { ops: Vec::with_capacity(n) }
+        Batch { keys: Vec::with_capacity(n * 16), ops: Vec::with_capacity(n) }
     }
 
     /// Adds an insert (the key must be absent when it applies).
     pub fn insert(&mut self, key: impl AsRef<[u8]>, sketch: Sketch) -> &mut Self {
-        self.ops.push(BatchOp::Insert(key.as_ref().to_vec(), sketch));
+        let end = self.push_key(key.as_ref());
+        self.ops.push(BatchOp::Insert(end, sketch));
         self
     }
 
     /// Adds an upsert.
     pub fn upsert(&mut self, key: impl AsRef<[u8]>, sketch: Sketch) -> &mut Self {
-        self.ops.push(BatchOp::Upsert(key.as_ref().to_vec(), sketch));
+        let end = self.push_key(key.as_ref());
+        self.ops.push(BatchOp::Upsert(end, sketch));
         self
     }
 
     /// Adds a delete (of a key that may be absent).
     pub fn delete(&mut self, key: impl AsRef<[u8]>) -> &mut Self {
-        self.ops.push(BatchOp::Delete(key.as_ref().to_vec()));
+        let end = self.push_key(key.as_ref());
+        self.ops.push(BatchOp::Delete(end));
         self
     }
 
@@ -61,14 +68,29 @@ impl Batch {
 
     /// Removes every write, keeping the allocation.
     pub fn clear(&mut self) {
+        self.keys.clear();
         self.ops.clear();
     }
 
+    /// Appends a key's bytes; returns where they end.
+    fn push_key(&mut self, key: &[u8]) -> usize {
+        self.keys.extend_from_slice(key);
+        self.keys.len()
+    }
+
     pub(crate) fn ops(&self) -> impl Iterator<Item = WriteOp<'_>> {
-        self.ops.iter().map(|op| match op {
-            BatchOp::Insert(k, s) => WriteOp::Insert(k, s),
-            BatchOp::Upsert(k, s) => WriteOp::Upsert(k, s),
-            BatchOp::Delete(k) => WriteOp::Delete(k),
+        let mut start = 0;
+        self.ops.iter().map(move |op| {
+            let end = match op {
+                BatchOp::Insert(end, _) | BatchOp::Upsert(end, _) | BatchOp::Delete(end) => *end,
+            };
+            let key = &self.keys[start..end];
+            start = end;
+            match op {
+                BatchOp::Insert(_, s) => WriteOp::Insert(key, s),
+                BatchOp::Upsert(_, s) => WriteOp::Upsert(key, s),
+                BatchOp::Delete(_) => WriteOp::Delete(key),
+            }
         })
     }
 }
