@@ -64,14 +64,14 @@ impl SimhashBlock {
 
 /// One table's permutation, precomputed: each block's (start, mask, destination shift).
 #[derive(Clone, Debug)]
-pub struct TablePermutation {
+pub(crate) struct TablePermutation {
     moves: Vec<(u32, u128, u32)>,
 }
 
 impl TablePermutation {
     /// The permuted key of `fp` (bits at and above f are ignored).
     #[inline]
-    pub fn apply(&self, fp: u128) -> u128 {
+    pub(crate) fn apply(&self, fp: u128) -> u128 {
         self.moves.iter().fold(0u128, |key, &(start, mask, shift)| key | ((fp >> start) & mask) << shift)
     }
 }
@@ -259,7 +259,7 @@ impl SimhashTableDesign {
 
     /// Table t's permutation as a list of block moves, for permuting many fingerprints:
     /// [`TablePermutation::apply`] equals [`SimhashTableDesign::permute_u128`].
-    pub fn table_permutation(&self, table: usize) -> TablePermutation {
+    pub(crate) fn table_permutation(&self, table: usize) -> TablePermutation {
         let mut moves = Vec::with_capacity(self.blocks.len());
         self.for_each_placement(table, |block, _, shift| moves.push((block.start, low_mask(block.len), shift)));
         TablePermutation { moves }
