@@ -139,8 +139,9 @@ impl<'a> ChunkView<'a> {
         self.n
     }
 
+    /// The suffix of entry `i < n` (a probe also loads the guessed entry early with it).
     #[inline]
-    fn suffix_at(&self, i: usize) -> u64 {
+    pub(crate) fn suffix_at(&self, i: usize) -> u64 {
         le_at(self.body, i * self.s, self.s)
     }
 
@@ -168,12 +169,6 @@ impl<'a> ChunkView<'a> {
     pub(crate) fn guess(&self, g: Groups, suffix: u64) -> usize {
         let pos = (u128::from(suffix) * self.n as u128) >> (64 - g.bits);
         (pos as usize).min(self.n - 1)
-    }
-
-    /// The suffix at `i < n` (a probe loads the guessed entry early with this).
-    #[inline]
-    pub(crate) fn suffix_at_pos(&self, i: usize) -> u64 {
-        self.suffix_at(i)
     }
 
     /// The first entry whose suffix is `>= suffix` (`n` if none), searched from position

@@ -361,19 +361,18 @@ const COUNTING_SORT_MAX_BITS: u32 = 24;
 /// sort. Either way the entries end sorted, so grouped by bucket.
 fn sort_adds(adds: &mut Vec<(u128, u64)>, g: Geometry) {
     let buckets = 1usize << g.bits.min(COUNTING_SORT_MAX_BITS);
-    // A key wider than f is not a permuted key (its bucket would wrap); the plain sort still
-    // orders it.
-    let wide = |k: u128| g.f < 128 && k >> g.f != 0;
-    if g.bits > COUNTING_SORT_MAX_BITS || adds.len() < buckets.max(1 << 12) || adds.iter().any(|a| wide(a.0)) {
+    if g.bits > COUNTING_SORT_MAX_BITS || adds.len() < buckets.max(1 << 12) {
         adds.sort_unstable();
         return;
     }
-    // start[b]: where bucket b's entries begin in the output.
+    // start[b]: where bucket b's entries begin in the output. A key wider than f is not a
+    // permuted key (its bucket would wrap): the plain sort still orders it.
+    let wide = |k: u128| g.f < 128 && k >> g.f != 0;
     let mut start = vec![0usize; buckets + 1];
     for a in adds.iter() {
         match start.get_mut(g.bucket(a.0) as usize + 1) {
-            Some(n) => *n += 1,
-            None => return adds.sort_unstable(),
+            Some(n) if !wide(a.0) => *n += 1,
+            _ => return adds.sort_unstable(),
         }
     }
     for b in 0..buckets {

@@ -135,7 +135,7 @@ enum Why {
     BinsRead(f64),
     LowRecall { recall: f64, threshold: f64, target: f64 },
     Lsh { recall: f64, lookups: f64, runs: u32, candidates: f64 },
-    RadiusTooWide { radius: u32, tables: u32 },
+    RadiusTooWide { radius: u32, limit: u32 },
     PerTable(f64),
 }
 
@@ -153,7 +153,7 @@ impl Why {
             Why::Lsh { recall, lookups, runs, candidates } => format!(
                 "expected recall {recall:.3}, {lookups:.0} bucket reads ({runs} runs), about {candidates:.0} candidates"
             ),
-            Why::RadiusTooWide { radius, tables } => format!("radius {radius} exceeds the tables' radius {tables}"),
+            Why::RadiusTooWide { radius, limit } => format!("radius {radius} exceeds the tables' radius {limit}"),
             Why::PerTable(n) => format!("about {n:.1} candidates per table"),
         }
     }
@@ -237,7 +237,7 @@ fn costed(kind: PlanKind, q: &Query, s: &Stats, c: &CostModel) -> Costed {
                 return no(access, Why::Not("SimHash tables answer Hamming-radius queries only"));
             };
             if r > sh.radius {
-                return no(access, Why::RadiusTooWide { radius: r, tables: sh.radius });
+                return no(access, Why::RadiusTooWide { radius: r, limit: sh.radius });
             }
             let per_table = (s.live as f64) / 2f64.powi(sh.prefix_bits as i32);
             let cost = f64::from(sh.tables) * (c.lookup + per_table * c.fingerprint_compare);
