@@ -55,9 +55,11 @@ fn simhash(data: &Path, out: &Path, n: usize) -> R<()> {
         let c = db.create_collection("fp", CollectionConfig::new(params).with_index(index))?;
         let t0 = Instant::now();
         const BATCH: usize = 1_000_000;
+        // One batch, cleared and refilled: its 1M-write allocation is reused.
+        let mut batch = Batch::with_capacity(BATCH);
         for (b, chunk) in fps.chunks(BATCH).enumerate() {
             let tb = Instant::now();
-            let mut batch = Batch::with_capacity(chunk.len());
+            batch.clear();
             for (i, &fp) in chunk.iter().enumerate() {
                 let row = (b * BATCH + i) as u64;
                 batch.insert(row.to_be_bytes(), Sketch::SimHash(SimHash::from_parts(params, u128::from(fp))?));

@@ -18,7 +18,7 @@ use crate::storage::catalog::{CollectionInfo, drop_index_entries, rewrite_settin
 use crate::storage::error::contain;
 use crate::storage::hook::IndexHook;
 use crate::storage::store::Store;
-use crate::storage::writer::{for_each_live_in, state_in};
+use crate::storage::writer::{for_each_live_fingerprint_in, for_each_live_in, state_in};
 
 /// The seed of every LSH band-key scheme this build creates (recorded in the scheme).
 pub(crate) const LSH_SEED: u64 = 0x736b_6574_6368_6462;
@@ -117,6 +117,18 @@ pub(crate) struct IndexMaintainer {
 impl IndexMaintainer {
     pub(crate) fn new() -> IndexMaintainer {
         IndexMaintainer { def: None, active: Active::None, info: None }
+    }
+
+    /// Adds every live row of the collection (a rebuild): `rows` of them, as its state
+    /// counts. SimHash tables take the fingerprints straight from the pages.
+    fn add_live(&mut self, txn: &WriteTransaction, info: &CollectionInfo, rows: u64) -> Result<(), StorageError> {
+        match &mut self.active {
+            Active::Simhash(d) => {
+                d.reserve(usize::try_from(rows).unwrap_or(0));
+                for_each_live_fingerprint_in(txn, info, |row, fp| d.add(row, fp))
+            }
+            _ => for_each_live_in(txn, info, |row, sketch| self.added(row, sketch)),
+        }
     }
 }
 
@@ -240,7 +252,7 @@ fn rebuild_unguarded(
         IndexDef { spec, entries: 0, sum_sq: 0 }.store_in(&txn, info)?;
         let mut hook = IndexMaintainer::new();
         hook.begin(&txn, info)?;
-        for_each_live_in(&txn, info, |row, sketch| hook.added(row, sketch))?;
+        hook.add_live(&txn, info, state.live)?;
         hook.finish(&txn, info)?;
     }
     txn.commit().map_err(StorageError::backend("commit"))?;

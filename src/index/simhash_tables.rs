@@ -19,15 +19,21 @@
 //! buffered per transaction ([`SimhashDelta`]) and each touched bucket is read, merged and
 //! rewritten once, in key order, at the end of the transaction.
 
+use std::ops::Bound;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+
 use rayon::prelude::*;
-use redb::{ReadableTable, WriteTransaction};
+use redb::{CursorError, CursorMut, ReadableTable, Table, WriteTransaction};
 
 use super::fingerprint::Fingerprint;
 use super::keys::simhash_design::SimhashTableDesign;
 use super::popcnt;
+use super::simhash_adds::TableAdds;
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::tables::SIMHASH_BUCKETS;
+use crate::storage::writer::inconsistent;
 
 /// Bytes of the bucket value header.
 pub(crate) const BUCKET_HEADER_LEN: usize = 8;
@@ -64,12 +70,12 @@ impl Geometry {
         if self.bits == 0 { 0 } else { (key >> (self.f - self.bits)) as u32 }
     }
     #[inline]
-    fn suffix_mask(&self) -> u128 {
+    pub(crate) fn suffix_mask(&self) -> u128 {
         let n = self.f - self.bits;
         if n >= 128 { u128::MAX } else { (1u128 << n) - 1 }
     }
     #[inline]
-    fn base(&self, bucket: u32) -> u128 {
+    pub(crate) fn base(&self, bucket: u32) -> u128 {
         if self.bits == 0 { 0 } else { u128::from(bucket) << (self.f - self.bits) }
     }
 }
@@ -241,6 +247,11 @@ impl SimhashDelta {
         SimhashDelta { design, geometry, added: Vec::new(), removes: vec![Vec::new(); n], net_rows: 0 }
     }
 
+    /// Makes room for `rows` more added rows.
+    pub(crate) fn reserve(&mut self, rows: usize) {
+        self.added.reserve(rows);
+    }
+
     /// Row `row` with fingerprint `fp` enters every table.
     pub(crate) fn add(&mut self, row: u64, fp: u128) {
         self.added.push((row, fp));
@@ -259,136 +270,209 @@ impl SimhashDelta {
     /// Reads, merges and rewrites every touched bucket, in key order.
     /// `empty`: the tables hold no entry of the collection (its definition counts no rows),
     /// so no bucket is read.
+    ///
+    /// Tables are permuted and sorted on worker threads, in table order, while this thread
+    /// writes each sorted table into the transaction as it arrives: sorting is about as long
+    /// as writing, so the two overlap.
     pub(crate) fn flush(
         &mut self,
         txn: &WriteTransaction,
         info: &CollectionInfo,
         empty: bool,
     ) -> Result<(), StorageError> {
-        let id = info.def.id;
+        let n = self.geometry.len();
+        let added = std::mem::take(&mut self.added);
+        let mut removes = std::mem::replace(&mut self.removes, vec![Vec::new(); n]);
+        removes.par_iter_mut().for_each(|r| r.sort_unstable());
         let mut table = txn.open_table(SIMHASH_BUCKETS).map_err(StorageError::backend("open table"))?;
-        let mut entries: Vec<(u128, u64)> = Vec::new();
-        let mut fresh: Vec<(u128, u64)> = Vec::new();
-        let mut gone: Vec<u64> = Vec::new();
-        let (mut keys, mut rows): (Vec<u128>, Vec<u64>) = (Vec::new(), Vec::new());
-        // Every table's entries permuted and sorted (so grouped by bucket, the key's leading
-        // bits), the tables on all cores.
-        let (design, added) = (&self.design, std::mem::take(&mut self.added));
-        let all_adds: Vec<Vec<(u128, u64)>> = self
-            .geometry
-            .par_iter()
-            .enumerate()
-            .map(|(t, g)| {
-                let p = design.table_permutation(t);
-                let mut adds: Vec<(u128, u64)> = added.iter().map(|&(row, fp)| (p.apply(fp), row)).collect();
-                sort_adds(&mut adds, *g);
-                adds
-            })
-            .collect();
-        drop(added);
-        self.removes.par_iter_mut().for_each(|r| r.sort_unstable());
-        for (t, adds) in all_adds.into_iter().enumerate() {
-            let g = self.geometry[t];
-            let t32 = t as u32;
-            let removes = std::mem::take(&mut self.removes[t]);
-            let (mut i, mut j) = (0, 0);
-            while i < adds.len() || j < removes.len() {
-                let bucket = match (adds.get(i), removes.get(j)) {
-                    (Some(a), Some(r)) => g.bucket(a.0).min(r.0),
-                    (Some(a), None) => g.bucket(a.0),
-                    (None, Some(r)) => r.0,
-                    (None, None) => break,
-                };
-                fresh.clear();
-                while let Some(&e) = adds.get(i).filter(|a| g.bucket(a.0) == bucket) {
-                    fresh.push(e);
-                    i += 1;
-                }
-                gone.clear();
-                while let Some(&(_, r)) = removes.get(j).filter(|x| x.0 == bucket) {
-                    gone.push(r);
-                    j += 1;
-                }
-                entries.clear();
-                if !empty
-                    && let Some(v) =
-                        table.get((id, t32, bucket)).map_err(StorageError::backend("read simhash bucket"))?
-                {
-                    let view = BucketView::parse(v.value(), g).map_err(|d| bucket_err(info, t32, bucket, d))?;
-                    keys.clear();
-                    rows.clear();
-                    view.decode_into::<u128>(g, bucket, &mut keys, &mut rows);
-                    entries.extend(keys.iter().copied().zip(rows.iter().copied()));
-                }
-                if !gone.is_empty() {
-                    let before = entries.len() + fresh.len();
-                    entries.retain(|e| gone.binary_search(&e.1).is_err());
-                    fresh.retain(|e| gone.binary_search(&e.1).is_err());
-                    let removed = before - entries.len() - fresh.len();
-                    if removed != gone.len() {
-                        return Err(bucket_err(
-                            info,
-                            t32,
-                            bucket,
-                            format!("{} rows to remove, {removed} found in the bucket", gone.len()),
-                        ));
-                    }
-                }
-                entries.extend_from_slice(&fresh);
-                // Two sorted runs: the stable sort merges them in linear time.
-                entries.sort();
-                if entries.is_empty() {
-                    table.remove((id, t32, bucket)).map_err(StorageError::backend("remove simhash bucket"))?;
-                } else {
-                    let len = encoded_len(&entries, g);
-                    let mut guard = table
-                        .insert_reserve((id, t32, bucket), len)
-                        .map_err(StorageError::backend("write simhash bucket"))?;
-                    encode_bucket(&entries, g, guard.as_mut());
-                }
+        // With no bucket stored, every bucket is new and they come in key order: one cursor
+        // appends them all (a table insert descends the tree for each).
+        let mut out = if empty {
+            let first = (info.def.id, 0u32, 0u32);
+            let cursor = table.lower_bound_mut(Bound::Included(first));
+            Out::Append(Box::new(cursor.map_err(StorageError::backend("position bucket cursor"))?))
+        } else {
+            Out::Table(&mut table)
+        };
+        let mut writer = BucketWriter::new(info);
+        let (design, geometry, next) = (&self.design, &self.geometry, AtomicUsize::new(0));
+        if added.len() < PARALLEL_MIN_ROWS {
+            let mut scratch = Vec::new();
+            for (t, removes) in removes.into_iter().enumerate() {
+                let adds = TableAdds::build(&added, &design.table_permutation(t), geometry[t], &mut scratch);
+                writer.table(&mut out, t as u32, geometry[t], &adds, &removes)?;
             }
+            return out.close();
         }
-        Ok(())
+        let workers = rayon::current_num_threads().clamp(1, n.max(1));
+        std::thread::scope(|s| {
+            let (tx, rx) = mpsc::channel();
+            for _ in 0..workers {
+                let (tx, added, next) = (tx.clone(), &added, &next);
+                s.spawn(move || {
+                    let mut scratch = Vec::new();
+                    loop {
+                        let t = next.fetch_add(1, Ordering::Relaxed);
+                        if t >= n {
+                            break;
+                        }
+                        let adds = TableAdds::build(added, &design.table_permutation(t), geometry[t], &mut scratch);
+                        if tx.send((t, adds)).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+            drop(tx);
+            let mut ready: Vec<Option<TableAdds>> = (0..n).map(|_| None).collect();
+            for (t, removes) in removes.into_iter().enumerate() {
+                let adds = loop {
+                    if let Some(adds) = ready[t].take() {
+                        break adds;
+                    }
+                    let (u, adds) =
+                        rx.recv().map_err(|_| inconsistent(info, 0, "a SimHash table sorter stopped early"))?;
+                    ready[u] = Some(adds);
+                };
+                writer.table(&mut out, t as u32, geometry[t], &adds, &removes)?;
+            }
+            out.close()
+        })
     }
 }
 
-/// Widest bucket prefix whose buckets [`sort_adds`] counts (a table of `2^bits` counters).
-const COUNTING_SORT_MAX_BITS: u32 = 24;
+/// Fewest added rows for which a flush sorts the tables on worker threads (below this,
+/// starting threads costs more than it saves).
+const PARALLEL_MIN_ROWS: usize = 16_384;
 
-/// Sorts a table's added `(key, row)` entries: one counting pass over the buckets (the
-/// keys' leading bits) and a sort of each bucket's few entries when there are many entries
-/// (a comparison sort of 10M entries per table was 45% of a 10M-row rebuild), else a plain
-/// sort. Either way the entries end sorted, so grouped by bucket.
-fn sort_adds(adds: &mut Vec<(u128, u64)>, g: Geometry) {
-    let buckets = 1usize << g.bits.min(COUNTING_SORT_MAX_BITS);
-    if g.bits > COUNTING_SORT_MAX_BITS || adds.len() < buckets.max(1 << 12) {
-        adds.sort_unstable();
-        return;
-    }
-    // start[b]: where bucket b's entries begin in the output. A key wider than f is not a
-    // permuted key (its bucket would wrap): the plain sort still orders it.
-    let wide = |k: u128| g.f < 128 && k >> g.f != 0;
-    let mut start = vec![0usize; buckets + 1];
-    for a in adds.iter() {
-        match start.get_mut(g.bucket(a.0) as usize + 1) {
-            Some(n) if !wide(a.0) => *n += 1,
-            _ => return adds.sort_unstable(),
+type BucketKey = (u32, u32, u32);
+type BucketTable<'t> = Table<'t, BucketKey, &'static [u8]>;
+
+/// Where rewritten buckets go.
+enum Out<'c, 't> {
+    /// The table: each touched bucket is read, merged and written back.
+    Table(&'c mut BucketTable<'t>),
+    /// A cursor at the collection's (empty) key range: buckets are only appended.
+    Append(Box<CursorMut<'c, BucketKey, &'static [u8]>>),
+}
+
+impl Out<'_, '_> {
+    /// Finishes the appends (a cursor's inserts are buffered until then).
+    fn close(self) -> Result<(), StorageError> {
+        match self {
+            Out::Table(_) => Ok(()),
+            Out::Append(cursor) => cursor.close().map_err(StorageError::backend("append simhash buckets")),
         }
     }
-    for b in 0..buckets {
-        start[b + 1] += start[b];
+}
+
+/// Rewrites the touched buckets of one table at a time; its vectors are reused across
+/// buckets and tables.
+struct BucketWriter<'a> {
+    info: &'a CollectionInfo,
+    /// An encoded bucket, for the appending cursor.
+    encoded: Vec<u8>,
+    entries: Vec<(u128, u64)>,
+    fresh: Vec<(u128, u64)>,
+    gone: Vec<u64>,
+    keys: Vec<u128>,
+    rows: Vec<u64>,
+}
+
+impl<'a> BucketWriter<'a> {
+    fn new(info: &'a CollectionInfo) -> Self {
+        BucketWriter {
+            info,
+            encoded: Vec::new(),
+            entries: Vec::new(),
+            fresh: Vec::new(),
+            gone: Vec::new(),
+            keys: Vec::new(),
+            rows: Vec::new(),
+        }
     }
-    let mut out = vec![(0u128, 0u64); adds.len()];
-    let mut next = start.clone();
-    for &a in adds.iter() {
-        let at = &mut next[g.bucket(a.0) as usize];
-        out[*at] = a;
-        *at += 1;
+
+    /// Merges table `t`'s sorted additions and its removals (`(bucket, row)`, sorted) into
+    /// its stored buckets, in bucket order.
+    fn table(
+        &mut self,
+        out: &mut Out<'_, '_>,
+        t: u32,
+        g: Geometry,
+        adds: &TableAdds,
+        removes: &[(u32, u64)],
+    ) -> Result<(), StorageError> {
+        let (info, id) = (self.info, self.info.def.id);
+        let (mut cursor, mut j) = (adds.cursor(), 0);
+        loop {
+            let next_add = cursor.peek(g);
+            let bucket = match (next_add, removes.get(j)) {
+                (Some(a), Some(r)) => a.min(r.0),
+                (Some(a), None) => a,
+                (None, Some(r)) => r.0,
+                (None, None) => return Ok(()),
+            };
+            let (entries, fresh, gone) = (&mut self.entries, &mut self.fresh, &mut self.gone);
+            fresh.clear();
+            if next_add == Some(bucket) {
+                cursor.take_into(g, bucket, fresh);
+            }
+            gone.clear();
+            while let Some(&(_, r)) = removes.get(j).filter(|x| x.0 == bucket) {
+                gone.push(r);
+                j += 1;
+            }
+            entries.clear();
+            if let Out::Table(table) = out
+                && let Some(v) = table.get((id, t, bucket)).map_err(StorageError::backend("read simhash bucket"))?
+            {
+                let view = BucketView::parse(v.value(), g).map_err(|d| bucket_err(info, t, bucket, d))?;
+                self.keys.clear();
+                self.rows.clear();
+                view.decode_into::<u128>(g, bucket, &mut self.keys, &mut self.rows);
+                entries.extend(self.keys.iter().copied().zip(self.rows.iter().copied()));
+            }
+            if !gone.is_empty() {
+                let before = entries.len() + fresh.len();
+                entries.retain(|e| gone.binary_search(&e.1).is_err());
+                fresh.retain(|e| gone.binary_search(&e.1).is_err());
+                let removed = before - entries.len() - fresh.len();
+                if removed != gone.len() {
+                    let detail = format!("{} rows to remove, {removed} found in the bucket", gone.len());
+                    return Err(bucket_err(info, t, bucket, detail));
+                }
+            }
+            // Stored and added entries are two sorted runs: the stable sort merges them in
+            // linear time. With nothing stored, the added entries are written as they are.
+            let merged: &[(u128, u64)] = if entries.is_empty() {
+                fresh
+            } else {
+                entries.extend_from_slice(fresh);
+                entries.sort();
+                entries
+            };
+            match out {
+                Out::Table(table) if merged.is_empty() => {
+                    table.remove((id, t, bucket)).map_err(StorageError::backend("remove simhash bucket"))?;
+                }
+                Out::Table(table) => {
+                    let mut guard = table
+                        .insert_reserve((id, t, bucket), encoded_len(merged, g))
+                        .map_err(StorageError::backend("write simhash bucket"))?;
+                    encode_bucket(merged, g, guard.as_mut());
+                }
+                Out::Append(_) if merged.is_empty() => {}
+                Out::Append(cursor) => {
+                    self.encoded.resize(encoded_len(merged, g), 0);
+                    encode_bucket(merged, g, &mut self.encoded);
+                    cursor.insert_before((id, t, bucket), &self.encoded[..]).map_err(|e| match e {
+                        CursorError::UnorderedKey => bucket_err(info, t, bucket, "a new bucket is already stored"),
+                        e => StorageError::backend("append simhash bucket")(e),
+                    })?;
+                }
+            }
+        }
     }
-    for w in start.windows(2) {
-        out[w[0]..w[1]].sort_unstable();
-    }
-    *adds = out;
 }
 
 pub(crate) fn bucket_err(
@@ -401,45 +485,5 @@ pub(crate) fn bucket_err(
         collection: info.def.name.clone(),
         row: None,
         detail: format!("index table sketchdb.simhash_buckets, table {table}, bucket {bucket:#x}: {detail}"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{Geometry, sort_adds};
-
-    /// The counting sort gives exactly the plain sort's order: small and large inputs, few
-    /// and many buckets, equal keys with different rows, the fallbacks (too few entries,
-    /// buckets too wide, a key wider than f).
-    #[test]
-    fn sort_adds_equals_a_plain_sort() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        let cases = [(10, 64, 4, 0), (5_000, 64, 4, 0), (20_000, 64, 12, 0), (70_000, 64, 16, 3), (5_000, 64, 30, 0)];
-        for (n, f, bits, skew) in cases.into_iter().chain([(30_000, 128, 16, 0), (9_000, 64, 8, 1)]) {
-            let g = Geometry { f, bits, suffix_bytes: (f - bits).div_ceil(8) as usize };
-            let entries: Vec<(u128, u64)> = (0..n)
-                .map(|i| {
-                    let wide = u128::from(next()) << 64 | u128::from(next());
-                    // skew 1: one key wider than f; skew 3: many repeated keys.
-                    let key = match skew {
-                        1 if i == n / 2 => 1u128 << 100,
-                        3 => (u128::from(next() % 97) << (f - bits)) | 5,
-                        _ => wide >> (128 - f),
-                    };
-                    (key, next() % 1_000)
-                })
-                .collect();
-            let mut want = entries.clone();
-            want.sort_unstable();
-            let mut got = entries;
-            sort_adds(&mut got, g);
-            assert!(got == want, "n = {n}, f = {f}, bits = {bits}: the orders differ");
-        }
     }
 }

@@ -27,6 +27,7 @@ use crate::codec::error::CodecError;
 use crate::codec::meta::CollectionState;
 use crate::codec::page::{PageBuilder, PageView};
 use crate::codec::record::push_sketch;
+use crate::sketch::params::SketchKind;
 use crate::sketch::sketch::Sketch;
 
 /// One write of a batch.
@@ -70,9 +71,14 @@ pub(crate) fn check_key(info: &CollectionInfo, key: &[u8]) -> Result<(), Storage
 }
 
 /// Wraps a codec error as a corrupt page of `info` starting at row `page`.
-pub(crate) fn corrupt_page(info: &CollectionInfo, page: u64) -> impl FnOnce(CodecError) -> StorageError {
-    let (collection, collection_id) = (info.def.name.clone(), info.def.id);
-    move |source| StorageError::CorruptPage { collection, collection_id, page, source: Box::new(source) }
+pub(crate) fn corrupt_page(info: &CollectionInfo, page: u64) -> impl FnOnce(CodecError) -> StorageError + '_ {
+    // The name is cloned only on error: this is built for every row written.
+    move |source| StorageError::CorruptPage {
+        collection: info.def.name.clone(),
+        collection_id: info.def.id,
+        page,
+        source: Box::new(source),
+    }
 }
 
 pub(crate) fn inconsistent(info: &CollectionInfo, row: u64, detail: impl ToString) -> StorageError {
@@ -346,16 +352,49 @@ pub(crate) fn for_each_live_in(
     info: &CollectionInfo,
     mut f: impl FnMut(u64, &Sketch) -> Result<(), StorageError>,
 ) -> Result<(), StorageError> {
+    for_each_page_in(txn, info, |first, view| {
+        for i in (0..view.row_count()).filter(|&i| !view.is_deleted(i)) {
+            let sketch = super::reader::decode(info, view, first, i)?;
+            f(view.first_row() + i as u64, &sketch)?;
+        }
+        Ok(())
+    })
+}
+
+/// Calls `f(row, fingerprint)` for every live row of a SimHash collection, in row order:
+/// [`for_each_live_in`] without building a sketch per row (a SimHash table rebuild).
+pub(crate) fn for_each_live_fingerprint_in(
+    txn: &WriteTransaction,
+    info: &CollectionInfo,
+    mut f: impl FnMut(u64, u128),
+) -> Result<(), StorageError> {
+    if info.def.params.kind() != SketchKind::SimHash {
+        return Err(inconsistent(info, 0, "a fingerprint scan of a collection that is not SimHash"));
+    }
+    // `parse_expected` checked the page's layout: one 8-byte value column per 64 bits.
+    for_each_page_in(txn, info, |_, view| {
+        let wide = view.layout().value_cols > 1;
+        for i in (0..view.row_count()).filter(|&i| !view.is_deleted(i)) {
+            let hi = if wide { u128::from(view.value(1, i)) << 64 } else { 0 };
+            f(view.first_row() + i as u64, u128::from(view.value(0, i)) | hi);
+        }
+        Ok(())
+    })
+}
+
+/// Calls `f(first row, page)` for every page of the collection, in row order, each checked.
+fn for_each_page_in(
+    txn: &WriteTransaction,
+    info: &CollectionInfo,
+    mut f: impl FnMut(u64, &PageView<'_>) -> Result<(), StorageError>,
+) -> Result<(), StorageError> {
     let pages = txn.open_table(PAGES).map_err(StorageError::backend("open table"))?;
     let id = info.def.id;
     for entry in pages.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan pages"))? {
         let (k, v) = entry.map_err(StorageError::backend("scan pages"))?;
         let first = k.value().1;
         let view = PageView::parse_expected(v.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
-        for i in (0..view.row_count()).filter(|&i| !view.is_deleted(i)) {
-            let sketch = super::reader::decode(info, &view, first, i)?;
-            f(view.first_row() + i as u64, &sketch)?;
-        }
+        f(first, &view)?;
     }
     Ok(())
 }

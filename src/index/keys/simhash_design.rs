@@ -74,6 +74,13 @@ impl TablePermutation {
     pub(crate) fn apply(&self, fp: u128) -> u128 {
         self.moves.iter().fold(0u128, |key, &(start, mask, shift)| key | ((fp >> start) & mask) << shift)
     }
+
+    /// [`TablePermutation::apply`] in 64-bit arithmetic, for designs of f <= 64 (every
+    /// block then starts and lands below bit 64).
+    #[inline]
+    pub(crate) fn apply64(&self, fp: u64) -> u64 {
+        self.moves.iter().fold(0u64, |key, &(start, mask, shift)| key | ((fp >> start) & mask as u64) << shift)
+    }
 }
 
 #[inline]
@@ -329,6 +336,9 @@ mod tests {
                 for _ in 0..200 {
                     x = x.wrapping_mul(0x2360_ed05_1fc6_5da4_4385_df64_9fcc_f645).wrapping_add(1);
                     assert_eq!(p.apply(x), d.permute_u128(t, x), "f = {f}, m = {m}, table {t}");
+                    if f <= 64 {
+                        assert_eq!(u128::from(p.apply64(x as u64)), p.apply(x), "f = {f}, m = {m}, table {t}");
+                    }
                 }
             }
         }
