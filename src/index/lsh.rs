@@ -24,7 +24,9 @@
 //!
 //! How runs are written and merged is [`super::lsh_write`].
 
-use redb::{ReadableTable, Table};
+use std::ops::Bound;
+
+use redb::{CursorError, ReadableTable, Table};
 
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
@@ -369,20 +371,29 @@ pub(crate) fn encode_run_band(g: Groups, entries: &[(u64, u64)]) -> EncodedBand 
     out
 }
 
-/// Inserts an encoded band of run `run` (its values must not exist yet).
+/// Inserts an encoded band of run `run`, whose values must not exist yet: they are appended
+/// in key order through one cursor (an insert each descended the tree), and a value already
+/// stored under one of the keys is an error.
 pub(crate) fn insert_run_band(
     table: &mut BucketTable<'_>,
-    id: u32,
+    info: &CollectionInfo,
     band: u32,
     run: u32,
     encoded: &EncodedBand,
 ) -> Result<(), StorageError> {
+    let id = info.def.id;
+    let mut cursor = table
+        .lower_bound_mut(Bound::Included((id, band, run, 0u64, 0u32)))
+        .map_err(StorageError::backend("position lsh run cursor"))?;
     for (group, no, range) in &encoded.chunks {
-        table
-            .insert((id, band, run, *group, *no), &encoded.bytes[range.clone()])
-            .map_err(StorageError::backend("write lsh run"))?;
+        cursor.insert_before((id, band, run, *group, *no), &encoded.bytes[range.clone()]).map_err(|e| match e {
+            CursorError::UnorderedKey => {
+                lsh_err(info, At { band, run, group: *group }, "a new run's chunk is already stored")
+            }
+            e => StorageError::backend("write lsh run")(e),
+        })?;
     }
-    Ok(())
+    cursor.close().map_err(StorageError::backend("write lsh run"))
 }
 
 /// Removes every value of one band of a run.

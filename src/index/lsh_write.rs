@@ -17,8 +17,10 @@
 //! are appended in id order and only neighbours merge), so a removal finds its run by
 //! binary search.
 
+use std::ops::Bound;
+
 use rayon::prelude::*;
-use redb::WriteTransaction;
+use redb::{CursorError, WriteTransaction};
 
 use super::keys::band::{BandKeyScheme, lsh_rows};
 use super::lsh::{
@@ -26,6 +28,7 @@ use super::lsh::{
     encode_run_band, insert_run_band, read_run_band, remove_from_group, run_group_bits,
 };
 use super::meta::{IndexDef, IndexSpec, LshRun, index_err};
+use super::radix::sort_hashed_pairs;
 use crate::sketch::sketch::Sketch;
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
@@ -150,21 +153,48 @@ impl LshDelta {
         let live = self.added_rows.len() - self.dropped.iter().filter(|&&d| d).count();
         let mut adds: Vec<Vec<(u64, u64)>> = (0..n_bands).map(|_| Vec::with_capacity(live)).collect();
         let mut bytes = Vec::with_capacity(8 * n_bands);
-        for ((&row, keys), _) in self
+        let live_rows: Vec<(u64, &[u64])> = self
             .added_rows
             .iter()
             .zip(added_keys.chunks_exact(n_bands.max(1)))
             .zip(&self.dropped)
             .filter(|(_, dropped)| !**dropped)
-        {
+            .map(|((&row, keys), _)| (row, keys))
+            .collect();
+        let encode = |bytes: &mut Vec<u8>, keys: &[u64]| {
             bytes.clear();
             keys.iter().for_each(|k| bytes.extend_from_slice(&k.to_le_bytes()));
-            rev.insert((id, row), bytes.as_slice()).map_err(StorageError::backend("write lsh reverse entry"))?;
+        };
+        let stored = |row| inconsistent(info, row, "an added row is already in sketchdb.lsh_rows");
+        if self.ascending {
+            // Added rows are new row ids, here ascending: appended through one cursor.
+            let first = live_rows.first().map_or(0, |r| r.0);
+            let mut cursor = rev
+                .lower_bound_mut(Bound::Included((id, first)))
+                .map_err(StorageError::backend("position lsh reverse cursor"))?;
+            for &(row, keys) in &live_rows {
+                encode(&mut bytes, keys);
+                cursor.insert_before((id, row), bytes.as_slice()).map_err(|e| match e {
+                    CursorError::UnorderedKey => stored(row),
+                    e => StorageError::backend("write lsh reverse entry")(e),
+                })?;
+            }
+            cursor.close().map_err(StorageError::backend("write lsh reverse entries"))?;
+        } else {
+            for &(row, keys) in &live_rows {
+                encode(&mut bytes, keys);
+                let old = rev.insert((id, row), bytes.as_slice());
+                if old.map_err(StorageError::backend("write lsh reverse entry"))?.is_some() {
+                    return Err(stored(row));
+                }
+            }
+        }
+        for &(row, keys) in &live_rows {
             for (b, &k) in keys.iter().enumerate() {
                 adds[b].push((k, row));
             }
         }
-        adds.par_iter_mut().for_each(|v| v.sort_unstable());
+        adds.par_iter_mut().for_each_init(Vec::new, |scratch, v| sort_hashed_pairs(v, scratch));
         Ok((adds, removes))
     }
 
@@ -198,7 +228,7 @@ impl LshDelta {
         for (band, (e, (s, q))) in encoded.iter().enumerate() {
             entries += s;
             sum_sq += q;
-            insert_run_band(table, info.def.id, band as u32, id, e)?;
+            insert_run_band(table, info, band as u32, id, e)?;
         }
         Ok(Some(LshRun { id, group_bits: g.bits, first_row, end_row: last_row + 1, entries, sum_sq }))
     }
@@ -349,7 +379,7 @@ fn merge_runs(
         for (band, e, (s, q)) in &encoded {
             entries += s;
             sum_sq += q;
-            insert_run_band(table, info.def.id, *band, id, e)?;
+            insert_run_band(table, info, *band, id, e)?;
             drop_run_band(table, info.def.id, *band, a.id)?;
             drop_run_band(table, info.def.id, *band, b.id)?;
         }

@@ -19,6 +19,7 @@ pub(crate) mod maintain;
 pub(crate) mod meta;
 mod popcnt;
 pub(crate) mod probe_cache;
+mod radix;
 pub(crate) mod simhash_adds;
 pub(crate) mod simhash_mem;
 pub(crate) mod simhash_probe;

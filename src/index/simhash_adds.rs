@@ -8,12 +8,11 @@
 //! comparison sort of pairs was 45% of a 10M-row rebuild.
 
 use super::keys::simhash_design::TablePermutation;
+use super::radix::{RADIX_MAX_BITS, sort_nearly_sorted};
 use super::simhash_tables::Geometry;
 
 /// Widest bucket prefix whose buckets are counted (a table of `2^bits` counters).
 const COUNTING_SORT_MAX_BITS: u32 = 24;
-/// Widest radix digit: 2^12 output streams of a pass still fit the L2 cache.
-const RADIX_MAX_BITS: u32 = 12;
 /// Fewest entries sorted by counting (below this a comparison sort is as fast).
 const COUNTING_SORT_MIN_ENTRIES: usize = 1 << 12;
 
@@ -157,27 +156,6 @@ fn sort_packed(
         sort_nearly_sorted(&mut from[w[0]..w[1]]);
     }
     (from, starts)
-}
-
-/// Sorts a nearly sorted slice: an insertion sort, or `sort_unstable` once that has moved
-/// more than a few places per entry (many equal prefixes arriving out of order).
-fn sort_nearly_sorted(v: &mut [u128]) {
-    let budget = 8 * v.len() + 64;
-    let mut moved = 0;
-    for i in 1..v.len() {
-        let x = v[i];
-        let mut j = i;
-        while j > 0 && v[j - 1] > x {
-            v[j] = v[j - 1];
-            j -= 1;
-        }
-        v[j] = x;
-        moved += i - j;
-        if moved > budget {
-            v.sort_unstable();
-            return;
-        }
-    }
 }
 
 /// Sorts `(key, row)` pairs: one counting pass over the buckets (the keys' leading bits) and
