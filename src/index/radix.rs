@@ -79,10 +79,11 @@ pub(crate) fn sort_nearly_sorted<T: Ord + Copy>(v: &mut [T]) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::{radix_by_prefix, sort_hashed_pairs, sort_nearly_sorted};
 
-    fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    /// A xorshift64 generator for the sort tests (a nonzero seed).
+    pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
         let mut x = seed;
         move || {
             x ^= x << 13;

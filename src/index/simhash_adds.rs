@@ -196,16 +196,7 @@ pub(crate) fn sort_pairs(adds: &mut Vec<(u128, u64)>, g: Geometry) {
 mod tests {
     use super::{Geometry, TableAdds, sort_pairs};
     use crate::index::keys::simhash_design::SimhashTableDesign;
-
-    fn xorshift(seed: u64) -> impl FnMut() -> u64 {
-        let mut x = seed;
-        move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        }
-    }
+    use crate::index::radix::tests::xorshift;
 
     /// The counting sort gives exactly the plain sort's order: small and large inputs, few
     /// and many buckets, equal keys with different rows, the fallbacks (too few entries,
