@@ -147,3 +147,53 @@ fn query_explain_and_dedup_agree_on_the_default_threshold() {
         assert!(err.contains(&format!("similarity {threshold}")), "dedup {coll}: {err}");
     }
 }
+
+/// `reindex` builds an index over rows loaded without one (the same answers as before, now
+/// through the index), replaces it, drops it with `--none`, and refuses bad requests with a
+/// usage error naming what to give.
+#[test]
+fn reindex_builds_replaces_and_drops_an_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let fps: Vec<u64> = (0..2_000u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)).collect();
+    let mut lines: String =
+        fps.iter().enumerate().map(|(i, f)| format!("{{\"key\":\"f{i}\",\"simhash\":\"{f:016x}\"}}\n")).collect();
+    // A planted neighbour of f7 at distance 2.
+    lines.push_str(&format!("{{\"key\":\"near\",\"simhash\":\"{:016x}\"}}\n", fps[7] ^ 0b101));
+    std::fs::write(d.join("fp.jsonl"), lines).unwrap();
+    ok(d, &["create", "fps", "--kind", "simhash"]);
+    ok(d, &["ingest", "fps", "fp.jsonl"]);
+    let keys = |hits: &[Value]| {
+        let mut k: Vec<String> = hits.iter().map(|h| h["key"].as_str().unwrap().to_string()).collect();
+        k.sort();
+        k
+    };
+    let before = json_lines(&ok(d, &["query", "fps", "f7", "--radius", "3", "--json"]));
+    assert_eq!(keys(&before), ["f7", "near"]);
+
+    let out = ok(d, &["reindex", "fps", "--simhash-tables", "3"]);
+    assert!(out.contains("2001 rows") && out.contains("simhash: 4 tables, radius 3"), "{out}");
+    let stats = json_lines(&ok(d, &["stats", "--json"]));
+    assert_eq!(stats[0]["index"]["kind"], "simhash");
+    let probe = ["query", "fps", "f7", "--radius", "3", "--plan", "simhash-probe", "--json"];
+    let after = json_lines(&ok(d, &probe));
+    assert_eq!(keys(&after), keys(&before));
+    assert!(after[0]["plan"].as_str().unwrap().starts_with("Simhash"), "{after:?}");
+
+    ok(d, &["reindex", "fps", "--simhash-tables", "2"]);
+    let stats = json_lines(&ok(d, &["stats", "--json"]));
+    assert_eq!(stats[0]["index"]["radius"], 2);
+    ok(d, &["reindex", "fps", "--none"]);
+    assert!(json_lines(&ok(d, &["stats", "--json"]))[0]["index"].is_null());
+    assert!(!run(d, &probe).status.success(), "a forced table probe without tables");
+    assert_eq!(keys(&json_lines(&ok(d, &["query", "fps", "f7", "--radius", "3", "--json"]))), keys(&before));
+
+    let usage = run(d, &["reindex", "fps"]);
+    assert_eq!(usage.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&usage.stderr);
+    assert!(err.contains("--lsh") && err.contains("--simhash-tables") && err.contains("--none"), "{err}");
+    let wrong = run(d, &["reindex", "fps", "--lsh", "0.8"]);
+    assert!(!wrong.status.success());
+    assert!(String::from_utf8_lossy(&wrong.stderr).contains("simhash"));
+    assert!(!run(d, &["reindex", "nope", "--none"]).status.success());
+}

@@ -1,4 +1,5 @@
-//! Collection and database administration: create, list, drop, stats, verify, compact.
+//! Collection and database administration: create, list, drop, reindex, stats, verify,
+//! compact.
 
 use clap::Args;
 use serde_json::json;
@@ -33,6 +34,13 @@ pub struct CreateArgs {
     /// Seed of the xxh3-64 token hash.
     #[arg(long, default_value_t = sketchdb::DEFAULT_TOKEN_SEED)]
     pub token_seed: u64,
+    #[command(flatten)]
+    pub index: IndexArgs,
+}
+
+/// The index a collection keeps (`create`, `reindex`).
+#[derive(Args, Debug, Clone)]
+pub struct IndexArgs {
     /// Keep an LSH index for threshold queries at this similarity (minhash, bbit, oph).
     #[arg(long, conflicts_with = "simhash_tables")]
     pub lsh: Option<f64>,
@@ -45,6 +53,30 @@ pub struct CreateArgs {
     /// Keep SimHash permuted tables for Hamming-radius queries up to this radius (simhash).
     #[arg(long)]
     pub simhash_tables: Option<u32>,
+}
+
+impl IndexArgs {
+    /// The index asked for, or `None` when no index flag was given.
+    pub fn config(&self) -> Option<IndexConfig> {
+        match (self.lsh, self.simhash_tables) {
+            (Some(threshold), _) => Some(IndexConfig::Lsh { threshold, bands: self.bands, rows: self.rows }),
+            (None, Some(radius)) => Some(IndexConfig::SimhashTables { radius }),
+            (None, None) => None,
+        }
+    }
+}
+
+/// `reindex`: build a collection's index anew, or drop it.
+#[derive(Args, Debug, Clone)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["lsh", "simhash_tables", "none"])))]
+pub struct ReindexArgs {
+    /// The collection.
+    pub collection: String,
+    #[command(flatten)]
+    pub index: IndexArgs,
+    /// Drop the collection's index instead.
+    #[arg(long, conflicts_with_all = ["lsh", "simhash_tables"])]
+    pub none: bool,
 }
 
 impl CreateArgs {
@@ -64,14 +96,34 @@ impl CreateArgs {
             (w, None) => Tokenizer::shingles(w.unwrap_or(sketchdb::DEFAULT_SHINGLE_WORDS), self.token_seed)?,
         };
         let config = CollectionConfig::new(params).with_tokenizer(tokenizer);
-        Ok(match (self.lsh, self.simhash_tables) {
-            (Some(threshold), _) => {
-                config.with_index(IndexConfig::Lsh { threshold, bands: self.bands, rows: self.rows })
-            }
-            (None, Some(radius)) => config.with_index(IndexConfig::SimhashTables { radius }),
-            (None, None) => config,
+        Ok(match self.index.config() {
+            Some(index) => config.with_index(index),
+            None => config,
         })
     }
+}
+
+/// Builds the collection's index from its stored rows in one transaction (replacing any
+/// index it had), or drops it with `--none`: loading without an index and building it once
+/// afterwards is the fast way to fill a large collection.
+pub fn reindex(session: &mut Session, args: &ReindexArgs) -> Result<(), CliError> {
+    let index = match (args.index.config(), args.none) {
+        (Some(index), _) => index,
+        (None, true) => IndexConfig::None,
+        (None, false) => {
+            return Err(CliError::Usage(
+                "reindex needs --lsh THRESHOLD, --simhash-tables RADIUS or --none".to_string(),
+            ));
+        }
+    };
+    let mut c = session.collection(&args.collection)?;
+    let start = std::time::Instant::now();
+    c.rebuild_index(index)?;
+    let (secs, rows) = (start.elapsed().as_secs_f64(), c.stats()?.live);
+    let now = sketchdb::admin::stats(session.db()?)?;
+    let summary = now.collections.iter().find(|(n, _)| n == &args.collection).and_then(|(_, s)| s.index);
+    println!("reindexed `{}` ({} rows) in {secs:.2} s: {}", args.collection, rows, index_text(summary));
+    Ok(())
 }
 
 pub fn create(session: &mut Session, args: &CreateArgs) -> Result<(), CliError> {

@@ -66,6 +66,8 @@ enum Command {
     },
     /// Ingest text files, JSONL records or u64 fingerprint files (resumable).
     Ingest(ingest::IngestArgs),
+    /// Build a collection's index anew from its rows (or drop it with --none).
+    Reindex(admin_cmds::ReindexArgs),
     /// Find similar records: by threshold, top-k or Hamming radius.
     Query {
         /// The collection.
@@ -143,6 +145,7 @@ fn dispatch(session: &mut Session, command: &Command, json_out: bool) -> Result<
         Command::List => admin_cmds::list(session, json_out),
         Command::Drop { collection } => admin_cmds::drop(session, collection),
         Command::Ingest(args) => ingest::ingest(session, args),
+        Command::Reindex(args) => admin_cmds::reindex(session, args),
         Command::Query { collection, probe, ask } => query_cmds::query(session, collection, probe, ask, json_out),
         Command::Estimate { collection, a, b, level } => {
             query_cmds::estimate(session, collection, a, b, *level, json_out)
