@@ -79,6 +79,26 @@ impl Database {
         DatabaseBuilder::default()
     }
 
+    /// Sets how many bytes index probes may keep in memory, for every database of this
+    /// process together (default 1 GiB). Probes keep the index values they read (LSH chunks,
+    /// SimHash buckets) so that a repeated probe costs a few memory accesses instead of
+    /// B-tree descents; past the budget, values are read and not kept. Lowering the budget
+    /// below what is held lets every cache go. Answers never depend on it, only speed.
+    pub fn set_probe_cache_budget(bytes: usize) {
+        crate::index::probe_cache::set_budget(bytes);
+    }
+
+    /// The probe cache budget, in bytes, for this process.
+    pub fn probe_cache_budget() -> usize {
+        crate::index::probe_cache::budget()
+    }
+
+    /// Bytes the probe caches of this process hold now (at most the budget, plus values
+    /// in use by probes running while the budget was lowered).
+    pub fn probe_cache_held() -> usize {
+        crate::index::probe_cache::held()
+    }
+
     /// Where the database lives.
     pub fn path(&self) -> &Path {
         self.store.location()

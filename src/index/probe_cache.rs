@@ -18,7 +18,8 @@
 //! key and so a new, empty cache; snapshots of older commits keep using theirs while it
 //! lasts.
 //!
-//! The cache holds copies of values, at most [`CACHE_BUDGET`] bytes in all (values read once
+//! The cache holds copies of values, at most the budget's bytes in all ([`DEFAULT_BUDGET`]
+//! unless [`set_budget`] says otherwise; values read once
 //! the budget is spent are not kept); the [`MAX_CACHES`] most recently used keys keep theirs.
 //! Values live on shelves (LSH: one per run and band; SimHash: one per table): the first
 //! value of a slot (an LSH group's chunk 0, a SimHash bucket) sits in a place of its own,
@@ -38,8 +39,10 @@ use crate::storage::catalog::CollectionInfo;
 use crate::storage::reader::{ReadSnapshot, open};
 use crate::storage::tables::INDEX_DEFS;
 
+/// Bytes of values (and slots) all caches together may hold unless [`set_budget`] changed it.
+pub(crate) const DEFAULT_BUDGET: usize = 1 << 30;
 /// Bytes of values (and slots) all caches together may hold.
-pub(crate) const CACHE_BUDGET: usize = 1 << 30;
+static BUDGET: AtomicUsize = AtomicUsize::new(DEFAULT_BUDGET);
 /// Keys whose caches are kept.
 pub(crate) const MAX_CACHES: usize = 8;
 /// Shelves of at most `2^DIRECT_BITS` slots get a place per slot.
@@ -51,6 +54,25 @@ const VALUE_OVERHEAD: usize = 64;
 static HELD: AtomicUsize = AtomicUsize::new(0);
 /// Live caches, least recently used first.
 static CACHES: Mutex<Vec<Arc<ProbeCache>>> = Mutex::new(Vec::new());
+
+/// Sets the process-wide budget. When it is below what the caches hold, every cache is let
+/// go (its memory returns once the probes using it finish) and probes start afresh.
+pub(crate) fn set_budget(bytes: usize) {
+    BUDGET.store(bytes, Ordering::Relaxed);
+    if HELD.load(Ordering::Relaxed) > bytes {
+        CACHES.lock().clear();
+    }
+}
+
+/// The process-wide budget.
+pub(crate) fn budget() -> usize {
+    BUDGET.load(Ordering::Relaxed)
+}
+
+/// Bytes all caches hold now.
+pub(crate) fn held() -> usize {
+    HELD.load(Ordering::Relaxed)
+}
 
 /// A value: `None` when the index has no such value.
 type Slot = OnceLock<Option<Box<[u8]>>>;
@@ -150,7 +172,7 @@ impl ProbeCache {
 
     /// Reserves `len` bytes of the budget for this cache; false when they do not fit.
     fn reserve(&self, len: usize) -> bool {
-        if HELD.fetch_add(len, Ordering::Relaxed) + len <= CACHE_BUDGET {
+        if HELD.fetch_add(len, Ordering::Relaxed) + len <= BUDGET.load(Ordering::Relaxed) {
             self.held.fetch_add(len, Ordering::Relaxed);
             true
         } else {
