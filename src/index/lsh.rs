@@ -141,7 +141,13 @@ impl<'a> ChunkView<'a> {
         self.n
     }
 
-    /// The suffix of entry `i < n` (a probe also loads the guessed entry early with it).
+    /// Asks for the cache line of entry `i`'s suffix ahead of the search.
+    #[inline]
+    pub(crate) fn prefetch_suffix(&self, i: usize) {
+        super::prefetch::prefetch(self.body, i * self.s);
+    }
+
+    /// The suffix of entry `i < n`.
     #[inline]
     pub(crate) fn suffix_at(&self, i: usize) -> u64 {
         le_at(self.body, i * self.s, self.s)

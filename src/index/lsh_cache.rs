@@ -5,6 +5,7 @@ use redb::ReadOnlyTable;
 
 use super::lsh::{At, ChunkView, Groups, RunKey, lsh_err};
 use super::meta::LshRun;
+use super::prefetch::prefetch;
 use super::probe_cache::{ProbeCache, Value};
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
@@ -50,10 +51,12 @@ impl<'c> LshProbe<'c> {
         })
     }
 
-    /// Appends the row ids stored under each band's key (`keys[band]`) in every run. Three
-    /// passes over the (band, run) pairs: find each group's first chunk, read its header,
-    /// then search it. The reads of one pass do not depend on each other, so their cache
-    /// misses overlap instead of following one another band after band.
+    /// Appends the row ids stored under each band's key (`keys[band]`) in every run. Passes
+    /// over the (band, run) pairs: prefetch each group's cache place; find each group's first
+    /// chunk and prefetch its header; read the header and prefetch the guessed entry; then
+    /// search. The lines one pass asks for do not depend on each other, and a prefetch does
+    /// not wait for its line (an early load held the reorder buffer until it arrived), so
+    /// the misses of all bands overlap instead of following one another band after band.
     pub(crate) fn candidates(
         &self,
         snap: &ReadSnapshot,
@@ -63,16 +66,25 @@ impl<'c> LshProbe<'c> {
         out: &mut Vec<u64>,
     ) -> Result<(), StorageError> {
         let mut table: LazyTable = None;
+        for (band, &key) in keys.iter().enumerate() {
+            for (pos, run) in runs.iter().enumerate() {
+                let g = Groups::new(run.group_bits);
+                self.cache.prefetch_slot(pos * self.bands + band, g.bits, g.group(key));
+            }
+        }
         let mut firsts = Vec::with_capacity(keys.len() * runs.len());
         for (band, &key) in keys.iter().enumerate() {
             for (pos, run) in runs.iter().enumerate() {
                 let g = Groups::new(run.group_bits);
                 let chunk = self.chunk(snap, &mut table, pos, g.bits, (band as u32, run.id, g.group(key), 0))?;
+                if let Some(bytes) = &chunk {
+                    prefetch(bytes, 0);
+                }
                 firsts.push((band as u32, pos, key, chunk));
             }
         }
-        // Each view with its key's suffix and guessed position, whose entry is loaded here:
-        // the search below then starts from a cache line already on its way.
+        // Each view with its key's suffix and guessed position, whose entry is prefetched
+        // here: the search below then starts from a cache line already on its way.
         let mut views = Vec::with_capacity(firsts.len());
         for (band, pos, key, chunk) in &firsts {
             let Some(bytes) = chunk else { continue };
@@ -82,7 +94,7 @@ impl<'c> LshProbe<'c> {
             let view = ChunkView::parse(bytes, g).map_err(|d| lsh_err(info, at, d))?;
             let suffix = g.suffix(*key);
             let guess = view.guess(g, suffix);
-            std::hint::black_box(view.suffix_at(guess));
+            view.prefetch_suffix(guess);
             views.push((*band, *pos, *key, view, suffix, guess));
         }
         for (band, pos, key, view, suffix, guess) in views {

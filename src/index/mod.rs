@@ -18,6 +18,7 @@ pub(crate) mod lsh_write;
 pub(crate) mod maintain;
 pub(crate) mod meta;
 mod popcnt;
+mod prefetch;
 pub(crate) mod probe_cache;
 mod radix;
 pub(crate) mod simhash_adds;

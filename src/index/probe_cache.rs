@@ -187,6 +187,17 @@ impl ProbeCache {
         self.held.fetch_sub(len, Ordering::Relaxed);
     }
 
+    /// Asks for the cache line of the place of slot `slot` on `shelf` (chunk 0) ahead of
+    /// [`Self::value`]; nothing when the slot has no direct place yet.
+    #[inline]
+    pub(crate) fn prefetch_slot(&self, shelf: usize, bits: u32, slot: u64) {
+        if bits <= DIRECT_BITS
+            && let Some(place) = self.direct.get(shelf).and_then(|c| c.get()).and_then(|s| s.get(slot as usize))
+        {
+            super::prefetch::prefetch_ref(place);
+        }
+    }
+
     /// Value `chunk` of slot `slot` on `shelf` (a shelf of `2^bits` slots): from the cache,
     /// or from `read` and kept while the budget allows.
     pub(crate) fn value<'c>(

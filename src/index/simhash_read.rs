@@ -2,13 +2,14 @@
 //! self-join, on a read snapshot. Exact: every live row within the radius, each once (the
 //! canonical-table rule), identical fingerprints never merged.
 
+use std::sync::Arc;
+
 use redb::ReadOnlyTable;
 
 use super::fingerprint::Fingerprint;
 use super::keys::simhash_design::SimhashTableDesign;
-use std::sync::Arc;
-
 use super::meta::IndexSpec;
+use super::prefetch::prefetch;
 use super::probe_cache::ProbeCache;
 use super::simhash_probe::{SimhashMatch, join_prefix_runs};
 use super::simhash_tables::{BucketView, Geometry, bucket_err};
@@ -114,9 +115,20 @@ impl<'i> SimhashProber<'i> {
         let design = &self.design;
         let cache = &self.cache;
         let table = &mut self.table;
-        for (t, g) in self.geometry.iter().enumerate() {
-            let key = design.permute_u128(t, fp);
-            let bucket = g.bucket(key);
+        // The tables' places, then their buckets' first lines, are asked for up front: the
+        // tables' cache misses then overlap instead of following one another.
+        let keys: Vec<(u128, u32)> = self
+            .geometry
+            .iter()
+            .enumerate()
+            .map(|(t, g)| {
+                let key = design.permute_u128(t, fp);
+                cache.prefetch_slot(t, g.bits, u64::from(g.bucket(key)));
+                (key, g.bucket(key))
+            })
+            .collect();
+        let mut values = Vec::with_capacity(keys.len());
+        for (t, (g, &(_, bucket))) in self.geometry.iter().zip(&keys).enumerate() {
             let value = cache.value(t, g.bits, u64::from(bucket), 0, || {
                 let Some(table) = Self::table(table, snap)? else { return Ok(None) };
                 Ok(table
@@ -124,6 +136,13 @@ impl<'i> SimhashProber<'i> {
                     .map_err(StorageError::backend("read simhash bucket"))?
                     .map(|v| v.value().to_vec()))
             })?;
+            if let Some(bytes) = &value {
+                prefetch(bytes, 0);
+                prefetch(bytes, 64);
+            }
+            values.push(value);
+        }
+        for (t, ((g, &(key, bucket)), value)) in self.geometry.iter().zip(&keys).zip(values).enumerate() {
             let Some(bytes) = value else { continue };
             let view = BucketView::parse(&bytes, *g).map_err(|d| bucket_err(self.info, t as u32, bucket, d))?;
             // Keys only; a row id is decoded for the few keys within the radius.
