@@ -149,7 +149,7 @@ impl<'a> ChunkView<'a> {
 
     /// The suffix of entry `i < n`.
     #[inline]
-    pub(crate) fn suffix_at(&self, i: usize) -> u64 {
+    fn suffix_at(&self, i: usize) -> u64 {
         le_at(self.body, i * self.s, self.s)
     }
 

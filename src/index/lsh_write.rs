@@ -153,7 +153,7 @@ impl LshDelta {
         let live = self.added_rows.len() - self.dropped.iter().filter(|&&d| d).count();
         let mut adds: Vec<Vec<(u64, u64)>> = (0..n_bands).map(|_| Vec::with_capacity(live)).collect();
         let mut bytes = Vec::with_capacity(8 * n_bands);
-        let live_rows: Vec<(u64, &[u64])> = self
+        let mut live_rows: Vec<(u64, &[u64])> = self
             .added_rows
             .iter()
             .zip(added_keys.chunks_exact(n_bands.max(1)))
@@ -161,34 +161,24 @@ impl LshDelta {
             .filter(|(_, dropped)| !**dropped)
             .map(|((&row, keys), _)| (row, keys))
             .collect();
-        let encode = |bytes: &mut Vec<u8>, keys: &[u64]| {
+        // Added rows are new row ids (the writer adds them in id order): appended in order
+        // through one cursor; one already stored is an inconsistency.
+        if !self.ascending {
+            live_rows.sort_unstable_by_key(|r| r.0);
+        }
+        let first = live_rows.first().map_or(0, |r| r.0);
+        let mut cursor = rev
+            .lower_bound_mut(Bound::Included((id, first)))
+            .map_err(StorageError::backend("position lsh reverse cursor"))?;
+        for &(row, keys) in &live_rows {
             bytes.clear();
             keys.iter().for_each(|k| bytes.extend_from_slice(&k.to_le_bytes()));
-        };
-        let stored = |row| inconsistent(info, row, "an added row is already in sketchdb.lsh_rows");
-        if self.ascending {
-            // Added rows are new row ids, here ascending: appended through one cursor.
-            let first = live_rows.first().map_or(0, |r| r.0);
-            let mut cursor = rev
-                .lower_bound_mut(Bound::Included((id, first)))
-                .map_err(StorageError::backend("position lsh reverse cursor"))?;
-            for &(row, keys) in &live_rows {
-                encode(&mut bytes, keys);
-                cursor.insert_before((id, row), bytes.as_slice()).map_err(|e| match e {
-                    CursorError::UnorderedKey => stored(row),
-                    e => StorageError::backend("write lsh reverse entry")(e),
-                })?;
-            }
-            cursor.close().map_err(StorageError::backend("write lsh reverse entries"))?;
-        } else {
-            for &(row, keys) in &live_rows {
-                encode(&mut bytes, keys);
-                let old = rev.insert((id, row), bytes.as_slice());
-                if old.map_err(StorageError::backend("write lsh reverse entry"))?.is_some() {
-                    return Err(stored(row));
-                }
-            }
+            cursor.insert_before((id, row), bytes.as_slice()).map_err(|e| match e {
+                CursorError::UnorderedKey => inconsistent(info, row, "an added row is already in sketchdb.lsh_rows"),
+                e => StorageError::backend("write lsh reverse entry")(e),
+            })?;
         }
+        cursor.close().map_err(StorageError::backend("write lsh reverse entries"))?;
         for &(row, keys) in &live_rows {
             for (b, &k) in keys.iter().enumerate() {
                 adds[b].push((k, row));

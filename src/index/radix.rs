@@ -4,7 +4,7 @@
 //! both the SimHash table build and the LSH run build.
 
 /// Widest radix digit: the 2^12 output streams of a pass still fit the L2 cache.
-pub(crate) const RADIX_MAX_BITS: u32 = 12;
+const RADIX_MAX_BITS: u32 = 12;
 /// Fewest entries worth a radix sort (below this a comparison sort is as fast).
 pub(crate) const RADIX_MIN_ENTRIES: usize = 1 << 12;
 

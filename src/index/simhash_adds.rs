@@ -8,7 +8,7 @@
 //! comparison sort of pairs was 45% of a 10M-row rebuild.
 
 use super::keys::simhash_design::TablePermutation;
-use super::radix::{RADIX_MAX_BITS, sort_nearly_sorted};
+use super::radix::{radix_by_prefix, sort_nearly_sorted};
 use super::simhash_tables::Geometry;
 
 /// Widest bucket prefix whose buckets are counted (a table of `2^bits` counters).
@@ -95,12 +95,10 @@ impl AddsCursor<'_> {
 /// Permutes and sorts a table of f <= 64 bits, where an entry fits one `u128` as
 /// `key << 64 | row`. Returns the entries and where each bucket starts (`2^bits + 1` values).
 ///
-/// A least-significant-digit radix sort on the key's top `bits + 8` bits, at most
-/// [`RADIX_MAX_BITS`] a pass (its output streams stay in cache; one scatter over all `2^bits`
-/// buckets wrote each entry to a different page), then an insertion sort of each bucket:
-/// entries sharing those top bits are few, so buckets are nearly sorted. One counting pass
-/// first fills every pass's histogram; the first pass computes the key again rather than
-/// storing it.
+/// [`radix_by_prefix`] on the key's top `bits + 8` bits (its passes write to few output
+/// streams, which stay in cache; one scatter over all `2^bits` buckets wrote each entry to a
+/// different page), then an insertion sort of each bucket: entries sharing those top bits
+/// are few, so buckets are nearly sorted.
 fn sort_packed(
     added: &[(u64, u128)],
     p: &TablePermutation,
@@ -109,53 +107,26 @@ fn sort_packed(
 ) -> (Vec<u128>, Vec<usize>) {
     debug_assert!(g.f <= 64 && g.bits <= COUNTING_SORT_MAX_BITS);
     let sort_bits = (g.bits + 8).min(g.f);
-    let passes = sort_bits.div_ceil(RADIX_MAX_BITS);
-    let (digit_bits, passes) = (sort_bits.div_ceil(passes), passes as usize);
-    let radix = 1usize << digit_bits;
-    let digit = |pre: usize, d: usize| (pre >> (digit_bits as usize * d)) & (radix - 1);
     // `apply64` keeps the low f bits, so a prefix is below 2^sort_bits and a bucket below 2^bits.
-    let prefix = |key: u64| (key >> (g.f - sort_bits)) as usize;
+    let prefix = |e: &u128| ((e >> 64) as u64 >> (g.f - sort_bits)) as usize;
     let to_bucket = sort_bits - g.bits;
-    let mut hist = vec![vec![0usize; radix + 1]; passes];
     let mut starts = vec![0usize; (1usize << g.bits) + 1];
-    for &(_, fp) in added {
-        let pre = prefix(p.apply64(fp as u64));
-        for (d, h) in hist.iter_mut().enumerate() {
-            h[digit(pre, d) + 1] += 1;
-        }
-        starts[(pre >> to_bucket) + 1] += 1;
-    }
-    for h in hist.iter_mut() {
-        for d in 0..radix {
-            h[d + 1] += h[d];
-        }
-    }
+    let mut entries: Vec<u128> = added
+        .iter()
+        .map(|&(row, fp)| {
+            let e = u128::from(p.apply64(fp as u64)) << 64 | u128::from(row);
+            starts[(prefix(&e) >> to_bucket) + 1] += 1;
+            e
+        })
+        .collect();
     for b in 0..starts.len() - 1 {
         starts[b + 1] += starts[b];
     }
-    let mut from = vec![0u128; added.len()];
-    let mut to = std::mem::take(scratch);
-    to.resize(added.len(), 0);
-    let at = &mut hist[0];
-    for &(row, fp) in added {
-        let key = p.apply64(fp as u64);
-        let slot = &mut at[digit(prefix(key), 0)];
-        from[*slot] = u128::from(key) << 64 | u128::from(row);
-        *slot += 1;
-    }
-    for (d, at) in hist.iter_mut().enumerate().skip(1) {
-        for &e in &from {
-            let slot = &mut at[digit(prefix((e >> 64) as u64), d)];
-            to[*slot] = e;
-            *slot += 1;
-        }
-        std::mem::swap(&mut from, &mut to);
-    }
-    *scratch = to;
+    radix_by_prefix(&mut entries, scratch, sort_bits, prefix);
     for w in starts.windows(2) {
-        sort_nearly_sorted(&mut from[w[0]..w[1]]);
+        sort_nearly_sorted(&mut entries[w[0]..w[1]]);
     }
-    (from, starts)
+    (entries, starts)
 }
 
 /// Sorts `(key, row)` pairs: one counting pass over the buckets (the keys' leading bits) and

@@ -31,6 +31,8 @@ pub(crate) struct SimhashProber<'i> {
     cache: Arc<ProbeCache>,
     /// `sketchdb.simhash_buckets`, opened on first need (outer `None`: not yet).
     table: Option<Option<BucketTable>>,
+    /// Per table, the probed key and its bucket.
+    probe_keys: Vec<(u128, u32)>,
     keys128: Vec<u128>,
     rows: Vec<u64>,
     scratch_hits: Vec<(u32, usize)>,
@@ -59,6 +61,7 @@ impl<'i> SimhashProber<'i> {
             geometry,
             cache: cache.clone(),
             table: None,
+            probe_keys: Vec::new(),
             keys128: Vec::new(),
             rows: Vec::new(),
             scratch_hits: Vec::new(),
@@ -117,18 +120,15 @@ impl<'i> SimhashProber<'i> {
         let table = &mut self.table;
         // The tables' places, then their buckets' first lines, are asked for up front: the
         // tables' cache misses then overlap instead of following one another.
-        let keys: Vec<(u128, u32)> = self
-            .geometry
-            .iter()
-            .enumerate()
-            .map(|(t, g)| {
-                let key = design.permute_u128(t, fp);
-                cache.prefetch_slot(t, g.bits, u64::from(g.bucket(key)));
-                (key, g.bucket(key))
-            })
-            .collect();
+        let keys = &mut self.probe_keys;
+        keys.clear();
+        keys.extend(self.geometry.iter().enumerate().map(|(t, g)| {
+            let key = design.permute_u128(t, fp);
+            cache.prefetch_slot(t, g.bits, u64::from(g.bucket(key)));
+            (key, g.bucket(key))
+        }));
         let mut values = Vec::with_capacity(keys.len());
-        for (t, (g, &(_, bucket))) in self.geometry.iter().zip(&keys).enumerate() {
+        for (t, (g, &(_, bucket))) in self.geometry.iter().zip(keys.iter()).enumerate() {
             let value = cache.value(t, g.bits, u64::from(bucket), 0, || {
                 let Some(table) = Self::table(table, snap)? else { return Ok(None) };
                 Ok(table
@@ -142,7 +142,7 @@ impl<'i> SimhashProber<'i> {
             }
             values.push(value);
         }
-        for (t, ((g, &(key, bucket)), value)) in self.geometry.iter().zip(&keys).zip(values).enumerate() {
+        for (t, ((g, &(key, bucket)), value)) in self.geometry.iter().zip(keys.iter()).zip(values).enumerate() {
             let Some(bytes) = value else { continue };
             let view = BucketView::parse(&bytes, *g).map_err(|d| bucket_err(self.info, t as u32, bucket, d))?;
             // Keys only; a row id is decoded for the few keys within the radius.

@@ -70,12 +70,12 @@ impl Geometry {
         if self.bits == 0 { 0 } else { (key >> (self.f - self.bits)) as u32 }
     }
     #[inline]
-    pub(crate) fn suffix_mask(&self) -> u128 {
+    fn suffix_mask(&self) -> u128 {
         let n = self.f - self.bits;
         if n >= 128 { u128::MAX } else { (1u128 << n) - 1 }
     }
     #[inline]
-    pub(crate) fn base(&self, bucket: u32) -> u128 {
+    fn base(&self, bucket: u32) -> u128 {
         if self.bits == 0 { 0 } else { u128::from(bucket) << (self.f - self.bits) }
     }
 }

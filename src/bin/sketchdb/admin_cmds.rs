@@ -119,10 +119,9 @@ pub fn reindex(session: &mut Session, args: &ReindexArgs) -> Result<(), CliError
     let mut c = session.collection(&args.collection)?;
     let start = std::time::Instant::now();
     c.rebuild_index(index)?;
-    let (secs, rows) = (start.elapsed().as_secs_f64(), c.stats()?.live);
-    let now = sketchdb::admin::stats(session.db()?)?;
-    let summary = now.collections.iter().find(|(n, _)| n == &args.collection).and_then(|(_, s)| s.index);
-    println!("reindexed `{}` ({} rows) in {secs:.2} s: {}", args.collection, rows, index_text(summary));
+    let secs = start.elapsed().as_secs_f64();
+    let stats = c.stats()?;
+    println!("reindexed `{}` ({} rows) in {secs:.2} s: {}", args.collection, stats.live, index_text(stats.index));
     Ok(())
 }
 
