@@ -61,16 +61,25 @@ fn a_session_through_every_command() {
     let stats = json_lines(&ok(d, &["stats", "--json"]));
     assert_eq!(stats[0]["live"], 3);
     assert!(stats[0]["index"].is_null());
-    // A collection created with an LSH index shows it with its runs: two writes of 3 rows and
-    // 1 row, merged into one run (the older held at most 4 times the newer's entries).
+    // A collection created with an LSH index shows it with its runs: writes of 3, 1, 1 and 1
+    // rows leave 2 runs after the second and merge into one at the fourth (4 runs of one
+    // size tier: each holds at most the entries of all newer ones).
     ok(d, &["create", "indexed", "--kind", "minhash", "--k", "32", "--lsh", "0.5", "--bands", "8", "--rows", "4"]);
     ok(d, &["ingest", "indexed", "docs.jsonl"]);
-    let one = r#"{"key":"d","text":"one more document to index"}"#;
-    std::fs::write(d.join("one.jsonl"), format!("{one}\n")).unwrap();
-    ok(d, &["ingest", "indexed", "one.jsonl"]);
-    let stats = json_lines(&ok(d, &["stats", "--json"]));
-    let indexed = stats.iter().find(|s| s["collection"] == "indexed").unwrap();
-    assert_eq!(indexed["index"], serde_json::json!({"kind": "lsh", "bands": 8, "rows": 4, "runs": 1}));
+    let runs_now = |d: &Path| {
+        let stats = json_lines(&ok(d, &["stats", "--json"]));
+        let indexed = stats.iter().find(|s| s["collection"] == "indexed").unwrap().clone();
+        indexed["index"].clone()
+    };
+    for (i, word) in ["one", "two", "three"].into_iter().enumerate() {
+        let doc = format!(r#"{{"key":"{word}","text":"{word} more document to index"}}"#);
+        std::fs::write(d.join("one.jsonl"), format!("{doc}\n")).unwrap();
+        ok(d, &["ingest", "indexed", "one.jsonl"]);
+        if i == 0 {
+            assert_eq!(runs_now(d), serde_json::json!({"kind": "lsh", "bands": 8, "rows": 4, "runs": 2}));
+        }
+    }
+    assert_eq!(runs_now(d), serde_json::json!({"kind": "lsh", "bands": 8, "rows": 4, "runs": 1}));
     ok(d, &["drop", "indexed"]);
     assert!(run(d, &["create", "bad", "--lsh", "0.5", "--simhash-tables", "3"]).status.code() != Some(0));
     let verify = json_lines(&ok(d, &["verify", "--json"]));

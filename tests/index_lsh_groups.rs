@@ -124,8 +124,8 @@ fn rebuild_chooses_group_bits_for_the_row_count() {
 }
 
 /// Candidates of `probes` in every prefix of bands equal a brute-force band-key comparison
-/// over the stored sketches; the runs are ordered, disjoint and shrink by more than the
-/// merge ratio; verify is clean. Returns the run count.
+/// over the stored sketches; the runs are in the shape writes leave them
+/// ([`common::lsh_runs_settled`]); verify is clean. Returns the run count.
 fn check_runs(c: &Collection, db: &Database, probes: &[Sketch], stage: &str) -> usize {
     let scheme = testing::lsh_scheme(c, db).expect("scheme").expect("lsh");
     let keys = |s: &Sketch| scheme.keys(&lsh_rows(s).expect("rows")).expect("keys");
@@ -140,10 +140,9 @@ fn check_runs(c: &Collection, db: &Database, probes: &[Sketch], stage: &str) -> 
         }
     }
     let (runs, chunks) = testing::lsh_group_chunks(c, db).expect("chunks").expect("lsh");
-    assert!(
-        runs.windows(2).all(|w| w[0].end_row <= w[1].first_row && w[0].entries > 4 * w[1].entries),
-        "{stage}: {runs:?}"
-    );
+    if let Err(e) = common::lsh_runs_settled(&runs) {
+        panic!("{stage}: {e}");
+    }
     for (row, _) in &rows {
         assert!(runs.iter().any(|r| r.first_row <= *row && *row < r.end_row), "{stage}: row {row} in no run");
     }
@@ -196,9 +195,9 @@ fn many_small_writes_leave_few_runs_and_exact_candidates() {
             max_runs = max_runs.max(check_runs(&c, &db, &probes, &format!("step {step}")));
         }
     }
-    // About 3,000 rows in 150 writes of about 20: runs shrink by a factor above 4, so a
+    // About 3,000 rows in 150 writes of about 20: runs merge in size tiers of 4, so a
     // handful at most (one per write would be 150).
-    assert!((2..=6).contains(&max_runs), "{max_runs} runs");
+    assert!((2..=10).contains(&max_runs), "{max_runs} runs");
     drop(c);
     drop(db);
     let db = Database::open(&path).expect("reopen");

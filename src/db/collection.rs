@@ -55,8 +55,8 @@ pub enum IndexSummary {
         /// The largest radius they answer.
         radius: u32,
     },
-    /// LSH banding buckets. Writes add runs, which merge by size; compaction merges them
-    /// into one. Each run costs a probe one more bucket read per band.
+    /// LSH banding buckets. Writes add runs, which merge in size tiers (at most 10 runs);
+    /// compaction merges them into one. Each run costs a probe one more bucket read per band.
     Lsh {
         /// Bands.
         bands: u32,

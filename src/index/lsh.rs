@@ -233,21 +233,35 @@ impl<'a> ChunkView<'a> {
     }
 }
 
-/// Encodes one chunk of sorted entries (at most [`GROUP_CHUNK_ENTRIES`], at least one).
+/// Encodes one chunk of sorted entries (at most [`GROUP_CHUNK_ENTRIES`], at least one) in
+/// place of `out`'s contents.
 pub(crate) fn encode_chunk(g: Groups, entries: &[(u64, u64)], out: &mut Vec<u8>) {
+    out.clear();
+    append_chunk(g, entries, out);
+}
+
+/// Appends the encoding of one chunk to `out`. Each field is stored as a whole 8-byte LE
+/// word and the next one overwrites its surplus bytes (a fixed-size store per entry, no
+/// copy of a variable length); the 8 bytes of slack past the end are cut off.
+fn append_chunk(g: Groups, entries: &[(u64, u64)], out: &mut Vec<u8>) {
     let max_row = entries.iter().map(|e| e.1).max().unwrap_or(0);
     let w = (8 - (max_row.leading_zeros() / 8) as usize).max(1);
     let s = g.suffix_bytes;
-    out.clear();
-    out.reserve(CHUNK_HEADER_LEN + entries.len() * (s + w));
-    out.extend_from_slice(&[CHUNK_LAYOUT, s as u8, w as u8, 0]);
-    out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+    let start = out.len();
+    let end = start + CHUNK_HEADER_LEN + entries.len() * (s + w);
+    out.resize(end + 8, 0);
+    out[start..start + 4].copy_from_slice(&[CHUNK_LAYOUT, s as u8, w as u8, 0]);
+    out[start + 4..start + 8].copy_from_slice(&(entries.len() as u32).to_le_bytes());
+    let mut at = start + CHUNK_HEADER_LEN;
     for &(key, _) in entries {
-        out.extend_from_slice(&g.suffix(key).to_le_bytes()[..s]);
+        out[at..at + 8].copy_from_slice(&g.suffix(key).to_le_bytes());
+        at += s;
     }
     for &(_, row) in entries {
-        out.extend_from_slice(&row.to_le_bytes()[..w]);
+        out[at..at + 8].copy_from_slice(&row.to_le_bytes());
+        at += w;
     }
+    out.truncate(end);
 }
 
 /// The band keys of a `sketchdb.lsh_rows` value: exactly `bands` u64 LE values, or what is
@@ -359,7 +373,6 @@ pub(crate) struct EncodedBand {
 /// groups and each group evenly over chunks. Pure, so bands encode in parallel.
 pub(crate) fn encode_run_band(g: Groups, entries: &[(u64, u64)]) -> EncodedBand {
     let mut out = EncodedBand::default();
-    let mut buf = Vec::new();
     let mut i = 0;
     while i < entries.len() {
         let group = g.group(entries[i].0);
@@ -367,9 +380,8 @@ pub(crate) fn encode_run_band(g: Groups, entries: &[(u64, u64)]) -> EncodedBand 
         let slice = &entries[i..end];
         let per = slice.len().div_ceil(slice.len().div_ceil(GROUP_CHUNK_ENTRIES));
         for (no, c) in slice.chunks(per).enumerate() {
-            encode_chunk(g, c, &mut buf);
             let at = out.bytes.len();
-            out.bytes.extend_from_slice(&buf);
+            append_chunk(g, c, &mut out.bytes);
             out.chunks.push((group, no as u32, at..out.bytes.len()));
         }
         i = end;

@@ -1,4 +1,5 @@
-//! Shared helpers for the integration tests: a seeded PRNG and set-pair generators.
+//! Shared helpers for the integration tests: a seeded PRNG, set-pair generators and the
+//! LSH run-shape check.
 #![allow(dead_code)]
 
 use sketchdb::TokenSet;
@@ -60,4 +61,27 @@ pub fn spanning_pair(rng: &mut Rng, lo: f64, hi: f64) -> (TokenSet, TokenSet) {
     let union = (lo.ln() + rng.f64() * (hi.ln() - lo.ln())).exp().round() as usize;
     let j = rng.f64();
     set_pair(rng, union.max(2), j)
+}
+
+/// The shape every write leaves an LSH index's runs in (`runs` oldest first): row ranges
+/// ascending and disjoint, at most 10 runs, and no size tier of 4 or more left unmerged (the
+/// newest runs each holding at most the entries of all newer ones together). `Err` says how
+/// the shape is broken.
+pub fn lsh_runs_settled(runs: &[sketchdb::testing::LshRunInfo]) -> Result<(), String> {
+    if !runs.windows(2).all(|w| w[0].end_row <= w[1].first_row) {
+        return Err(format!("row ranges overlap or descend: {runs:?}"));
+    }
+    if runs.len() > 10 {
+        return Err(format!("{} runs", runs.len()));
+    }
+    let mut tier = runs.len().min(1);
+    let mut newer = runs.last().map_or(0, |r| r.entries);
+    while tier < runs.len() && runs[runs.len() - 1 - tier].entries <= newer {
+        newer += runs[runs.len() - 1 - tier].entries;
+        tier += 1;
+    }
+    if tier >= 4 {
+        return Err(format!("a tier of {tier} runs left unmerged: {runs:?}"));
+    }
+    Ok(())
 }
