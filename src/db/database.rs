@@ -81,8 +81,9 @@ impl Database {
 
     /// Sets how many bytes index probes may keep in memory, for every database of this
     /// process together (default 1 GiB). Probes keep the index values they read (LSH chunks,
-    /// SimHash buckets) so that a repeated probe costs a few memory accesses instead of
-    /// B-tree descents; past the budget, values are read and not kept. Lowering the budget
+    /// SimHash buckets), and LSH verification the candidates' records, so that a repeated
+    /// probe costs a few memory accesses instead of B-tree descents and page checks; past
+    /// the budget, values are read and not kept. Lowering the budget
     /// below what is held lets every cache go. Answers never depend on it, only speed.
     pub fn set_probe_cache_budget(bytes: usize) {
         crate::index::probe_cache::set_budget(bytes);

@@ -2,6 +2,7 @@
 
 use super::keys::band::{BandKeyScheme, lsh_rows};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::lsh::{Groups, band_keys_of, read_run_band};
 use super::lsh_cache::LshProbe;
@@ -11,7 +12,7 @@ use crate::sketch::sketch::Sketch;
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::error::{contain, contain_any};
-use crate::storage::reader::{ReadSnapshot, open};
+use crate::storage::reader::{ReadSnapshot, RowRecord, open};
 use crate::storage::tables::{LSH_BUCKETS, LSH_ROWS};
 use crate::storage::writer::inconsistent;
 
@@ -53,9 +54,20 @@ fn lsh_candidates_unguarded(
     sketch: &Sketch,
     bands: u32,
 ) -> Result<Vec<u64>, StorageError> {
+    Ok(probe(snap, info, sketch, bands)?.0)
+}
+
+/// The candidates of [`lsh_candidates`] and the cache of the index version probed.
+fn probe(
+    snap: &ReadSnapshot,
+    info: &CollectionInfo,
+    sketch: &Sketch,
+    bands: u32,
+) -> Result<(Vec<u64>, Arc<ProbeCache>), StorageError> {
     let cache = ProbeCache::of(snap, info, 0)?;
-    let (scheme, runs) = scheme_runs(info, cache.as_deref().map(|c| &*c.def))?;
-    let Some(cache) = cache.as_deref() else { return Err(not_lsh(info)) };
+    let def = cache.as_ref().map(|c| c.def.clone());
+    let (scheme, runs) = scheme_runs(info, def.as_deref())?;
+    let Some(cache) = cache else { return Err(not_lsh(info)) };
     info.def
         .params
         .check_compatible(sketch.params())
@@ -63,11 +75,29 @@ fn lsh_candidates_unguarded(
     let rows = lsh_rows(sketch).map_err(index_err(info))?;
     let keys = scheme.keys(&rows).map_err(index_err(info))?;
     let mut out = Vec::new();
-    let probe = LshProbe::new(cache, scheme.params.bands as usize);
+    let probe = LshProbe::new(&cache, scheme.params.bands as usize);
     probe.candidates(snap, info, runs, &keys[..keys.len().min(bands as usize)], &mut out)?;
     out.sort_unstable();
     out.dedup();
-    Ok(out)
+    Ok((out, cache))
+}
+
+/// The candidates of [`lsh_candidates`] (their count) and their records, in row order, for
+/// verification: records an earlier probe of the same index version read come from the
+/// probe cache, the others from their pages (each page checked), then kept there within
+/// the cache's budget.
+pub(crate) fn lsh_candidate_records(
+    snap: &ReadSnapshot,
+    info: &CollectionInfo,
+    sketch: &Sketch,
+    bands: u32,
+) -> Result<(usize, Vec<Arc<RowRecord>>), StorageError> {
+    contain("lsh probe", || {
+        let (rows, cache) = probe(snap, info, sketch, bands)?;
+        let width = info.spec.layout.record_width();
+        let records = cache.records(&rows, |missing| snap.get_rows(info, missing), |r| r.key.len() + width)?;
+        Ok((rows.len(), records))
+    })
 }
 
 /// The self-join's candidates, streamed: calls `f(a, b)` (a < b) once for every pair of

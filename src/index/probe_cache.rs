@@ -36,7 +36,7 @@ use parking_lot::{Mutex, RwLock};
 use super::meta::{IndexDef, IndexSpec};
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
-use crate::storage::reader::{ReadSnapshot, open};
+use crate::storage::reader::{ReadSnapshot, RowRecord, open};
 use crate::storage::tables::INDEX_DEFS;
 
 /// Bytes of values (and slots) all caches together may hold unless [`set_budget`] changed it.
@@ -109,6 +109,9 @@ pub(crate) struct ProbeCache {
     direct: Box<[OnceLock<Box<[Slot]>>]>,
     /// Every other value, by (shelf, slot, chunk).
     other: RwLock<OtherValues>,
+    /// LSH: the records of candidate rows verification has read, by row id (see
+    /// [`Self::records`]).
+    records: RwLock<HashMap<u64, Arc<RowRecord>>>,
     held: AtomicUsize,
 }
 
@@ -154,6 +157,7 @@ impl ProbeCache {
             def,
             direct: (0..shelves).map(|_| OnceLock::new()).collect(),
             other: RwLock::new(HashMap::new()),
+            records: RwLock::new(HashMap::new()),
             held: AtomicUsize::new(0),
         });
         // The newest index of a collection supersedes its older ones.
@@ -185,6 +189,61 @@ impl ProbeCache {
     fn release(&self, len: usize) {
         HELD.fetch_sub(len, Ordering::Relaxed);
         self.held.fetch_sub(len, Ordering::Relaxed);
+    }
+
+    /// The records of `rows` (ascending) that are live, in row order: those kept here, and
+    /// the others from `read` (given the rows not kept; it returns their live records in row
+    /// order), which are then kept within the budget, each counted as `size(record)` bytes.
+    ///
+    /// Sound for an LSH index only: a row's record (key and sketch) never changes once
+    /// written, and the definition bytes that key this cache fix the set of live rows (a
+    /// removal lowers its run's `entries`), so a record kept here is what its page holds in
+    /// every snapshot of this index version. A row `read` does not return is not kept.
+    pub(crate) fn records(
+        &self,
+        rows: &[u64],
+        read: impl FnOnce(&[u64]) -> Result<Vec<RowRecord>, StorageError>,
+        size: impl Fn(&RowRecord) -> usize,
+    ) -> Result<Vec<Arc<RowRecord>>, StorageError> {
+        let (mut found, mut missing) = (Vec::with_capacity(rows.len()), Vec::new());
+        {
+            let kept = self.records.read();
+            for row in rows {
+                let rec = kept.get(row).cloned();
+                if rec.is_none() {
+                    missing.push(*row);
+                }
+                found.push(rec);
+            }
+        }
+        if missing.is_empty() {
+            return Ok(found.into_iter().flatten().collect());
+        }
+        let fresh: Vec<Arc<RowRecord>> = read(&missing)?.into_iter().map(Arc::new).collect();
+        {
+            let mut kept = self.records.write();
+            for rec in &fresh {
+                let len = size(rec) + VALUE_OVERHEAD;
+                if self.reserve(len) && kept.insert(rec.row, rec.clone()).is_some() {
+                    // Another probe kept it first.
+                    self.release(len);
+                }
+            }
+        }
+        // Both in row order: the kept ones where found, the fresh ones in between.
+        let mut fresh = fresh.into_iter().peekable();
+        let mut out = Vec::with_capacity(rows.len());
+        for (row, rec) in rows.iter().zip(found) {
+            match rec {
+                Some(rec) => out.push(rec),
+                None => {
+                    if let Some(rec) = fresh.next_if(|r| r.row == *row) {
+                        out.push(rec);
+                    }
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Asks for the cache line of the place of slot `slot` on `shelf` (chunk 0) ahead of

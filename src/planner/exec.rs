@@ -20,7 +20,7 @@ use super::error::QueryError;
 use super::plan::{Access, EarlyStop, Finish, Plan};
 use super::query::{Query, QueryKind, QueryOptions};
 use super::scan::{BinColumns, OphProbe, Pruning, ScanCounters, scan_page};
-use crate::index::lsh_read::lsh_candidates;
+use crate::index::lsh_read::lsh_candidate_records;
 use crate::index::simhash_read::simhash_within;
 
 /// One verified result.
@@ -350,10 +350,10 @@ fn lsh_probe(
     if stats.lsh.is_none() {
         return Err(unavailable("lsh-probe", "the collection has no LSH index"));
     }
-    let rows = lsh_candidates(snap, info, &query.sketch, bands)?;
-    a.rows_touched += rows.len() as u64;
+    let (touched, records) = lsh_candidate_records(snap, info, &query.sketch, bands)?;
+    a.rows_touched += touched as u64;
     let threshold = threshold_of(out.finish);
-    for rec in snap.get_rows(info, &rows)? {
+    for rec in records {
         let row = rec.row;
         a.candidates += 1;
         // The point estimate decides (bit-identical to the estimate's value); the interval
@@ -364,7 +364,7 @@ fn lsh_probe(
             continue;
         }
         let estimate = query.sketch.similarity(&rec.sketch, query.options.level)?;
-        out.push(Hit { key: rec.key, row_id: row, estimate, distance: None });
+        out.push(Hit { key: rec.key.clone(), row_id: row, estimate, distance: None });
     }
     Ok(())
 }
