@@ -13,6 +13,16 @@ use sketchdb::{
 
 const INDEX: IndexConfig = IndexConfig::Lsh { threshold: 0.5, bands: Some(4), rows: Some(4) };
 
+/// A new database with collection `s` of 16 x 64-bit MinHash (family seed `seed`) under
+/// [`INDEX`], and its sketcher.
+fn indexed(seed: u64) -> (tempfile::TempDir, Database, Collection, Sketcher) {
+    let params = SketchParams::minhash(16, 64, seed).expect("p");
+    let dir = tempfile::tempdir().expect("dir");
+    let db = Database::create(dir.path().join("db")).expect("create");
+    let c = db.create_collection("s", CollectionConfig::new(params).with_index(INDEX)).expect("collection");
+    (dir, db, c, Sketcher::new(params).expect("sk"))
+}
+
 fn sketch(sk: &Sketcher, base: u64) -> Sketch {
     sk.sketch(&TokenSet::from_unsorted((base..base + 40).collect())).expect("sketch")
 }
@@ -46,11 +56,7 @@ fn identical_definitions_in_two_databases_do_not_share_chunks() {
 
 #[test]
 fn snapshots_and_later_commits_each_see_their_own_buckets() {
-    let params = SketchParams::minhash(16, 64, 2).expect("p");
-    let sk = Sketcher::new(params).expect("sk");
-    let dir = tempfile::tempdir().expect("dir");
-    let db = Database::create(dir.path().join("db")).expect("create");
-    let c = db.create_collection("s", CollectionConfig::new(params).with_index(INDEX)).expect("collection");
+    let (_dir, db, c, sk) = indexed(2);
     let probe = sketch(&sk, 7);
     let mut b = Batch::new();
     for i in 0..20u64 {
@@ -126,11 +132,7 @@ fn answers(c: &Collection, probe: &Sketch, t: f64, plan: PlanKind) -> Vec<(Strin
 /// answers among the index's candidates after every kind of change to their records.
 #[test]
 fn verified_records_follow_upserts_deletes_and_compaction() {
-    let params = SketchParams::minhash(16, 64, 5).expect("p");
-    let sk = Sketcher::new(params).expect("sk");
-    let dir = tempfile::tempdir().expect("dir");
-    let db = Database::create(dir.path().join("db")).expect("create");
-    let c = db.create_collection("s", CollectionConfig::new(params).with_index(INDEX)).expect("collection");
+    let (_dir, db, c, sk) = indexed(5);
     let probe = sketch(&sk, 7);
     let mut b = Batch::new();
     for i in 0..40u64 {
