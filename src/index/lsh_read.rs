@@ -45,16 +45,7 @@ pub(crate) fn lsh_candidates(
     sketch: &Sketch,
     bands: u32,
 ) -> Result<Vec<u64>, StorageError> {
-    contain("lsh probe", || lsh_candidates_unguarded(snap, info, sketch, bands))
-}
-
-fn lsh_candidates_unguarded(
-    snap: &ReadSnapshot,
-    info: &CollectionInfo,
-    sketch: &Sketch,
-    bands: u32,
-) -> Result<Vec<u64>, StorageError> {
-    Ok(probe(snap, info, sketch, bands)?.0)
+    contain("lsh probe", || Ok(probe(snap, info, sketch, bands)?.0))
 }
 
 /// The candidates of [`lsh_candidates`] and the cache of the index version probed.

@@ -405,21 +405,24 @@ fn merge_runs(
 }
 
 /// The merge of strictly ascending sequences (pairwise, neighbours first), or `None` when
-/// the result would not be strictly ascending.
+/// the result would not be strictly ascending. A part left over at one level is checked
+/// when it is merged at the next; only a part never merged is checked on its own.
 fn merge_all_sorted(mut parts: Vec<Vec<(u64, u64)>>) -> Option<Vec<(u64, u64)>> {
+    if parts.len() == 1 {
+        return parts.pop().filter(|p| p.windows(2).all(|w| w[0] < w[1]));
+    }
     while parts.len() > 1 {
         let mut next = Vec::with_capacity(parts.len().div_ceil(2));
         let mut it = parts.into_iter();
         while let Some(x) = it.next() {
             next.push(match it.next() {
                 Some(y) => merge_sorted(&x, &y)?,
-                None if x.windows(2).all(|w| w[0] < w[1]) => x,
-                None => return None,
+                None => x,
             });
         }
         parts = next;
     }
-    parts.pop().or(Some(Vec::new()))
+    Some(parts.pop().unwrap_or_default())
 }
 
 /// The merge of two strictly ascending sequences, or `None` when the result would not be
@@ -466,6 +469,8 @@ mod tests {
         assert_eq!(merge_all_sorted(vec![vec![(1, 1)], vec![(2, 2)], vec![(1, 1)]]), None);
         assert_eq!(merge_all_sorted(vec![vec![(1, 1)], vec![(2, 2)], vec![(4, 1), (3, 3)]]), None);
         assert_eq!(merge_all_sorted(Vec::new()), Some(Vec::new()));
+        assert_eq!(merge_all_sorted(vec![vec![(1, 0), (2, 0)]]), Some(vec![(1, 0), (2, 0)]));
+        assert_eq!(merge_all_sorted(vec![vec![(2, 0), (1, 0)]]), None);
     }
 
     #[test]
