@@ -1,8 +1,9 @@
 //! The persisted LSH buckets hold exactly the rows whose band keys they are keyed by:
 //! candidates of any signature (from the first b' bands) equal a brute-force band-key
 //! comparison over the stored sketches; after upserts, deletes, reopen (no rebuild),
-//! compaction, rebuilds and buckets big enough to chunk. verify is clean and catches a
-//! planted inconsistency; the hit-bucket statistic matches the buckets.
+//! compaction, rebuilds and buckets big enough to chunk, under both band-hash versions (full
+//! 64-bit keys of earlier files, 32-bit keys now). verify is clean and catches a planted
+//! inconsistency; the hit-bucket statistic matches the buckets.
 
 mod common;
 
@@ -10,8 +11,8 @@ use std::collections::{BTreeSet, HashMap};
 
 use common::Rng;
 use sketchdb::{
-    BandKeyScheme, Batch, Collection, CollectionConfig, Database, IndexConfig, Sketch, SketchParams, Sketcher,
-    TokenSet, admin, lsh_rows, testing,
+    BAND_HASH_VERSION, BandKeyScheme, Batch, Collection, CollectionConfig, Database, IndexConfig, KEY_BITS_V2, Sketch,
+    SketchParams, Sketcher, TokenSet, admin, lsh_rows, testing,
 };
 
 fn stored(c: &Collection) -> Vec<(u64, Sketch)> {
@@ -90,11 +91,21 @@ fn family(rng: &mut Rng, n_families: usize, per: usize) -> Vec<TokenSet> {
 }
 
 fn run(params: SketchParams, index: IndexConfig, seed: u64) {
+    run_at(params, index, seed, BAND_HASH_VERSION);
+}
+
+/// The consistency run over an index whose band keys follow band-hash `version`.
+fn run_at(params: SketchParams, index: IndexConfig, seed: u64, version: u16) {
     let mut rng = Rng(seed);
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("db");
     let db = Database::create(&path).expect("create");
     let c = db.create_collection("s", CollectionConfig::new(params).with_index(index)).expect("collection");
+    if version != BAND_HASH_VERSION {
+        assert!(testing::set_empty_lsh_band_hash_version(&c, &db, version).expect("set version"));
+    }
+    let scheme = testing::lsh_scheme(&c, &db).expect("scheme").expect("lsh");
+    assert_eq!((scheme.version, scheme.key_bits()), (version, if version == 1 { 64 } else { KEY_BITS_V2 }));
     let sk = Sketcher::new(params).expect("sketcher");
     let sets = family(&mut rng, 30, 6);
     let sketches: Vec<Sketch> = sets.iter().map(|t| sk.sketch(t).expect("sketch")).collect();
@@ -132,8 +143,10 @@ fn run(params: SketchParams, index: IndexConfig, seed: u64) {
     assert!(s.rows_moved > 0);
     check(&c, &db, &queries, "after compaction");
 
+    assert_eq!(testing::lsh_scheme(&c, &db).expect("scheme").expect("lsh").version, version, "kept until a rebuild");
     c.rebuild_index(IndexConfig::Lsh { threshold: 0.6, bands: Some(4), rows: Some(2) }).expect("rebuild");
     assert_eq!(testing::lsh_stats(&c, &db).expect("stats").expect("lsh").0.bands, 4);
+    assert_eq!(testing::lsh_scheme(&c, &db).expect("scheme").expect("lsh").version, BAND_HASH_VERSION);
     check(&c, &db, &queries, "after rebuild");
 
     // Plant an inconsistency: verify names it.
@@ -149,6 +162,19 @@ fn minhash64_explicit_banding() {
         IndexConfig::Lsh { threshold: 0.5, bands: Some(8), rows: Some(4) },
         1,
     );
+}
+
+/// Files written before band-hash version 2 hold full 64-bit band keys: they are probed,
+/// maintained, compacted and verified as they are, until a rebuild moves them to version 2.
+#[test]
+fn band_hash_version_1_indexes_stay_readable_and_maintained() {
+    run_at(
+        SketchParams::minhash(32, 64, 1).expect("p"),
+        IndexConfig::Lsh { threshold: 0.5, bands: Some(8), rows: Some(2) },
+        5,
+        1,
+    );
+    run_at(SketchParams::bbit(64, 8, 3).expect("p"), IndexConfig::lsh(0.8), 6, 1);
 }
 
 #[test]
@@ -233,13 +259,14 @@ fn a_reverse_entry_of_the_wrong_length_is_found() {
     }
     assert!(admin::verify(&db).expect("verify").is_ok());
     let row = testing::extend_first_lsh_reverse_entry(&c, &db).expect("plant").expect("a reverse entry");
+    // 8 band keys of 32 bits (4 bytes each), then the planted byte.
     let report = admin::verify(&db).expect("verify");
     assert!(
-        report.problems.iter().any(|p| p.row == Some(row) && p.detail.contains("sketchdb.lsh_rows holds 65 bytes")),
+        report.problems.iter().any(|p| p.row == Some(row) && p.detail.contains("sketchdb.lsh_rows holds 33 bytes")),
         "{:?}",
         report.problems
     );
     let key = c.scan().expect("scan").map(|r| r.expect("record")).find(|r| r.row_id == row).expect("row").key;
     let e = c.delete(&key).expect_err("delete over a damaged reverse entry");
-    assert!(e.to_string().contains("sketchdb.lsh_rows holds 65 bytes"), "{e}");
+    assert!(e.to_string().contains("sketchdb.lsh_rows holds 33 bytes"), "{e}");
 }

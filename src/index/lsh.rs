@@ -11,16 +11,19 @@
 //! ```text
 //! offset  width      field
 //!      0      1      layout      1
-//!      1      1      s           key-suffix bytes per entry: ceil((64 - P) / 8)
+//!      1      1      s           key-suffix bytes per entry: ceil((K - P) / 8)
 //!      2      1      w           row-id bytes per entry, 1..=8 (the fewest holding the largest)
 //!      3      1      reserved    0
 //!      4      4      n           entries, 1..=GROUP_CHUNK_ENTRIES
-//!      8    n*s      suffixes    the low 64 - P bits of each band key, s bytes LE
+//!      8    n*s      suffixes    the K - P key bits below the group, s bytes LE
 //!  8+n*s    n*w      rows        each row id, w bytes LE
 //! ```
 //!
-//! * `sketchdb.lsh_rows`, key `(collection id, row id)`: the row's band keys, u64 LE in band
-//!   order (`8 * bands` bytes): deletes find the groups without the row's sketch.
+//!   (K: the significant bits of the scheme's band keys, 64 or 32; see [`Groups`].)
+//!
+//! * `sketchdb.lsh_rows`, key `(collection id, row id)`: the row's band keys in band order,
+//!   each as its top K bits in K / 8 bytes LE (`bands * K / 8` bytes): deletes find the
+//!   groups without the row's sketch.
 //!
 //! How runs are written and merged is [`super::lsh_write`].
 
@@ -48,18 +51,24 @@ pub(crate) fn run_group_bits(per_band: u64) -> u32 {
     if per == 1 { 0 } else { bits.min(MAX_GROUP_BITS) }
 }
 
-/// The group geometry of a prefix width P.
+/// The group geometry of a prefix width P over band keys of K significant (top) bits (the
+/// scheme's [`super::keys::band::BandKeyScheme::key_bits`]; the bits below are zero): the
+/// group is the top P bits, the stored suffix the next K - P. Runs hold `P <= MAX_GROUP_BITS
+/// < K` (checked when a definition is decoded).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Groups {
     /// P.
     pub bits: u32,
-    /// Key-suffix bytes s.
+    /// K.
+    key_bits: u32,
+    /// Key-suffix bytes s = ceil((K - P) / 8).
     pub suffix_bytes: usize,
 }
 
 impl Groups {
-    pub(crate) fn new(bits: u32) -> Groups {
-        Groups { bits, suffix_bytes: (64 - bits).div_ceil(8) as usize }
+    pub(crate) fn new(key_bits: u32, bits: u32) -> Groups {
+        debug_assert!(bits < key_bits && key_bits <= 64, "P = {bits}, K = {key_bits}");
+        Groups { bits, key_bits, suffix_bytes: (key_bits - bits).div_ceil(8) as usize }
     }
     /// Whether `group` is a group of this width (below `2^P`).
     pub(crate) fn holds(&self, group: u64) -> bool {
@@ -70,19 +79,26 @@ impl Groups {
     pub(crate) fn group(&self, key: u64) -> u64 {
         if self.bits == 0 { 0 } else { key >> (64 - self.bits) }
     }
+    /// K - P, the bits of a stored suffix.
+    #[inline]
+    pub(crate) fn suffix_bits(&self) -> u32 {
+        self.key_bits - self.bits
+    }
+    /// The stored suffixes: values below `2^(K - P)`.
     #[inline]
     pub(crate) fn suffix_mask(&self) -> u64 {
-        if self.bits == 0 { u64::MAX } else { (1u64 << (64 - self.bits)) - 1 }
+        if self.suffix_bits() >= 64 { u64::MAX } else { (1u64 << self.suffix_bits()) - 1 }
     }
-    /// The low 64 - P bits of a band key.
+    /// The stored suffix of a band key: its K - P bits below the group.
     #[inline]
     pub(crate) fn suffix(&self, key: u64) -> u64 {
-        key & self.suffix_mask()
+        (key >> (64 - self.key_bits)) & self.suffix_mask()
     }
-    /// The band key of a group and suffix.
+    /// The band key of a group and stored suffix.
     #[inline]
     pub(crate) fn key(&self, group: u64, suffix: u64) -> u64 {
-        if self.bits == 0 { suffix } else { (group << (64 - self.bits)) | suffix }
+        let low = suffix << (64 - self.key_bits);
+        if self.bits == 0 { low } else { (group << (64 - self.bits)) | low }
     }
 }
 
@@ -117,7 +133,7 @@ fn le_at(bytes: &[u8], at: usize, width: usize) -> u64 {
 }
 
 impl<'a> ChunkView<'a> {
-    /// Checks the header and length against the geometry (suffixes must fit 64 - P bits).
+    /// Checks the header and length against the geometry (suffixes must fit K - P bits).
     pub(crate) fn parse(bytes: &'a [u8], g: Groups) -> Result<ChunkView<'a>, String> {
         if bytes.len() < CHUNK_HEADER_LEN {
             return Err(format!("chunk value of {} bytes is shorter than its header", bytes.len()));
@@ -164,18 +180,18 @@ impl<'a> ChunkView<'a> {
         out.extend((0..self.n).map(|i| (g.key(group, self.suffix_at(i)), self.row_at(i))));
     }
 
-    /// Whether every suffix fits 64 - P bits.
+    /// Whether every suffix fits K - P bits.
     pub(crate) fn suffixes_fit(&self, g: Groups) -> bool {
         (0..self.n).all(|i| self.suffix_at(i) & !g.suffix_mask() == 0)
     }
 
     /// Where `suffix` would sit if the chunk's suffixes were spread evenly over the whole
-    /// suffix range of its group, as hashed band keys are: `suffix * n / 2^(64 - P)`, below
+    /// suffix range of its group, as hashed band keys are: `suffix * n / 2^(K - P)`, below
     /// `n`. Computed from the header alone, so the probe can load that entry before it needs
     /// it; any position is a correct start for [`Self::lower_bound_from`].
     #[inline]
     pub(crate) fn guess(&self, g: Groups, suffix: u64) -> usize {
-        let pos = (u128::from(suffix) * self.n as u128) >> (64 - g.bits);
+        let pos = (u128::from(suffix) * self.n as u128) >> g.suffix_bits();
         (pos as usize).min(self.n - 1)
     }
 
@@ -264,13 +280,27 @@ fn append_chunk(g: Groups, entries: &[(u64, u64)], out: &mut Vec<u8>) {
     out.truncate(end);
 }
 
-/// The band keys of a `sketchdb.lsh_rows` value: exactly `bands` u64 LE values, or what is
-/// wrong with it.
-pub(crate) fn band_keys_of(bytes: &[u8], bands: usize) -> Result<Vec<u64>, String> {
-    if bytes.len() != 8 * bands {
-        return Err(format!("sketchdb.lsh_rows holds {} bytes, not the {bands} band keys of the banding", bytes.len()));
+/// The band keys of a `sketchdb.lsh_rows` value: exactly `bands` keys of `key_bits` (64 or
+/// 32) significant bits, each its top bits in `key_bits / 8` bytes LE, or what is wrong
+/// with it.
+pub(crate) fn band_keys_of(bytes: &[u8], bands: usize, key_bits: u32) -> Result<Vec<u64>, String> {
+    let width = key_bits as usize / 8;
+    if width == 0 || bytes.len() != width * bands {
+        return Err(format!(
+            "sketchdb.lsh_rows holds {} bytes, not the {bands} band keys of {key_bits} bits of the banding",
+            bytes.len()
+        ));
     }
-    Ok(bytes.chunks_exact(8).map(le).collect())
+    Ok(bytes.chunks_exact(width).map(|b| le(b) << (64 - key_bits)).collect())
+}
+
+/// Appends the `sketchdb.lsh_rows` encoding of band keys of `key_bits` significant bits
+/// (the inverse of [`band_keys_of`]).
+pub(crate) fn push_band_keys(keys: &[u64], key_bits: u32, out: &mut Vec<u8>) {
+    let width = key_bits as usize / 8;
+    for &k in keys {
+        out.extend_from_slice(&(k >> (64 - key_bits)).to_le_bytes()[..width]);
+    }
 }
 
 pub(crate) fn lsh_err(info: &CollectionInfo, at: At, detail: impl std::fmt::Display) -> StorageError {
@@ -506,8 +536,9 @@ mod tests {
 
     #[test]
     fn chunk_round_trip_and_lookup() {
-        for bits in [1, 10, 17, 24] {
-            let g = Groups::new(bits);
+        for (key_bits, bits) in [64, 32].into_iter().flat_map(|k| [0, 1, 10, 17, 24].map(|p| (k, p))) {
+            let g = Groups::new(key_bits, bits);
+            assert_eq!(g.suffix_bytes, (key_bits - bits).div_ceil(8) as usize);
             let group = 0x2a_u64 & ((1 << bits) - 1);
             let mut entries: Vec<(u64, u64)> =
                 (0..300u64).map(|i| (g.key(group, (i / 3).wrapping_mul(0x9e37_79b9) & g.suffix_mask()), i)).collect();
@@ -526,8 +557,28 @@ mod tests {
                 let want: Vec<u64> = entries.iter().filter(|e| e.0 == k).map(|e| e.1).collect();
                 assert_eq!(rows, want);
                 assert_eq!(g.group(k), group);
+                // Keys of K significant bits: the bits below are zero and survive the trip.
+                assert_eq!(k & ((1u128 << (64 - key_bits)) - 1) as u64, 0);
+                assert_eq!(g.key(g.group(k), g.suffix(k)), k);
             }
         }
+    }
+
+    #[test]
+    fn reverse_entries_round_trip_at_each_key_width() {
+        let keys = [0u64, 0xffff_ffff_0000_0000, 0x1234_5678_0000_0000, 0x8000_0000_0000_0000];
+        for key_bits in [64, 32] {
+            let mut bytes = Vec::new();
+            push_band_keys(&keys, key_bits, &mut bytes);
+            assert_eq!(bytes.len(), keys.len() * key_bits as usize / 8);
+            assert_eq!(band_keys_of(&bytes, keys.len(), key_bits).expect("decode"), keys);
+            let err = band_keys_of(&bytes[1..], keys.len(), key_bits).unwrap_err();
+            assert!(err.contains("sketchdb.lsh_rows holds"), "{err}");
+        }
+        let full = [0x0123_4567_89ab_cdefu64];
+        let mut bytes = Vec::new();
+        push_band_keys(&full, 64, &mut bytes);
+        assert_eq!(bytes, 0x0123_4567_89ab_cdefu64.to_le_bytes());
     }
 
     proptest::proptest! {
@@ -542,7 +593,7 @@ mod tests {
             probes in proptest::collection::vec(0u64..70, 1..20),
             guesses in proptest::collection::vec(0usize..2000, 1..8),
         ) {
-            let g = Groups::new(10);
+            let g = Groups::new(64, 10);
             let mut suffixes: Vec<u64> = raw
                 .iter()
                 .flat_map(|&(v, dup)| std::iter::repeat_n((v * v) << spread & g.suffix_mask(), dup))

@@ -22,11 +22,13 @@ type ChunkKey = (u32, u32, u64, u32);
 pub(crate) struct LshProbe<'c> {
     pub(crate) cache: &'c ProbeCache,
     bands: usize,
+    /// The significant bits of the scheme's band keys.
+    key_bits: u32,
 }
 
 impl<'c> LshProbe<'c> {
-    pub(crate) fn new(cache: &'c ProbeCache, bands: usize) -> Self {
-        LshProbe { cache, bands }
+    pub(crate) fn new(cache: &'c ProbeCache, bands: usize, key_bits: u32) -> Self {
+        LshProbe { cache, bands, key_bits }
     }
 
     /// The chunk at `key` of the run at position `pos` (with `bits` group bits).
@@ -68,14 +70,14 @@ impl<'c> LshProbe<'c> {
         let mut table: LazyTable = None;
         for (band, &key) in keys.iter().enumerate() {
             for (pos, run) in runs.iter().enumerate() {
-                let g = Groups::new(run.group_bits);
+                let g = Groups::new(self.key_bits, run.group_bits);
                 self.cache.prefetch_slot(pos * self.bands + band, g.bits, g.group(key));
             }
         }
         let mut firsts = Vec::with_capacity(keys.len() * runs.len());
         for (band, &key) in keys.iter().enumerate() {
             for (pos, run) in runs.iter().enumerate() {
-                let g = Groups::new(run.group_bits);
+                let g = Groups::new(self.key_bits, run.group_bits);
                 let chunk = self.chunk(snap, &mut table, pos, g.bits, (band as u32, run.id, g.group(key), 0))?;
                 if let Some(bytes) = &chunk {
                     prefetch(bytes, 0);
@@ -89,7 +91,7 @@ impl<'c> LshProbe<'c> {
         for (band, pos, key, chunk) in &firsts {
             let Some(bytes) = chunk else { continue };
             let run = &runs[*pos];
-            let g = Groups::new(run.group_bits);
+            let g = Groups::new(self.key_bits, run.group_bits);
             let at = At { band: *band, run: run.id, group: g.group(*key) };
             let view = ChunkView::parse(bytes, g).map_err(|d| lsh_err(info, at, d))?;
             let suffix = g.suffix(*key);
@@ -121,7 +123,7 @@ impl<'c> LshProbe<'c> {
         first: u32,
         out: &mut Vec<u64>,
     ) -> Result<(), StorageError> {
-        let g = Groups::new(run.group_bits);
+        let g = Groups::new(self.key_bits, run.group_bits);
         let (group, suffix) = (g.group(key), g.suffix(key));
         let mut chunk = first;
         loop {

@@ -66,7 +66,7 @@ fn probe(
     let rows = lsh_rows(sketch).map_err(index_err(info))?;
     let keys = scheme.keys(&rows).map_err(index_err(info))?;
     let mut out = Vec::new();
-    let probe = LshProbe::new(&cache, scheme.params.bands as usize);
+    let probe = LshProbe::new(&cache, scheme.params.bands as usize, scheme.key_bits());
     probe.candidates(snap, info, runs, &keys[..keys.len().min(bands as usize)], &mut out)?;
     out.sort_unstable();
     out.dedup();
@@ -142,7 +142,7 @@ fn lsh_pairs_unguarded<E: From<StorageError>>(
         // The band's entries of every run, in one sorted sequence.
         entries.clear();
         for run in runs {
-            read_run_band(&table, info, Groups::new(run.group_bits), band, run.id, &mut entries)?;
+            read_run_band(&table, info, Groups::new(scheme.key_bits(), run.group_bits), band, run.id, &mut entries)?;
         }
         entries.sort_unstable();
         let mut current: Option<u64> = None;
@@ -159,7 +159,10 @@ fn lsh_pairs_unguarded<E: From<StorageError>>(
                             )
                             .into());
                         };
-                        e.insert(band_keys_of(v.value(), n_bands).map_err(|d| inconsistent(info, row, d))?);
+                        e.insert(
+                            band_keys_of(v.value(), n_bands, scheme.key_bits())
+                                .map_err(|d| inconsistent(info, row, d))?,
+                        );
                     }
                 }
                 for (i, &a) in run.iter().enumerate() {

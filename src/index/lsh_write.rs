@@ -26,7 +26,7 @@ use redb::{CursorError, WriteTransaction};
 use super::keys::band::{BandKeyScheme, lsh_rows};
 use super::lsh::{
     At, BucketTable, EncodedBand, GroupScratch, Groups, Sums, band_keys_of, bucket_sums, drop_run_band,
-    encode_run_band, insert_run_band, read_run_band, remove_from_group, run_group_bits,
+    encode_run_band, insert_run_band, push_band_keys, read_run_band, remove_from_group, run_group_bits,
 };
 use super::meta::{IndexDef, IndexSpec, LshRun, index_err};
 use super::radix::sort_hashed_pairs;
@@ -105,14 +105,14 @@ impl LshDelta {
         let n_bands = self.scheme.params.bands as usize;
         let (adds, removes) = self.reverse_map(txn, info, n_bands)?;
         let mut table = txn.open_table(LSH_BUCKETS).map_err(StorageError::backend("open table"))?;
-        remove_rows(&mut table, info, runs, removes)?;
+        remove_rows(&mut table, info, self.scheme.key_bits(), runs, removes)?;
         if let Some(run) = self.new_run(&mut table, info, *next_run, runs.last(), adds)? {
             *next_run = next_run.checked_add(1).ok_or_else(|| inconsistent(info, 0, "LSH run numbers exhausted"))?;
             runs.push(run);
         }
         runs.retain(|r| r.entries > 0);
         while let Some(span) = merge_span(runs) {
-            merge_into_one(&mut table, info, n_bands as u32, next_run, runs, span)?;
+            merge_into_one(&mut table, info, self.scheme, next_run, runs, span)?;
         }
         recount(def);
         self.added_rows.clear();
@@ -140,7 +140,10 @@ impl LshDelta {
             let Some(v) = v else {
                 return Err(inconsistent(info, row, "a removed row has no entry in sketchdb.lsh_rows"));
             };
-            removes.push((row, band_keys_of(v.value(), n_bands).map_err(|d| inconsistent(info, row, d))?));
+            removes.push((
+                row,
+                band_keys_of(v.value(), n_bands, self.scheme.key_bits()).map_err(|d| inconsistent(info, row, d))?,
+            ));
         }
         // Band keys of every added row, computed on all cores; a sketch that cannot be
         // banded fails the transaction.
@@ -157,6 +160,7 @@ impl LshDelta {
         let live = self.added_rows.len() - self.dropped.iter().filter(|&&d| d).count();
         let mut adds: Vec<Vec<(u64, u64)>> = (0..n_bands).map(|_| Vec::with_capacity(live)).collect();
         let mut bytes = Vec::with_capacity(8 * n_bands);
+        let key_bits = scheme.key_bits();
         let mut live_rows: Vec<(u64, &[u64])> = self
             .added_rows
             .iter()
@@ -176,7 +180,7 @@ impl LshDelta {
             .map_err(StorageError::backend("position lsh reverse cursor"))?;
         for &(row, keys) in &live_rows {
             bytes.clear();
-            keys.iter().for_each(|k| bytes.extend_from_slice(&k.to_le_bytes()));
+            push_band_keys(keys, key_bits, &mut bytes);
             cursor.insert_before((id, row), bytes.as_slice()).map_err(|e| match e {
                 CursorError::UnorderedKey => inconsistent(info, row, "an added row is already in sketchdb.lsh_rows"),
                 e => StorageError::backend("write lsh reverse entry")(e),
@@ -207,7 +211,7 @@ impl LshDelta {
             return Err(inconsistent(info, first_row, "an added row lies below the newest LSH run's rows"));
         }
         let per_band = adds.first().map_or(0, |v| v.len() as u64);
-        let g = Groups::new(run_group_bits(per_band));
+        let g = Groups::new(self.scheme.key_bits(), run_group_bits(per_band));
         let encoded: Vec<(EncodedBand, Sums)> = adds
             .par_iter()
             .enumerate()
@@ -236,6 +240,7 @@ fn lsh_rows_err(info: &CollectionInfo, band: u32, run: u32, detail: &str) -> Sto
 fn remove_rows(
     table: &mut BucketTable<'_>,
     info: &CollectionInfo,
+    key_bits: u32,
     runs: &mut [LshRun],
     removes: Vec<(u64, Vec<u64>)>,
 ) -> Result<(), StorageError> {
@@ -259,7 +264,7 @@ fn remove_rows(
     }
     let mut scratch = GroupScratch::default();
     for (run, mut bands) in runs.iter_mut().zip(by_run) {
-        let g = Groups::new(run.group_bits);
+        let g = Groups::new(key_bits, run.group_bits);
         for (band, removes) in bands.iter_mut().enumerate() {
             removes.sort_unstable();
             let mut i = 0;
@@ -295,12 +300,12 @@ fn recount(def: &mut IndexDef) {
 fn merge_into_one(
     table: &mut BucketTable<'_>,
     info: &CollectionInfo,
-    bands: u32,
+    scheme: BandKeyScheme,
     next_run: &mut u32,
     runs: &mut Vec<LshRun>,
     span: Range<usize>,
 ) -> Result<(), StorageError> {
-    let merged = merge_runs(table, info, bands, *next_run, &runs[span.clone()])?;
+    let merged = merge_runs(table, info, scheme, *next_run, &runs[span.clone()])?;
     *next_run = next_run.checked_add(1).ok_or_else(|| inconsistent(info, 0, "LSH run numbers exhausted"))?;
     runs.splice(span, [merged]);
     Ok(())
@@ -320,7 +325,7 @@ pub(crate) fn merge_all(
     }
     let mut table = txn.open_table(LSH_BUCKETS).map_err(StorageError::backend("open table"))?;
     let all = 0..runs.len();
-    merge_into_one(&mut table, info, scheme.params.bands, next_run, runs, all)?;
+    merge_into_one(&mut table, info, *scheme, next_run, runs, all)?;
     recount(def);
     Ok(true)
 }
@@ -360,7 +365,7 @@ const MERGE_BANDS_AT_ONCE: u32 = 8;
 fn merge_runs(
     table: &mut BucketTable<'_>,
     info: &CollectionInfo,
-    bands: u32,
+    scheme: BandKeyScheme,
     id: u32,
     span: &[LshRun],
 ) -> Result<LshRun, StorageError> {
@@ -368,7 +373,8 @@ fn merge_runs(
         return Err(inconsistent(info, 0, "an LSH merge of no runs"));
     };
     let total: u64 = span.iter().map(|r| r.entries).sum();
-    let g = Groups::new(run_group_bits(total / u64::from(bands.max(1))));
+    let (bands, key_bits) = (scheme.params.bands, scheme.key_bits());
+    let g = Groups::new(key_bits, run_group_bits(total / u64::from(bands.max(1))));
     let (mut entries, mut sum_sq) = (0u64, 0u128);
     let mut first = 0;
     while first < bands {
@@ -378,7 +384,7 @@ fn merge_runs(
             let mut parts = Vec::with_capacity(span.len());
             for run in span {
                 let mut part = Vec::new();
-                read_run_band(table, info, Groups::new(run.group_bits), band, run.id, &mut part)?;
+                read_run_band(table, info, Groups::new(key_bits, run.group_bits), band, run.id, &mut part)?;
                 parts.push(part);
             }
             inputs.push((band, parts));

@@ -52,7 +52,9 @@ proptest! {
         bits in 1u32..=24,
         probes in prop::collection::vec(any::<u64>(), 1..4),
     ) {
-        exercise_chunk(&bytes, Groups::new(bits), &probes);
+        for key_bits in [64, 32] {
+            exercise_chunk(&bytes, Groups::new(key_bits, bits), &probes);
+        }
         for (f, b) in [(64u32, bits), (64, 16), (128, 16)] {
             let g = Geometry { f, bits: b, suffix_bytes: (f - b).div_ceil(8) as usize };
             exercise_bucket(&bytes, g, &probes);
@@ -66,8 +68,9 @@ proptest! {
         flips in prop::collection::vec((any::<usize>(), any::<u8>()), 0..6),
         cut in any::<usize>(),
         probes in prop::collection::vec(any::<u64>(), 1..4),
+        key_bits in prop::sample::select(vec![32u32, 64]),
     ) {
-        let g = Groups::new(12);
+        let g = Groups::new(key_bits, 12);
         let mut entries: Vec<(u64, u64)> = keys.iter().zip(&rows).map(|(&k, &r)| (g.key(7, g.suffix(k)), r)).collect();
         entries.sort_unstable();
         let mut chunk = Vec::new();

@@ -244,7 +244,7 @@ fn check_lsh(
                 out.problem(Some(row), format!("{LSH_ROWS_NAME}: entry for a row that is not live"));
                 continue;
             }
-            match band_keys_of(v.value(), n_bands) {
+            match band_keys_of(v.value(), n_bands, scheme.key_bits()) {
                 Err(d) => out.problem(Some(row), d),
                 Ok(stored) if stored != keys_of(next) => {
                     out.problem(Some(row), format!("{LSH_ROWS_NAME}: band keys differ from the row's"))
@@ -344,7 +344,7 @@ fn check_lsh(
                 out.problem(None, format!("{where_}: no such run in the index definition"));
                 continue;
             };
-            let g = Groups::new(runs[r].group_bits);
+            let g = Groups::new(scheme.key_bits(), runs[r].group_bits);
             if band >= scheme.params.bands || !g.holds(group) {
                 out.problem(None, format!("{where_}: no such band or group under the recorded scheme and run"));
                 continue;
@@ -376,7 +376,7 @@ fn check_lsh(
                 }
             };
             if !view.suffixes_fit(g) {
-                out.problem(None, format!("{where_}: a key suffix exceeds {} bits", 64 - g.bits));
+                out.problem(None, format!("{where_}: a key suffix exceeds {} bits", g.suffix_bits()));
             }
             chunk_entries.clear();
             view.decode_into(g, group, &mut chunk_entries);

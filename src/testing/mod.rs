@@ -220,6 +220,24 @@ pub fn plant_legacy_lsh_index(collection: &Collection, db: &Database) -> Result<
     Ok(true)
 }
 
+/// Sets the band-hash version of the collection's LSH index while it is still empty, as a
+/// file an earlier build created holds it (version 1: full 64-bit band keys). Returns false,
+/// changing nothing, without an LSH index or when the index already holds entries.
+pub fn set_empty_lsh_band_hash_version(collection: &Collection, db: &Database, version: u16) -> Result<bool> {
+    use crate::index::meta::{IndexDef, IndexSpec};
+    use crate::storage::StorageError;
+    let txn = db.store().begin_write()?;
+    let Some(mut def) = IndexDef::load_in(&txn, collection.info())? else { return Ok(false) };
+    let IndexSpec::Lsh { scheme, runs, .. } = &mut def.spec else { return Ok(false) };
+    if !runs.is_empty() {
+        return Ok(false);
+    }
+    scheme.version = version;
+    def.store_in(&txn, collection.info())?;
+    txn.commit().map_err(StorageError::backend("commit"))?;
+    Ok(true)
+}
+
 /// Whether the single-run layout's table holds any value of the collection.
 pub fn legacy_lsh_values(collection: &Collection, db: &Database) -> Result<bool> {
     use crate::storage::StorageError;
@@ -272,7 +290,7 @@ pub fn lsh_group_chunks(collection: &Collection, db: &Database) -> Result<Option
     use crate::storage::tables::LSH_BUCKETS;
     let snap = db.store().snapshot()?;
     let def = crate::index::meta::IndexDef::load(snap.txn(), collection.info())?;
-    let Some(crate::index::meta::IndexSpec::Lsh { runs, .. }) = def.as_deref().map(|d| &d.spec) else {
+    let Some(crate::index::meta::IndexSpec::Lsh { runs, scheme, .. }) = def.as_deref().map(|d| &d.spec) else {
         return Ok(None);
     };
     let infos: Vec<LshRunInfo> = runs
@@ -295,7 +313,7 @@ pub fn lsh_group_chunks(collection: &Collection, db: &Database) -> Result<Option
             let (k, v) = e.map_err(StorageError::backend("scan"))?;
             let (_, band, run, group, chunk) = k.value();
             let bits = runs.iter().find(|r| r.id == run).map_or(0, |r| r.group_bits);
-            let entries = ChunkView::parse(v.value(), Groups::new(bits)).map_or(0, |c| c.len());
+            let entries = ChunkView::parse(v.value(), Groups::new(scheme.key_bits(), bits)).map_or(0, |c| c.len());
             out.push(LshChunk { run, band, group, chunk, entries });
         }
     }

@@ -1,13 +1,13 @@
 //! LSH band keys for MinHash, b-bit MinHash and densified OPH signatures.
 //!
-//! # Specification (version [`BAND_HASH_VERSION`] = 1; persisted with the index)
+//! # Specification (versions 1 and 2; the version is persisted with the index)
 //!
 //! A signature's *rows* are its slot values in slot order ([`lsh_rows`]): MinHash minima (as
 //! u64 for 64-bit MinHash, as u32 for 32-bit MinHash), b-bit values as u32, and the densified
 //! OPH bins ([`crate::OphSketch::densify`]) as u32. Band i of a banding with r rows per band
 //! covers slots `[i * r, (i + 1) * r)`; slots at and beyond `bands * r` are unused.
 //!
-//! Band i's key is `xxh3_64_with_seed(bytes, seed)` (XXH3, 64-bit output, from the
+//! Band i's hash is `xxh3_64_with_seed(bytes, seed)` (XXH3, 64-bit output, from the
 //! `xxhash-rust` crate) over
 //!
 //! ```text
@@ -15,7 +15,11 @@
 //! ```
 //!
 //! where `value_le` is the value's 4 little-endian bytes for u32 rows and 8 for u64 rows, so
-//! a band of r rows hashes exactly 4 + 4r or 4 + 8r bytes. `seed` is chosen when the index is
+//! a band of r rows hashes exactly 4 + 4r or 4 + 8r bytes ([`band_key_u32`], [`band_key_u64`]).
+//! The band *key* is that hash under version 1, and under version 2 (the current one) its top
+//! [`KEY_BITS_V2`] bits with the low bits cleared (`hash & !(2^32 - 1)`): half the bytes per
+//! stored entry, and two different bands collide by chance with probability 2^-32, which
+//! verification filters like any other false candidate. `seed` is chosen when the index is
 //! created and stored with it, with the version, in a [`BandKeyScheme`]. No per-process random
 //! state enters (never `ahash` or std's `RandomState`).
 
@@ -26,8 +30,11 @@ use super::super::error::IndexError;
 use super::super::lsh_params::LshParams;
 use crate::sketch::sketch::Sketch;
 
-/// The version of the band-key byte encoding and hash specified in the module docs.
-pub const BAND_HASH_VERSION: u16 = 1;
+/// The version of the band-key byte encoding and hash specified in the module docs that new
+/// indexes use (version 1, full 64-bit keys, is still read and maintained).
+pub const BAND_HASH_VERSION: u16 = 2;
+/// The significant (top) bits of a version 2 band key.
+pub const KEY_BITS_V2: u32 = 32;
 
 /// Single band keys of at most this many bytes are encoded on the stack.
 const STACK_BYTES: usize = 4 + 8 * 16;
@@ -150,11 +157,11 @@ pub fn band_key_u64(band: u32, values: &[u64], seed: u64) -> u64 {
 /// Everything that determines an LSH index's band keys, stored with the index: the hash
 /// scheme version, its seed, the banding and the row width.
 ///
-/// Invariant: `version == BAND_HASH_VERSION` and the banding is non-empty; check decoded
-/// values with [`BandKeyScheme::validate`].
+/// Invariant: `version` is 1 or [`BAND_HASH_VERSION`] and the banding is non-empty; check
+/// decoded values with [`BandKeyScheme::validate`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BandKeyScheme {
-    /// The band-hash version ([`BAND_HASH_VERSION`]).
+    /// The band-hash version (1 or [`BAND_HASH_VERSION`]).
     pub version: u16,
     /// The XXH3 seed.
     pub seed: u64,
@@ -172,10 +179,10 @@ impl BandKeyScheme {
 
     /// Checks a decoded scheme: a version this build computes and a non-empty banding.
     pub fn validate(&self) -> Result<(), IndexError> {
-        if self.version != BAND_HASH_VERSION {
+        if !(1..=BAND_HASH_VERSION).contains(&self.version) {
             return Err(IndexError::inconsistent(
                 "band key scheme",
-                format!("version {} (this build computes {BAND_HASH_VERSION})", self.version),
+                format!("version {} (this build computes 1 to {BAND_HASH_VERSION})", self.version),
             ));
         }
         if self.params.bands == 0 || self.params.rows == 0 {
@@ -184,13 +191,25 @@ impl BandKeyScheme {
         Ok(())
     }
 
+    /// The significant (top) bits of this version's band keys: 64 (version 1) or
+    /// [`KEY_BITS_V2`]; the bits below are zero.
+    pub fn key_bits(&self) -> u32 {
+        if self.version == 1 { 64 } else { KEY_BITS_V2 }
+    }
+
     /// The band keys of a signature's rows; its width must be the scheme's.
     pub fn keys(&self, rows: &LshRows) -> Result<Vec<u64>, IndexError> {
         if rows.width() != self.width {
             let bytes = |w: RowWidth| if w == RowWidth::U32 { 4u64 } else { 8 };
             return Err(IndexError::size("row width in bytes", bytes(self.width), bytes(rows.width())));
         }
-        rows.band_keys(self.params, self.seed)
+        let mut keys = rows.band_keys(self.params, self.seed)?;
+        let bits = self.key_bits();
+        if bits < 64 {
+            let mask = !((1u64 << (64 - bits)) - 1);
+            keys.iter_mut().for_each(|k| *k &= mask);
+        }
+        Ok(keys)
     }
 }
 
@@ -268,14 +287,25 @@ mod tests {
         assert_eq!(a.len(), 16);
         let Sketch::MinHash(m) = &mh else { panic!("kind") };
         for (i, key) in a.iter().enumerate() {
+            assert_eq!(*key, band_key_u64(i as u32, &m.values()[2 * i..2 * i + 2], 9) & 0xffff_ffff_0000_0000);
+        }
+        // Version 1 keeps the whole hash.
+        let v1 = BandKeyScheme { version: 1, ..scheme };
+        v1.validate().expect("version 1 is read");
+        assert_eq!((v1.key_bits(), scheme.key_bits()), (64, 32));
+        let full = v1.keys(&lsh_rows(&mh).expect("rows")).expect("keys");
+        for (i, key) in full.iter().enumerate() {
             assert_eq!(*key, band_key_u64(i as u32, &m.values()[2 * i..2 * i + 2], 9));
+            assert_eq!(a[i], key & 0xffff_ffff_0000_0000);
         }
         assert!(a.iter().zip(&b).any(|(x, y)| x == y));
         assert!(matches!(scheme.keys(&rows), Err(IndexError::SizeMismatch { .. })));
         let too_many = LshParams { bands: 17, rows: 2 };
         let err = lsh_rows(&mh).expect("rows").band_keys(too_many, 0).unwrap_err();
         assert_eq!(err, IndexError::SizeMismatch { what: "signature rows for bands * rows", expected: 34, got: 32 });
-        let bad = BandKeyScheme { version: 2, ..scheme };
-        assert!(matches!(bad.validate(), Err(IndexError::Inconsistent { .. })));
+        for version in [0, 3] {
+            let bad = BandKeyScheme { version, ..scheme };
+            assert!(matches!(bad.validate(), Err(IndexError::Inconsistent { .. })), "version {version}");
+        }
     }
 }
