@@ -354,15 +354,15 @@ pub(crate) struct GroupScratch {
     bytes: Vec<u8>,
 }
 
-/// Reads every entry of one band of one run (all its groups, in key order) into `out`,
+/// Calls `f(group, value)` for every chunk value of one band of one run, in key order,
 /// checking each group's chunks run `0..n` without gaps; returns the chunks read.
-pub(crate) fn read_run_band(
+fn for_each_chunk(
     table: &impl ReadableTable<RunKey, &'static [u8]>,
     info: &CollectionInfo,
     g: Groups,
     band: u32,
     run: u32,
-    out: &mut Vec<(u64, u64)>,
+    mut f: impl FnMut(u64, &[u8]) -> Result<(), StorageError>,
 ) -> Result<u64, StorageError> {
     let id = info.def.id;
     let range = table
@@ -383,12 +383,80 @@ pub(crate) fn read_run_band(
         if chunk != next {
             return Err(lsh_err(info, at, format!("chunk {chunk} where chunk {next} was expected")));
         }
-        let view = ChunkView::parse(v.value(), g).map_err(|d| lsh_err(info, at, d))?;
-        view.decode_into(g, group, out);
+        f(group, v.value())?;
         next += 1;
         n += 1;
     }
     Ok(n)
+}
+
+/// Appends the entries of one chunk value of `group` to `out`.
+fn decode_chunk(
+    info: &CollectionInfo,
+    g: Groups,
+    at: At,
+    bytes: &[u8],
+    out: &mut Vec<(u64, u64)>,
+) -> Result<(), StorageError> {
+    let view = ChunkView::parse(bytes, g).map_err(|d| lsh_err(info, at, d))?;
+    view.decode_into(g, at.group, out);
+    Ok(())
+}
+
+/// Reads every entry of one band of one run (all its groups, in key order) into `out`,
+/// checking each group's chunks run `0..n` without gaps; returns the chunks read.
+pub(crate) fn read_run_band(
+    table: &impl ReadableTable<RunKey, &'static [u8]>,
+    info: &CollectionInfo,
+    g: Groups,
+    band: u32,
+    run: u32,
+    out: &mut Vec<(u64, u64)>,
+) -> Result<u64, StorageError> {
+    for_each_chunk(table, info, g, band, run, |group, bytes| decode_chunk(info, g, At { band, run, group }, bytes, out))
+}
+
+/// One band of one run as stored (its chunk values' groups and bytes, in key order, the
+/// chunk sequence checked), to be decoded off the thread that reads the table.
+#[derive(Default)]
+pub(crate) struct RawBand {
+    chunks: Vec<(u64, std::ops::Range<usize>)>,
+    bytes: Vec<u8>,
+}
+
+impl RawBand {
+    /// Reads one band of one run (as [`read_run_band`], without decoding).
+    pub(crate) fn read(
+        table: &impl ReadableTable<RunKey, &'static [u8]>,
+        info: &CollectionInfo,
+        g: Groups,
+        band: u32,
+        run: u32,
+    ) -> Result<RawBand, StorageError> {
+        let mut raw = RawBand::default();
+        for_each_chunk(table, info, g, band, run, |group, bytes| {
+            let at = raw.bytes.len();
+            raw.bytes.extend_from_slice(bytes);
+            raw.chunks.push((group, at..raw.bytes.len()));
+            Ok(())
+        })?;
+        Ok(raw)
+    }
+
+    /// Appends every entry (as [`read_run_band`] would have) to `out`.
+    pub(crate) fn decode_into(
+        &self,
+        info: &CollectionInfo,
+        g: Groups,
+        band: u32,
+        run: u32,
+        out: &mut Vec<(u64, u64)>,
+    ) -> Result<(), StorageError> {
+        for (group, range) in &self.chunks {
+            decode_chunk(info, g, At { band, run, group: *group }, &self.bytes[range.clone()], out)?;
+        }
+        Ok(())
+    }
 }
 
 /// One band of a run, encoded: every chunk's (group, chunk number, byte range) in key order,

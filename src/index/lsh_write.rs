@@ -25,8 +25,8 @@ use redb::{CursorError, WriteTransaction};
 
 use super::keys::band::{BandKeyScheme, lsh_rows};
 use super::lsh::{
-    At, BucketTable, EncodedBand, GroupScratch, Groups, Sums, band_keys_of, bucket_sums, drop_run_band,
-    encode_run_band, insert_run_band, push_band_keys, read_run_band, remove_from_group, run_group_bits,
+    At, BucketTable, EncodedBand, GroupScratch, Groups, RawBand, Sums, band_keys_of, bucket_sums, drop_run_band,
+    encode_run_band, insert_run_band, push_band_keys, remove_from_group, run_group_bits,
 };
 use super::meta::{IndexDef, IndexSpec, LshRun, index_err};
 use super::radix::sort_hashed_pairs;
@@ -361,7 +361,7 @@ pub(crate) fn merge_span(runs: &[LshRun]) -> Option<Range<usize>> {
 const MERGE_BANDS_AT_ONCE: u32 = 8;
 
 /// Merges neighbouring runs `span` (oldest first) into run `id`, a few bands at a time (read
-/// in turn, merged and encoded in parallel, written in turn); drops them.
+/// in turn, decoded, merged and encoded in parallel, written in turn); drops them.
 fn merge_runs(
     table: &mut BucketTable<'_>,
     info: &CollectionInfo,
@@ -381,17 +381,24 @@ fn merge_runs(
         let last = (first + MERGE_BANDS_AT_ONCE).min(bands);
         let mut inputs = Vec::with_capacity((last - first) as usize);
         for band in first..last {
-            let mut parts = Vec::with_capacity(span.len());
+            let mut raw = Vec::with_capacity(span.len());
             for run in span {
-                let mut part = Vec::new();
-                read_run_band(table, info, Groups::new(key_bits, run.group_bits), band, run.id, &mut part)?;
-                parts.push(part);
+                let run_g = Groups::new(key_bits, run.group_bits);
+                raw.push((run.id, run_g, RawBand::read(table, info, run_g, band, run.id)?));
             }
-            inputs.push((band, parts));
+            inputs.push((band, raw));
         }
+        // Decoding, merging and encoding run on all cores; this thread reads and writes.
         let encoded: Vec<(u32, EncodedBand, Sums)> = inputs
             .into_par_iter()
-            .map(|(band, parts)| {
+            .map(|(band, raw)| {
+                let mut parts = Vec::with_capacity(raw.len());
+                for (run, run_g, r) in &raw {
+                    let mut part = Vec::new();
+                    r.decode_into(info, *run_g, band, *run, &mut part)?;
+                    parts.push(part);
+                }
+                drop(raw);
                 let merged = merge_all_sorted(parts)
                     .ok_or_else(|| lsh_rows_err(info, band, id, "merged runs hold an entry twice or out of order"))?;
                 Ok((band, encode_run_band(g, &merged), bucket_sums(&merged)))
