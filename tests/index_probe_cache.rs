@@ -27,6 +27,15 @@ fn sketch(sk: &Sketcher, base: u64) -> Sketch {
     sk.sketch(&TokenSet::from_unsorted((base..base + 40).collect())).expect("sketch")
 }
 
+/// Inserts rows `k0..k{n-1}` in one batch, row i holding `value(i)`.
+fn fill(c: &Collection, n: u64, value: impl Fn(u64) -> Sketch) {
+    let mut b = Batch::new();
+    for i in 0..n {
+        b.insert(format!("k{i}"), value(i));
+    }
+    c.apply(&b).expect("insert");
+}
+
 /// Two files, each with collection id 1 and 50 distinct signatures written in one batch:
 /// their index definitions are byte-identical (same scheme, one run of rows 0..50, every
 /// bucket of size 1), their buckets are not.
@@ -38,11 +47,7 @@ fn identical_definitions_in_two_databases_do_not_share_chunks() {
     let open = |name: &str, base: u64| {
         let db = Database::create(dir.path().join(name)).expect("create");
         let c = db.create_collection("s", CollectionConfig::new(params).with_index(INDEX)).expect("collection");
-        let mut b = Batch::new();
-        for i in 0..50u64 {
-            b.insert(format!("k{i}"), sketch(&sk, base + 1000 * i));
-        }
-        c.apply(&b).expect("insert");
+        fill(&c, 50, |i| sketch(&sk, base + 1000 * i));
         (db, c)
     };
     let (db1, c1) = open("one", 0);
@@ -58,11 +63,7 @@ fn identical_definitions_in_two_databases_do_not_share_chunks() {
 fn snapshots_and_later_commits_each_see_their_own_buckets() {
     let (_dir, db, c, sk) = indexed(2);
     let probe = sketch(&sk, 7);
-    let mut b = Batch::new();
-    for i in 0..20u64 {
-        b.insert(format!("k{i}"), sketch(&sk, 100_000 * (i + 1)));
-    }
-    c.apply(&b).expect("insert");
+    fill(&c, 20, |i| sketch(&sk, 100_000 * (i + 1)));
     let before = testing::hold_snapshot(&db).expect("snapshot");
     assert!(testing::lsh_candidates(&c, &db, &probe, 4).expect("c").is_empty());
     // A matching row arrives: the latest commit finds it, the held snapshot does not.
@@ -99,11 +100,7 @@ fn simhash_probes_follow_upserts_that_keep_the_definition() {
     let db = Database::create(dir.path().join("db")).expect("create");
     let config = CollectionConfig::new(params).with_index(IndexConfig::SimhashTables { radius: 3 });
     let c = db.create_collection("f", config).expect("collection");
-    let mut b = Batch::new();
-    for i in 0..200u64 {
-        b.insert(format!("k{i}"), fp(i.wrapping_mul(0x9e37_79b9_7f4a_7c15)));
-    }
-    c.apply(&b).expect("insert");
+    fill(&c, 200, |i| fp(i.wrapping_mul(0x9e37_79b9_7f4a_7c15)));
     let target = 0x0123_4567_89ab_cdefu64;
     assert!(testing::simhash_within(&c, &db, u128::from(target), 3).expect("probe").is_empty());
     let before = testing::hold_snapshot(&db).expect("snapshot");
@@ -134,13 +131,8 @@ fn answers(c: &Collection, probe: &Sketch, t: f64, plan: PlanKind) -> Vec<(Strin
 fn verified_records_follow_upserts_deletes_and_compaction() {
     let (_dir, db, c, sk) = indexed(5);
     let probe = sketch(&sk, 7);
-    let mut b = Batch::new();
-    for i in 0..40u64 {
-        // Every fourth row near the probe (a shifted token range), the rest far from it.
-        let base = if i % 4 == 0 { 7 + i / 4 } else { 100_000 * (i + 1) };
-        b.insert(format!("k{i}"), sketch(&sk, base));
-    }
-    c.apply(&b).expect("insert");
+    // Every fourth row near the probe (a shifted token range), the rest far from it.
+    fill(&c, 40, |i| sketch(&sk, if i % 4 == 0 { 7 + i / 4 } else { 100_000 * (i + 1) }));
     // The scan's answers among the index's candidates (banding is approximate; verification
     // of the candidates is exact).
     let check = |stage: &str| {

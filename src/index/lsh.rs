@@ -418,8 +418,10 @@ pub(crate) fn read_run_band(
 
 /// One band of one run as stored (its chunk values' groups and bytes, in key order, the
 /// chunk sequence checked), to be decoded off the thread that reads the table.
-#[derive(Default)]
 pub(crate) struct RawBand {
+    g: Groups,
+    band: u32,
+    run: u32,
     chunks: Vec<(u64, std::ops::Range<usize>)>,
     bytes: Vec<u8>,
 }
@@ -433,7 +435,7 @@ impl RawBand {
         band: u32,
         run: u32,
     ) -> Result<RawBand, StorageError> {
-        let mut raw = RawBand::default();
+        let mut raw = RawBand { g, band, run, chunks: Vec::new(), bytes: Vec::new() };
         for_each_chunk(table, info, g, band, run, |group, bytes| {
             let at = raw.bytes.len();
             raw.bytes.extend_from_slice(bytes);
@@ -444,16 +446,10 @@ impl RawBand {
     }
 
     /// Appends every entry (as [`read_run_band`] would have) to `out`.
-    pub(crate) fn decode_into(
-        &self,
-        info: &CollectionInfo,
-        g: Groups,
-        band: u32,
-        run: u32,
-        out: &mut Vec<(u64, u64)>,
-    ) -> Result<(), StorageError> {
+    pub(crate) fn decode_into(&self, info: &CollectionInfo, out: &mut Vec<(u64, u64)>) -> Result<(), StorageError> {
+        let (band, run) = (self.band, self.run);
         for (group, range) in &self.chunks {
-            decode_chunk(info, g, At { band, run, group: *group }, &self.bytes[range.clone()], out)?;
+            decode_chunk(info, self.g, At { band, run, group: *group }, &self.bytes[range.clone()], out)?;
         }
         Ok(())
     }

@@ -132,7 +132,7 @@ impl LshDelta {
         info: &CollectionInfo,
         n_bands: usize,
     ) -> Result<(Vec<Vec<(u64, u64)>>, Vec<(u64, Vec<u64>)>), StorageError> {
-        let id = info.def.id;
+        let (id, key_bits) = (info.def.id, self.scheme.key_bits());
         let mut rev = txn.open_table(LSH_ROWS).map_err(StorageError::backend("open table"))?;
         let mut removes = Vec::with_capacity(self.removed.len());
         for &row in &self.removed {
@@ -140,10 +140,7 @@ impl LshDelta {
             let Some(v) = v else {
                 return Err(inconsistent(info, row, "a removed row has no entry in sketchdb.lsh_rows"));
             };
-            removes.push((
-                row,
-                band_keys_of(v.value(), n_bands, self.scheme.key_bits()).map_err(|d| inconsistent(info, row, d))?,
-            ));
+            removes.push((row, band_keys_of(v.value(), n_bands, key_bits).map_err(|d| inconsistent(info, row, d))?));
         }
         // Band keys of every added row, computed on all cores; a sketch that cannot be
         // banded fails the transaction.
@@ -160,7 +157,6 @@ impl LshDelta {
         let live = self.added_rows.len() - self.dropped.iter().filter(|&&d| d).count();
         let mut adds: Vec<Vec<(u64, u64)>> = (0..n_bands).map(|_| Vec::with_capacity(live)).collect();
         let mut bytes = Vec::with_capacity(8 * n_bands);
-        let key_bits = scheme.key_bits();
         let mut live_rows: Vec<(u64, &[u64])> = self
             .added_rows
             .iter()
@@ -381,11 +377,10 @@ fn merge_runs(
         let last = (first + MERGE_BANDS_AT_ONCE).min(bands);
         let mut inputs = Vec::with_capacity((last - first) as usize);
         for band in first..last {
-            let mut raw = Vec::with_capacity(span.len());
-            for run in span {
-                let run_g = Groups::new(key_bits, run.group_bits);
-                raw.push((run.id, run_g, RawBand::read(table, info, run_g, band, run.id)?));
-            }
+            let raw = span
+                .iter()
+                .map(|run| RawBand::read(table, info, Groups::new(key_bits, run.group_bits), band, run.id))
+                .collect::<Result<Vec<_>, _>>()?;
             inputs.push((band, raw));
         }
         // Decoding, merging and encoding run on all cores; this thread reads and writes.
@@ -393,9 +388,9 @@ fn merge_runs(
             .into_par_iter()
             .map(|(band, raw)| {
                 let mut parts = Vec::with_capacity(raw.len());
-                for (run, run_g, r) in &raw {
+                for r in &raw {
                     let mut part = Vec::new();
-                    r.decode_into(info, *run_g, band, *run, &mut part)?;
+                    r.decode_into(info, &mut part)?;
                     parts.push(part);
                 }
                 drop(raw);
