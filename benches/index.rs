@@ -144,6 +144,10 @@ fn band_keys(c: &mut Criterion) {
     group.bench_function("bbit512x8_rows_and_39x13_keys", |b| {
         b.iter(|| scheme.keys(&lsh_rows(black_box(&sketch)).expect("rows")).expect("keys"))
     });
+    // The same keys straight from the packed words (what the index computes).
+    group.bench_function("bbit512x8_39x13_sketch_keys", |b| {
+        b.iter(|| scheme.sketch_keys(black_box(&sketch)).expect("keys"))
+    });
     group.finish();
 }
 

@@ -188,6 +188,58 @@ fn bbit_and_oph() {
     run(SketchParams::oph(64, 16, 4).expect("p"), IndexConfig::Lsh { threshold: 0.5, bands: Some(16), rows: None }, 4);
 }
 
+/// Batches of more than a thousand new sketches get their band keys and sorted entries from
+/// a job run beside the record writes: a batch of inserts, then one of upserts (replacing
+/// stored rows), inserts upserted again in the same batch (added rows dropped before the
+/// flush), deletes, and an insert of a sketch the index cannot band, which fails the whole
+/// batch and leaves the index as it was.
+#[test]
+fn large_batches_keyed_beside_the_record_writes_stay_consistent() {
+    let params = SketchParams::bbit(64, 8, 7).expect("p");
+    let mut rng = Rng(11);
+    let dir = tempfile::tempdir().expect("dir");
+    let db = Database::create(dir.path().join("db")).expect("create");
+    let c = db.create_collection("s", CollectionConfig::new(params).with_index(IndexConfig::lsh(0.7))).expect("c");
+    let sk = Sketcher::new(params).expect("sketcher");
+    let sketches: Vec<Sketch> = family(&mut rng, 400, 5).iter().map(|t| sk.sketch(t).expect("sketch")).collect();
+    let queries: Vec<Sketch> = family(&mut rng, 3, 3).iter().map(|t| sk.sketch(t).expect("sketch")).collect();
+    let mut batch = Batch::new();
+    for (i, s) in sketches.iter().enumerate().take(1500) {
+        batch.insert(format!("k{i}"), s.clone());
+    }
+    c.apply(&batch).expect("insert");
+    check(&c, &db, &queries, "large insert");
+
+    let mut batch = Batch::new();
+    for i in (0..1500).filter(|i| i % 4 != 0) {
+        batch.upsert(format!("k{i}"), sketches[(i * 7 + 3) % sketches.len()].clone());
+    }
+    for i in 1500..sketches.len() {
+        batch.insert(format!("k{i}"), sketches[i].clone());
+        if i % 3 == 0 {
+            batch.upsert(format!("k{i}"), sketches[i - 1000].clone());
+        }
+    }
+    for i in (0..1500).step_by(8) {
+        batch.delete(format!("k{i}"));
+    }
+    c.apply(&batch).expect("update");
+    check(&c, &db, &queries, "large update");
+
+    // An all-empty OPH sketch cannot be banded; in a b-bit collection it is refused before
+    // that, as incompatible. Either way nothing of the batch lands.
+    let before = c.len().expect("len");
+    let mut batch = Batch::new();
+    for (i, s) in sketches.iter().enumerate().take(1100) {
+        batch.insert(format!("x{i}"), s.clone());
+    }
+    let other = Sketcher::new(SketchParams::bbit(64, 4, 7).expect("p")).expect("sk");
+    batch.insert("bad", other.sketch(&TokenSet::from_unsorted((0..9).collect())).expect("sketch"));
+    assert!(c.apply(&batch).is_err());
+    assert_eq!(c.len().expect("len"), before);
+    check(&c, &db, &queries, "after a failed large batch");
+}
+
 #[test]
 fn huge_buckets_are_chunked_and_stay_consistent() {
     let params = SketchParams::minhash(16, 64, 5).expect("p");

@@ -25,7 +25,8 @@
 //!   each as its top K bits in K / 8 bytes LE (`bands * K / 8` bytes): deletes find the
 //!   groups without the row's sketch.
 //!
-//! How runs are written and merged is [`super::lsh_write`].
+//! A write transaction's changes are [`super::lsh_delta`]; how runs are written and merged is
+//! [`super::lsh_write`] and [`super::lsh_merge`].
 
 use std::ops::Bound;
 
@@ -176,8 +177,28 @@ impl<'a> ChunkView<'a> {
 
     /// Appends every entry as (band key, row id).
     pub(crate) fn decode_into(&self, g: Groups, group: u64, out: &mut Vec<(u64, u64)>) {
+        // The common widths (3-byte suffixes at 32-bit keys, rows below 2^24 or 2^32) with
+        // the widths as constants: a fixed-size load per field.
+        match (self.s, self.w) {
+            (3, 3) => self.decode_fixed::<3, 3>(g, group, out),
+            (3, 4) => self.decode_fixed::<3, 4>(g, group, out),
+            (2, 3) => self.decode_fixed::<2, 3>(g, group, out),
+            (2, 4) => self.decode_fixed::<2, 4>(g, group, out),
+            (4, 3) => self.decode_fixed::<4, 3>(g, group, out),
+            (4, 4) => self.decode_fixed::<4, 4>(g, group, out),
+            _ => {
+                out.reserve(self.n);
+                out.extend((0..self.n).map(|i| (g.key(group, self.suffix_at(i)), self.row_at(i))));
+            }
+        }
+    }
+
+    /// [`Self::decode_into`] for `s == S` and `w == W`.
+    fn decode_fixed<const S: usize, const W: usize>(&self, g: Groups, group: u64, out: &mut Vec<(u64, u64)>) {
+        let (suffixes, rows) = self.body.split_at(self.n * S);
+        let base = g.key(group, 0);
         out.reserve(self.n);
-        out.extend((0..self.n).map(|i| (g.key(group, self.suffix_at(i)), self.row_at(i))));
+        out.extend(suffixes.chunks_exact(S).zip(rows.chunks_exact(W)).map(|(s, r)| (base | g.key(0, le(s)), le(r))));
     }
 
     /// Whether every suffix fits K - P bits.
@@ -445,19 +466,40 @@ impl RawBand {
         Ok(raw)
     }
 
-    /// Appends every entry (as [`read_run_band`] would have) to `out`.
-    pub(crate) fn decode_into(&self, info: &CollectionInfo, out: &mut Vec<(u64, u64)>) -> Result<(), StorageError> {
-        let (band, run) = (self.band, self.run);
-        for (group, range) in &self.chunks {
-            decode_chunk(info, self.g, At { band, run, group: *group }, &self.bytes[range.clone()], out)?;
-        }
-        Ok(())
+    /// The band as [`Self::read`] would have read it after `encoded` was inserted.
+    #[cfg(test)]
+    pub(crate) fn from_encoded(g: Groups, band: u32, run: u32, encoded: &EncodedBand) -> RawBand {
+        let chunks = encoded.chunks.iter().map(|(group, _, range)| (*group, range.clone())).collect();
+        RawBand { g, band, run, chunks, bytes: encoded.bytes.clone() }
+    }
+
+    /// The chunks held.
+    pub(crate) fn chunk_count(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// Appends the entries of chunk `i < chunk_count()` (as [`read_run_band`] would have) to
+    /// `out`.
+    pub(crate) fn decode_chunk_into(
+        &self,
+        info: &CollectionInfo,
+        i: usize,
+        out: &mut Vec<(u64, u64)>,
+    ) -> Result<(), StorageError> {
+        let (group, range) = &self.chunks[i];
+        decode_chunk(
+            info,
+            self.g,
+            At { band: self.band, run: self.run, group: *group },
+            &self.bytes[range.clone()],
+            out,
+        )
     }
 }
 
 /// One band of a run, encoded: every chunk's (group, chunk number, byte range) in key order,
 /// and the bytes.
-#[derive(Default)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct EncodedBand {
     chunks: Vec<(u64, u32, std::ops::Range<usize>)>,
     bytes: Vec<u8>,
@@ -471,16 +513,23 @@ pub(crate) fn encode_run_band(g: Groups, entries: &[(u64, u64)]) -> EncodedBand 
     while i < entries.len() {
         let group = g.group(entries[i].0);
         let end = i + entries[i..].partition_point(|e| g.group(e.0) == group);
-        let slice = &entries[i..end];
-        let per = slice.len().div_ceil(slice.len().div_ceil(GROUP_CHUNK_ENTRIES));
-        for (no, c) in slice.chunks(per).enumerate() {
-            let at = out.bytes.len();
-            append_chunk(g, c, &mut out.bytes);
-            out.chunks.push((group, no as u32, at..out.bytes.len()));
-        }
+        out.push_group(g, group, &entries[i..end]);
         i = end;
     }
     out
+}
+
+impl EncodedBand {
+    /// Appends one group's chunks: `entries` (sorted, non-empty, all of `group`, which must
+    /// come after every group pushed before) split evenly over the fewest chunks.
+    pub(crate) fn push_group(&mut self, g: Groups, group: u64, entries: &[(u64, u64)]) {
+        let per = entries.len().div_ceil(entries.len().div_ceil(GROUP_CHUNK_ENTRIES)).max(1);
+        for (no, c) in entries.chunks(per).enumerate() {
+            let at = self.bytes.len();
+            append_chunk(g, c, &mut self.bytes);
+            self.chunks.push((group, no as u32, at..self.bytes.len()));
+        }
+    }
 }
 
 /// Inserts an encoded band of run `run`, whose values must not exist yet: they are appended
@@ -600,16 +649,22 @@ mod tests {
 
     #[test]
     fn chunk_round_trip_and_lookup() {
-        for (key_bits, bits) in [64, 32].into_iter().flat_map(|k| [0, 1, 10, 17, 24].map(|p| (k, p))) {
+        // Every suffix width at both key widths, and row ids of 2, 3, 4 and 6 bytes (the
+        // decoder has fixed-width paths for some pairs).
+        let cases = [64, 32].into_iter().flat_map(|k| [0, 1, 10, 17, 24].map(|p| (k, p)));
+        for ((key_bits, bits), (row_base, w)) in
+            cases.flat_map(|c| [(0, 2), (1 << 16, 3), (1 << 24, 4), (1 << 40, 6)].map(|r| (c, r)))
+        {
             let g = Groups::new(key_bits, bits);
             assert_eq!(g.suffix_bytes, (key_bits - bits).div_ceil(8) as usize);
             let group = 0x2a_u64 & ((1 << bits) - 1);
-            let mut entries: Vec<(u64, u64)> =
-                (0..300u64).map(|i| (g.key(group, (i / 3).wrapping_mul(0x9e37_79b9) & g.suffix_mask()), i)).collect();
+            let mut entries: Vec<(u64, u64)> = (0..300u64)
+                .map(|i| (g.key(group, (i / 3).wrapping_mul(0x9e37_79b9) & g.suffix_mask()), row_base + i))
+                .collect();
             entries.sort_unstable();
             let mut bytes = Vec::new();
             encode_chunk(g, &entries, &mut bytes);
-            assert_eq!(bytes.len(), CHUNK_HEADER_LEN + 300 * (g.suffix_bytes + 2));
+            assert_eq!(bytes.len(), CHUNK_HEADER_LEN + 300 * (g.suffix_bytes + w));
             let view = ChunkView::parse(&bytes, g).expect("parse");
             assert!(view.suffixes_fit(g));
             let mut back = Vec::new();

@@ -9,7 +9,7 @@
 use rayon::prelude::*;
 
 use super::error::IndexError;
-use super::keys::band::{BandKeyScheme, lsh_rows};
+use super::keys::band::BandKeyScheme;
 use crate::sketch::error::SketchError;
 use crate::sketch::sketch::Sketch;
 
@@ -36,8 +36,8 @@ impl BandedKeys {
         let per_item: Vec<Option<Vec<u64>>> = items
             .par_iter()
             .enumerate()
-            .map(|(i, item)| match lsh_rows(sketch_of(item)) {
-                Ok(rows) => scheme.keys(&rows).map(Some).map_err(|e| (i, e)),
+            .map(|(i, item)| match scheme.sketch_keys(sketch_of(item)) {
+                Ok(keys) => Ok(Some(keys)),
                 Err(IndexError::Sketch(SketchError::EmptySet)) => Ok(None),
                 Err(e) => Err((i, e)),
             })
@@ -129,7 +129,7 @@ mod tests {
             let keys = BandedKeys::new(&scheme, &sk, |s| s).unwrap();
             let mut got = Vec::new();
             keys.for_each_pair(|i, j| -> Result<(), ()> { got.push((i, j)); Ok(()) }).unwrap();
-            let all: Vec<Vec<u64>> = sk.iter().map(|s| scheme.keys(&lsh_rows(s).unwrap()).unwrap()).collect();
+            let all: Vec<Vec<u64>> = sk.iter().map(|s| scheme.sketch_keys(s).unwrap()).collect();
             let mut want = BTreeSet::new();
             for (i, ki) in all.iter().enumerate() {
                 for (j, kj) in all.iter().enumerate().skip(i + 1) {

@@ -1,6 +1,6 @@
 //! Probing the persisted LSH buckets: candidate row ids for a signature.
 
-use super::keys::band::{BandKeyScheme, lsh_rows};
+use super::keys::band::BandKeyScheme;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -63,8 +63,7 @@ fn probe(
         .params
         .check_compatible(sketch.params())
         .map_err(|source| StorageError::Incompatible { collection: info.def.name.clone(), source })?;
-    let rows = lsh_rows(sketch).map_err(index_err(info))?;
-    let keys = scheme.keys(&rows).map_err(index_err(info))?;
+    let keys = scheme.sketch_keys(sketch).map_err(index_err(info))?;
     let mut out = Vec::new();
     let probe = LshProbe::new(&cache, scheme.params.bands as usize, scheme.key_bits());
     probe.candidates(snap, info, runs, &keys[..keys.len().min(bands as usize)], &mut out)?;

@@ -7,8 +7,8 @@ use redb::WriteTransaction;
 use super::error::IndexError;
 use super::keys::band::{BandKeyScheme, RowWidth};
 use super::keys::simhash_design::SimhashTableDesign;
+use super::lsh_delta::LshDelta;
 use super::lsh_params::{CollisionModel, LshParams, LshWeights, optimal_lsh_params};
-use super::lsh_write::LshDelta;
 use super::meta::{IndexDef, IndexSpec, index_err};
 use super::simhash_tables::{SimhashDelta, bucket_bits_for};
 use crate::sketch::params::{SketchKind, SketchParams};
@@ -16,7 +16,7 @@ use crate::sketch::sketch::Sketch;
 use crate::storage::StorageError;
 use crate::storage::catalog::{CollectionInfo, drop_index_entries, rewrite_settings};
 use crate::storage::error::contain;
-use crate::storage::hook::IndexHook;
+use crate::storage::hook::{IndexHook, PrepareJob, Prepared};
 use crate::storage::store::Store;
 use crate::storage::writer::{for_each_live_fingerprint_in, for_each_live_in, state_in};
 
@@ -169,6 +169,24 @@ impl IndexHook for IndexMaintainer {
                 }
                 Ok(())
             }
+        }
+    }
+
+    fn prepare<'a>(&mut self, sketches: &'a [&'a Sketch], first_row: u64) -> Option<PrepareJob<'a>> {
+        match &mut self.active {
+            Active::Lsh(d) if self.info.is_some() => d.prepare(sketches, first_row),
+            _ => None,
+        }
+    }
+
+    fn prepared(&mut self, result: Prepared) -> Result<(), StorageError> {
+        match (&mut self.active, &self.info) {
+            (Active::Lsh(d), Some(info)) => d.prepared(result, info),
+            _ => Err(StorageError::Inconsistent {
+                collection: self.info.as_ref().map_or_else(String::new, |i| i.def.name.clone()),
+                row: None,
+                detail: "an index without a prepare job was handed its result".into(),
+            }),
         }
     }
 

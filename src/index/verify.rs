@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 
 use redb::ReadTransaction;
 
-use super::keys::band::lsh_rows;
 use super::lsh::{ChunkView, Groups, band_keys_of, bucket_sums};
 use super::meta::{IndexDef, IndexSpec};
 use super::simhash_tables::{BucketView, Geometry};
@@ -221,7 +220,7 @@ fn check_lsh(
     let mut rows: Vec<u64> = Vec::with_capacity(live.len());
     let mut keys: Vec<u64> = Vec::with_capacity(live.len() * n_bands);
     for (row, s) in live {
-        match lsh_rows(s).and_then(|r| scheme.keys(&r)) {
+        match scheme.sketch_keys(s) {
             Ok(k) => {
                 rows.push(*row);
                 keys.extend_from_slice(&k);

@@ -211,7 +211,7 @@ impl StorageError {
     }
 }
 
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     match (payload.downcast_ref::<&str>(), payload.downcast_ref::<String>()) {
         (Some(s), _) => (*s).to_string(),
         (_, Some(s)) => s.clone(),

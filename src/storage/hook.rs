@@ -13,10 +13,30 @@ use super::catalog::CollectionInfo;
 use super::error::StorageError;
 use crate::sketch::sketch::Sketch;
 
+/// What a [`PrepareJob`] computed, handed back to the hook that made the job.
+pub(crate) type Prepared = Box<dyn std::any::Any + Send>;
+
+/// Work on a batch's new sketches that needs no transaction, run on another thread while
+/// the writer stores the records.
+pub(crate) type PrepareJob<'a> = Box<dyn FnOnce() -> Prepared + Send + 'a>;
+
 /// Index maintenance for one write transaction of one collection.
 pub(crate) trait IndexHook {
     /// The transaction began (before any other call): load the index definition.
     fn begin(&mut self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<(), StorageError>;
+    /// Called once after `begin`, before any `added`, with the sketches of the batch's inserts
+    /// and upserts in operation order: if the whole batch is stored, `added` is called for
+    /// exactly these, in this order, with rows `first_row`, `first_row + 1`, ... A hook may
+    /// return a job over them; the writer runs it beside the record writes and hands its
+    /// result to [`IndexHook::prepared`] before `finish`.
+    fn prepare<'a>(&mut self, _sketches: &'a [&'a Sketch], _first_row: u64) -> Option<PrepareJob<'a>> {
+        None
+    }
+    /// The result of the job [`IndexHook::prepare`] returned (after every `added` and
+    /// `removed`, before `finish`).
+    fn prepared(&mut self, _result: Prepared) -> Result<(), StorageError> {
+        Ok(())
+    }
     /// Row `row` now holds `sketch`.
     fn added(&mut self, row: u64, sketch: &Sketch) -> Result<(), StorageError>;
     /// Row `row` is gone. `fingerprint` is its SimHash value (both words; 0 for other kinds),

@@ -19,7 +19,7 @@ use redb::{ReadableTable, Table, WriteTransaction};
 
 use super::MAX_KEY_LEN;
 use super::catalog::{CollectionInfo, page_fits, read_state};
-use super::error::{StorageError, contain, show_key};
+use super::error::{StorageError, contain, panic_message, show_key};
 use super::hook::IndexHook;
 use super::key_append::{KeysTable, append_new_keys};
 use super::tables::{COLLECTION_STATE, COLLECTION_STATE_NAME, KEYS, PAGES};
@@ -277,71 +277,100 @@ impl super::store::Store {
         let mut state = state_in(&txn, info)?;
         hook.begin(&txn, info)?;
         let mut summary = WriteSummary { first_row: state.next_row, ..WriteSummary::default() };
-        {
-            let id = info.def.id;
-            let ops: Vec<WriteOp<'a>> = ops.into_iter().collect();
-            let mut keys: KeysTable<'_> = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
-            let appended = append_new_keys(&mut keys, info, &ops, state.next_row)?;
-            let mut pages = PageCache::new(&txn, info)?;
-            let params = &info.def.params;
-            for (op, appended) in ops.into_iter().zip(appended) {
-                match op {
-                    WriteOp::Insert(key, sketch) | WriteOp::Upsert(key, sketch) => {
-                        check_key(info, key)?;
-                        params.check_compatible(sketch.params()).map_err(|source| StorageError::Incompatible {
-                            collection: info.def.name.clone(),
-                            source,
-                        })?;
-                        let row = state.next_row;
-                        // An appended key is new and was written with this row id.
-                        let old = if appended {
-                            None
-                        } else {
-                            keys.insert((id, key), row).map_err(StorageError::backend("write key"))?.map(|g| g.value())
-                        };
-                        if let Some(old_row) = old {
-                            if matches!(op, WriteOp::Insert(..)) {
-                                return Err(StorageError::DuplicateKey {
-                                    collection: info.def.name.clone(),
-                                    key: show_key(key),
-                                });
-                            }
-                            let fp = pages.delete(old_row, key)?;
-                            hook.removed(old_row, fp)?;
-                            summary.replaced += 1;
-                            state.deleted += 1;
-                        } else {
-                            summary.inserted += 1;
-                            state.live += 1;
-                        }
-                        pages.append(row, key, sketch)?;
-                        hook.added(row, sketch)?;
-                        state.next_row += 1;
-                        summary.new_rows += 1;
-                    }
-                    WriteOp::Delete(key) => {
-                        check_key(info, key)?;
-                        let old =
-                            keys.remove((id, key)).map_err(StorageError::backend("delete key"))?.map(|g| g.value());
-                        match old {
-                            None => summary.missing += 1,
-                            Some(old_row) => {
-                                let fp = pages.delete(old_row, key)?;
-                                hook.removed(old_row, fp)?;
-                                summary.deleted += 1;
-                                state.live = state.live.saturating_sub(1);
-                                state.deleted += 1;
-                            }
-                        }
-                    }
-                }
+        let ops: Vec<WriteOp<'a>> = ops.into_iter().collect();
+        let sketches: Vec<&Sketch> = ops
+            .iter()
+            .filter_map(|op| match op {
+                WriteOp::Insert(_, s) | WriteOp::Upsert(_, s) => Some(*s),
+                WriteOp::Delete(_) => None,
+            })
+            .collect();
+        std::thread::scope(|scope| {
+            // The hook's job runs beside the record writes; an early error waits for it.
+            let job = hook.prepare(&sketches, state.next_row).map(|job| scope.spawn(job));
+            self.write_ops(&txn, info, ops, &mut state, &mut summary, hook)?;
+            match job.map(|j| j.join()) {
+                None => Ok(()),
+                Some(Ok(result)) => hook.prepared(result),
+                Some(Err(payload)) => Err(StorageError::EnginePanic {
+                    op: "prepare index changes",
+                    detail: panic_message(payload.as_ref()),
+                }),
             }
-            pages.flush()?;
-        }
+        })?;
         hook.finish(&txn, info)?;
         write_state(&txn, info, &state)?;
         txn.commit().map_err(StorageError::backend("commit"))?;
         Ok(summary)
+    }
+
+    /// Stores the records of `ops` and their keys, in order, telling `hook` of every row
+    /// added and removed; updates `state` and `summary`.
+    fn write_ops(
+        &self,
+        txn: &WriteTransaction,
+        info: &CollectionInfo,
+        ops: Vec<WriteOp<'_>>,
+        state: &mut CollectionState,
+        summary: &mut WriteSummary,
+        hook: &mut dyn IndexHook,
+    ) -> Result<(), StorageError> {
+        let id = info.def.id;
+        let mut keys: KeysTable<'_> = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
+        let appended = append_new_keys(&mut keys, info, &ops, state.next_row)?;
+        let mut pages = PageCache::new(txn, info)?;
+        let params = &info.def.params;
+        for (op, appended) in ops.into_iter().zip(appended) {
+            match op {
+                WriteOp::Insert(key, sketch) | WriteOp::Upsert(key, sketch) => {
+                    check_key(info, key)?;
+                    params
+                        .check_compatible(sketch.params())
+                        .map_err(|source| StorageError::Incompatible { collection: info.def.name.clone(), source })?;
+                    let row = state.next_row;
+                    // An appended key is new and was written with this row id.
+                    let old = if appended {
+                        None
+                    } else {
+                        keys.insert((id, key), row).map_err(StorageError::backend("write key"))?.map(|g| g.value())
+                    };
+                    if let Some(old_row) = old {
+                        if matches!(op, WriteOp::Insert(..)) {
+                            return Err(StorageError::DuplicateKey {
+                                collection: info.def.name.clone(),
+                                key: show_key(key),
+                            });
+                        }
+                        let fp = pages.delete(old_row, key)?;
+                        hook.removed(old_row, fp)?;
+                        summary.replaced += 1;
+                        state.deleted += 1;
+                    } else {
+                        summary.inserted += 1;
+                        state.live += 1;
+                    }
+                    pages.append(row, key, sketch)?;
+                    hook.added(row, sketch)?;
+                    state.next_row += 1;
+                    summary.new_rows += 1;
+                }
+                WriteOp::Delete(key) => {
+                    check_key(info, key)?;
+                    let old = keys.remove((id, key)).map_err(StorageError::backend("delete key"))?.map(|g| g.value());
+                    match old {
+                        None => summary.missing += 1,
+                        Some(old_row) => {
+                            let fp = pages.delete(old_row, key)?;
+                            hook.removed(old_row, fp)?;
+                            summary.deleted += 1;
+                            state.live = state.live.saturating_sub(1);
+                            state.deleted += 1;
+                        }
+                    }
+                }
+            }
+        }
+        pages.flush()
     }
 }
 

@@ -28,6 +28,7 @@ use xxhash_rust::xxh3::xxh3_64_with_seed;
 
 use super::super::error::IndexError;
 use super::super::lsh_params::LshParams;
+use crate::sketch::bbit::BBitMinHash;
 use crate::sketch::sketch::Sketch;
 
 /// The version of the band-key byte encoding and hash specified in the module docs that new
@@ -154,6 +155,25 @@ pub fn band_key_u64(band: u32, values: &[u64], seed: u64) -> u64 {
     hash_band(band, values, u64::to_le_bytes, seed)
 }
 
+/// Appends the keys (masked by `mask`) of `bands` bands of `r` rows of the b-bit values
+/// packed in `words` (`BITS` in 1, 2, 4, 8, 16, 32: slot i's value is at bit `i * BITS` of
+/// the LE word array, never straddling two words); `4 + 4r <= STACK_BYTES` and
+/// `bands * r` slots exist.
+fn bbit_band_keys<const BITS: usize>(words: &[u64], bands: usize, r: usize, seed: u64, mask: u64, out: &mut Vec<u64>) {
+    let value_mask = if BITS >= 32 { u64::from(u32::MAX) } else { (1u64 << BITS) - 1 };
+    let len = 4 + 4 * r;
+    let mut buf = [0u8; STACK_BYTES];
+    for band in 0..bands {
+        buf[..4].copy_from_slice(&(band as u32).to_le_bytes());
+        for (j, dst) in buf[4..len].chunks_exact_mut(4).enumerate() {
+            let bit = (band * r + j) * BITS;
+            let v = (words[bit / 64] >> (bit % 64)) & value_mask;
+            dst.copy_from_slice(&(v as u32).to_le_bytes());
+        }
+        out.push(xxh3_64_with_seed(&buf[..len], seed) & mask);
+    }
+}
+
 /// Everything that determines an LSH index's band keys, stored with the index: the hash
 /// scheme version, its seed, the banding and the row width.
 ///
@@ -199,17 +219,56 @@ impl BandKeyScheme {
 
     /// The band keys of a signature's rows; its width must be the scheme's.
     pub fn keys(&self, rows: &LshRows) -> Result<Vec<u64>, IndexError> {
-        if rows.width() != self.width {
-            let bytes = |w: RowWidth| if w == RowWidth::U32 { 4u64 } else { 8 };
-            return Err(IndexError::size("row width in bytes", bytes(self.width), bytes(rows.width())));
-        }
+        self.check_width(rows.width())?;
         let mut keys = rows.band_keys(self.params, self.seed)?;
-        let bits = self.key_bits();
-        if bits < 64 {
-            let mask = !((1u64 << (64 - bits)) - 1);
-            keys.iter_mut().for_each(|k| *k &= mask);
+        let mask = self.key_mask();
+        keys.iter_mut().for_each(|k| *k &= mask);
+        Ok(keys)
+    }
+
+    /// The band keys of a sketch: `keys(&lsh_rows(sketch)?)`, without the rows in between for
+    /// b-bit sketches (each band's bytes are built straight from the packed words).
+    pub fn sketch_keys(&self, sketch: &Sketch) -> Result<Vec<u64>, IndexError> {
+        match sketch {
+            Sketch::BBit(s) if 4 + 4 * self.params.rows as usize <= STACK_BYTES => self.bbit_keys(s),
+            _ => self.keys(&lsh_rows(sketch)?),
+        }
+    }
+
+    /// [`Self::sketch_keys`] of a b-bit sketch whose bands fit the stack buffer.
+    fn bbit_keys(&self, s: &BBitMinHash) -> Result<Vec<u64>, IndexError> {
+        self.check_width(RowWidth::U32)?;
+        let (b, r) = (self.params.bands as usize, self.params.rows as usize);
+        let need = b.saturating_mul(r);
+        if s.params().slots() < need {
+            return Err(IndexError::size("signature rows for bands * rows", need, s.params().slots()));
+        }
+        let mut keys = Vec::with_capacity(b);
+        let (words, seed, mask) = (s.words(), self.seed, self.key_mask());
+        // The width as a constant: the slot arithmetic folds to shifts and masks.
+        match s.params().bits() {
+            1 => bbit_band_keys::<1>(words, b, r, seed, mask, &mut keys),
+            2 => bbit_band_keys::<2>(words, b, r, seed, mask, &mut keys),
+            4 => bbit_band_keys::<4>(words, b, r, seed, mask, &mut keys),
+            8 => bbit_band_keys::<8>(words, b, r, seed, mask, &mut keys),
+            16 => bbit_band_keys::<16>(words, b, r, seed, mask, &mut keys),
+            _ => bbit_band_keys::<32>(words, b, r, seed, mask, &mut keys),
         }
         Ok(keys)
+    }
+
+    fn check_width(&self, width: RowWidth) -> Result<(), IndexError> {
+        if width != self.width {
+            let bytes = |w: RowWidth| if w == RowWidth::U32 { 4u64 } else { 8 };
+            return Err(IndexError::size("row width in bytes", bytes(self.width), bytes(width)));
+        }
+        Ok(())
+    }
+
+    /// The significant bits of a key: the top [`Self::key_bits`].
+    fn key_mask(&self) -> u64 {
+        let bits = self.key_bits();
+        if bits >= 64 { u64::MAX } else { !((1u64 << (64 - bits)) - 1) }
     }
 }
 
@@ -248,6 +307,48 @@ mod tests {
     }
 
     const GOLDEN: [u64; 3] = [0x3757_3ad4_0b49_16e8, 0x3dbd_27ce_1a13_2f46, 0xdbac_54f5_3741_3bcc];
+
+    /// The direct b-bit path gives exactly the keys of the rows, for every b, for bandings
+    /// that do and do not use every slot and for bands too long for the stack buffer; other
+    /// kinds and mismatches take the rows path with its errors.
+    #[test]
+    fn sketch_keys_equal_the_keys_of_the_rows() {
+        let tokens = TokenSet::from_unsorted((0..300u64).map(|t| t * 7919).collect());
+        let sk = |p: SketchParams| Sketcher::new(p).expect("sketcher").sketch(&tokens).expect("sketch");
+        for bits in [1u8, 2, 4, 8, 16, 32] {
+            let sketch = sk(SketchParams::bbit(128, bits, 5).expect("params"));
+            for (bands, rows) in [(1, 1), (32, 4), (9, 13), (3, 40), (1, 128)] {
+                for version in [1, BAND_HASH_VERSION] {
+                    let scheme =
+                        BandKeyScheme { version, ..BandKeyScheme::new(11, LshParams { bands, rows }, RowWidth::U32) };
+                    let want = scheme.keys(&lsh_rows(&sketch).expect("rows")).expect("keys");
+                    assert_eq!(
+                        scheme.sketch_keys(&sketch).expect("keys"),
+                        want,
+                        "b = {bits}, {bands}x{rows}, v{version}"
+                    );
+                }
+            }
+            let too_many = BandKeyScheme::new(11, LshParams { bands: 33, rows: 4 }, RowWidth::U32);
+            let err = too_many.sketch_keys(&sketch).unwrap_err();
+            assert_eq!(
+                err,
+                IndexError::SizeMismatch { what: "signature rows for bands * rows", expected: 132, got: 128 }
+            );
+            let wide = BandKeyScheme::new(11, LshParams { bands: 4, rows: 4 }, RowWidth::U64);
+            assert!(matches!(
+                wide.sketch_keys(&sketch),
+                Err(IndexError::SizeMismatch { what: "row width in bytes", .. })
+            ));
+        }
+        for params in [SketchParams::minhash(64, 64, 1), SketchParams::minhash(64, 32, 1), SketchParams::oph(64, 16, 1)]
+        {
+            let sketch = sk(params.expect("params"));
+            let rows = lsh_rows(&sketch).expect("rows");
+            let scheme = BandKeyScheme::new(3, LshParams { bands: 16, rows: 4 }, rows.width());
+            assert_eq!(scheme.sketch_keys(&sketch).expect("keys"), scheme.keys(&rows).expect("keys"));
+        }
+    }
 
     #[test]
     fn band_index_and_seed_matter() {

@@ -1,0 +1,297 @@
+//! The LSH changes of one write transaction ([`LshDelta`]) and how they are flushed: the
+//! reverse map, removals, the added rows' new run, then merges ([`super::lsh_write`]).
+//!
+//! A large batch's band keys and per-band sorted entries are computed by a prepare job
+//! ([`LshDelta::prepare`]) on the other cores while the writer stores the records; rows
+//! the job does not cover (a rebuild, a small batch) keep a copy of their sketch and are
+//! keyed at flush.
+
+use std::ops::Bound;
+
+use rayon::prelude::*;
+use redb::{CursorError, WriteTransaction};
+
+use super::error::IndexError;
+use super::keys::band::BandKeyScheme;
+use super::lsh::{
+    EncodedBand, Groups, Sums, band_keys_of, bucket_sums, encode_run_band, insert_run_band, push_band_keys,
+    run_group_bits,
+};
+use super::lsh_write::{lsh_rows_err, merge_into_one, merge_span, recount, remove_rows};
+use super::meta::{IndexDef, IndexSpec, LshRun, index_err};
+use super::radix::sort_hashed_pairs;
+use crate::sketch::sketch::Sketch;
+use crate::storage::StorageError;
+use crate::storage::catalog::CollectionInfo;
+use crate::storage::hook::{PrepareJob, Prepared};
+use crate::storage::tables::{LSH_BUCKETS, LSH_ROWS};
+use crate::storage::writer::inconsistent;
+
+/// Batches of at least this many new sketches get a prepare job (below it, a thread costs
+/// more than it saves).
+pub(crate) const PREPARE_MIN_ROWS: usize = 1024;
+
+/// What a prepare job computes for rows `first_row..first_row + n`.
+struct PreparedAdds {
+    /// Every row's band keys, flat (`n * bands`, row-major).
+    keys: Vec<u64>,
+    /// Per band, the rows' (band key, row) entries, sorted.
+    by_band: Vec<Vec<(u64, u64)>>,
+}
+
+/// The band keys of `sketches` (flat, in order) and their entries per band for rows
+/// `first_row, first_row + 1, ...`, sorted; computed on all cores.
+fn prepare_adds(scheme: BandKeyScheme, sketches: &[&Sketch], first_row: u64) -> Result<PreparedAdds, IndexError> {
+    let n_bands = scheme.params.bands as usize;
+    let keys = sketches.par_iter().map(|s| scheme.sketch_keys(s)).collect::<Result<Vec<Vec<u64>>, _>>()?.concat();
+    let by_band = (0..n_bands)
+        .into_par_iter()
+        .map_init(Vec::new, |scratch, b| {
+            let mut v: Vec<(u64, u64)> =
+                keys.iter().skip(b).step_by(n_bands).zip(first_row..).map(|(&k, r)| (k, r)).collect();
+            sort_hashed_pairs(&mut v, scratch);
+            v
+        })
+        .collect();
+    Ok(PreparedAdds { keys, by_band })
+}
+
+/// The LSH changes of one write transaction: flat vectors, grouped by band and sorted at
+/// flush (a map keyed by (band, group) costs a cache miss per entry).
+pub(crate) struct LshDelta {
+    scheme: BandKeyScheme,
+    /// Rows added in this transaction, in the order added.
+    added_rows: Vec<u64>,
+    /// The rows a prepare job was started for: `(first row, count)`.
+    expected: Option<(u64, usize)>,
+    /// `added_rows[..covered]` are the job's rows `first, first + 1, ...` (a prefix).
+    covered: usize,
+    /// The job's result, once handed over.
+    prepared: Option<Result<PreparedAdds, IndexError>>,
+    /// The sketches of `added_rows[covered..]`, in order: keyed at flush, in parallel.
+    added: Vec<Sketch>,
+    /// Whether each added row was removed again in this transaction (it never reaches the tables).
+    dropped: Vec<bool>,
+    /// Whether `added_rows` ascends (the writer appends rows in id order): removals then search.
+    ascending: bool,
+    removed: Vec<u64>,
+}
+
+impl LshDelta {
+    pub(crate) fn new(scheme: BandKeyScheme) -> LshDelta {
+        LshDelta {
+            scheme,
+            added_rows: Vec::new(),
+            expected: None,
+            covered: 0,
+            prepared: None,
+            added: Vec::new(),
+            dropped: Vec::new(),
+            ascending: true,
+            removed: Vec::new(),
+        }
+    }
+
+    /// A job keying `sketches`, the batch's new rows `first_row, first_row + 1, ...` (see
+    /// [`crate::storage::hook::IndexHook::prepare`]); `None` for a small batch or once rows
+    /// were added.
+    pub(crate) fn prepare<'a>(&mut self, sketches: &'a [&'a Sketch], first_row: u64) -> Option<PrepareJob<'a>> {
+        if sketches.len() < PREPARE_MIN_ROWS || !self.added_rows.is_empty() || self.expected.is_some() {
+            return None;
+        }
+        self.expected = Some((first_row, sketches.len()));
+        let scheme = self.scheme;
+        Some(Box::new(move || -> Prepared { Box::new(prepare_adds(scheme, sketches, first_row)) }))
+    }
+
+    /// Takes the result of the job [`Self::prepare`] returned.
+    pub(crate) fn prepared(&mut self, result: Prepared, info: &CollectionInfo) -> Result<(), StorageError> {
+        match result.downcast::<Result<PreparedAdds, IndexError>>() {
+            Ok(r) if self.expected.is_some() => {
+                self.prepared = Some(*r);
+                Ok(())
+            }
+            _ => Err(inconsistent(info, 0, "an LSH index was handed a prepare result it did not ask for")),
+        }
+    }
+
+    pub(crate) fn add(&mut self, row: u64, sketch: &Sketch) {
+        if self.added_rows.last().is_some_and(|&last| last >= row) {
+            self.ascending = false;
+        }
+        let covered = self.expected.is_some_and(|(first, n)| {
+            self.covered == self.added_rows.len() && self.covered < n && row == first + self.covered as u64
+        });
+        if covered {
+            self.covered += 1;
+        } else {
+            self.added.push(sketch.clone());
+        }
+        self.added_rows.push(row);
+        self.dropped.push(false);
+    }
+
+    pub(crate) fn remove(&mut self, row: u64) {
+        // A row added and removed in one transaction never reaches the tables.
+        let found = if self.ascending {
+            self.added_rows.binary_search(&row).ok()
+        } else {
+            self.added_rows.iter().rposition(|&r| r == row)
+        };
+        match found {
+            Some(i) if !self.dropped[i] => self.dropped[i] = true,
+            _ => self.removed.push(row),
+        }
+    }
+
+    /// Applies the changes to the tables and to `def` (its runs and counters): reverse map,
+    /// removals, the new run, then merges.
+    pub(crate) fn flush(
+        &mut self,
+        txn: &WriteTransaction,
+        info: &CollectionInfo,
+        def: &mut IndexDef,
+    ) -> Result<(), StorageError> {
+        let IndexSpec::Lsh { next_run, runs, .. } = &mut def.spec else {
+            return Err(inconsistent(info, 0, "an LSH write met a definition that is not an LSH index"));
+        };
+        let n_bands = self.scheme.params.bands as usize;
+        let (adds, removes) = self.reverse_map(txn, info, n_bands)?;
+        let mut table = txn.open_table(LSH_BUCKETS).map_err(StorageError::backend("open table"))?;
+        remove_rows(&mut table, info, self.scheme.key_bits(), runs, removes)?;
+        if let Some(run) = self.new_run(&mut table, info, *next_run, runs.last(), adds)? {
+            *next_run = next_run.checked_add(1).ok_or_else(|| inconsistent(info, 0, "LSH run numbers exhausted"))?;
+            runs.push(run);
+        }
+        runs.retain(|r| r.entries > 0);
+        while let Some(span) = merge_span(runs) {
+            merge_into_one(&mut table, info, self.scheme, next_run, runs, span)?;
+        }
+        recount(def);
+        *self = LshDelta::new(self.scheme);
+        Ok(())
+    }
+
+    /// The band keys of every added row, flat in `added_rows` order, and the job's entries
+    /// per band when they are exactly the live added rows'.
+    #[allow(clippy::type_complexity)]
+    fn added_keys(&mut self, info: &CollectionInfo) -> Result<(Vec<u64>, Option<Vec<Vec<(u64, u64)>>>), StorageError> {
+        let n_bands = self.scheme.params.bands as usize;
+        let (mut keys, mut by_band) = (Vec::new(), None);
+        if self.covered > 0 {
+            match self.prepared.take() {
+                Some(Ok(p)) => {
+                    let whole = self.expected.is_some_and(|(_, n)| n == self.covered);
+                    if whole && self.added.is_empty() && !self.dropped.contains(&true) {
+                        by_band = Some(p.by_band);
+                    }
+                    keys = p.keys;
+                    keys.truncate(self.covered * n_bands);
+                }
+                Some(Err(e)) => return Err(index_err(info)(e)),
+                None => return Err(inconsistent(info, 0, "an LSH prepare job's result never arrived")),
+            }
+        }
+        // Rows the job did not cover, keyed on all cores; a sketch that cannot be banded
+        // fails the transaction.
+        let scheme = self.scheme;
+        let rest = self.added.par_iter().map(|s| scheme.sketch_keys(s).map_err(index_err(info)));
+        keys.extend(rest.collect::<Result<Vec<Vec<u64>>, StorageError>>()?.concat());
+        Ok((keys, by_band))
+    }
+
+    /// Updates `sketchdb.lsh_rows` and returns the added rows' entries per band (sorted) and
+    /// the removed rows' entries as (row, band keys).
+    #[allow(clippy::type_complexity)]
+    fn reverse_map(
+        &mut self,
+        txn: &WriteTransaction,
+        info: &CollectionInfo,
+        n_bands: usize,
+    ) -> Result<(Vec<Vec<(u64, u64)>>, Vec<(u64, Vec<u64>)>), StorageError> {
+        let (id, key_bits) = (info.def.id, self.scheme.key_bits());
+        let mut rev = txn.open_table(LSH_ROWS).map_err(StorageError::backend("open table"))?;
+        let mut removes = Vec::with_capacity(self.removed.len());
+        for &row in &self.removed {
+            let v = rev.remove((id, row)).map_err(StorageError::backend("remove lsh reverse entry"))?;
+            let Some(v) = v else {
+                return Err(inconsistent(info, row, "a removed row has no entry in sketchdb.lsh_rows"));
+            };
+            removes.push((row, band_keys_of(v.value(), n_bands, key_bits).map_err(|d| inconsistent(info, row, d))?));
+        }
+        let (added_keys, prepared) = self.added_keys(info)?;
+        let mut live_rows: Vec<(u64, &[u64])> = self
+            .added_rows
+            .iter()
+            .zip(added_keys.chunks_exact(n_bands.max(1)))
+            .zip(&self.dropped)
+            .filter(|(_, dropped)| !**dropped)
+            .map(|((&row, keys), _)| (row, keys))
+            .collect();
+        // Added rows are new row ids (the writer adds them in id order): appended in order
+        // through one cursor; one already stored is an inconsistency.
+        if !self.ascending {
+            live_rows.sort_unstable_by_key(|r| r.0);
+        }
+        let first = live_rows.first().map_or(0, |r| r.0);
+        let mut cursor = rev
+            .lower_bound_mut(Bound::Included((id, first)))
+            .map_err(StorageError::backend("position lsh reverse cursor"))?;
+        let mut bytes = Vec::with_capacity(8 * n_bands);
+        for &(row, keys) in &live_rows {
+            bytes.clear();
+            push_band_keys(keys, key_bits, &mut bytes);
+            cursor.insert_before((id, row), bytes.as_slice()).map_err(|e| match e {
+                CursorError::UnorderedKey => inconsistent(info, row, "an added row is already in sketchdb.lsh_rows"),
+                e => StorageError::backend("write lsh reverse entry")(e),
+            })?;
+        }
+        cursor.close().map_err(StorageError::backend("write lsh reverse entries"))?;
+        if let Some(adds) = prepared {
+            return Ok((adds, removes));
+        }
+        let mut adds: Vec<Vec<(u64, u64)>> = (0..n_bands).map(|_| Vec::with_capacity(live_rows.len())).collect();
+        for &(row, keys) in &live_rows {
+            for (b, &k) in keys.iter().enumerate() {
+                adds[b].push((k, row));
+            }
+        }
+        adds.par_iter_mut().for_each_init(Vec::new, |scratch, v| sort_hashed_pairs(v, scratch));
+        Ok((adds, removes))
+    }
+
+    /// Writes the added rows' entries as run `id`; `None` when nothing was added.
+    fn new_run(
+        &self,
+        table: &mut super::lsh::BucketTable<'_>,
+        info: &CollectionInfo,
+        id: u32,
+        last: Option<&LshRun>,
+        adds: Vec<Vec<(u64, u64)>>,
+    ) -> Result<Option<LshRun>, StorageError> {
+        let live = self.added_rows.iter().zip(&self.dropped).filter(|(_, d)| !**d).map(|(r, _)| *r);
+        let (Some(first_row), Some(last_row)) = (live.clone().min(), live.max()) else { return Ok(None) };
+        if last.is_some_and(|l| first_row < l.end_row) {
+            return Err(inconsistent(info, first_row, "an added row lies below the newest LSH run's rows"));
+        }
+        let per_band = adds.first().map_or(0, |v| v.len() as u64);
+        let g = Groups::new(self.scheme.key_bits(), run_group_bits(per_band));
+        let encoded: Vec<(EncodedBand, Sums)> = adds
+            .par_iter()
+            .enumerate()
+            .map(|(band, entries)| {
+                if entries.windows(2).any(|w| w[1] <= w[0]) {
+                    return Err(lsh_rows_err(info, band as u32, id, "an added entry is already stored"));
+                }
+                Ok((encode_run_band(g, entries), bucket_sums(entries)))
+            })
+            .collect::<Result<_, _>>()?;
+        let (mut entries, mut sum_sq) = (0u64, 0u128);
+        for (band, (e, (s, q))) in encoded.iter().enumerate() {
+            entries += s;
+            sum_sq += q;
+            insert_run_band(table, info, band as u32, id, e)?;
+        }
+        Ok(Some(LshRun { id, group_bits: g.bits, first_row, end_row: last_row + 1, entries, sum_sq }))
+    }
+}

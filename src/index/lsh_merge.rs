@@ -1,0 +1,319 @@
+//! Merging neighbouring LSH runs into one ([`merge_runs`]), a few bands at a time: this
+//! thread reads each band of each run as stored ([`RawBand`]) and writes the merged run;
+//! the bands merge on all cores, group by group of the merged run ([`merge_band`]), so the
+//! decoded entries of a group (a few hundred) stay in the core's cache and the only full
+//! passes over a band are its stored bytes read once and the merged bytes written once.
+
+use rayon::prelude::*;
+
+use super::keys::band::BandKeyScheme;
+use super::lsh::{
+    BucketTable, EncodedBand, Groups, RawBand, Sums, bucket_sums, drop_run_band, insert_run_band, run_group_bits,
+};
+use super::lsh_write::lsh_rows_err;
+use super::meta::LshRun;
+use crate::storage::StorageError;
+use crate::storage::catalog::CollectionInfo;
+use crate::storage::error::panic_message;
+use crate::storage::writer::inconsistent;
+
+/// Bands merged at once: their stored bytes and the merged encodings are held in memory
+/// together (at 1M rows per run, about 6 MB per band and run).
+const MERGE_BANDS_AT_ONCE: u32 = 4;
+
+/// Merges neighbouring runs `span` (oldest first) into run `id`, a few bands at a time, and
+/// drops them. A pipeline: while the bands of one batch merge on the worker threads, this
+/// thread writes the previous batch's merged bands and reads the next batch.
+pub(crate) fn merge_runs(
+    table: &mut BucketTable<'_>,
+    info: &CollectionInfo,
+    scheme: BandKeyScheme,
+    id: u32,
+    span: &[LshRun],
+) -> Result<LshRun, StorageError> {
+    let (Some(first_run), Some(last_run)) = (span.first(), span.last()) else {
+        return Err(inconsistent(info, 0, "an LSH merge of no runs"));
+    };
+    let total: u64 = span.iter().map(|r| r.entries).sum();
+    let (bands, key_bits) = (scheme.params.bands, scheme.key_bits());
+    let g = Groups::new(key_bits, run_group_bits(total / u64::from(bands.max(1))));
+    let mut sums = (0u64, 0u128);
+    std::thread::scope(|scope| {
+        let mut merging = None;
+        let mut first = 0;
+        while first < bands {
+            let last = (first + MERGE_BANDS_AT_ONCE).min(bands);
+            let mut inputs = Vec::with_capacity((last - first) as usize);
+            for band in first..last {
+                let raw = span
+                    .iter()
+                    .map(|run| RawBand::read(table, info, Groups::new(key_bits, run.group_bits), band, run.id))
+                    .collect::<Result<Vec<_>, _>>()?;
+                inputs.push((band, raw));
+            }
+            let job = scope.spawn(move || {
+                inputs
+                    .into_par_iter()
+                    .map(|(band, raw)| merge_band(info, &raw, g, band, id).map(|(e, s)| (band, e, s)))
+                    .collect::<Result<Vec<_>, StorageError>>()
+            });
+            if let Some(previous) = merging.replace(job) {
+                write_merged(table, info, id, span, joined(previous)?, &mut sums)?;
+            }
+            first = last;
+        }
+        match merging {
+            Some(job) => write_merged(table, info, id, span, joined(job)?, &mut sums),
+            None => Ok(()),
+        }
+    })?;
+    let (entries, sum_sq) = sums;
+    Ok(LshRun { id, group_bits: g.bits, first_row: first_run.first_row, end_row: last_run.end_row, entries, sum_sq })
+}
+
+/// The result of a merge job; its panic as an error.
+fn joined<T>(job: std::thread::ScopedJoinHandle<'_, Result<T, StorageError>>) -> Result<T, StorageError> {
+    job.join().map_err(|payload| StorageError::EnginePanic {
+        op: "merge lsh runs",
+        detail: panic_message(payload.as_ref()),
+    })?
+}
+
+/// Writes merged bands of run `id`, drops those bands of the runs `span` and adds the bands'
+/// sums to `sums`.
+fn write_merged(
+    table: &mut BucketTable<'_>,
+    info: &CollectionInfo,
+    id: u32,
+    span: &[LshRun],
+    merged: Vec<(u32, EncodedBand, Sums)>,
+    sums: &mut Sums,
+) -> Result<(), StorageError> {
+    for (band, e, (s, q)) in &merged {
+        sums.0 += s;
+        sums.1 += q;
+        insert_run_band(table, info, *band, id, e)?;
+        for run in span {
+            drop_run_band(table, info.def.id, *band, run.id)?;
+        }
+    }
+    Ok(())
+}
+
+/// One band of one run, decoded a chunk at a time as the merge consumes it.
+struct Cursor<'r> {
+    raw: &'r RawBand,
+    /// The next chunk to decode.
+    chunk: usize,
+    /// The decoded chunk; `buf[pos..]` is not consumed yet.
+    buf: Vec<(u64, u64)>,
+    pos: usize,
+}
+
+impl<'r> Cursor<'r> {
+    fn new(raw: &'r RawBand) -> Cursor<'r> {
+        Cursor { raw, chunk: 0, buf: Vec::new(), pos: 0 }
+    }
+
+    /// The next entry's band key, decoding the next chunk when the current one is used up.
+    fn peek(&mut self, info: &CollectionInfo) -> Result<Option<u64>, StorageError> {
+        while self.pos == self.buf.len() && self.chunk < self.raw.chunk_count() {
+            self.buf.clear();
+            self.pos = 0;
+            self.raw.decode_chunk_into(info, self.chunk, &mut self.buf)?;
+            self.chunk += 1;
+        }
+        Ok(self.buf.get(self.pos).map(|e| e.0))
+    }
+
+    /// Moves the leading entries whose key is below `end` (all when `None`) to `out`.
+    fn take_below(
+        &mut self,
+        info: &CollectionInfo,
+        end: Option<u64>,
+        out: &mut Vec<(u64, u64)>,
+    ) -> Result<(), StorageError> {
+        while self.peek(info)?.is_some() {
+            let rest = &self.buf[self.pos..];
+            let n = match end {
+                Some(end) => rest.iter().position(|e| e.0 >= end).unwrap_or(rest.len()),
+                None => rest.len(),
+            };
+            out.extend_from_slice(&rest[..n]);
+            self.pos += n;
+            if self.pos < self.buf.len() {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Merges one band of the runs `raws` into the encoding of the band of run `id` in geometry
+/// `g`, with its (sum(s), sum(s^2)): group by group of `g`, each group's entries gathered
+/// from every run, merged and encoded. Entries must be strictly ascending in every run and
+/// held by one run only; anything else is an error.
+pub(crate) fn merge_band(
+    info: &CollectionInfo,
+    raws: &[RawBand],
+    g: Groups,
+    band: u32,
+    id: u32,
+) -> Result<(EncodedBand, Sums), StorageError> {
+    let disorder = || lsh_rows_err(info, band, id, "merged runs hold an entry twice or out of order");
+    let mut cursors: Vec<Cursor<'_>> = raws.iter().map(Cursor::new).collect();
+    let mut out = EncodedBand::default();
+    let (mut sum, mut sum_sq) = (0u64, 0u128);
+    let (mut merged, mut scratch, mut order) = (Vec::new(), Vec::new(), Vec::new());
+    let mut parts: Vec<Vec<(u64, u64)>> = vec![Vec::new(); raws.len()];
+    let mut previous: Option<u64> = None;
+    loop {
+        let mut next: Option<u64> = None;
+        for c in &mut cursors {
+            if let Some(key) = c.peek(info)? {
+                next = Some(next.map_or(key, |n| n.min(key)));
+            }
+        }
+        let Some(key) = next else { break };
+        let group = g.group(key);
+        if previous.is_some_and(|p| p >= group) {
+            return Err(disorder());
+        }
+        previous = Some(group);
+        // The group's keys end below the next group's first key.
+        let end = group.checked_add(1).filter(|&next| g.holds(next)).map(|next| g.key(next, 0));
+        for (c, part) in cursors.iter_mut().zip(parts.iter_mut()) {
+            part.clear();
+            c.take_below(info, end, part)?;
+        }
+        // Smallest first: each entry is copied about once per part merged after its own,
+        // so the big run's entries (most of a group) are copied once.
+        order.clear();
+        order.extend((0..parts.len()).filter(|&i| !parts[i].is_empty()));
+        order.sort_unstable_by_key(|&i| parts[i].len());
+        merged.clear();
+        for &i in &order {
+            if merged.is_empty() {
+                merged.extend_from_slice(&parts[i]);
+            } else {
+                merge_sorted_into(&merged, &parts[i], &mut scratch);
+                std::mem::swap(&mut merged, &mut scratch);
+            }
+        }
+        if merged.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(disorder());
+        }
+        let (s, q) = bucket_sums(&merged);
+        sum += s;
+        sum_sq += q;
+        out.push_group(g, group, &merged);
+    }
+    Ok((out, (sum, sum_sq)))
+}
+
+/// The merge of two ascending sequences into `out` (its contents replaced). Branch-free in
+/// the loop: band keys are hashes, so which side comes next is a coin toss a branch would
+/// mispredict. Equal entries are both kept (the caller checks).
+fn merge_sorted_into(x: &[(u64, u64)], y: &[(u64, u64)], out: &mut Vec<(u64, u64)>) {
+    let wide = |e: (u64, u64)| u128::from(e.0) << 64 | u128::from(e.1);
+    out.clear();
+    out.resize(x.len() + y.len(), (0, 0));
+    let (mut i, mut j, mut k) = (0, 0, 0);
+    while i < x.len() && j < y.len() {
+        let (a, b) = (x[i], y[j]);
+        let take_x = wide(a) < wide(b);
+        out[k] = if take_x { a } else { b };
+        i += usize::from(take_x);
+        j += usize::from(!take_x);
+        k += 1;
+    }
+    out[k..k + x.len() - i].copy_from_slice(&x[i..]);
+    let k = k + x.len() - i;
+    out[k..].copy_from_slice(&y[j..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::codec::meta::CollectionDef;
+    use crate::index::lsh::encode_run_band;
+    use crate::sketch::params::SketchParams;
+
+    fn info() -> CollectionInfo {
+        let params = SketchParams::bbit(64, 8, 1).expect("params");
+        CollectionInfo::from_def(CollectionDef { id: 1, name: "c".into(), params, capacity: 1024, settings: vec![] })
+    }
+
+    /// Entries of `n` rows from `first_row` with keys of `key_bits` significant bits drawn
+    /// from `key_space` values (a small space makes rows share keys), sorted.
+    fn run_entries(seed: u64, first_row: u64, n: u64, key_space: u32, key_bits: u32) -> Vec<(u64, u64)> {
+        let mut x = seed | 1;
+        let mask = if key_bits == 64 { u64::MAX } else { !((1u64 << (64 - key_bits)) - 1) };
+        let mut out: Vec<(u64, u64)> = (first_row..first_row + n)
+            .map(|row| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                ((x % u64::from(key_space)).wrapping_mul(0x9e37_79b9_7f4a_7c15) & mask, row)
+            })
+            .collect();
+        out.sort_unstable();
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// The group-by-group merge of runs of any group widths (narrower and wider than the
+        /// merged run's) equals the sorted union, encoded as one run would be; its sums are
+        /// the union's.
+        #[test]
+        fn merge_band_equals_the_sorted_union(
+            runs in prop::collection::vec((0u64..3000, 0u32..=10, any::<u64>()), 1..6),
+            key_space in prop::sample::select(vec![50u32, 5000, u32::MAX]),
+            out_bits in 0u32..=10,
+            key_bits in prop::sample::select(vec![32u32, 64]),
+        ) {
+            let info = info();
+            let (mut raws, mut union, mut first_row) = (Vec::new(), Vec::new(), 0u64);
+            for (run, &(n, bits, seed)) in runs.iter().enumerate() {
+                let g = Groups::new(key_bits, bits);
+                let entries = run_entries(seed, first_row, n, key_space, key_bits);
+                raws.push(RawBand::from_encoded(g, 3, run as u32, &encode_run_band(g, &entries)));
+                union.extend_from_slice(&entries);
+                first_row += n;
+            }
+            union.sort_unstable();
+            let g = Groups::new(key_bits, out_bits);
+            let (encoded, sums) = merge_band(&info, &raws, g, 3, 9).expect("merge");
+            let want = encode_run_band(g, &union);
+            prop_assert!(encoded == want, "the merged encoding differs from the union's");
+            prop_assert_eq!(sums, bucket_sums(&union));
+        }
+    }
+
+    #[test]
+    fn merge_band_refuses_an_entry_held_twice() {
+        let (info, g) = (info(), Groups::new(32, 2));
+        let entries = run_entries(5, 0, 300, 1000, 32);
+        let raw = |run| RawBand::from_encoded(g, 0, run, &encode_run_band(g, &entries));
+        let err = merge_band(&info, &[raw(0), raw(1)], Groups::new(32, 3), 0, 2).unwrap_err();
+        assert!(err.to_string().contains("twice or out of order"), "{err}");
+        // One run alone merges to itself.
+        let (one, _) = merge_band(&info, &[raw(0)], g, 0, 2).expect("merge");
+        assert!(one == encode_run_band(g, &entries));
+    }
+
+    #[test]
+    fn merge_sorted_into_interleaves_and_keeps_both_of_equal_entries() {
+        let mut out = vec![(9, 9)];
+        merge_sorted_into(&[(1, 1), (3, 0)], &[(1, 2), (2, 0)], &mut out);
+        assert_eq!(out, vec![(1, 1), (1, 2), (2, 0), (3, 0)]);
+        merge_sorted_into(&[], &[(5, 5)], &mut out);
+        assert_eq!(out, vec![(5, 5)]);
+        merge_sorted_into(&[(1, 1)], &[(1, 1)], &mut out);
+        assert_eq!(out, vec![(1, 1), (1, 1)]);
+    }
+}
