@@ -44,16 +44,22 @@ struct PreparedAdds {
 fn prepare_adds(scheme: BandKeyScheme, sketches: &[&Sketch], first_row: u64) -> Result<PreparedAdds, IndexError> {
     let n_bands = scheme.params.bands as usize;
     let keys = sketches.par_iter().map(|s| scheme.sketch_keys(s)).collect::<Result<Vec<Vec<u64>>, _>>()?.concat();
-    let by_band = (0..n_bands)
+    let rows: Vec<(u64, &[u64])> = (first_row..).zip(keys.chunks_exact(n_bands.max(1))).collect();
+    let by_band = sorted_by_band(n_bands, &rows);
+    Ok(PreparedAdds { keys, by_band })
+}
+
+/// Per band, the (band key, row) entries of `rows` (each with its band keys in band order),
+/// sorted; the bands on all cores.
+fn sorted_by_band(n_bands: usize, rows: &[(u64, &[u64])]) -> Vec<Vec<(u64, u64)>> {
+    (0..n_bands)
         .into_par_iter()
         .map_init(Vec::new, |scratch, b| {
-            let mut v: Vec<(u64, u64)> =
-                keys.iter().skip(b).step_by(n_bands).zip(first_row..).map(|(&k, r)| (k, r)).collect();
+            let mut v: Vec<(u64, u64)> = rows.iter().map(|&(row, keys)| (keys[b], row)).collect();
             sort_hashed_pairs(&mut v, scratch);
             v
         })
-        .collect();
-    Ok(PreparedAdds { keys, by_band })
+        .collect()
 }
 
 /// The LSH changes of one write transaction: flat vectors, grouped by band and sorted at
@@ -247,16 +253,7 @@ impl LshDelta {
             })?;
         }
         cursor.close().map_err(StorageError::backend("write lsh reverse entries"))?;
-        if let Some(adds) = prepared {
-            return Ok((adds, removes));
-        }
-        let mut adds: Vec<Vec<(u64, u64)>> = (0..n_bands).map(|_| Vec::with_capacity(live_rows.len())).collect();
-        for &(row, keys) in &live_rows {
-            for (b, &k) in keys.iter().enumerate() {
-                adds[b].push((k, row));
-            }
-        }
-        adds.par_iter_mut().for_each_init(Vec::new, |scratch, v| sort_hashed_pairs(v, scratch));
+        let adds = prepared.unwrap_or_else(|| sorted_by_band(n_bands, &live_rows));
         Ok((adds, removes))
     }
 

@@ -18,7 +18,7 @@ use crate::storage::catalog::{CollectionInfo, drop_index_entries, rewrite_settin
 use crate::storage::error::contain;
 use crate::storage::hook::{IndexHook, PrepareJob, Prepared};
 use crate::storage::store::Store;
-use crate::storage::writer::{for_each_live_fingerprint_in, for_each_live_in, state_in};
+use crate::storage::writer::{for_each_live_fingerprint_in, for_each_live_in, inconsistent, state_in};
 
 /// The seed of every LSH band-key scheme this build creates (recorded in the scheme).
 pub(crate) const LSH_SEED: u64 = 0x736b_6574_6368_6462;
@@ -179,14 +179,10 @@ impl IndexHook for IndexMaintainer {
         }
     }
 
-    fn prepared(&mut self, result: Prepared) -> Result<(), StorageError> {
-        match (&mut self.active, &self.info) {
-            (Active::Lsh(d), Some(info)) => d.prepared(result, info),
-            _ => Err(StorageError::Inconsistent {
-                collection: self.info.as_ref().map_or_else(String::new, |i| i.def.name.clone()),
-                row: None,
-                detail: "an index without a prepare job was handed its result".into(),
-            }),
+    fn prepared(&mut self, result: Prepared, info: &CollectionInfo) -> Result<(), StorageError> {
+        match &mut self.active {
+            Active::Lsh(d) => d.prepared(result, info),
+            _ => Err(inconsistent(info, 0, "an index without a prepare job was handed its result")),
         }
     }
 

@@ -34,7 +34,7 @@ pub(crate) trait IndexHook {
     }
     /// The result of the job [`IndexHook::prepare`] returned (after every `added` and
     /// `removed`, before `finish`).
-    fn prepared(&mut self, _result: Prepared) -> Result<(), StorageError> {
+    fn prepared(&mut self, _result: Prepared, _info: &CollectionInfo) -> Result<(), StorageError> {
         Ok(())
     }
     /// Row `row` now holds `sketch`.

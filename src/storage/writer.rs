@@ -291,7 +291,7 @@ impl super::store::Store {
             self.write_ops(&txn, info, ops, &mut state, &mut summary, hook)?;
             match job.map(|j| j.join()) {
                 None => Ok(()),
-                Some(Ok(result)) => hook.prepared(result),
+                Some(Ok(result)) => hook.prepared(result, info),
                 Some(Err(payload)) => Err(StorageError::EnginePanic {
                     op: "prepare index changes",
                     detail: panic_message(payload.as_ref()),
