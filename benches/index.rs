@@ -139,14 +139,19 @@ fn band_keys(c: &mut Criterion) {
     // sketch, then 39 bands of 13 rows.
     let sketcher = Sketcher::new(SketchParams::bbit(512, 8, 1).expect("params")).expect("sketcher");
     let sketch = sketcher.sketch(&TokenSet::from_unsorted((0..300).collect())).expect("sketch");
-    let scheme = BandKeyScheme::new(42, LshParams { bands: 39, rows: 13 }, RowWidth::U32);
+    let v3 = BandKeyScheme::new(42, LshParams { bands: 39, rows: 13 }, RowWidth::for_bits(8));
+    let v2 = BandKeyScheme { version: 2, ..v3 };
     group.throughput(Throughput::Elements(39));
-    group.bench_function("bbit512x8_rows_and_39x13_keys", |b| {
-        b.iter(|| scheme.keys(&lsh_rows(black_box(&sketch)).expect("rows")).expect("keys"))
+    group.bench_function("bbit512x8_rows_and_39x13_keys_v2", |b| {
+        b.iter(|| v2.keys(&lsh_rows(black_box(&sketch)).expect("rows")).expect("keys"))
     });
-    // The same keys straight from the packed words (what the index computes).
-    group.bench_function("bbit512x8_39x13_sketch_keys", |b| {
-        b.iter(|| scheme.sketch_keys(black_box(&sketch)).expect("keys"))
+    // The same keys straight from the packed words (what the index computes), under band-hash
+    // version 2 (4 + 4 * 13 bytes a band) and version 3 (the band's 13 packed bytes in place).
+    group.bench_function("bbit512x8_39x13_sketch_keys_v2", |b| {
+        b.iter(|| v2.sketch_keys(black_box(&sketch)).expect("keys"))
+    });
+    group.bench_function("bbit512x8_39x13_sketch_keys_v3", |b| {
+        b.iter(|| v3.sketch_keys(black_box(&sketch)).expect("keys"))
     });
     group.finish();
 }

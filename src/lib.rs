@@ -64,7 +64,7 @@ pub use error::{Error, Result};
 pub use index::error::IndexError;
 pub use index::fingerprint::Fingerprint;
 pub use index::keys::band::{
-    BAND_HASH_VERSION, BandKeyScheme, KEY_BITS_V2, LshRows, RowWidth, band_key_u32, band_key_u64, lsh_rows,
+    BAND_HASH_VERSION, BandKeyScheme, KEY_BITS_V2, LshRows, RowWidth, band_key_u32, band_key_u64, band_key_v3, lsh_rows,
 };
 pub use index::keys::simhash_design::{
     DEFAULT_SIMHASH_RADIUS, MAX_SIMHASH_TABLES, SIMHASH_PROBE_COST, SimhashBlock, SimhashTableDesign,

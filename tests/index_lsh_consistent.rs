@@ -1,8 +1,9 @@
 //! The persisted LSH buckets hold exactly the rows whose band keys they are keyed by:
 //! candidates of any signature (from the first b' bands) equal a brute-force band-key
 //! comparison over the stored sketches; after upserts, deletes, reopen (no rebuild),
-//! compaction, rebuilds and buckets big enough to chunk, under both band-hash versions (full
-//! 64-bit keys of earlier files, 32-bit keys now). verify is clean and catches a planted
+//! compaction, rebuilds and buckets big enough to chunk, under every band-hash version (full
+//! 64-bit keys of the earliest files, 32-bit keys of 4-byte values, 32-bit keys of values at
+//! their own width now). verify is clean and catches a planted
 //! inconsistency; the hit-bucket statistic matches the buckets.
 
 mod common;
@@ -164,10 +165,11 @@ fn minhash64_explicit_banding() {
     );
 }
 
-/// Files written before band-hash version 2 hold full 64-bit band keys: they are probed,
-/// maintained, compacted and verified as they are, until a rebuild moves them to version 2.
+/// Files written before band-hash version 2 hold full 64-bit band keys, and files written
+/// before version 3 32-bit keys of 4-byte values: both are probed, maintained, compacted and
+/// verified as they are, until a rebuild moves them to the current version.
 #[test]
-fn band_hash_version_1_indexes_stay_readable_and_maintained() {
+fn band_hash_versions_1_and_2_indexes_stay_readable_and_maintained() {
     run_at(
         SketchParams::minhash(32, 64, 1).expect("p"),
         IndexConfig::Lsh { threshold: 0.5, bands: Some(8), rows: Some(2) },
@@ -175,6 +177,14 @@ fn band_hash_version_1_indexes_stay_readable_and_maintained() {
         1,
     );
     run_at(SketchParams::bbit(64, 8, 3).expect("p"), IndexConfig::lsh(0.8), 6, 1);
+    run_at(SketchParams::bbit(64, 8, 3).expect("p"), IndexConfig::lsh(0.8), 7, 2);
+    run_at(SketchParams::bbit(64, 16, 3).expect("p"), IndexConfig::lsh(0.7), 8, 2);
+    run_at(
+        SketchParams::minhash(32, 32, 1).expect("p"),
+        IndexConfig::Lsh { threshold: 0.5, bands: Some(8), rows: Some(2) },
+        9,
+        2,
+    );
 }
 
 #[test]
@@ -185,6 +195,12 @@ fn minhash32_optimised_banding() {
 #[test]
 fn bbit_and_oph() {
     run(SketchParams::bbit(64, 8, 3).expect("p"), IndexConfig::lsh(0.8), 3);
+    run(SketchParams::bbit(64, 16, 5).expect("p"), IndexConfig::lsh(0.7), 5);
+    run(
+        SketchParams::bbit(128, 2, 6).expect("p"),
+        IndexConfig::Lsh { threshold: 0.6, bands: Some(10), rows: Some(5) },
+        6,
+    );
     run(SketchParams::oph(64, 16, 4).expect("p"), IndexConfig::Lsh { threshold: 0.5, bands: Some(16), rows: None }, 4);
 }
 

@@ -62,7 +62,7 @@ pub(crate) fn banding_model(kind: SketchKind, bits: u8) -> Result<(RowWidth, Col
         SketchKind::SimHash => return Err(IndexError::NotBanded { kind: SketchKind::SimHash }),
         SketchKind::MinHash if bits == 64 => (RowWidth::U64, CollisionModel::Exact),
         SketchKind::MinHash => (RowWidth::U32, CollisionModel::Exact),
-        SketchKind::BBitMinHash => (RowWidth::U32, CollisionModel::Bits(bits)),
+        SketchKind::BBitMinHash => (RowWidth::for_bits(bits), CollisionModel::Bits(bits)),
         SketchKind::Oph if bits < 32 => (RowWidth::U32, CollisionModel::Bits(bits)),
         _ => (RowWidth::U32, CollisionModel::Exact),
     })

@@ -221,8 +221,9 @@ pub fn plant_legacy_lsh_index(collection: &Collection, db: &Database) -> Result<
 }
 
 /// Sets the band-hash version of the collection's LSH index while it is still empty, as a
-/// file an earlier build created holds it (version 1: full 64-bit band keys). Returns false,
-/// changing nothing, without an LSH index or when the index already holds entries.
+/// file an earlier build created holds it (version 1: full 64-bit band keys; versions 1 and
+/// 2: b-bit rows recorded as 4-byte values). Returns false, changing nothing, without an LSH
+/// index or when the index already holds entries.
 pub fn set_empty_lsh_band_hash_version(collection: &Collection, db: &Database, version: u16) -> Result<bool> {
     use crate::index::meta::{IndexDef, IndexSpec};
     use crate::storage::StorageError;
@@ -233,6 +234,9 @@ pub fn set_empty_lsh_band_hash_version(collection: &Collection, db: &Database, v
         return Ok(false);
     }
     scheme.version = version;
+    if version < 3 && matches!(scheme.width, crate::RowWidth::U8 | crate::RowWidth::U16) {
+        scheme.width = crate::RowWidth::U32;
+    }
     def.store_in(&txn, collection.info())?;
     txn.commit().map_err(StorageError::backend("commit"))?;
     Ok(true)

@@ -1,30 +1,49 @@
 //! LSH band keys for MinHash, b-bit MinHash and densified OPH signatures.
 //!
-//! # Specification (versions 1 and 2; the version is persisted with the index)
+//! # Specification (versions 1 to 3; the version is persisted with the index)
 //!
 //! A signature's *rows* are its slot values in slot order ([`lsh_rows`]): MinHash minima (as
 //! u64 for 64-bit MinHash, as u32 for 32-bit MinHash), b-bit values as u32, and the densified
 //! OPH bins ([`crate::OphSketch::densify`]) as u32. Band i of a banding with r rows per band
 //! covers slots `[i * r, (i + 1) * r)`; slots at and beyond `bands * r` are unused.
 //!
-//! Band i's hash is `xxh3_64_with_seed(bytes, seed)` (XXH3, 64-bit output, from the
-//! `xxhash-rust` crate) over
+//! **Versions 1 and 2.** Band i's hash is `xxh3_64_with_seed(bytes, seed)` (XXH3, 64-bit
+//! output, from the `xxhash-rust` crate) over
 //!
 //! ```text
 //! bytes = u32_le(i) ++ value_le(slot i*r) ++ value_le(slot i*r + 1) ++ ... ++ value_le(slot i*r + r - 1)
 //! ```
 //!
-//! where `value_le` is the value's 4 little-endian bytes for u32 rows and 8 for u64 rows, so
-//! a band of r rows hashes exactly 4 + 4r or 4 + 8r bytes ([`band_key_u32`], [`band_key_u64`]).
-//! The band *key* is that hash under version 1, and under version 2 (the current one) its top
-//! [`KEY_BITS_V2`] bits with the low bits cleared (`hash & !(2^32 - 1)`): half the bytes per
-//! stored entry, and two different bands collide by chance with probability 2^-32, which
-//! verification filters like any other false candidate. `seed` is chosen when the index is
-//! created and stored with it, with the version, in a [`BandKeyScheme`]. No per-process random
-//! state enters (never `ahash` or std's `RandomState`).
+//! where `value_le` is the value's 4 little-endian bytes for u32 rows (whatever the scheme's
+//! [`RowWidth`], when that is 1, 2 or 4 bytes) and 8 for u64 rows, so a band of r rows hashes
+//! exactly 4 + 4r or 4 + 8r bytes ([`band_key_u32`], [`band_key_u64`]). The band *key* is
+//! that hash under version 1, and under version 2 its top [`KEY_BITS_V2`] bits with the low
+//! bits cleared (`hash & !(2^32 - 1)`): half the bytes per stored entry, and two different
+//! bands collide by chance with probability 2^-32, which verification filters like any other
+//! false candidate.
+//!
+//! **Version 3** (the current one). Band i's hash is
+//! `xxh3_64_with_seed(bytes, seed ^ (i * 0x9E37_79B9_7F4A_7C15 mod 2^64))` over
+//!
+//! ```text
+//! bytes = value_w(slot i*r) ++ value_w(slot i*r + 1) ++ ... ++ value_w(slot i*r + r - 1)
+//! ```
+//!
+//! where `value_w` is the value's `w` little-endian bytes and `w` the scheme's
+//! [`RowWidth::bytes`]: 1 for b-bit MinHash with b <= 8, 2 for b <= 16, 4 for the other u32
+//! rows, 8 for u64 rows ([`band_key_v3`]); a value that does not fit `w` bytes is an error,
+//! never truncated. The key is the hash's top [`KEY_BITS_V2`] bits, as in version 2. The
+//! band index moves into the seed, and the values are hashed at their own width: a b-bit
+//! band of 13 one-byte values is 13 bytes (XXH3's cheapest length class) where version 2
+//! hashed 56, and for b = 8, 16 or 32 those bytes are the packed signature's own bytes.
+//!
+//! `seed` is chosen when the index is created and stored with it, with the version, in a
+//! [`BandKeyScheme`]. No per-process random state enters (never `ahash` or std's
+//! `RandomState`).
 
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
+use zerocopy::IntoBytes;
 
 use super::super::error::IndexError;
 use super::super::lsh_params::LshParams;
@@ -32,21 +51,51 @@ use crate::sketch::bbit::BBitMinHash;
 use crate::sketch::sketch::Sketch;
 
 /// The version of the band-key byte encoding and hash specified in the module docs that new
-/// indexes use (version 1, full 64-bit keys, is still read and maintained).
-pub const BAND_HASH_VERSION: u16 = 2;
-/// The significant (top) bits of a version 2 band key.
+/// indexes use (versions 1, full 64-bit keys, and 2 are still read and maintained).
+pub const BAND_HASH_VERSION: u16 = 3;
+/// The significant (top) bits of a version 2 or 3 band key.
 pub const KEY_BITS_V2: u32 = 32;
+/// The per-band seed multiplier of version 3 (`seed ^ band * V3_BAND_MIX`).
+const V3_BAND_MIX: u64 = 0x9E37_79B9_7F4A_7C15;
 
 /// Single band keys of at most this many bytes are encoded on the stack.
 const STACK_BYTES: usize = 4 + 8 * 16;
 
-/// The width of a signature's row values in band-key bytes.
+/// The width of a signature's row values in band-key bytes (persisted: postcard variant
+/// index 0 = `U32`, 1 = `U64`, 2 = `U8`, 3 = `U16`). `U8` and `U16` are the widths of b-bit
+/// rows under band-hash version 3; versions 1 and 2 hash every narrower-than-u64 value in 4
+/// bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum RowWidth {
     /// 4 little-endian bytes per value.
     U32,
     /// 8 little-endian bytes per value.
     U64,
+    /// 1 byte per value (version 3; u32 rows whose values are below 2^8).
+    U8,
+    /// 2 little-endian bytes per value (version 3; u32 rows whose values are below 2^16).
+    U16,
+}
+
+impl RowWidth {
+    /// Bytes per value under version 3.
+    pub fn bytes(self) -> usize {
+        match self {
+            RowWidth::U8 => 1,
+            RowWidth::U16 => 2,
+            RowWidth::U32 => 4,
+            RowWidth::U64 => 8,
+        }
+    }
+
+    /// The version-3 width of b-bit values (b in 1..=32): the fewest of 1, 2 or 4 bytes.
+    pub fn for_bits(bits: u8) -> RowWidth {
+        match bits {
+            0..=8 => RowWidth::U8,
+            9..=16 => RowWidth::U16,
+            _ => RowWidth::U32,
+        }
+    }
 }
 
 /// A signature's LSH rows: its slot values in slot order, at their band-key width.
@@ -155,6 +204,53 @@ pub fn band_key_u64(band: u32, values: &[u64], seed: u64) -> u64 {
     hash_band(band, values, u64::to_le_bytes, seed)
 }
 
+/// The version-3 hash of band `band` whose values, each in the scheme's width, are `bytes`:
+/// XXH3-64 of `bytes` with seed `seed ^ band * 0x9E37_79B9_7F4A_7C15` (wrapping). The
+/// version-3 key is its top [`KEY_BITS_V2`] bits.
+#[inline]
+pub fn band_key_v3(band: u32, bytes: &[u8], seed: u64) -> u64 {
+    xxh3_64_with_seed(bytes, seed ^ u64::from(band).wrapping_mul(V3_BAND_MIX))
+}
+
+/// Appends the version-3 keys (masked by `mask`) of `bands` bands of `r` b-bit values packed
+/// in `words` (as in [`bbit_band_keys`]), each value in `w` bytes (`BITS <= 8 * w`). When a
+/// value's width is its packing width (b = 8, 16, 32), a band's bytes are the packed words'
+/// own little-endian bytes, hashed in place.
+fn bbit_band_keys_v3<const BITS: usize>(
+    words: &[u64],
+    (bands, r, w): (usize, usize, usize),
+    seed: u64,
+    mask: u64,
+    out: &mut Vec<u64>,
+) {
+    let len = r * w;
+    if cfg!(target_endian = "little") && BITS == 8 * w {
+        // Native order is little-endian here: the words' bytes are slot values in order.
+        let bytes = words.as_bytes();
+        for band in 0..bands {
+            out.push(band_key_v3(band as u32, &bytes[band * len..(band + 1) * len], seed) & mask);
+        }
+        return;
+    }
+    let value_mask = if BITS >= 32 { u64::from(u32::MAX) } else { (1u64 << BITS) - 1 };
+    let mut stack = [0u8; STACK_BYTES];
+    let mut heap = Vec::new();
+    let buf: &mut [u8] = if len <= STACK_BYTES {
+        &mut stack[..len]
+    } else {
+        heap.resize(len, 0);
+        &mut heap
+    };
+    for band in 0..bands {
+        for (j, dst) in buf.chunks_exact_mut(w).enumerate() {
+            let bit = (band * r + j) * BITS;
+            let v = (words[bit / 64] >> (bit % 64)) & value_mask;
+            dst.copy_from_slice(&v.to_le_bytes()[..w]);
+        }
+        out.push(band_key_v3(band as u32, buf, seed) & mask);
+    }
+}
+
 /// Appends the keys (masked by `mask`) of `bands` bands of `r` rows of the b-bit values
 /// packed in `words` (`BITS` in 1, 2, 4, 8, 16, 32: slot i's value is at bit `i * BITS` of
 /// the LE word array, never straddling two words); `4 + 4r <= STACK_BYTES` and
@@ -217,12 +313,38 @@ impl BandKeyScheme {
         if self.version == 1 { 64 } else { KEY_BITS_V2 }
     }
 
-    /// The band keys of a signature's rows; its width must be the scheme's.
+    /// The band keys of a signature's rows; u64 rows need a `U64` scheme, u32 rows one of
+    /// the narrower widths (under version 3 every value must fit it).
     pub fn keys(&self, rows: &LshRows) -> Result<Vec<u64>, IndexError> {
         self.check_width(rows.width())?;
-        let mut keys = rows.band_keys(self.params, self.seed)?;
         let mask = self.key_mask();
-        keys.iter_mut().for_each(|k| *k &= mask);
+        if self.version < 3 {
+            let mut keys = rows.band_keys(self.params, self.seed)?;
+            keys.iter_mut().for_each(|k| *k &= mask);
+            return Ok(keys);
+        }
+        let (b, r, w) = (self.params.bands as usize, self.params.rows as usize, self.width.bytes());
+        let need = b.saturating_mul(r);
+        if rows.len() < need {
+            return Err(IndexError::size("signature rows for bands * rows", need, rows.len()));
+        }
+        let mut keys = Vec::with_capacity(b);
+        let mut bytes = Vec::with_capacity(r * w);
+        for band in 0..b {
+            bytes.clear();
+            for j in band * r..(band + 1) * r {
+                let v = match rows {
+                    LshRows::U32(v) => u64::from(v[j]),
+                    LshRows::U64(v) => v[j],
+                };
+                if w < 8 && v >> (8 * w) != 0 {
+                    let need = (64 - v.leading_zeros()).div_ceil(8);
+                    return Err(IndexError::size("row value bytes (a value wider than the scheme's rows)", w, need));
+                }
+                bytes.extend_from_slice(&v.to_le_bytes()[..w]);
+            }
+            keys.push(band_key_v3(band as u32, &bytes, self.seed) & mask);
+        }
         Ok(keys)
     }
 
@@ -230,7 +352,9 @@ impl BandKeyScheme {
     /// b-bit sketches (each band's bytes are built straight from the packed words).
     pub fn sketch_keys(&self, sketch: &Sketch) -> Result<Vec<u64>, IndexError> {
         match sketch {
-            Sketch::BBit(s) if 4 + 4 * self.params.rows as usize <= STACK_BYTES => self.bbit_keys(s),
+            Sketch::BBit(s) if self.version >= 3 || 4 + 4 * self.params.rows as usize <= STACK_BYTES => {
+                self.bbit_keys(s)
+            }
             _ => self.keys(&lsh_rows(sketch)?),
         }
     }
@@ -245,6 +369,23 @@ impl BandKeyScheme {
         }
         let mut keys = Vec::with_capacity(b);
         let (words, seed, mask) = (s.words(), self.seed, self.key_mask());
+        if self.version >= 3 {
+            let w = self.width.bytes();
+            if usize::from(s.params().bits()) > 8 * w {
+                let need = s.params().bits().div_ceil(8);
+                return Err(IndexError::size("row value bytes (b-bit values wider than the scheme's rows)", w, need));
+            }
+            let shape = (b, r, w);
+            match s.params().bits() {
+                1 => bbit_band_keys_v3::<1>(words, shape, seed, mask, &mut keys),
+                2 => bbit_band_keys_v3::<2>(words, shape, seed, mask, &mut keys),
+                4 => bbit_band_keys_v3::<4>(words, shape, seed, mask, &mut keys),
+                8 => bbit_band_keys_v3::<8>(words, shape, seed, mask, &mut keys),
+                16 => bbit_band_keys_v3::<16>(words, shape, seed, mask, &mut keys),
+                _ => bbit_band_keys_v3::<32>(words, shape, seed, mask, &mut keys),
+            }
+            return Ok(keys);
+        }
         // The width as a constant: the slot arithmetic folds to shifts and masks.
         match s.params().bits() {
             1 => bbit_band_keys::<1>(words, b, r, seed, mask, &mut keys),
@@ -257,10 +398,10 @@ impl BandKeyScheme {
         Ok(keys)
     }
 
+    /// u64 rows need a `U64` scheme; u32 rows (`width` = `U32`) any narrower one.
     fn check_width(&self, width: RowWidth) -> Result<(), IndexError> {
-        if width != self.width {
-            let bytes = |w: RowWidth| if w == RowWidth::U32 { 4u64 } else { 8 };
-            return Err(IndexError::size("row width in bytes", bytes(self.width), bytes(width)));
+        if (width == RowWidth::U64) != (self.width == RowWidth::U64) {
+            return Err(IndexError::size("row width in bytes", self.width.bytes(), width.bytes()));
         }
         Ok(())
     }
@@ -273,140 +414,5 @@ impl BandKeyScheme {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::sketch::params::SketchParams;
-    use crate::sketch::sketch::Sketcher;
-    use crate::sketch::tokens::TokenSet;
-
-    #[test]
-    fn band_bytes_are_as_specified() {
-        let mut bytes = vec![7, 0, 0, 0];
-        for v in [1u32, 0xdead_beef, 3] {
-            bytes.extend_from_slice(&v.to_le_bytes());
-        }
-        assert_eq!(bytes.len(), 4 + 4 * 3);
-        assert_eq!(band_key_u32(7, &[1, 0xdead_beef, 3], 99), xxh3_64_with_seed(&bytes, 99));
-        let mut bytes = 2u32.to_le_bytes().to_vec();
-        bytes.extend_from_slice(&u64::MAX.to_le_bytes());
-        bytes.extend_from_slice(&5u64.to_le_bytes());
-        assert_eq!(band_key_u64(2, &[u64::MAX, 5], 0), xxh3_64_with_seed(&bytes, 0));
-        // Longer than the stack buffer: the heap path hashes the same bytes.
-        let long: Vec<u64> = (0..17).collect();
-        let mut bytes = 1u32.to_le_bytes().to_vec();
-        long.iter().for_each(|v| bytes.extend_from_slice(&v.to_le_bytes()));
-        assert_eq!(band_key_u64(1, &long, 4), xxh3_64_with_seed(&bytes, 4));
-    }
-
-    #[test]
-    fn golden_band_keys() {
-        // Pinned: changing these changes every stored LSH index (needs a new version).
-        assert_eq!(band_key_u32(0, &[1, 2, 3, 4], 0), GOLDEN[0]);
-        assert_eq!(band_key_u64(3, &[u64::MAX, 0], 42), GOLDEN[1]);
-        assert_eq!(band_key_u32(1, &[], 7), GOLDEN[2]);
-    }
-
-    const GOLDEN: [u64; 3] = [0x3757_3ad4_0b49_16e8, 0x3dbd_27ce_1a13_2f46, 0xdbac_54f5_3741_3bcc];
-
-    /// The direct b-bit path gives exactly the keys of the rows, for every b, for bandings
-    /// that do and do not use every slot and for bands too long for the stack buffer; other
-    /// kinds and mismatches take the rows path with its errors.
-    #[test]
-    fn sketch_keys_equal_the_keys_of_the_rows() {
-        let tokens = TokenSet::from_unsorted((0..300u64).map(|t| t * 7919).collect());
-        let sk = |p: SketchParams| Sketcher::new(p).expect("sketcher").sketch(&tokens).expect("sketch");
-        for bits in [1u8, 2, 4, 8, 16, 32] {
-            let sketch = sk(SketchParams::bbit(128, bits, 5).expect("params"));
-            for (bands, rows) in [(1, 1), (32, 4), (9, 13), (3, 40), (1, 128)] {
-                for version in [1, BAND_HASH_VERSION] {
-                    let scheme =
-                        BandKeyScheme { version, ..BandKeyScheme::new(11, LshParams { bands, rows }, RowWidth::U32) };
-                    let want = scheme.keys(&lsh_rows(&sketch).expect("rows")).expect("keys");
-                    assert_eq!(
-                        scheme.sketch_keys(&sketch).expect("keys"),
-                        want,
-                        "b = {bits}, {bands}x{rows}, v{version}"
-                    );
-                }
-            }
-            let too_many = BandKeyScheme::new(11, LshParams { bands: 33, rows: 4 }, RowWidth::U32);
-            let err = too_many.sketch_keys(&sketch).unwrap_err();
-            assert_eq!(
-                err,
-                IndexError::SizeMismatch { what: "signature rows for bands * rows", expected: 132, got: 128 }
-            );
-            let wide = BandKeyScheme::new(11, LshParams { bands: 4, rows: 4 }, RowWidth::U64);
-            assert!(matches!(
-                wide.sketch_keys(&sketch),
-                Err(IndexError::SizeMismatch { what: "row width in bytes", .. })
-            ));
-        }
-        for params in [SketchParams::minhash(64, 64, 1), SketchParams::minhash(64, 32, 1), SketchParams::oph(64, 16, 1)]
-        {
-            let sketch = sk(params.expect("params"));
-            let rows = lsh_rows(&sketch).expect("rows");
-            let scheme = BandKeyScheme::new(3, LshParams { bands: 16, rows: 4 }, rows.width());
-            assert_eq!(scheme.sketch_keys(&sketch).expect("keys"), scheme.keys(&rows).expect("keys"));
-        }
-    }
-
-    #[test]
-    fn band_index_and_seed_matter() {
-        let v = [10u32, 20];
-        assert_ne!(band_key_u32(0, &v, 1), band_key_u32(1, &v, 1));
-        assert_ne!(band_key_u32(0, &v, 1), band_key_u32(0, &v, 2));
-        assert_ne!(band_key_u32(0, &v, 1), band_key_u64(0, &[10, 20], 1));
-    }
-
-    #[test]
-    fn rows_of_each_sketch_kind() {
-        let tokens = TokenSet::from_unsorted((0..200u64).collect());
-        let other = TokenSet::from_unsorted((0..180u64).chain(1000..1020).collect());
-        let sk = |p: SketchParams, t: &TokenSet| Sketcher::new(p).expect("sketcher").sketch(t).expect("sketch");
-        let mh = sk(SketchParams::minhash(32, 64, 1).expect("params"), &tokens);
-        let Sketch::MinHash(m) = &mh else { panic!("kind") };
-        assert_eq!(lsh_rows(&mh).expect("rows"), LshRows::U64(m.values().to_vec()));
-        let mh32 = sk(SketchParams::minhash(32, 32, 1).expect("params"), &tokens);
-        let Sketch::MinHash(m) = &mh32 else { panic!("kind") };
-        assert_eq!(lsh_rows(&mh32).expect("rows"), LshRows::U32(m.values().iter().map(|&v| v as u32).collect()));
-        let bb = sk(SketchParams::bbit(32, 4, 1).expect("params"), &tokens);
-        let Sketch::BBit(b) = &bb else { panic!("kind") };
-        let rows = lsh_rows(&bb).expect("rows");
-        assert_eq!(rows, LshRows::U32((0..32).map(|i| b.value(i) as u32).collect()));
-        let oph = sk(SketchParams::oph(64, 16, 1).expect("params"), &tokens);
-        let Sketch::Oph(o) = &oph else { panic!("kind") };
-        assert_eq!(lsh_rows(&oph).expect("rows"), LshRows::U32(o.densify().expect("densify")));
-        let sim = sk(SketchParams::simhash(64, 1).expect("params"), &tokens);
-        assert_eq!(lsh_rows(&sim), Err(IndexError::NotBanded { kind: crate::SketchKind::SimHash }));
-
-        // Similar sets share some band keys; the scheme checks widths and lengths.
-        let scheme = BandKeyScheme::new(9, LshParams { bands: 16, rows: 2 }, RowWidth::U64);
-        scheme.validate().expect("valid");
-        let a = scheme.keys(&lsh_rows(&mh).expect("rows")).expect("keys");
-        let mh_other = sk(SketchParams::minhash(32, 64, 1).expect("params"), &other);
-        let b = scheme.keys(&lsh_rows(&mh_other).expect("rows")).expect("keys");
-        assert_eq!(a.len(), 16);
-        let Sketch::MinHash(m) = &mh else { panic!("kind") };
-        for (i, key) in a.iter().enumerate() {
-            assert_eq!(*key, band_key_u64(i as u32, &m.values()[2 * i..2 * i + 2], 9) & 0xffff_ffff_0000_0000);
-        }
-        // Version 1 keeps the whole hash.
-        let v1 = BandKeyScheme { version: 1, ..scheme };
-        v1.validate().expect("version 1 is read");
-        assert_eq!((v1.key_bits(), scheme.key_bits()), (64, 32));
-        let full = v1.keys(&lsh_rows(&mh).expect("rows")).expect("keys");
-        for (i, key) in full.iter().enumerate() {
-            assert_eq!(*key, band_key_u64(i as u32, &m.values()[2 * i..2 * i + 2], 9));
-            assert_eq!(a[i], key & 0xffff_ffff_0000_0000);
-        }
-        assert!(a.iter().zip(&b).any(|(x, y)| x == y));
-        assert!(matches!(scheme.keys(&rows), Err(IndexError::SizeMismatch { .. })));
-        let too_many = LshParams { bands: 17, rows: 2 };
-        let err = lsh_rows(&mh).expect("rows").band_keys(too_many, 0).unwrap_err();
-        assert_eq!(err, IndexError::SizeMismatch { what: "signature rows for bands * rows", expected: 34, got: 32 });
-        for version in [0, 3] {
-            let bad = BandKeyScheme { version, ..scheme };
-            assert!(matches!(bad.validate(), Err(IndexError::Inconsistent { .. })), "version {version}");
-        }
-    }
-}
+#[path = "band_tests.rs"]
+mod tests;
