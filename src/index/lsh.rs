@@ -120,6 +120,15 @@ fn le(bytes: &[u8]) -> u64 {
     bytes.iter().rev().fold(0u64, |v, &b| v << 8 | u64::from(b))
 }
 
+/// The LE value of the first `N <= 8` bytes of `bytes` (at least `N` long): a fixed-size copy
+/// the compiler turns into one or two loads.
+#[inline(always)]
+fn le_n<const N: usize>(bytes: &[u8]) -> u64 {
+    let mut buf = [0u8; 8];
+    buf[..N].copy_from_slice(&bytes[..N]);
+    u64::from_le_bytes(buf)
+}
+
 /// The `width`-byte LE value at `at` in `bytes` (`width <= 8`, `at + width <= bytes.len()`):
 /// one unaligned 8-byte load and a mask when 8 bytes are available, else a byte copy.
 #[inline]
@@ -198,7 +207,12 @@ impl<'a> ChunkView<'a> {
         let (suffixes, rows) = self.body.split_at(self.n * S);
         let base = g.key(group, 0);
         out.reserve(self.n);
-        out.extend(suffixes.chunks_exact(S).zip(rows.chunks_exact(W)).map(|(s, r)| (base | g.key(0, le(s)), le(r))));
+        out.extend(
+            suffixes
+                .chunks_exact(S)
+                .zip(rows.chunks_exact(W))
+                .map(|(s, r)| (base | g.key(0, le_n::<S>(s)), le_n::<W>(r))),
+        );
     }
 
     /// Whether every suffix fits K - P bits.
@@ -474,6 +488,11 @@ impl RawBand {
     }
 
     /// The chunks held.
+    /// The bytes of its chunk values together.
+    pub(crate) fn encoded_len(&self) -> usize {
+        self.bytes.len()
+    }
+
     pub(crate) fn chunk_count(&self) -> usize {
         self.chunks.len()
     }
@@ -508,7 +527,11 @@ pub(crate) struct EncodedBand {
 /// Encodes one band of a run: `entries` (sorted, strictly ascending) split into the run's
 /// groups and each group evenly over chunks. Pure, so bands encode in parallel.
 pub(crate) fn encode_run_band(g: Groups, entries: &[(u64, u64)]) -> EncodedBand {
-    let mut out = EncodedBand::default();
+    // Room for every chunk (about one a group) with row ids of up to 4 bytes: the buffer of a
+    // band of a million entries is not regrown and copied a dozen times.
+    let chunks = (1usize << g.bits) + entries.len() / GROUP_CHUNK_ENTRIES + 1;
+    let mut out =
+        EncodedBand::with_capacity(entries.len() * (g.suffix_bytes + 4) + chunks * CHUNK_HEADER_LEN + 8, chunks);
     let mut i = 0;
     while i < entries.len() {
         let group = g.group(entries[i].0);
@@ -520,6 +543,11 @@ pub(crate) fn encode_run_band(g: Groups, entries: &[(u64, u64)]) -> EncodedBand 
 }
 
 impl EncodedBand {
+    /// An empty encoding with room for `bytes` bytes of `chunks` chunks.
+    pub(crate) fn with_capacity(bytes: usize, chunks: usize) -> EncodedBand {
+        EncodedBand { chunks: Vec::with_capacity(chunks), bytes: Vec::with_capacity(bytes) }
+    }
+
     /// Appends one group's chunks: `entries` (sorted, non-empty, all of `group`, which must
     /// come after every group pushed before) split evenly over the fewest chunks.
     pub(crate) fn push_group(&mut self, g: Groups, group: u64, entries: &[(u64, u64)]) {

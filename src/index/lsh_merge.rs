@@ -162,7 +162,11 @@ pub(crate) fn merge_band(
 ) -> Result<(EncodedBand, Sums), StorageError> {
     let disorder = || lsh_rows_err(info, band, id, "merged runs hold an entry twice or out of order");
     let mut cursors: Vec<Cursor<'_>> = raws.iter().map(Cursor::new).collect();
-    let mut out = EncodedBand::default();
+    // The merged encoding is about as long as the runs' together (the same entries; headers
+    // and widths differ a little).
+    let bytes: usize = raws.iter().map(|r| r.encoded_len()).sum();
+    let chunks = raws.iter().map(|r| r.chunk_count()).sum::<usize>() + (1usize << g.bits);
+    let mut out = EncodedBand::with_capacity(bytes + bytes / 16 + chunks * 8 + 8, chunks);
     let (mut sum, mut sum_sq) = (0u64, 0u128);
     let (mut merged, mut scratch, mut order) = (Vec::new(), Vec::new(), Vec::new());
     let mut parts: Vec<Vec<(u64, u64)>> = vec![Vec::new(); raws.len()];
@@ -217,19 +221,17 @@ pub(crate) fn merge_band(
 fn merge_sorted_into(x: &[(u64, u64)], y: &[(u64, u64)], out: &mut Vec<(u64, u64)>) {
     let wide = |e: (u64, u64)| u128::from(e.0) << 64 | u128::from(e.1);
     out.clear();
-    out.resize(x.len() + y.len(), (0, 0));
-    let (mut i, mut j, mut k) = (0, 0, 0);
+    out.reserve(x.len() + y.len());
+    let (mut i, mut j) = (0, 0);
     while i < x.len() && j < y.len() {
         let (a, b) = (x[i], y[j]);
         let take_x = wide(a) < wide(b);
-        out[k] = if take_x { a } else { b };
+        out.push(if take_x { a } else { b });
         i += usize::from(take_x);
         j += usize::from(!take_x);
-        k += 1;
     }
-    out[k..k + x.len() - i].copy_from_slice(&x[i..]);
-    let k = k + x.len() - i;
-    out[k..].copy_from_slice(&y[j..]);
+    out.extend_from_slice(&x[i..]);
+    out.extend_from_slice(&y[j..]);
 }
 
 #[cfg(test)]
