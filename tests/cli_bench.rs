@@ -86,6 +86,35 @@ fn bench_workloads_print_schema_lines() {
     let recall = lines[1]["metrics"]["recall"].as_f64().unwrap();
     let precision = lines[1]["metrics"]["precision"].as_f64().unwrap();
     assert!(recall > 0.5 && precision > 0.5, "{}", lines[1]);
+    assert_eq!(lines[0]["config"]["batch"], 10_000);
+    // Loaded in batches of 64 (an index of several runs, merged as it grows), the index
+    // holds the same entries: the same verified answers.
+    let small = run(
+        d,
+        &[
+            "bench",
+            "lsh",
+            "--sets",
+            "sets-300.jsonl",
+            "--queries",
+            "queries-300.jsonl",
+            "--thresholds",
+            "0.8",
+            "--batch",
+            "64",
+        ],
+    );
+    assert_eq!(small[0]["config"]["batch"], 64);
+    assert!(small[0]["notes"].as_str().unwrap().starts_with("batches of 64,"), "{}", small[0]);
+    assert_eq!(small[1]["metrics"]["recall"], lines[1]["metrics"]["recall"]);
+    assert_eq!(small[1]["metrics"]["precision"], lines[1]["metrics"]["precision"]);
+    let zero = Command::new(env!("CARGO_BIN_EXE_sketchdb"))
+        .current_dir(d)
+        .args(["bench", "lsh", "--sets", "sets-300.jsonl", "--queries", "queries-300.jsonl", "--batch", "0"])
+        .output()
+        .unwrap();
+    assert!(!zero.status.success());
+    assert!(String::from_utf8_lossy(&zero.stderr).contains("--batch"), "{}", String::from_utf8_lossy(&zero.stderr));
     let lines = run(d, &["bench", "dedup", "--sets", "sets-300.jsonl", "--threshold", "0.8"]);
     check_schema(&lines[0], "dedup");
     assert!(lines[0]["metrics"]["clusters"].as_u64().unwrap() >= 30, "{}", lines[0]);

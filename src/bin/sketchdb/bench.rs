@@ -141,6 +141,9 @@ pub enum Workload {
         /// load; the index's group width then fits the loaded size).
         #[arg(long)]
         bulk: bool,
+        /// Signatures per durable batch (write transaction) while loading.
+        #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+        batch: u64,
     },
     /// Radius queries over a u64 fingerprint file with SimHash tables.
     HammingQuery {
@@ -186,14 +189,15 @@ pub fn run(w: &Workload) -> Result<(), CliError> {
     let run = run_id();
     match w {
         Workload::MinhashCreate { sets, limit } => minhash_create(sets, *limit, &run),
-        Workload::Lsh { sets, queries, thresholds, kind, limit, dir, plan, bulk } => {
+        Workload::Lsh { sets, queries, thresholds, kind, limit, dir, plan, bulk, batch } => {
             let force = match plan {
                 None => None,
                 Some(p) => Some(
                     sketchdb::PlanKind::from_name(p).ok_or_else(|| CliError::Usage(format!("unknown plan `{p}`")))?,
                 ),
             };
-            crate::bench_lsh::lsh(sets, queries, thresholds, kind, *limit, dir.as_deref(), force, *bulk, &run)
+            let load = crate::bench_lsh::Load { bulk: *bulk, batch: *batch as usize };
+            crate::bench_lsh::lsh(sets, queries, thresholds, kind, *limit, dir.as_deref(), force, load, &run)
         }
         Workload::HammingQuery { fps, queries, truth, radius, dir } => {
             crate::bench_lsh::hamming(fps, queries, truth, *radius, dir.as_deref(), &run)

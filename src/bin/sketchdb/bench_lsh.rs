@@ -114,20 +114,33 @@ fn ratio(hits: usize, of: usize) -> f64 {
     if of == 0 { 1.0 } else { hits as f64 / of as f64 }
 }
 
-/// Inserts the sketched sets in durable batches of 10,000; a set that could not be sketched
+/// Durable batches of the dedup workload's load (and the default of `bench lsh --batch`).
+const DEFAULT_BATCH: usize = 10_000;
+
+/// How `bench lsh` loads the sets.
+#[derive(Clone, Copy, Debug)]
+pub struct Load {
+    /// Without the index, then the index built in one transaction.
+    pub bulk: bool,
+    /// Signatures per durable batch (at least 1).
+    pub batch: usize,
+}
+
+/// Inserts the sketched sets in durable batches of `size`; a set that could not be sketched
 /// is an input error naming its key.
 fn load_batches(
     coll: &Collection,
     sets: &[(String, TokenSet)],
     sketches: Vec<std::result::Result<Sketch, SketchError>>,
+    size: usize,
 ) -> Result<(), CliError> {
-    const BATCH: usize = 10_000;
-    let mut batch = Batch::with_capacity(BATCH);
+    let size = size.max(1);
+    let mut batch = Batch::with_capacity(size);
     for ((key, _), sketch) in sets.iter().zip(sketches) {
         batch.insert(key, sketch.map_err(|e| CliError::Input(format!("set `{key}`: {e}")))?);
-        if batch.len() == BATCH {
+        if batch.len() == size {
             coll.apply(&batch)?;
-            batch = Batch::with_capacity(BATCH);
+            batch = Batch::with_capacity(size);
         }
     }
     if !batch.is_empty() {
@@ -146,9 +159,10 @@ pub fn lsh(
     limit: Option<usize>,
     dir: Option<&Path>,
     force: Option<PlanKind>,
-    bulk: bool,
+    load: Load,
     run: &str,
 ) -> Result<(), CliError> {
+    let Load { bulk, batch } = load;
     let sets = load_sets(sets_path, limit)?;
     let queries = load_queries(queries_path)?;
     let dataset = dataset_name(sets_path);
@@ -165,7 +179,7 @@ pub fn lsh(
         let token_sets: Vec<TokenSet> = sets.iter().map(|(_, s)| s.clone()).collect();
         let sketches = coll.sketcher().sketch_batch(&token_sets);
         let start = Instant::now();
-        load_batches(&coll, &sets, sketches)?;
+        load_batches(&coll, &sets, sketches, batch)?;
         let index_s = if bulk {
             let at = Instant::now();
             coll.rebuild_index(index)?;
@@ -177,7 +191,7 @@ pub fn lsh(
         let n = sets.len() as f64;
         let probe = Query::threshold(coll.sketcher().sketch(first_of(&token_sets, "sets", sets_path)?)?, t);
         let choice = coll.plan(&Query { options: QueryOptions { force, ..QueryOptions::default() }, ..probe })?;
-        let config = json!({"num_perm": params.size(), "kind": kind, "bits": params.bits(), "threshold": t,
+        let config = json!({"num_perm": params.size(), "kind": kind, "bits": params.bits(), "threshold": t, "batch": batch,
                             "index": format!("{:?}", coll.config().index), "storage": "file", "durability": "immediate"});
         emit(
             run,
@@ -185,10 +199,12 @@ pub fn lsh(
             &dataset,
             config.clone(),
             json!({"insert_per_s": n / build_s, "build_s": build_s, "index_build_s": index_s}),
-            if bulk {
-                "batches of 10,000 without the index, durable commits, then the index built in one transaction"
+            &if bulk {
+                format!(
+                    "batches of {batch} without the index, durable commits, then the index built in one transaction"
+                )
             } else {
-                "batches of 10,000, durable commits"
+                format!("batches of {batch}, durable commits")
             },
         );
         let opts = QueryOptions { force, ..QueryOptions::default() };
@@ -366,7 +382,7 @@ pub fn dedup(
     drop(token_sets);
     let sketch_s = start.elapsed().as_secs_f64();
     let start = Instant::now();
-    load_batches(&coll, &sets, sketches)?;
+    load_batches(&coll, &sets, sketches, DEFAULT_BATCH)?;
     let load_s = start.elapsed().as_secs_f64();
     let start = Instant::now();
     let d = coll.dedup(QueryKind::Threshold(threshold), QueryOptions::default())?;
