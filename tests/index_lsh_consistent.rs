@@ -12,12 +12,20 @@ use std::collections::{BTreeSet, HashMap};
 
 use common::Rng;
 use sketchdb::{
-    BAND_HASH_VERSION, BandKeyScheme, Batch, Collection, CollectionConfig, Database, IndexConfig, KEY_BITS_V2, Sketch,
-    SketchParams, Sketcher, TokenSet, admin, lsh_rows, testing,
+    BAND_HASH_VERSION, BandKeyScheme, Batch, Collection, CollectionConfig, Database, IndexConfig, IndexSummary,
+    KEY_BITS_V2, Sketch, SketchParams, Sketcher, TokenSet, admin, lsh_rows, testing,
 };
 
 fn stored(c: &Collection) -> Vec<(u64, Sketch)> {
     c.scan().expect("scan").map(|r| r.expect("record")).map(|r| (r.row_id, r.sketch)).collect()
+}
+
+/// The band-hash version the collection's statistics show.
+fn shown_band_hash(c: &Collection) -> u16 {
+    match c.stats().expect("stats").index {
+        Some(IndexSummary::Lsh { band_hash, .. }) => band_hash,
+        other => panic!("not an LSH index: {other:?}"),
+    }
 }
 
 fn keys(scheme: &BandKeyScheme, s: &Sketch) -> Vec<u64> {
@@ -107,6 +115,7 @@ fn run_at(params: SketchParams, index: IndexConfig, seed: u64, version: u16) {
     }
     let scheme = testing::lsh_scheme(&c, &db).expect("scheme").expect("lsh");
     assert_eq!((scheme.version, scheme.key_bits()), (version, if version == 1 { 64 } else { KEY_BITS_V2 }));
+    assert_eq!(shown_band_hash(&c), version, "stats show the stored keys' version");
     let sk = Sketcher::new(params).expect("sketcher");
     let sets = family(&mut rng, 30, 6);
     let sketches: Vec<Sketch> = sets.iter().map(|t| sk.sketch(t).expect("sketch")).collect();
@@ -148,6 +157,7 @@ fn run_at(params: SketchParams, index: IndexConfig, seed: u64, version: u16) {
     c.rebuild_index(IndexConfig::Lsh { threshold: 0.6, bands: Some(4), rows: Some(2) }).expect("rebuild");
     assert_eq!(testing::lsh_stats(&c, &db).expect("stats").expect("lsh").0.bands, 4);
     assert_eq!(testing::lsh_scheme(&c, &db).expect("scheme").expect("lsh").version, BAND_HASH_VERSION);
+    assert_eq!(shown_band_hash(&c), BAND_HASH_VERSION);
     check(&c, &db, &queries, "after rebuild");
 
     // Plant an inconsistency: verify names it.

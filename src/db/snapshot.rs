@@ -68,7 +68,12 @@ impl Snapshot {
     pub fn stats(&self) -> Result<CollectionStats> {
         let s = self.snap.state(&self.info)?;
         let index = match crate::index::stats::index_stats(&self.snap, &self.info)? {
-            (Some(l), _) => Some(IndexSummary::Lsh { bands: l.params.bands, rows: l.params.rows, runs: l.runs }),
+            (Some(l), _) => Some(IndexSummary::Lsh {
+                bands: l.params.bands,
+                rows: l.params.rows,
+                runs: l.runs,
+                band_hash: l.band_hash,
+            }),
             (None, Some(t)) => Some(IndexSummary::SimhashTables { tables: t.tables, radius: t.radius }),
             (None, None) => None,
         };

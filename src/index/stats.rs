@@ -18,6 +18,8 @@ pub(crate) struct LshIndexStats {
     pub mean_hit_bucket: f64,
     /// Runs a probe reads in every band.
     pub runs: u32,
+    /// The band-hash version of its keys.
+    pub band_hash: u16,
 }
 
 /// SimHash table statistics.
@@ -49,6 +51,7 @@ pub(crate) fn index_stats(
                             IndexSpec::Lsh { runs, .. } => runs.len() as u32,
                             _ => 1,
                         },
+                        band_hash: scheme.version,
                     }),
                     None,
                 ),
