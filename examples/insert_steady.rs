@@ -4,6 +4,7 @@
 //! `bench lsh` averages over the whole load.
 //!
 //! Run: `cargo run --release --example insert_steady -- DB COLLECTION [BATCHES] [BATCH]`
+//! (`SKETCHDB_CACHE_MB` sets redb's page cache).
 
 use std::time::Instant;
 
@@ -16,7 +17,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let batches: usize = a.get(3).and_then(|s| s.parse().ok()).unwrap_or(10);
     let size: usize = a.get(4).and_then(|s| s.parse().ok()).unwrap_or(10_000);
-    let db = Database::open(&a[1])?;
+    // SKETCHDB_CACHE_MB sets redb's page cache (default 1 GiB).
+    let mut builder = Database::builder();
+    if let Some(mb) = std::env::var("SKETCHDB_CACHE_MB").ok().and_then(|v| v.parse::<usize>().ok()) {
+        builder = builder.cache_size(mb << 20);
+    }
+    let db = builder.open(&a[1])?;
     let c = db.collection(&a[2])?;
     let params = c.config().params;
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
