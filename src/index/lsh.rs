@@ -487,12 +487,12 @@ impl RawBand {
         RawBand { g, band, run, chunks, bytes: encoded.bytes.clone() }
     }
 
-    /// The chunks held.
     /// The bytes of its chunk values together.
     pub(crate) fn encoded_len(&self) -> usize {
         self.bytes.len()
     }
 
+    /// The chunks held.
     pub(crate) fn chunk_count(&self) -> usize {
         self.chunks.len()
     }

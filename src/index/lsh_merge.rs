@@ -8,7 +8,8 @@ use rayon::prelude::*;
 
 use super::keys::band::BandKeyScheme;
 use super::lsh::{
-    BucketTable, EncodedBand, Groups, RawBand, Sums, bucket_sums, drop_run_band, insert_run_band, run_group_bits,
+    BucketTable, CHUNK_HEADER_LEN, EncodedBand, Groups, RawBand, Sums, bucket_sums, drop_run_band, insert_run_band,
+    run_group_bits,
 };
 use super::lsh_write::lsh_rows_err;
 use super::meta::LshRun;
@@ -166,7 +167,7 @@ pub(crate) fn merge_band(
     // and widths differ a little).
     let bytes: usize = raws.iter().map(|r| r.encoded_len()).sum();
     let chunks = raws.iter().map(|r| r.chunk_count()).sum::<usize>() + (1usize << g.bits);
-    let mut out = EncodedBand::with_capacity(bytes + bytes / 16 + chunks * 8 + 8, chunks);
+    let mut out = EncodedBand::with_capacity(bytes + bytes / 16 + chunks * CHUNK_HEADER_LEN + 8, chunks);
     let (mut sum, mut sum_sq) = (0u64, 0u128);
     let (mut merged, mut scratch, mut order) = (Vec::new(), Vec::new(), Vec::new());
     let mut parts: Vec<Vec<(u64, u64)>> = vec![Vec::new(); raws.len()];

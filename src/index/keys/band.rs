@@ -34,7 +34,7 @@
 //! rows, 8 for u64 rows ([`band_key_v3`]); a value that does not fit `w` bytes is an error,
 //! never truncated. The key is the hash's top [`KEY_BITS_V2`] bits, as in version 2. The
 //! band index moves into the seed, and the values are hashed at their own width: a b-bit
-//! band of 13 one-byte values is 13 bytes (XXH3's cheapest length class) where version 2
+//! band of 13 one-byte values is 13 bytes (XXH3's path for inputs of 9 to 16 bytes) where version 2
 //! hashed 56, and for b = 8, 16 or 32 those bytes are the packed signature's own bytes.
 //!
 //! `seed` is chosen when the index is created and stored with it, with the version, in a
