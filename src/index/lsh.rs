@@ -483,8 +483,14 @@ impl RawBand {
     /// The band as [`Self::read`] would have read it after `encoded` was inserted.
     #[cfg(test)]
     pub(crate) fn from_encoded(g: Groups, band: u32, run: u32, encoded: &EncodedBand) -> RawBand {
-        let chunks = encoded.chunks.iter().map(|(group, _, range)| (*group, range.clone())).collect();
-        RawBand { g, band, run, chunks, bytes: encoded.bytes.clone() }
+        RawBand::from_unwritten(g, band, run, encoded.clone())
+    }
+
+    /// The band as [`Self::read`] would read it had `encoded` been inserted, without
+    /// inserting it (a new run that a merge in the same transaction takes at once).
+    pub(crate) fn from_unwritten(g: Groups, band: u32, run: u32, encoded: EncodedBand) -> RawBand {
+        let chunks = encoded.chunks.into_iter().map(|(group, _, range)| (group, range)).collect();
+        RawBand { g, band, run, chunks, bytes: encoded.bytes }
     }
 
     /// The bytes of its chunk values together.
@@ -518,7 +524,7 @@ impl RawBand {
 
 /// One band of a run, encoded: every chunk's (group, chunk number, byte range) in key order,
 /// and the bytes.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct EncodedBand {
     chunks: Vec<(u64, u32, std::ops::Range<usize>)>,
     bytes: Vec<u8>,

@@ -179,13 +179,27 @@ impl LshDelta {
         let (adds, removes) = self.reverse_map(txn, info, n_bands)?;
         let mut table = txn.open_table(LSH_BUCKETS).map_err(StorageError::backend("open table"))?;
         remove_rows(&mut table, info, self.scheme.key_bits(), runs, removes)?;
-        if let Some(run) = self.new_run(&mut table, info, *next_run, runs.last(), adds)? {
-            *next_run = next_run.checked_add(1).ok_or_else(|| inconsistent(info, 0, "LSH run numbers exhausted"))?;
-            runs.push(run);
-        }
+        let new = self.new_run(info, *next_run, runs.last(), adds)?;
         runs.retain(|r| r.entries > 0);
+        if let Some((run, encoded)) = new {
+            *next_run = next_run.checked_add(1).ok_or_else(|| inconsistent(info, 0, "LSH run numbers exhausted"))?;
+            let id = run.id;
+            runs.push(run);
+            match merge_span(runs) {
+                // A merge that takes the new run at once reads it from memory: its values
+                // are never written, read back and dropped.
+                Some(span) if span.end == runs.len() => {
+                    merge_into_one(&mut table, info, self.scheme, next_run, runs, span, Some(encoded))?;
+                }
+                _ => {
+                    for (band, e) in encoded.iter().enumerate() {
+                        insert_run_band(&mut table, info, band as u32, id, e)?;
+                    }
+                }
+            }
+        }
         while let Some(span) = merge_span(runs) {
-            merge_into_one(&mut table, info, self.scheme, next_run, runs, span)?;
+            merge_into_one(&mut table, info, self.scheme, next_run, runs, span, None)?;
         }
         recount(def);
         *self = LshDelta::new(self.scheme);
@@ -271,15 +285,15 @@ impl LshDelta {
         Ok((adds, removes))
     }
 
-    /// Writes the added rows' entries as run `id`; `None` when nothing was added.
+    /// The added rows' entries as run `id`, encoded band by band (not yet stored); `None`
+    /// when nothing was added.
     fn new_run(
         &self,
-        table: &mut super::lsh::BucketTable<'_>,
         info: &CollectionInfo,
         id: u32,
         last: Option<&LshRun>,
         adds: Vec<Vec<(u64, u64)>>,
-    ) -> Result<Option<LshRun>, StorageError> {
+    ) -> Result<Option<(LshRun, Vec<EncodedBand>)>, StorageError> {
         let live = self.added_rows.iter().zip(&self.dropped).filter(|(_, d)| !**d).map(|(r, _)| *r);
         let (Some(first_row), Some(last_row)) = (live.clone().min(), live.max()) else { return Ok(None) };
         if last.is_some_and(|l| first_row < l.end_row) {
@@ -298,12 +312,14 @@ impl LshDelta {
             })
             .collect::<Result<_, _>>()?;
         let (mut entries, mut sum_sq) = (0u64, 0u128);
-        for (band, (e, (s, q))) in encoded.iter().enumerate() {
+        let mut bands = Vec::with_capacity(encoded.len());
+        for (e, (s, q)) in encoded {
             entries += s;
             sum_sq += q;
-            insert_run_band(table, info, band as u32, id, e)?;
+            bands.push(e);
         }
-        Ok(Some(LshRun { id, group_bits: g.bits, first_row, end_row: last_row + 1, entries, sum_sq }))
+        let run = LshRun { id, group_bits: g.bits, first_row, end_row: last_row + 1, entries, sum_sq };
+        Ok(Some((run, bands)))
     }
 }
 

@@ -25,12 +25,17 @@ const MERGE_BANDS_AT_ONCE: u32 = 4;
 /// Merges neighbouring runs `span` (oldest first) into run `id`, a few bands at a time, and
 /// drops them. A pipeline: while the bands of one batch merge on the worker threads, this
 /// thread writes the previous batch's merged bands and reads the next batch.
+///
+/// `unwritten`: the bands (in band order) of the span's newest run when that run was never
+/// stored (a new run this transaction merges at once); they are merged from memory and
+/// nothing of that run is read or dropped.
 pub(crate) fn merge_runs(
     table: &mut BucketTable<'_>,
     info: &CollectionInfo,
     scheme: BandKeyScheme,
     id: u32,
     span: &[LshRun],
+    unwritten: Option<Vec<EncodedBand>>,
 ) -> Result<LshRun, StorageError> {
     let (Some(first_run), Some(last_run)) = (span.first(), span.last()) else {
         return Err(inconsistent(info, 0, "an LSH merge of no runs"));
@@ -38,6 +43,12 @@ pub(crate) fn merge_runs(
     let total: u64 = span.iter().map(|r| r.entries).sum();
     let (bands, key_bits) = (scheme.params.bands, scheme.key_bits());
     let g = Groups::new(key_bits, run_group_bits(total / u64::from(bands.max(1))));
+    let mut unwritten: Option<Vec<Option<EncodedBand>>> = unwritten.map(|bands| bands.into_iter().map(Some).collect());
+    if unwritten.as_ref().is_some_and(|u| u.len() != bands as usize) {
+        return Err(inconsistent(info, last_run.first_row, "an unwritten LSH run without one encoding a band"));
+    }
+    // The runs whose values are stored (all but an unwritten newest one).
+    let stored = if unwritten.is_some() { &span[..span.len() - 1] } else { span };
     let mut sums = (0u64, 0u128);
     std::thread::scope(|scope| {
         let mut merging = None;
@@ -46,10 +57,18 @@ pub(crate) fn merge_runs(
             let last = (first + MERGE_BANDS_AT_ONCE).min(bands);
             let mut inputs = Vec::with_capacity((last - first) as usize);
             for band in first..last {
-                let raw = span
+                let mut raw = stored
                     .iter()
                     .map(|run| RawBand::read(table, info, Groups::new(key_bits, run.group_bits), band, run.id))
                     .collect::<Result<Vec<_>, _>>()?;
+                if let Some(encoded) = unwritten.as_mut().and_then(|u| u[band as usize].take()) {
+                    raw.push(RawBand::from_unwritten(
+                        Groups::new(key_bits, last_run.group_bits),
+                        band,
+                        last_run.id,
+                        encoded,
+                    ));
+                }
                 inputs.push((band, raw));
             }
             let job = scope.spawn(move || {
@@ -59,12 +78,12 @@ pub(crate) fn merge_runs(
                     .collect::<Result<Vec<_>, StorageError>>()
             });
             if let Some(previous) = merging.replace(job) {
-                write_merged(table, info, id, span, joined(previous)?, &mut sums)?;
+                write_merged(table, info, id, stored, joined(previous)?, &mut sums)?;
             }
             first = last;
         }
         match merging {
-            Some(job) => write_merged(table, info, id, span, joined(job)?, &mut sums),
+            Some(job) => write_merged(table, info, id, stored, joined(job)?, &mut sums),
             None => Ok(()),
         }
     })?;
@@ -80,8 +99,8 @@ fn joined<T>(job: std::thread::ScopedJoinHandle<'_, Result<T, StorageError>>) ->
     })?
 }
 
-/// Writes merged bands of run `id`, drops those bands of the runs `span` and adds the bands'
-/// sums to `sums`.
+/// Writes merged bands of run `id`, drops those bands of the stored runs `span` and adds
+/// the bands' sums to `sums`.
 fn write_merged(
     table: &mut BucketTable<'_>,
     info: &CollectionInfo,

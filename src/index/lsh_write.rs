@@ -24,7 +24,7 @@ use std::ops::Range;
 use redb::WriteTransaction;
 
 use super::keys::band::BandKeyScheme;
-use super::lsh::{At, BucketTable, GroupScratch, Groups, remove_from_group};
+use super::lsh::{At, BucketTable, EncodedBand, GroupScratch, Groups, remove_from_group};
 use super::meta::{IndexDef, IndexSpec, LshRun};
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
@@ -101,7 +101,8 @@ pub(crate) fn recount(def: &mut IndexDef) {
     }
 }
 
-/// Merges the runs `runs[span]` (neighbours) into run `next_run` (then incremented).
+/// Merges the runs `runs[span]` (neighbours) into run `next_run` (then incremented);
+/// `unwritten` as in [`super::lsh_merge::merge_runs`] (the span's newest run never stored).
 pub(crate) fn merge_into_one(
     table: &mut BucketTable<'_>,
     info: &CollectionInfo,
@@ -109,8 +110,9 @@ pub(crate) fn merge_into_one(
     next_run: &mut u32,
     runs: &mut Vec<LshRun>,
     span: Range<usize>,
+    unwritten: Option<Vec<EncodedBand>>,
 ) -> Result<(), StorageError> {
-    let merged = super::lsh_merge::merge_runs(table, info, scheme, *next_run, &runs[span.clone()])?;
+    let merged = super::lsh_merge::merge_runs(table, info, scheme, *next_run, &runs[span.clone()], unwritten)?;
     *next_run = next_run.checked_add(1).ok_or_else(|| inconsistent(info, 0, "LSH run numbers exhausted"))?;
     runs.splice(span, [merged]);
     Ok(())
@@ -130,7 +132,7 @@ pub(crate) fn merge_all(
     }
     let mut table = txn.open_table(LSH_BUCKETS).map_err(StorageError::backend("open table"))?;
     let all = 0..runs.len();
-    merge_into_one(&mut table, info, *scheme, next_run, runs, all)?;
+    merge_into_one(&mut table, info, *scheme, next_run, runs, all, None)?;
     recount(def);
     Ok(true)
 }
