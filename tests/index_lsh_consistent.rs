@@ -349,8 +349,8 @@ fn a_reverse_entry_of_the_wrong_length_is_found() {
     assert!(e.to_string().contains("sketchdb.lsh_rows holds 33 bytes"), "{e}");
 }
 
-/// Many small batches: every fourth one's new run is merged in the same transaction (read
-/// from memory, never stored), and merges cascade up the tiers; the buckets stay exactly
+/// Many small batches: the new run of each batch that fills a tier is merged in the same
+/// transaction (read from memory, never stored), and merges cascade up the tiers; the buckets stay exactly
 /// the band keys of the stored rows after every batch, verify stays clean, and so do deletes
 /// and upserts arriving in a batch that merges.
 #[test]
@@ -381,6 +381,7 @@ fn merges_that_take_the_new_batch_keep_the_buckets_exact() {
             other => panic!("{other:?}"),
         }
     }
-    // Runs grew to 3 and merged back (the fourth batch's run never stored), more than once.
+    // Runs grew and merged back (each time with the new batch's run never stored), at least
+    // three times.
     assert!(runs_seen.windows(2).filter(|w| w[1] < w[0]).count() >= 3, "{runs_seen:?}");
 }
