@@ -20,6 +20,13 @@ fn stored(c: &Collection) -> Vec<(u64, Sketch)> {
     c.scan().expect("scan").map(|r| r.expect("record")).map(|r| (r.row_id, r.sketch)).collect()
 }
 
+/// A new database in `dir` with collection `s` of `params` under `index`, and its sketcher.
+fn indexed(dir: &std::path::Path, params: SketchParams, index: IndexConfig) -> (Database, Collection, Sketcher) {
+    let db = Database::create(dir.join("db")).expect("create");
+    let c = db.create_collection("s", CollectionConfig::new(params).with_index(index)).expect("collection");
+    (db, c, Sketcher::new(params).expect("sketcher"))
+}
+
 /// The band-hash version the collection's statistics show.
 fn shown_band_hash(c: &Collection) -> u16 {
     match c.stats().expect("stats").index {
@@ -224,9 +231,7 @@ fn large_batches_keyed_beside_the_record_writes_stay_consistent() {
     let params = SketchParams::bbit(64, 8, 7).expect("p");
     let mut rng = Rng(11);
     let dir = tempfile::tempdir().expect("dir");
-    let db = Database::create(dir.path().join("db")).expect("create");
-    let c = db.create_collection("s", CollectionConfig::new(params).with_index(IndexConfig::lsh(0.7))).expect("c");
-    let sk = Sketcher::new(params).expect("sketcher");
+    let (db, c, sk) = indexed(dir.path(), params, IndexConfig::lsh(0.7));
     let sketches: Vec<Sketch> = family(&mut rng, 400, 5).iter().map(|t| sk.sketch(t).expect("sketch")).collect();
     let queries: Vec<Sketch> = family(&mut rng, 3, 3).iter().map(|t| sk.sketch(t).expect("sketch")).collect();
     let mut batch = Batch::new();
@@ -358,9 +363,7 @@ fn merges_that_take_the_new_batch_keep_the_buckets_exact() {
     let params = SketchParams::bbit(64, 8, 9).expect("p");
     let mut rng = Rng(21);
     let dir = tempfile::tempdir().expect("dir");
-    let db = Database::create(dir.path().join("db")).expect("create");
-    let c = db.create_collection("s", CollectionConfig::new(params).with_index(IndexConfig::lsh(0.8))).expect("c");
-    let sk = Sketcher::new(params).expect("sketcher");
+    let (db, c, sk) = indexed(dir.path(), params, IndexConfig::lsh(0.8));
     let queries: Vec<Sketch> = family(&mut rng, 3, 2).iter().map(|t| sk.sketch(t).expect("sketch")).collect();
     let mut runs_seen = Vec::new();
     for b in 0..17 {

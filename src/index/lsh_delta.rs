@@ -181,25 +181,23 @@ impl LshDelta {
         remove_rows(&mut table, info, self.scheme.key_bits(), runs, removes)?;
         let new = self.new_run(info, *next_run, runs.last(), adds)?;
         runs.retain(|r| r.entries > 0);
+        // The new run, while not stored: it stays the newest run until a merge takes it.
+        let mut unwritten = None;
         if let Some((run, encoded)) = new {
             *next_run = next_run.checked_add(1).ok_or_else(|| inconsistent(info, 0, "LSH run numbers exhausted"))?;
-            let id = run.id;
+            unwritten = Some((run.id, encoded));
             runs.push(run);
-            match merge_span(runs) {
-                // A merge that takes the new run at once reads it from memory: its values
-                // are never written, read back and dropped.
-                Some(span) if span.end == runs.len() => {
-                    merge_into_one(&mut table, info, self.scheme, next_run, runs, span, Some(encoded))?;
-                }
-                _ => {
-                    for (band, e) in encoded.iter().enumerate() {
-                        insert_run_band(&mut table, info, band as u32, id, e)?;
-                    }
-                }
-            }
         }
         while let Some(span) = merge_span(runs) {
-            merge_into_one(&mut table, info, self.scheme, next_run, runs, span, None)?;
+            // A merge that takes the new run reads it from memory: its values are never
+            // written, read back and dropped.
+            let from_memory = if span.end == runs.len() { unwritten.take().map(|(_, e)| e) } else { None };
+            merge_into_one(&mut table, info, self.scheme, next_run, runs, span, from_memory)?;
+        }
+        if let Some((id, encoded)) = unwritten {
+            for (band, e) in encoded.iter().enumerate() {
+                insert_run_band(&mut table, info, band as u32, id, e)?;
+            }
         }
         recount(def);
         *self = LshDelta::new(self.scheme);

@@ -232,7 +232,6 @@ fn bbit_band_keys_v3<const BITS: usize>(
         }
         return;
     }
-    let value_mask = if BITS >= 32 { u64::from(u32::MAX) } else { (1u64 << BITS) - 1 };
     let mut stack = [0u8; STACK_BYTES];
     let mut heap = Vec::new();
     let buf: &mut [u8] = if len <= STACK_BYTES {
@@ -242,12 +241,20 @@ fn bbit_band_keys_v3<const BITS: usize>(
         &mut heap
     };
     for band in 0..bands {
-        for (j, dst) in buf.chunks_exact_mut(w).enumerate() {
-            let bit = (band * r + j) * BITS;
-            let v = (words[bit / 64] >> (bit % 64)) & value_mask;
-            dst.copy_from_slice(&v.to_le_bytes()[..w]);
-        }
+        put_bbit_values::<BITS>(words, band * r, w, buf);
         out.push(band_key_v3(band as u32, buf, seed) & mask);
+    }
+}
+
+/// Writes b-bit values `first, first + 1, ...` (packed in `words` as in [`bbit_band_keys`])
+/// into `buf`, each in `w` LE bytes, as many as `buf` holds.
+#[inline]
+fn put_bbit_values<const BITS: usize>(words: &[u64], first: usize, w: usize, buf: &mut [u8]) {
+    let value_mask = if BITS >= 32 { u64::from(u32::MAX) } else { (1u64 << BITS) - 1 };
+    for (j, dst) in buf.chunks_exact_mut(w).enumerate() {
+        let bit = (first + j) * BITS;
+        let v = (words[bit / 64] >> (bit % 64)) & value_mask;
+        dst.copy_from_slice(&v.to_le_bytes()[..w]);
     }
 }
 
@@ -256,16 +263,11 @@ fn bbit_band_keys_v3<const BITS: usize>(
 /// the LE word array, never straddling two words); `4 + 4r <= STACK_BYTES` and
 /// `bands * r` slots exist.
 fn bbit_band_keys<const BITS: usize>(words: &[u64], bands: usize, r: usize, seed: u64, mask: u64, out: &mut Vec<u64>) {
-    let value_mask = if BITS >= 32 { u64::from(u32::MAX) } else { (1u64 << BITS) - 1 };
     let len = 4 + 4 * r;
     let mut buf = [0u8; STACK_BYTES];
     for band in 0..bands {
         buf[..4].copy_from_slice(&(band as u32).to_le_bytes());
-        for (j, dst) in buf[4..len].chunks_exact_mut(4).enumerate() {
-            let bit = (band * r + j) * BITS;
-            let v = (words[bit / 64] >> (bit % 64)) & value_mask;
-            dst.copy_from_slice(&(v as u32).to_le_bytes());
-        }
+        put_bbit_values::<BITS>(words, band * r, 4, &mut buf[4..len]);
         out.push(xxh3_64_with_seed(&buf[..len], seed) & mask);
     }
 }
