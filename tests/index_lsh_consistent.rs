@@ -388,3 +388,49 @@ fn merges_that_take_the_new_batch_keep_the_buckets_exact() {
     // three times.
     assert!(runs_seen.windows(2).filter(|w| w[1] < w[0]).count() >= 3, "{runs_seen:?}");
 }
+
+/// Runs written before chunk layout 2 hold layout-1 values: they are probed, verified,
+/// merged with layout-2 runs, have rows deleted from them and are compacted, with the
+/// buckets exact throughout; what writes rewrite comes out in layout 2.
+#[test]
+fn chunks_of_layout_1_stay_readable_and_maintained() {
+    let params = SketchParams::bbit(64, 8, 9).expect("p");
+    let mut rng = Rng(33);
+    let dir = tempfile::tempdir().expect("dir");
+    let (db, c, sk) = indexed(dir.path(), params, IndexConfig::lsh(0.8));
+    let queries: Vec<Sketch> = family(&mut rng, 3, 2).iter().map(|t| sk.sketch(t).expect("sketch")).collect();
+    let layouts = |c: &Collection| -> BTreeSet<u8> {
+        let (_, chunks) = testing::lsh_group_chunks(c, &db).expect("chunks").expect("lsh");
+        chunks.iter().map(|ch| ch.layout).collect()
+    };
+    let batch_of = |b: usize, rng: &mut Rng| {
+        let mut batch = Batch::new();
+        // Groups of a few hundred entries over row ids of two bytes: layout 2 is shorter.
+        for (i, t) in family(rng, 400, 3).iter().enumerate() {
+            batch.insert(format!("b{b}-{i}"), sk.sketch(t).expect("sketch"));
+        }
+        batch
+    };
+    for b in 0..2 {
+        c.apply(&batch_of(b, &mut rng)).expect("batch");
+    }
+    assert_eq!(layouts(&c), BTreeSet::from([2]), "this build writes layout 2");
+    assert!(testing::rewrite_lsh_chunks_as_layout_1(&c, &db).expect("rewrite") > 0);
+    assert_eq!(layouts(&c), BTreeSet::from([1]));
+    check(&c, &db, &queries, "layout 1");
+    assert!(admin::verify(&db).expect("verify").is_ok());
+    // Deletes rewrite layout-1 groups; new runs merge with the old ones.
+    for b in 2..6 {
+        let mut batch = batch_of(b, &mut rng);
+        batch.delete(format!("b{}-0", b - 2));
+        batch.upsert(format!("b{}-1", b - 2), queries[0].clone());
+        c.apply(&batch).expect("batch");
+        check(&c, &db, &queries, &format!("after batch {b}"));
+        let report = admin::verify(&db).expect("verify");
+        assert!(report.is_ok(), "after batch {b}: {:?}", report.problems);
+    }
+    assert!(layouts(&c).contains(&2));
+    db.compact().expect("compact");
+    check(&c, &db, &queries, "after compaction");
+    assert_eq!(layouts(&c), BTreeSet::from([2]), "compaction rewrites every run");
+}

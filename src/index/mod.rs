@@ -2,7 +2,7 @@
 //! ([`lsh_params`]), exact SimHash radius probing over sorted runs ([`simhash_probe`]) and an
 //! in-memory SimHash table index ([`simhash_mem`]). The persisted half, in redb tables next
 //! to the records and maintained in the same write transactions: the index definition
-//! ([`meta`]), SimHash tables ([`simhash_tables`], [`simhash_read`]), LSH buckets ([`lsh`],
+//! ([`meta`]), SimHash tables ([`simhash_tables`], [`simhash_read`]), LSH buckets ([`lsh`], [`lsh_chunk`],
 //! [`lsh_read`], [`lsh_delta`], [`lsh_write`], [`lsh_merge`], [`lsh_cache`]), the probes' cache ([`probe_cache`]), maintenance and rebuilds ([`maintain`]), planner statistics ([`stats`])
 //! and verification ([`verify`]).
 
@@ -11,6 +11,7 @@ pub(crate) mod fingerprint;
 pub(crate) mod keys;
 pub(crate) mod lsh;
 pub(crate) mod lsh_cache;
+mod lsh_chunk;
 pub(crate) mod lsh_delta;
 pub(crate) mod lsh_mem;
 pub(crate) mod lsh_merge;

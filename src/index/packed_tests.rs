@@ -5,6 +5,7 @@
 use proptest::prelude::*;
 
 use super::lsh::{ChunkView, Groups, encode_chunk};
+use super::lsh_chunk::append_split;
 use super::simhash_tables::{BucketView, Geometry, encode_bucket, encoded_len};
 
 fn exercise_chunk(bytes: &[u8], g: Groups, probes: &[u64]) {
@@ -69,12 +70,22 @@ proptest! {
         cut in any::<usize>(),
         probes in prop::collection::vec(any::<u64>(), 1..4),
         key_bits in prop::sample::select(vec![32u32, 64]),
+        narrow in any::<bool>(),
+        split in any::<bool>(),
     ) {
         let g = Groups::new(key_bits, 12);
-        let mut entries: Vec<(u64, u64)> = keys.iter().zip(&rows).map(|(&k, &r)| (g.key(7, g.suffix(k)), r)).collect();
+        // Narrow row ranges make layout 2 the encoder's choice (at 32-bit keys); `split`
+        // forces layout 1.
+        let row = |r: u64| if narrow { (1 << 40) + r % 5000 } else { r };
+        let mut entries: Vec<(u64, u64)> =
+            keys.iter().zip(&rows).map(|(&k, &r)| (g.key(7, g.suffix(k)), row(r))).collect();
         entries.sort_unstable();
         let mut chunk = Vec::new();
-        encode_chunk(g, &entries, &mut chunk);
+        if split {
+            append_split(g, &entries, &mut chunk);
+        } else {
+            encode_chunk(g, &entries, &mut chunk);
+        }
         let geo = Geometry { f: 64, bits: 16, suffix_bytes: 6 };
         let wide: Vec<(u128, u64)> = entries.iter().map(|&(k, r)| (u128::from(k), r)).collect();
         let mut bucket = vec![0u8; encoded_len(&wide, geo)];

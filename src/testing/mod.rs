@@ -242,6 +242,49 @@ pub fn set_empty_lsh_band_hash_version(collection: &Collection, db: &Database, v
     Ok(true)
 }
 
+/// Rewrites every LSH chunk value of the collection in chunk layout 1, as builds before
+/// layout 2 wrote them (same entries, same keys). Returns the values rewritten.
+pub fn rewrite_lsh_chunks_as_layout_1(collection: &Collection, db: &Database) -> Result<usize> {
+    use crate::index::lsh::{ChunkView, Groups};
+    use crate::index::meta::{IndexDef, IndexSpec};
+    use crate::storage::StorageError;
+    use crate::storage::tables::LSH_BUCKETS;
+    use redb::ReadableTable;
+    let txn = db.store().begin_write()?;
+    let Some(def) = IndexDef::load_in(&txn, collection.info())? else { return Ok(0) };
+    let IndexSpec::Lsh { scheme, runs, .. } = &def.spec else { return Ok(0) };
+    let id = collection.info().def.id;
+    let mut n = 0;
+    {
+        let mut t = txn.open_table(LSH_BUCKETS).map_err(StorageError::backend("open table"))?;
+        let mut values: Vec<(crate::index::lsh::RunKey, Vec<u8>)> = Vec::new();
+        for e in t
+            .range((id, 0u32, 0u32, 0u64, 0u32)..=(id, u32::MAX, u32::MAX, u64::MAX, u32::MAX))
+            .map_err(StorageError::backend("scan"))?
+        {
+            let (k, v) = e.map_err(StorageError::backend("scan"))?;
+            values.push((k.value(), v.value().to_vec()));
+        }
+        for (key, bytes) in values {
+            let bits = runs.iter().find(|r| r.id == key.2).map_or(0, |r| r.group_bits);
+            let g = Groups::new(scheme.key_bits(), bits);
+            let view = ChunkView::parse(&bytes, g).map_err(|d| StorageError::Inconsistent {
+                collection: collection.info().def.name.clone(),
+                row: None,
+                detail: d,
+            })?;
+            let mut entries = Vec::new();
+            view.decode_into(g, key.3, &mut entries);
+            let mut split = Vec::new();
+            crate::index::lsh::append_split(g, &entries, &mut split);
+            t.insert(key, split.as_slice()).map_err(StorageError::backend("write"))?;
+            n += 1;
+        }
+    }
+    txn.commit().map_err(StorageError::backend("commit"))?;
+    Ok(n)
+}
+
 /// Whether the single-run layout's table holds any value of the collection.
 pub fn legacy_lsh_values(collection: &Collection, db: &Database) -> Result<bool> {
     use crate::storage::StorageError;
@@ -276,7 +319,8 @@ pub struct LshRunInfo {
     pub entries: u64,
 }
 
-/// One stored LSH chunk: run, band, group, chunk number and entries (0 if it does not parse).
+/// One stored LSH chunk: run, band, group, chunk number, entries (0 if it does not parse)
+/// and layout (its first byte).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LshChunk {
     pub run: u32,
@@ -284,6 +328,7 @@ pub struct LshChunk {
     pub group: u64,
     pub chunk: u32,
     pub entries: usize,
+    pub layout: u8,
 }
 
 /// The collection's LSH runs (from its definition) and stored chunks in key order (`None`
@@ -318,7 +363,8 @@ pub fn lsh_group_chunks(collection: &Collection, db: &Database) -> Result<Option
             let (_, band, run, group, chunk) = k.value();
             let bits = runs.iter().find(|r| r.id == run).map_or(0, |r| r.group_bits);
             let entries = ChunkView::parse(v.value(), Groups::new(scheme.key_bits(), bits)).map_or(0, |c| c.len());
-            out.push(LshChunk { run, band, group, chunk, entries });
+            let layout = v.value().first().copied().unwrap_or(0);
+            out.push(LshChunk { run, band, group, chunk, entries, layout });
         }
     }
     Ok(Some((infos, out)))

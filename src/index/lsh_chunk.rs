@@ -1,0 +1,572 @@
+//! The chunk value of an LSH run's group: its layouts, the parsed view the probes, merges and
+//! verification read through ([`ChunkView`]), and the encoder ([`encode_chunk`]). All
+//! integers little-endian (`storage-format.md`, "LSH runs, groups and reverse map"); K: the
+//! significant bits of the scheme's band keys (64 or 32), P: the run's group bits.
+//!
+//! ```text
+//! offset  width   layout 1 (split)                 layout 2 (packed)
+//!      0      1   1                                2
+//!      1      1   s = ceil((K - P) / 8)            s = ceil((K - P + d) / 8)
+//!      2      1   w: row-id bytes, 1..=8           d: row-offset bits, K - P + d <= 64
+//!      3      1   0                                0
+//!      4      4   n: entries, 1..=1024             n
+//!      8          n suffixes of s bytes,           base: the smallest row id (8 bytes),
+//!                 then n row ids of w bytes        then n words `suffix << d | (row - base)`
+//!                                                  of s bytes
+//! ```
+//!
+//! Entries ascend strictly by (suffix, row) in both. Writers choose layout 2 unless its words
+//! would exceed 64 bits or layout 1 is shorter; readers take either.
+
+/// The most entries in one chunk value (at most 8 + 1024 * 16 bytes).
+pub(crate) const GROUP_CHUNK_ENTRIES: usize = 1024;
+/// Bytes of the longest chunk value header (for sizing buffers).
+pub(crate) const CHUNK_HEADER_LEN: usize = HEADER_V2;
+/// Layout 1 (byte 0): suffixes, then row ids, each array at its own width.
+const LAYOUT_SPLIT: u8 = 1;
+/// Layout 2 (byte 0): one word per entry, the suffix above the row's offset from a base.
+const LAYOUT_PACKED: u8 = 2;
+/// Header bytes of layout 1.
+const HEADER_V1: usize = 8;
+/// Header bytes of layout 2 (layout 1's and the base row).
+const HEADER_V2: usize = 16;
+/// The widest group prefix.
+pub(crate) const MAX_GROUP_BITS: u32 = 24;
+
+/// The group prefix width of a run holding `per_band` entries in each band: about 128
+/// entries per group (one group below 256 entries), at most [`MAX_GROUP_BITS`].
+pub(crate) fn run_group_bits(per_band: u64) -> u32 {
+    let per = (per_band / 128).max(1);
+    let bits = 64 - (per - 1).leading_zeros().min(63);
+    if per == 1 { 0 } else { bits.min(MAX_GROUP_BITS) }
+}
+
+/// The group geometry of a prefix width P over band keys of K significant (top) bits (the
+/// scheme's [`super::keys::band::BandKeyScheme::key_bits`]; the bits below are zero): the
+/// group is the top P bits, the stored suffix the next K - P. Runs hold `P <= MAX_GROUP_BITS
+/// < K` (checked when a definition is decoded).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Groups {
+    /// P.
+    pub bits: u32,
+    /// K.
+    key_bits: u32,
+    /// Key-suffix bytes s = ceil((K - P) / 8).
+    pub suffix_bytes: usize,
+}
+
+impl Groups {
+    pub(crate) fn new(key_bits: u32, bits: u32) -> Groups {
+        debug_assert!(bits < key_bits && key_bits <= 64, "P = {bits}, K = {key_bits}");
+        Groups { bits, key_bits, suffix_bytes: (key_bits - bits).div_ceil(8) as usize }
+    }
+    /// Whether `group` is a group of this width (below `2^P`).
+    pub(crate) fn holds(&self, group: u64) -> bool {
+        self.bits >= 64 || group >> self.bits == 0
+    }
+    /// The group of a band key.
+    #[inline]
+    pub(crate) fn group(&self, key: u64) -> u64 {
+        if self.bits == 0 { 0 } else { key >> (64 - self.bits) }
+    }
+    /// K - P, the bits of a stored suffix.
+    #[inline]
+    pub(crate) fn suffix_bits(&self) -> u32 {
+        self.key_bits - self.bits
+    }
+    /// The stored suffixes: values below `2^(K - P)`.
+    #[inline]
+    pub(crate) fn suffix_mask(&self) -> u64 {
+        if self.suffix_bits() >= 64 { u64::MAX } else { (1u64 << self.suffix_bits()) - 1 }
+    }
+    /// The stored suffix of a band key: its K - P bits below the group.
+    #[inline]
+    pub(crate) fn suffix(&self, key: u64) -> u64 {
+        (key >> (64 - self.key_bits)) & self.suffix_mask()
+    }
+    /// The band key of a group and stored suffix.
+    #[inline]
+    pub(crate) fn key(&self, group: u64, suffix: u64) -> u64 {
+        let low = suffix << (64 - self.key_bits);
+        if self.bits == 0 { low } else { (group << (64 - self.bits)) | low }
+    }
+}
+
+/// A parsed chunk value of either layout. Entry `i`'s stored *word* is `s` bytes LE at
+/// `i * s`: layout 1 keeps the suffix there and the row id in a second array; layout 2 keeps
+/// `suffix << d | (row - base)` there, so a probe finds a hit's row in the line of its suffix.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ChunkView<'a> {
+    n: usize,
+    /// Bytes per word.
+    s: usize,
+    /// Layout 1: row-id bytes per entry; layout 2: 0 (the row offset is in the word).
+    w: usize,
+    /// Layout 2: row-offset bits below each word's suffix; 0 in layout 1.
+    d: u32,
+    /// Layout 2: `2^d - 1`.
+    row_mask: u64,
+    /// Layout 2: the smallest row id of the chunk (no `base + row_mask` overflows).
+    base: u64,
+    /// The words (then layout 1's row ids): reads of a word may look past its end (one
+    /// 8-byte load and a mask), so only the value's last bytes need the byte-wise path.
+    body: &'a [u8],
+}
+
+/// The LE value of up to 8 bytes, byte by byte (no call for a copy of a few bytes).
+#[inline]
+pub(crate) fn le(bytes: &[u8]) -> u64 {
+    bytes.iter().rev().fold(0u64, |v, &b| v << 8 | u64::from(b))
+}
+
+/// The LE value of the first `N <= 8` bytes of `bytes` (at least `N` long): a fixed-size copy
+/// the compiler turns into one or two loads.
+#[inline(always)]
+fn le_n<const N: usize>(bytes: &[u8]) -> u64 {
+    let mut buf = [0u8; 8];
+    buf[..N].copy_from_slice(&bytes[..N]);
+    u64::from_le_bytes(buf)
+}
+
+/// The `width`-byte LE value at `at` in `bytes` (`width <= 8`, `at + width <= bytes.len()`):
+/// one unaligned 8-byte load and a mask when 8 bytes are available, else a byte copy.
+#[inline]
+fn le_at(bytes: &[u8], at: usize, width: usize) -> u64 {
+    match bytes.get(at..at + 8) {
+        Some(eight) => {
+            let v = u64::from_le_bytes(eight.try_into().unwrap_or([0; 8]));
+            if width >= 8 { v } else { v & ((1u64 << (8 * width)) - 1) }
+        }
+        None => le(&bytes[at..at + width]),
+    }
+}
+
+/// `2^bits - 1` for `bits <= 64`.
+#[inline]
+fn low_mask(bits: u32) -> u64 {
+    if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 }
+}
+
+impl<'a> ChunkView<'a> {
+    /// Checks the header and length against the geometry (suffixes must fit K - P bits; a
+    /// layout-2 base plus any offset must be a row id).
+    pub(crate) fn parse(bytes: &'a [u8], g: Groups) -> Result<ChunkView<'a>, String> {
+        if bytes.len() < HEADER_V1 {
+            return Err(format!("chunk value of {} bytes is shorter than its header", bytes.len()));
+        }
+        if bytes[3] != 0 {
+            return Err(format!("chunk layout {}: reserved byte {} is not 0", bytes[0], bytes[3]));
+        }
+        let n = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize;
+        if n == 0 || n > GROUP_CHUNK_ENTRIES {
+            return Err(format!("{n} entries in a chunk (1..={GROUP_CHUNK_ENTRIES})"));
+        }
+        let (s, x) = (usize::from(bytes[1]), bytes[2]);
+        match bytes[0] {
+            LAYOUT_SPLIT => {
+                let w = usize::from(x);
+                if s != g.suffix_bytes || !(1..=8).contains(&w) {
+                    return Err(format!("suffix bytes {s} (expected {}), row bytes {w} (1..=8)", g.suffix_bytes));
+                }
+                if bytes.len() != HEADER_V1 + n * (s + w) {
+                    return Err(format!("{n} entries do not fill a chunk value of {} bytes", bytes.len()));
+                }
+                Ok(ChunkView { n, s, w, d: 0, row_mask: 0, base: 0, body: &bytes[HEADER_V1..] })
+            }
+            LAYOUT_PACKED => {
+                let d = u32::from(x);
+                let bits = g.suffix_bits() + d;
+                if bits > 64 || s != bits.div_ceil(8) as usize {
+                    return Err(format!(
+                        "word bytes {s} for {} suffix bits and {d} row-offset bits (expected {}, at most 64 bits)",
+                        g.suffix_bits(),
+                        bits.div_ceil(8)
+                    ));
+                }
+                if bytes.len() != HEADER_V2 + n * s {
+                    return Err(format!("{n} entries do not fill a chunk value of {} bytes", bytes.len()));
+                }
+                let base = u64::from_le_bytes(bytes[8..16].try_into().unwrap_or([0; 8]));
+                let row_mask = low_mask(d);
+                if base.checked_add(row_mask).is_none() {
+                    return Err(format!("base row {base} plus {d}-bit offsets overflows a row id"));
+                }
+                Ok(ChunkView { n, s, w: 0, d, row_mask, base, body: &bytes[HEADER_V2..] })
+            }
+            other => Err(format!("unknown chunk layout {other} (this build reads 1 and 2)")),
+        }
+    }
+
+    /// Entries.
+    pub(crate) fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Asks for the cache line of entry `i`'s suffix ahead of the search.
+    #[inline]
+    pub(crate) fn prefetch_suffix(&self, i: usize) {
+        super::prefetch::prefetch(self.body, i * self.s);
+    }
+
+    /// The stored word of entry `i < n`.
+    #[inline]
+    fn word_at(&self, i: usize) -> u64 {
+        le_at(self.body, i * self.s, self.s)
+    }
+
+    /// The suffix of entry `i < n`.
+    #[inline]
+    fn suffix_at(&self, i: usize) -> u64 {
+        self.word_at(i) >> self.d
+    }
+
+    #[inline]
+    fn row_at(&self, i: usize) -> u64 {
+        if self.w == 0 {
+            self.base + (self.word_at(i) & self.row_mask)
+        } else {
+            le_at(self.body, self.n * self.s + i * self.w, self.w)
+        }
+    }
+
+    /// Appends every entry as (band key, row id).
+    pub(crate) fn decode_into(&self, g: Groups, group: u64, out: &mut Vec<(u64, u64)>) {
+        // The common widths with the widths as constants: a fixed-size load per field.
+        // Layout 1: 3-byte suffixes at 32-bit keys, rows below 2^24 or 2^32; layout 2: the
+        // 39-bit words of 32-bit keys in groups of about 128 entries.
+        match (self.w, self.s) {
+            (0, 4) => self.decode_packed::<4>(g, group, out),
+            (0, 5) => self.decode_packed::<5>(g, group, out),
+            (0, 6) => self.decode_packed::<6>(g, group, out),
+            (3, 3) => self.decode_split::<3, 3>(g, group, out),
+            (4, 3) => self.decode_split::<3, 4>(g, group, out),
+            (3, 2) => self.decode_split::<2, 3>(g, group, out),
+            (4, 2) => self.decode_split::<2, 4>(g, group, out),
+            (3, 4) => self.decode_split::<4, 3>(g, group, out),
+            (4, 4) => self.decode_split::<4, 4>(g, group, out),
+            _ => {
+                out.reserve(self.n);
+                out.extend((0..self.n).map(|i| (g.key(group, self.suffix_at(i)), self.row_at(i))));
+            }
+        }
+    }
+
+    /// [`Self::decode_into`] for layout 1 with `s == S` and `w == W`.
+    fn decode_split<const S: usize, const W: usize>(&self, g: Groups, group: u64, out: &mut Vec<(u64, u64)>) {
+        let (suffixes, rows) = self.body.split_at(self.n * S);
+        let base = g.key(group, 0);
+        out.reserve(self.n);
+        out.extend(
+            suffixes
+                .chunks_exact(S)
+                .zip(rows.chunks_exact(W))
+                .map(|(s, r)| (base | g.key(0, le_n::<S>(s)), le_n::<W>(r))),
+        );
+    }
+
+    /// [`Self::decode_into`] for layout 2 with `s == S`.
+    fn decode_packed<const S: usize>(&self, g: Groups, group: u64, out: &mut Vec<(u64, u64)>) {
+        let key_base = g.key(group, 0);
+        let (d, mask, base) = (self.d, self.row_mask, self.base);
+        out.reserve(self.n);
+        out.extend(self.body.chunks_exact(S).map(|w| {
+            let word = le_n::<S>(w);
+            (key_base | g.key(0, word >> d), base + (word & mask))
+        }));
+    }
+
+    /// Whether every suffix fits K - P bits.
+    pub(crate) fn suffixes_fit(&self, g: Groups) -> bool {
+        (0..self.n).all(|i| self.suffix_at(i) & !g.suffix_mask() == 0)
+    }
+
+    /// Where `suffix` would sit if the chunk's suffixes were spread evenly over the whole
+    /// suffix range of its group, as hashed band keys are: `suffix * n / 2^(K - P)`, below
+    /// `n`. Computed from the header alone, so the probe can load that entry before it needs
+    /// it; any position is a correct start for [`Self::lower_bound_from`].
+    #[inline]
+    pub(crate) fn guess(&self, g: Groups, suffix: u64) -> usize {
+        let pos = (u128::from(suffix) * self.n as u128) >> g.suffix_bits();
+        (pos as usize).min(self.n - 1)
+    }
+
+    /// The first entry whose suffix is `>= suffix` (`n` if none), searched from position
+    /// `guess < n`: gallop away from the guess to a bracket, then bisect it. With a good
+    /// guess the search reads one or two cache lines of a chunk of up to 16 KiB, where plain
+    /// bisection touches about ten.
+    pub(crate) fn lower_bound_from(&self, suffix: u64, guess: usize) -> usize {
+        let n = self.n;
+        let guess = guess.min(n - 1);
+        // Invariant: suffix_at(i) < suffix for i < lo, and hi == n or suffix_at(hi) >= suffix.
+        let (mut lo, mut hi);
+        if self.suffix_at(guess) < suffix {
+            (lo, hi) = (guess + 1, n);
+            let mut step = 1;
+            while guess + step < n {
+                let probe = guess + step;
+                if self.suffix_at(probe) >= suffix {
+                    hi = probe;
+                    break;
+                }
+                lo = probe + 1;
+                step *= 2;
+            }
+        } else {
+            (lo, hi) = (0, guess);
+            let mut step = 1;
+            while step <= guess {
+                let probe = guess - step;
+                if self.suffix_at(probe) < suffix {
+                    lo = probe + 1;
+                    break;
+                }
+                hi = probe;
+                step *= 2;
+            }
+        }
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.suffix_at(mid) < suffix { lo = mid + 1 } else { hi = mid }
+        }
+        lo
+    }
+
+    /// Appends the row ids of the entries whose suffix is `suffix` (the chunk's entries are
+    /// sorted), searching from `guess`. True when the matches may go on in the group's next
+    /// chunk: the search reached the chunk's end.
+    pub(crate) fn rows_of(&self, suffix: u64, guess: usize, out: &mut Vec<u64>) -> bool {
+        let mut i = self.lower_bound_from(suffix, guess);
+        while i < self.n && self.suffix_at(i) == suffix {
+            out.push(self.row_at(i));
+            i += 1;
+        }
+        i == self.n
+    }
+}
+
+/// Encodes one chunk of sorted entries (at most [`GROUP_CHUNK_ENTRIES`], at least one) in
+/// place of `out`'s contents.
+pub(crate) fn encode_chunk(g: Groups, entries: &[(u64, u64)], out: &mut Vec<u8>) {
+    out.clear();
+    append_chunk(g, entries, out);
+}
+
+/// Appends the encoding of one chunk to `out`: layout 2 unless its words would exceed 64
+/// bits or layout 1 is shorter (a chunk of a few entries over a wide row range).
+pub(crate) fn append_chunk(g: Groups, entries: &[(u64, u64)], out: &mut Vec<u8>) {
+    let (min_row, max_row) = entries.iter().fold((u64::MAX, 0), |(lo, hi), e| (lo.min(e.1), hi.max(e.1)));
+    let d = 64 - (max_row - min_row.min(max_row)).leading_zeros();
+    let bits = g.suffix_bits() + d;
+    let packed_len = HEADER_V2 + entries.len() * bits.div_ceil(8) as usize;
+    if bits <= 64 && packed_len <= HEADER_V1 + entries.len() * (g.suffix_bytes + row_bytes(max_row)) {
+        append_packed(g, entries, min_row, d, out);
+    } else {
+        append_split(g, entries, out);
+    }
+}
+
+/// The fewest bytes (at least 1) holding `row`.
+fn row_bytes(row: u64) -> usize {
+    (8 - (row.leading_zeros() / 8) as usize).max(1)
+}
+
+/// Appends a layout-2 chunk of `entries`, whose rows lie in `base..base + 2^d` (and K - P + d
+/// <= 64). Each word is stored as a whole 8-byte LE word and the next one overwrites its
+/// surplus bytes (a fixed-size store per entry); the 8 bytes of slack past the end are cut off.
+fn append_packed(g: Groups, entries: &[(u64, u64)], base: u64, d: u32, out: &mut Vec<u8>) {
+    let e = (g.suffix_bits() + d).div_ceil(8) as usize;
+    let start = out.len();
+    let end = start + HEADER_V2 + entries.len() * e;
+    out.resize(end + 8, 0);
+    out[start..start + 4].copy_from_slice(&[LAYOUT_PACKED, e as u8, d as u8, 0]);
+    out[start + 4..start + 8].copy_from_slice(&(entries.len() as u32).to_le_bytes());
+    out[start + 8..start + 16].copy_from_slice(&base.to_le_bytes());
+    let mut at = start + HEADER_V2;
+    // d < 64 (a suffix has at least 8 bits), and the suffix fits above it.
+    for &(key, row) in entries {
+        let word = g.suffix(key) << d | (row - base);
+        out[at..at + 8].copy_from_slice(&word.to_le_bytes());
+        at += e;
+    }
+    out.truncate(end);
+}
+
+/// Appends a layout-1 chunk of `entries`, stored as [`append_packed`] stores its words.
+pub(crate) fn append_split(g: Groups, entries: &[(u64, u64)], out: &mut Vec<u8>) {
+    let w = row_bytes(entries.iter().map(|e| e.1).max().unwrap_or(0));
+    let s = g.suffix_bytes;
+    let start = out.len();
+    let end = start + HEADER_V1 + entries.len() * (s + w);
+    out.resize(end + 8, 0);
+    out[start..start + 4].copy_from_slice(&[LAYOUT_SPLIT, s as u8, w as u8, 0]);
+    out[start + 4..start + 8].copy_from_slice(&(entries.len() as u32).to_le_bytes());
+    let mut at = start + HEADER_V1;
+    for &(key, _) in entries {
+        out[at..at + 8].copy_from_slice(&g.suffix(key).to_le_bytes());
+        at += s;
+    }
+    for &(_, row) in entries {
+        out[at..at + 8].copy_from_slice(&row.to_le_bytes());
+        at += w;
+    }
+    out.truncate(end);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every encoding of `entries` (all of `group`) that applies: the chosen one, layout 1,
+    /// and layout 2 when its words fit 64 bits.
+    fn encodings(g: Groups, entries: &[(u64, u64)]) -> Vec<Vec<u8>> {
+        let (mut chosen, mut split) = (Vec::new(), Vec::new());
+        encode_chunk(g, entries, &mut chosen);
+        append_split(g, entries, &mut split);
+        let mut out = vec![chosen, split];
+        let (lo, hi) = (entries.iter().map(|e| e.1).min().unwrap(), entries.iter().map(|e| e.1).max().unwrap());
+        let d = 64 - (hi - lo).leading_zeros();
+        if g.suffix_bits() + d <= 64 {
+            let mut packed = Vec::new();
+            append_packed(g, entries, lo, d, &mut packed);
+            out.push(packed);
+        }
+        out
+    }
+
+    #[test]
+    fn chunk_round_trip_and_lookup() {
+        // Every suffix width at both key widths, row ids of 2, 3, 4 and 6 bytes, and row
+        // ranges of 9 and 41 bits, in both layouts (the decoders have fixed-width paths).
+        let cases = [64, 32].into_iter().flat_map(|k| [0, 1, 10, 17, 24].map(|p| (k, p)));
+        let rows = [(0, 2, 1), (1 << 16, 3, 1), (1 << 24, 4, 1), (1 << 40, 6, 1), (5, 6, 1 << 32)];
+        for ((key_bits, bits), (row_base, w, step)) in cases.flat_map(|c| rows.map(|r| (c, r))) {
+            let g = Groups::new(key_bits, bits);
+            assert_eq!(g.suffix_bytes, (key_bits - bits).div_ceil(8) as usize);
+            let group = 0x2a_u64 & ((1 << bits) - 1);
+            let mut entries: Vec<(u64, u64)> = (0..300u64)
+                .map(|i| (g.key(group, (i / 3).wrapping_mul(0x9e37_79b9) & g.suffix_mask()), row_base + i * step))
+                .collect();
+            entries.sort_unstable();
+            // The chosen layout: 2 when its words fit 64 bits and it is no longer.
+            let d = 64 - (299 * step).leading_zeros();
+            let packed =
+                (g.suffix_bits() + d <= 64).then(|| HEADER_V2 + 300 * (g.suffix_bits() + d).div_ceil(8) as usize);
+            let split = HEADER_V1 + 300 * (g.suffix_bytes + w);
+            let all = encodings(g, &entries);
+            assert_eq!(all[0].len(), packed.filter(|&p| p <= split).unwrap_or(split), "{key_bits}/{bits}/{row_base}");
+            assert_eq!(all[1].len(), split);
+            assert_eq!(all.len(), 2 + usize::from(packed.is_some()));
+            for bytes in &all {
+                let view = ChunkView::parse(bytes, g).expect("parse");
+                assert!(view.suffixes_fit(g));
+                let mut back = Vec::new();
+                view.decode_into(g, group, &mut back);
+                assert_eq!(back, entries);
+                for &(k, _) in &entries {
+                    let mut rows = Vec::new();
+                    view.rows_of(g.suffix(k), view.guess(g, g.suffix(k)), &mut rows);
+                    let want: Vec<u64> = entries.iter().filter(|e| e.0 == k).map(|e| e.1).collect();
+                    assert_eq!(rows, want);
+                    assert_eq!(g.group(k), group);
+                    // Keys of K significant bits: the bits below are zero and survive the trip.
+                    assert_eq!(k & ((1u128 << (64 - key_bits)) - 1) as u64, 0);
+                    assert_eq!(g.key(g.group(k), g.suffix(k)), k);
+                }
+            }
+        }
+    }
+
+    /// The bytes of a layout-2 chunk, as `storage-format.md` specifies them.
+    #[test]
+    fn layout_2_bytes_are_as_specified() {
+        // K = 32, P = 10: 22-bit suffixes; rows B, B + 3, B + 1: d = 2, 24-bit words in 3
+        // bytes (25 bytes in all; layout 1 would take 8 + 3 * (3 + 5)).
+        let (g, b) = (Groups::new(32, 10), 10_000_000_000u64);
+        let key = |suffix: u64| g.key(5, suffix);
+        let entries = [(key(1), b), (key(1), b + 3), (key(0x3f_ffff), b + 1)];
+        let mut bytes = Vec::new();
+        encode_chunk(g, &entries, &mut bytes);
+        let mut want = vec![2, 3, 2, 0, 3, 0, 0, 0];
+        want.extend_from_slice(&b.to_le_bytes());
+        for word in [1u32 << 2, 1 << 2 | 3, 0x3f_ffff << 2 | 1] {
+            want.extend_from_slice(&word.to_le_bytes()[..3]);
+        }
+        assert_eq!(bytes, want);
+    }
+
+    /// Damage a layout-2 header can carry is refused by name.
+    #[test]
+    fn bad_layout_2_headers_are_refused() {
+        let g = Groups::new(32, 10);
+        let mut good = Vec::new();
+        encode_chunk(g, &[(g.key(1, 7), 1 << 40), (g.key(1, 9), (1 << 40) + 2)], &mut good);
+        assert_eq!(good[0], LAYOUT_PACKED);
+        assert!(ChunkView::parse(&good, g).is_ok());
+        let cases: [(usize, u8, &str); 5] = [
+            (0, 3, "unknown chunk layout 3"),
+            (1, 4, "word bytes 4 for 22 suffix bits and 2 row-offset bits"),
+            (2, 43, "at most 64 bits"),
+            (3, 1, "reserved byte 1"),
+            (15, 0xff, "overflows a row id"),
+        ];
+        for (at, value, want) in cases {
+            let mut bad = good.clone();
+            bad[at] = value;
+            if at == 2 {
+                bad[1] = 9;
+            }
+            if at == 15 {
+                bad[8..16].fill(0xff);
+            }
+            let err = ChunkView::parse(&bad, g).unwrap_err();
+            assert!(err.contains(want), "byte {at} = {value}: {err}");
+        }
+        let err = ChunkView::parse(&good[..good.len() - 1], g).unwrap_err();
+        assert!(err.contains("do not fill"), "{err}");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+        /// The galloping search finds the first suffix >= the probe on any sorted chunk from
+        /// any start: skewed or clustered suffixes, runs of duplicates, probes absent, below
+        /// the first and above the last, good and bad guesses.
+        #[test]
+        fn lower_bound_equals_partition_point(
+            raw in proptest::collection::vec((0u64..64, 1usize..4), 1..300),
+            spread in 0u32..54,
+            probes in proptest::collection::vec(0u64..70, 1..20),
+            guesses in proptest::collection::vec(0usize..2000, 1..8),
+        ) {
+            let g = Groups::new(64, 10);
+            let mut suffixes: Vec<u64> = raw
+                .iter()
+                .flat_map(|&(v, dup)| std::iter::repeat_n((v * v) << spread & g.suffix_mask(), dup))
+                .collect();
+            suffixes.sort_unstable();
+            suffixes.truncate(GROUP_CHUNK_ENTRIES);
+            let entries: Vec<(u64, u64)> = suffixes.iter().enumerate().map(|(i, &x)| (g.key(3, x), i as u64)).collect();
+            let mut bytes = Vec::new();
+            encode_chunk(g, &entries, &mut bytes);
+            let view = ChunkView::parse(&bytes, g).unwrap();
+            for p in probes {
+                let probe = (p * p) << spread & g.suffix_mask();
+                for q in [probe, probe.saturating_sub(1), probe + 1] {
+                    let want = suffixes.partition_point(|&x| x < q);
+                    for &guess in guesses.iter().chain([view.guess(g, q)].iter()) {
+                        proptest::prop_assert_eq!(view.lower_bound_from(q, guess), want, "probe {} from {}", q, guess);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn run_group_bits_grow_with_entries() {
+        assert_eq!(run_group_bits(0), 0);
+        assert_eq!(run_group_bits(255), 0);
+        assert_eq!(run_group_bits(256), 1);
+        assert_eq!(run_group_bits(128 * 1024), 10);
+        assert_eq!(run_group_bits(128 * 1024 + 128), 11);
+        assert_eq!(run_group_bits(u64::MAX), MAX_GROUP_BITS);
+    }
+}
