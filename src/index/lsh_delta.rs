@@ -23,6 +23,7 @@ use super::radix::sort_hashed_pairs;
 use crate::sketch::sketch::Sketch;
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
+use crate::storage::error::panic_message;
 use crate::storage::hook::{PrepareJob, Prepared};
 use crate::storage::tables::{LSH_BUCKETS, LSH_ROWS};
 use crate::storage::writer::inconsistent;
@@ -176,10 +177,26 @@ impl LshDelta {
             return Err(inconsistent(info, 0, "an LSH write met a definition that is not an LSH index"));
         };
         let n_bands = self.scheme.params.bands as usize;
-        let (adds, removes) = self.reverse_map(txn, info, n_bands)?;
+        let removes = self.take_removed(txn, info, n_bands)?;
+        let (added_keys, prepared) = self.added_keys(info)?;
+        let live_rows = self.live_rows(&added_keys, n_bands);
+        let adds = prepared.unwrap_or_else(|| sorted_by_band(n_bands, &live_rows));
         let mut table = txn.open_table(LSH_BUCKETS).map_err(StorageError::backend("open table"))?;
-        remove_rows(&mut table, info, self.scheme.key_bits(), runs, removes)?;
-        let new = self.new_run(info, *next_run, runs.last(), adds)?;
+        let last_end = runs.last().map(|r| r.end_row);
+        // The new run is encoded on the worker threads while this thread writes the reverse
+        // entries and the removals (neither reads what the other writes).
+        let (this, new_id) = (&*self, *next_run);
+        let new = std::thread::scope(|scope| {
+            let job = scope.spawn(move || this.new_run(info, new_id, last_end, adds));
+            let written = this
+                .insert_reverse(txn, info, &live_rows)
+                .and_then(|()| remove_rows(&mut table, info, this.scheme.key_bits(), runs, removes));
+            let new = job.join().map_err(|payload| StorageError::EnginePanic {
+                op: "encode lsh run",
+                detail: panic_message(payload.as_ref()),
+            })?;
+            written.and(new)
+        })?;
         runs.retain(|r| r.entries > 0);
         // The new run, while not stored: it stays the newest run until a merge takes it.
         let mut unwritten = None;
@@ -232,15 +249,14 @@ impl LshDelta {
         Ok((keys, by_band))
     }
 
-    /// Updates `sketchdb.lsh_rows` and returns the added rows' entries per band (sorted) and
-    /// the removed rows' entries as (row, band keys).
-    #[allow(clippy::type_complexity)]
-    fn reverse_map(
-        &mut self,
+    /// Removes the removed rows' entries from `sketchdb.lsh_rows` and returns them as (row,
+    /// band keys).
+    fn take_removed(
+        &self,
         txn: &WriteTransaction,
         info: &CollectionInfo,
         n_bands: usize,
-    ) -> Result<(Vec<Vec<(u64, u64)>>, Vec<(u64, Vec<u64>)>), StorageError> {
+    ) -> Result<Vec<(u64, Vec<u64>)>, StorageError> {
         let (id, key_bits) = (info.def.id, self.scheme.key_bits());
         let mut rev = txn.open_table(LSH_ROWS).map_err(StorageError::backend("open table"))?;
         let mut removes = Vec::with_capacity(self.removed.len());
@@ -251,7 +267,12 @@ impl LshDelta {
             };
             removes.push((row, band_keys_of(v.value(), n_bands, key_bits).map_err(|d| inconsistent(info, row, d))?));
         }
-        let (added_keys, prepared) = self.added_keys(info)?;
+        Ok(removes)
+    }
+
+    /// The added rows that stay (not dropped again), ascending, each with its band keys (a
+    /// slice of `added_keys`, flat in `added_rows` order).
+    fn live_rows<'k>(&self, added_keys: &'k [u64], n_bands: usize) -> Vec<(u64, &'k [u64])> {
         let mut live_rows: Vec<(u64, &[u64])> = self
             .added_rows
             .iter()
@@ -260,17 +281,28 @@ impl LshDelta {
             .filter(|(_, dropped)| !**dropped)
             .map(|((&row, keys), _)| (row, keys))
             .collect();
-        // Added rows are new row ids (the writer adds them in id order): appended in order
-        // through one cursor; one already stored is an inconsistency.
         if !self.ascending {
             live_rows.sort_unstable_by_key(|r| r.0);
         }
+        live_rows
+    }
+
+    /// Writes the reverse entries of `live_rows` (ascending new row ids): appended in order
+    /// through one cursor; one already stored is an inconsistency.
+    fn insert_reverse(
+        &self,
+        txn: &WriteTransaction,
+        info: &CollectionInfo,
+        live_rows: &[(u64, &[u64])],
+    ) -> Result<(), StorageError> {
+        let (id, key_bits) = (info.def.id, self.scheme.key_bits());
+        let mut rev = txn.open_table(LSH_ROWS).map_err(StorageError::backend("open table"))?;
         let first = live_rows.first().map_or(0, |r| r.0);
         let mut cursor = rev
             .lower_bound_mut(Bound::Included((id, first)))
             .map_err(StorageError::backend("position lsh reverse cursor"))?;
-        let mut bytes = Vec::with_capacity(8 * n_bands);
-        for &(row, keys) in &live_rows {
+        let mut bytes = Vec::with_capacity(8 * self.scheme.params.bands as usize);
+        for &(row, keys) in live_rows {
             bytes.clear();
             push_band_keys(keys, key_bits, &mut bytes);
             cursor.insert_before((id, row), bytes.as_slice()).map_err(|e| match e {
@@ -278,9 +310,7 @@ impl LshDelta {
                 e => StorageError::backend("write lsh reverse entry")(e),
             })?;
         }
-        cursor.close().map_err(StorageError::backend("write lsh reverse entries"))?;
-        let adds = prepared.unwrap_or_else(|| sorted_by_band(n_bands, &live_rows));
-        Ok((adds, removes))
+        cursor.close().map_err(StorageError::backend("write lsh reverse entries"))
     }
 
     /// The added rows' entries as run `id`, encoded band by band (not yet stored); `None`
@@ -289,12 +319,12 @@ impl LshDelta {
         &self,
         info: &CollectionInfo,
         id: u32,
-        last: Option<&LshRun>,
+        last_end: Option<u64>,
         adds: Vec<Vec<(u64, u64)>>,
     ) -> Result<Option<(LshRun, Vec<EncodedBand>)>, StorageError> {
         let live = self.added_rows.iter().zip(&self.dropped).filter(|(_, d)| !**d).map(|(r, _)| *r);
         let (Some(first_row), Some(last_row)) = (live.clone().min(), live.max()) else { return Ok(None) };
-        if last.is_some_and(|l| first_row < l.end_row) {
+        if last_end.is_some_and(|end| first_row < end) {
             return Err(inconsistent(info, first_row, "an added row lies below the newest LSH run's rows"));
         }
         let per_band = adds.first().map_or(0, |v| v.len() as u64);
