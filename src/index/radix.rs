@@ -8,17 +8,22 @@ const RADIX_MAX_BITS: u32 = 12;
 /// Fewest entries worth a radix sort (below this a comparison sort is as fast).
 pub(crate) const RADIX_MIN_ENTRIES: usize = 1 << 12;
 
-/// Sorts `(key, row)` pairs whose keys are hashes (uniform over u64): a least-significant-
-/// digit radix sort on the keys' top `log2(n) + 1` bits, then [`sort_nearly_sorted`]. Any
-/// input ends sorted; skewed keys only cost time. `scratch` is working memory the caller may
-/// keep across calls.
+/// Sorts `(key, row)` pairs whose keys are hashes (uniform over u64): see [`sort_hashed`].
 pub(crate) fn sort_hashed_pairs(v: &mut Vec<(u64, u64)>, scratch: &mut Vec<(u64, u64)>) {
+    sort_hashed(v, scratch, |e| e.0);
+}
+
+/// Sorts values whose order is led by a hash `hash(e)` (uniform over u64): a least-
+/// significant-digit radix sort on the hashes' top `log2(n) + 1` bits, then
+/// [`sort_nearly_sorted`]. Any input ends sorted; skewed hashes only cost time. `scratch` is
+/// working memory the caller may keep across calls.
+pub(crate) fn sort_hashed<T: Copy + Default + Ord>(v: &mut Vec<T>, scratch: &mut Vec<T>, hash: impl Fn(&T) -> u64) {
     if v.len() < RADIX_MIN_ENTRIES {
         v.sort_unstable();
         return;
     }
     let bits = (usize::BITS - v.len().leading_zeros() + 1).min(24);
-    radix_by_prefix(v, scratch, bits, |e| (e.0 >> (64 - bits)) as usize);
+    radix_by_prefix(v, scratch, bits, |e| (hash(e) >> (64 - bits)) as usize);
     sort_nearly_sorted(v);
 }
 
@@ -80,7 +85,7 @@ pub(crate) fn sort_nearly_sorted<T: Ord + Copy>(v: &mut [T]) {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use super::{radix_by_prefix, sort_hashed_pairs, sort_nearly_sorted};
+    use super::{radix_by_prefix, sort_hashed, sort_hashed_pairs, sort_nearly_sorted};
 
     /// A xorshift64 generator for the sort tests (a nonzero seed).
     pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
@@ -109,8 +114,15 @@ pub(crate) mod tests {
                 .collect();
             let mut want = v.clone();
             want.sort_unstable();
+            // The same entries packed in one word each (key's top 32 bits over the row's low
+            // 32) sort to the same order.
+            let mut words: Vec<u64> = v.iter().map(|e| e.0 & !0xffff_ffff | e.1 & 0xffff_ffff).collect();
+            let mut want_words = words.clone();
+            want_words.sort_unstable();
             sort_hashed_pairs(&mut v, &mut Vec::new());
             assert!(v == want, "n = {n}, shape {shape}: the orders differ");
+            sort_hashed(&mut words, &mut Vec::new(), |&w| w);
+            assert!(words == want_words, "n = {n}, shape {shape}: the words' orders differ");
         }
     }
 
