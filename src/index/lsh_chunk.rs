@@ -233,7 +233,7 @@ impl<'a> ChunkView<'a> {
     pub(crate) fn decode_into(&self, g: Groups, group: u64, out: &mut Vec<(u64, u64)>) {
         // The common widths with the widths as constants: a fixed-size load per field.
         // Layout 1: 3-byte suffixes at 32-bit keys, rows below 2^24 or 2^32; layout 2: the
-        // 39-bit words of 32-bit keys in groups of about 128 entries.
+        // 39- or 40-bit words of 32-bit keys in groups of about 128 entries.
         match (self.w, self.s) {
             (0, 4) => self.decode_packed::<4>(g, group, out),
             (0, 5) => self.decode_packed::<5>(g, group, out),
