@@ -72,11 +72,16 @@ pub(crate) struct At {
 
 /// sum(s) and sum(s^2) over the runs of equal keys of sorted entries.
 pub(crate) fn bucket_sums(entries: &[(u64, u64)]) -> (u64, u128) {
+    bucket_sums_by(entries, |e| e.0)
+}
+
+/// [`bucket_sums`] over entries whose band key is `key(e)`.
+pub(crate) fn bucket_sums_by<T>(entries: &[T], key: impl Fn(&T) -> u64) -> (u64, u128) {
     let (mut sum, mut sum_sq) = (0u64, 0u128);
     let mut i = 0;
     while i < entries.len() {
         let mut j = i + 1;
-        while j < entries.len() && entries[j].0 == entries[i].0 {
+        while j < entries.len() && key(&entries[j]) == key(&entries[i]) {
             j += 1;
         }
         let s = (j - i) as u64;
@@ -214,6 +219,26 @@ impl RawBand {
     /// The chunks held.
     pub(crate) fn chunk_count(&self) -> usize {
         self.chunks.len()
+    }
+
+    /// Appends the entries of chunk `i < chunk_count()` as words `key | (row - base)` (32-bit
+    /// keys; see [`ChunkView::decode_words_into`]); a row outside `base..base + 2^32` is an
+    /// error.
+    pub(crate) fn decode_chunk_words_into(
+        &self,
+        info: &CollectionInfo,
+        i: usize,
+        base: u64,
+        out: &mut Vec<u64>,
+    ) -> Result<(), StorageError> {
+        let (group, range) = &self.chunks[i];
+        let at = At { band: self.band, run: self.run, group: *group };
+        let view = ChunkView::parse(&self.bytes[range.clone()], self.g).map_err(|d| lsh_err(info, at, d))?;
+        if view.decode_words_into(self.g, *group, base, out) {
+            Ok(())
+        } else {
+            Err(lsh_err(info, at, format!("a row id lies outside the 2^32 rows from {base} being merged")))
+        }
     }
 
     /// Appends the entries of chunk `i < chunk_count()` (as [`read_run_band`] would have) to

@@ -32,6 +32,8 @@ const HEADER_V1: usize = 8;
 const HEADER_V2: usize = 16;
 /// The widest group prefix.
 pub(crate) const MAX_GROUP_BITS: u32 = 24;
+/// The low half of an entry word (see [`ChunkView::decode_words_into`]): the row offset.
+pub(crate) const WORD_ROWS: u64 = 0xffff_ffff;
 
 /// The group prefix width of a run holding `per_band` entries in each band: about 128
 /// entries per group (one group below 256 entries), at most [`MAX_GROUP_BITS`].
@@ -59,6 +61,10 @@ impl Groups {
     pub(crate) fn new(key_bits: u32, bits: u32) -> Groups {
         debug_assert!(bits < key_bits && key_bits <= 64, "P = {bits}, K = {key_bits}");
         Groups { bits, key_bits, suffix_bytes: (key_bits - bits).div_ceil(8) as usize }
+    }
+    /// K.
+    pub(crate) fn key_bits(&self) -> u32 {
+        self.key_bits
     }
     /// Whether `group` is a group of this width (below `2^P`).
     pub(crate) fn holds(&self, group: u64) -> bool {
@@ -249,6 +255,32 @@ impl<'a> ChunkView<'a> {
                 out.extend((0..self.n).map(|i| (g.key(group, self.suffix_at(i)), self.row_at(i))));
             }
         }
+    }
+
+    /// Appends every entry as one word, its band key (32 significant bits, the low 32 clear)
+    /// over its row's offset `row - base`. False when a row lies outside `base..base + 2^32`
+    /// (the words appended are then meaningless).
+    pub(crate) fn decode_words_into(&self, g: Groups, group: u64, base: u64, out: &mut Vec<u64>) -> bool {
+        let mut outside = false;
+        if self.w == 0 && self.s == 5 {
+            // The common layout-2 words of 32-bit keys, the width a constant.
+            let key_base = g.key(group, 0);
+            let (d, mask, first) = (self.d, self.row_mask, self.base);
+            out.reserve(self.n);
+            out.extend(self.body.chunks_exact(5).map(|w| {
+                let word = le_n::<5>(w);
+                let offset = (first + (word & mask)).wrapping_sub(base);
+                outside |= offset > WORD_ROWS;
+                (key_base | g.key(0, word >> d)) & !WORD_ROWS | offset
+            }));
+        } else {
+            out.extend((0..self.n).map(|i| {
+                let offset = self.row_at(i).wrapping_sub(base);
+                outside |= offset > WORD_ROWS;
+                g.key(group, self.suffix_at(i)) & !WORD_ROWS | offset
+            }));
+        }
+        !outside
     }
 
     /// [`Self::decode_into`] for layout 1 with `s == S` and `w == W`.

