@@ -3,7 +3,8 @@
 //! collection's sketcher and runs them `ROUNDS` times through the public query API with the
 //! plan forced to an LSH probe, printing p50/p99 per round. For `perf record`. With
 //! `SKETCHDB_PROBE_ONLY=1` each round also times the candidate probe alone (no planning, no
-//! fetch or verification).
+//! fetch or verification). `SKETCHDB_PROBE_CACHE_MB` sets the probe cache's budget (0: every
+//! probe reads the index from redb).
 //!
 //! Run: `cargo run --release --example lsh_query_loop -- DB COLLECTION QUERIES THRESHOLD [ROUNDS]`
 
@@ -27,6 +28,11 @@ fn main() -> R<()> {
         builder = builder.cache_size(mb << 20);
     }
     let db = builder.open(&a[1])?;
+    // SKETCHDB_PROBE_CACHE_MB sets the probes' cache budget (0: every probe reads the index
+    // from redb, as a first pass does).
+    if let Some(mb) = std::env::var("SKETCHDB_PROBE_CACHE_MB").ok().and_then(|v| v.parse::<usize>().ok()) {
+        Database::set_probe_cache_budget(mb << 20);
+    }
     let c = db.collection(&a[2])?;
     let mut queries = Vec::new();
     for line in BufReader::new(std::fs::File::open(&a[3])?).lines() {

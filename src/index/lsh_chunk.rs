@@ -508,6 +508,32 @@ mod tests {
         }
     }
 
+    /// Words hold a row as its offset from the merge's base: offsets up to 2^32 - 1 are
+    /// kept, anything outside is refused, in the 5-byte fast path and the general one.
+    #[test]
+    fn words_hold_row_offsets_below_2_32_only() {
+        // 31 suffix bits and 9 row bits: 5-byte words.
+        let g = Groups::new(32, 1);
+        let top = 1u64 << 32;
+        for (first, base, fits) in
+            [(top - 300, 0, true), (top - 299, 0, false), (1000, 1001, false), (1000, 1000, true)]
+        {
+            let entries: Vec<(u64, u64)> = (0..300u64).map(|i| (g.key(1, i * 1000), first + i)).collect();
+            for (bytes, fast) in [(encodings(g, &entries)[0].clone(), true), (encodings(g, &entries)[1].clone(), false)]
+            {
+                let view = ChunkView::parse(&bytes, g).expect("parse");
+                assert_eq!(view.w == 0 && view.s == 5, fast, "rows from {first}");
+                let mut words = Vec::new();
+                assert_eq!(view.decode_words_into(g, 1, base, &mut words), fits, "rows from {first}, base {base}");
+                if fits {
+                    let back: Vec<(u64, u64)> =
+                        words.iter().map(|&w| (w & !WORD_ROWS, base + (w & WORD_ROWS))).collect();
+                    assert_eq!(back, entries);
+                }
+            }
+        }
+    }
+
     /// The bytes of a layout-2 chunk, as `storage-format.md` specifies them.
     #[test]
     fn layout_2_bytes_are_as_specified() {
