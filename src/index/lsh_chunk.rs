@@ -35,6 +35,19 @@ pub(crate) const MAX_GROUP_BITS: u32 = 24;
 /// The low half of an entry word (see [`ChunkView::decode_words_into`]): the row offset.
 pub(crate) const WORD_ROWS: u64 = 0xffff_ffff;
 
+/// The entry word of band key `key` (32 significant bits) and row offset `offset <
+/// 2^32`: the key over the offset, so words order as (key, row).
+#[inline]
+pub(crate) fn word(key: u64, offset: u64) -> u64 {
+    key & !WORD_ROWS | offset
+}
+
+/// The (band key, row) entry of a word whose row offsets count from `base`.
+#[inline]
+pub(crate) fn word_entry(word: u64, base: u64) -> (u64, u64) {
+    (word & !WORD_ROWS, base + (word & WORD_ROWS))
+}
+
 /// The group prefix width of a run holding `per_band` entries in each band: about 128
 /// entries per group (one group below 256 entries), at most [`MAX_GROUP_BITS`].
 pub(crate) fn run_group_bits(per_band: u64) -> u32 {
@@ -267,17 +280,17 @@ impl<'a> ChunkView<'a> {
             let key_base = g.key(group, 0);
             let (d, mask, first) = (self.d, self.row_mask, self.base);
             out.reserve(self.n);
-            out.extend(self.body.chunks_exact(5).map(|w| {
-                let word = le_n::<5>(w);
-                let offset = (first + (word & mask)).wrapping_sub(base);
+            out.extend(self.body.chunks_exact(5).map(|bytes| {
+                let packed = le_n::<5>(bytes);
+                let offset = (first + (packed & mask)).wrapping_sub(base);
                 outside |= offset > WORD_ROWS;
-                (key_base | g.key(0, word >> d)) & !WORD_ROWS | offset
+                word(key_base | g.key(0, packed >> d), offset)
             }));
         } else {
             out.extend((0..self.n).map(|i| {
                 let offset = self.row_at(i).wrapping_sub(base);
                 outside |= offset > WORD_ROWS;
-                g.key(group, self.suffix_at(i)) & !WORD_ROWS | offset
+                word(g.key(group, self.suffix_at(i)), offset)
             }));
         }
         !outside
@@ -526,8 +539,7 @@ mod tests {
                 let mut words = Vec::new();
                 assert_eq!(view.decode_words_into(g, 1, base, &mut words), fits, "rows from {first}, base {base}");
                 if fits {
-                    let back: Vec<(u64, u64)> =
-                        words.iter().map(|&w| (w & !WORD_ROWS, base + (w & WORD_ROWS))).collect();
+                    let back: Vec<(u64, u64)> = words.iter().map(|&w| word_entry(w, base)).collect();
                     assert_eq!(back, entries);
                 }
             }

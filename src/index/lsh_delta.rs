@@ -17,6 +17,7 @@ use super::lsh::{
     EncodedBand, Groups, Sums, band_keys_of, bucket_sums, encode_run_band, insert_run_band, push_band_keys,
     run_group_bits,
 };
+use super::lsh_chunk::{WORD_ROWS, word, word_entry};
 use super::lsh_write::{lsh_rows_err, merge_into_one, merge_span, recount, remove_rows};
 use super::meta::{IndexDef, IndexSpec, LshRun, index_err};
 use super::radix::{sort_hashed, sort_hashed_pairs};
@@ -64,7 +65,7 @@ fn sorted_by_band(n_bands: usize, key_bits: u32, rows: &[(u64, &[u64])]) -> Vec<
     let share = n_bands.div_ceil(2 * rayon::current_num_threads().max(1)).max(1);
     let bands: Vec<usize> = (0..n_bands).collect();
     let (lo, hi) = rows.iter().fold((u64::MAX, 0), |(lo, hi), r| (lo.min(r.0), hi.max(r.0)));
-    let packed = key_bits <= 32 && hi.saturating_sub(lo) <= u64::from(u32::MAX);
+    let packed = key_bits <= 32 && hi.saturating_sub(lo) <= WORD_ROWS;
     let shares: Vec<Vec<Vec<(u64, u64)>>> = bands
         .par_chunks(share)
         .map(|bands| if packed { sorted_packed(bands, lo, rows) } else { sorted_pairs(bands, rows) })
@@ -88,11 +89,10 @@ fn sorted_pairs(bands: &[usize], rows: &[(u64, &[u64])]) -> Vec<Vec<(u64, u64)>>
 /// [`sorted_by_band`] for `bands` as words `key | (row - base)` (keys with their low 32 bits
 /// clear, rows in `base..base + 2^32`).
 fn sorted_packed(bands: &[usize], base: u64, rows: &[(u64, &[u64])]) -> Vec<Vec<(u64, u64)>> {
-    const LOW: u64 = 0xffff_ffff;
     let mut words: Vec<Vec<u64>> = bands.iter().map(|_| Vec::with_capacity(rows.len())).collect();
     for block in rows.chunks(TRANSPOSE_ROWS) {
         for (v, &b) in words.iter_mut().zip(bands) {
-            v.extend(block.iter().map(|&(row, keys)| keys[b] & !LOW | (row - base)));
+            v.extend(block.iter().map(|&(row, keys)| word(keys[b], row - base)));
         }
     }
     let mut scratch = Vec::new();
@@ -100,7 +100,7 @@ fn sorted_packed(bands: &[usize], base: u64, rows: &[(u64, &[u64])]) -> Vec<Vec<
         .into_iter()
         .map(|mut v| {
             sort_hashed(&mut v, &mut scratch, |&w| w);
-            v.iter().map(|&w| (w & !LOW, base + (w & LOW))).collect()
+            v.iter().map(|&w| word_entry(w, base)).collect()
         })
         .collect()
 }

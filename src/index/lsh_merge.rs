@@ -14,7 +14,7 @@ use super::lsh::{
     BucketTable, CHUNK_HEADER_LEN, EncodedBand, Groups, RawBand, Sums, bucket_sums_by, drop_run_band, insert_run_band,
     run_group_bits,
 };
-use super::lsh_chunk::WORD_ROWS;
+use super::lsh_chunk::{WORD_ROWS, word_entry};
 use super::lsh_write::lsh_rows_err;
 use super::meta::LshRun;
 use crate::storage::StorageError;
@@ -181,7 +181,7 @@ impl Entry for u64 {
     }
     #[inline]
     fn pair(self, base: u64) -> (u64, u64) {
-        (self & !WORD_ROWS, base + (self & WORD_ROWS))
+        word_entry(self, base)
     }
     #[inline]
     fn before(self, other: Self) -> bool {
