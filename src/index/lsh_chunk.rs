@@ -250,73 +250,75 @@ impl<'a> ChunkView<'a> {
 
     /// Appends every entry as (band key, row id).
     pub(crate) fn decode_into(&self, g: Groups, group: u64, out: &mut Vec<(u64, u64)>) {
-        // The common widths with the widths as constants: a fixed-size load per field.
-        // Layout 1: 3-byte suffixes at 32-bit keys, rows below 2^24 or 2^32; layout 2: the
-        // 39- or 40-bit words of 32-bit keys in groups of about 128 entries.
-        match (self.w, self.s) {
-            (0, 4) => self.decode_packed::<4>(g, group, out),
-            (0, 5) => self.decode_packed::<5>(g, group, out),
-            (0, 6) => self.decode_packed::<6>(g, group, out),
-            (3, 3) => self.decode_split::<3, 3>(g, group, out),
-            (4, 3) => self.decode_split::<3, 4>(g, group, out),
-            (3, 2) => self.decode_split::<2, 3>(g, group, out),
-            (4, 2) => self.decode_split::<2, 4>(g, group, out),
-            (3, 4) => self.decode_split::<4, 3>(g, group, out),
-            (4, 4) => self.decode_split::<4, 4>(g, group, out),
-            _ => {
-                out.reserve(self.n);
-                out.extend((0..self.n).map(|i| (g.key(group, self.suffix_at(i)), self.row_at(i))));
-            }
-        }
+        self.decode_with(g, group, out, |key, row| (key, row));
     }
 
     /// Appends every entry as one word, its band key (32 significant bits, the low 32 clear)
     /// over its row's offset `row - base`. False when a row lies outside `base..base + 2^32`
     /// (the words appended are then meaningless).
+    #[inline]
     pub(crate) fn decode_words_into(&self, g: Groups, group: u64, base: u64, out: &mut Vec<u64>) -> bool {
         let mut outside = false;
-        if self.w == 0 && self.s == 5 {
-            // The common layout-2 words of 32-bit keys, the width a constant.
-            let key_base = g.key(group, 0);
-            let (d, mask, first) = (self.d, self.row_mask, self.base);
-            out.reserve(self.n);
-            out.extend(self.body.chunks_exact(5).map(|bytes| {
-                let packed = le_n::<5>(bytes);
-                let offset = (first + (packed & mask)).wrapping_sub(base);
-                outside |= offset > WORD_ROWS;
-                word(key_base | g.key(0, packed >> d), offset)
-            }));
-        } else {
-            out.extend((0..self.n).map(|i| {
-                let offset = self.row_at(i).wrapping_sub(base);
-                outside |= offset > WORD_ROWS;
-                word(g.key(group, self.suffix_at(i)), offset)
-            }));
-        }
+        self.decode_with(g, group, out, |key, row| {
+            let offset = row.wrapping_sub(base);
+            outside |= offset > WORD_ROWS;
+            word(key, offset)
+        });
         !outside
     }
 
-    /// [`Self::decode_into`] for layout 1 with `s == S` and `w == W`.
-    fn decode_split<const S: usize, const W: usize>(&self, g: Groups, group: u64, out: &mut Vec<(u64, u64)>) {
+    /// Appends `entry(band key, row id)` of every entry. The common widths take a path with
+    /// the widths as constants (a fixed-size load per field): layout 1's 3-byte suffixes at
+    /// 32-bit keys with rows below 2^24 or 2^32, layout 2's 39- or 40-bit words of 32-bit keys
+    /// in groups of about 128 entries.
+    #[inline]
+    fn decode_with<T>(&self, g: Groups, group: u64, out: &mut Vec<T>, mut entry: impl FnMut(u64, u64) -> T) {
+        out.reserve(self.n);
+        match (self.w, self.s) {
+            (0, 4) => self.decode_packed::<4, T>(g, group, out, entry),
+            (0, 5) => self.decode_packed::<5, T>(g, group, out, entry),
+            (0, 6) => self.decode_packed::<6, T>(g, group, out, entry),
+            (3, 3) => self.decode_split::<3, 3, T>(g, group, out, entry),
+            (4, 3) => self.decode_split::<3, 4, T>(g, group, out, entry),
+            (3, 2) => self.decode_split::<2, 3, T>(g, group, out, entry),
+            (4, 2) => self.decode_split::<2, 4, T>(g, group, out, entry),
+            (3, 4) => self.decode_split::<4, 3, T>(g, group, out, entry),
+            (4, 4) => self.decode_split::<4, 4, T>(g, group, out, entry),
+            _ => out.extend((0..self.n).map(|i| entry(g.key(group, self.suffix_at(i)), self.row_at(i)))),
+        }
+    }
+
+    /// [`Self::decode_with`] for layout 1 with `s == S` and `w == W`.
+    fn decode_split<const S: usize, const W: usize, T>(
+        &self,
+        g: Groups,
+        group: u64,
+        out: &mut Vec<T>,
+        mut entry: impl FnMut(u64, u64) -> T,
+    ) {
         let (suffixes, rows) = self.body.split_at(self.n * S);
         let base = g.key(group, 0);
-        out.reserve(self.n);
         out.extend(
             suffixes
                 .chunks_exact(S)
                 .zip(rows.chunks_exact(W))
-                .map(|(s, r)| (base | g.key(0, le_n::<S>(s)), le_n::<W>(r))),
+                .map(|(s, r)| entry(base | g.key(0, le_n::<S>(s)), le_n::<W>(r))),
         );
     }
 
-    /// [`Self::decode_into`] for layout 2 with `s == S`.
-    fn decode_packed<const S: usize>(&self, g: Groups, group: u64, out: &mut Vec<(u64, u64)>) {
+    /// [`Self::decode_with`] for layout 2 with `s == S`.
+    fn decode_packed<const S: usize, T>(
+        &self,
+        g: Groups,
+        group: u64,
+        out: &mut Vec<T>,
+        mut entry: impl FnMut(u64, u64) -> T,
+    ) {
         let key_base = g.key(group, 0);
         let (d, mask, base) = (self.d, self.row_mask, self.base);
-        out.reserve(self.n);
-        out.extend(self.body.chunks_exact(S).map(|w| {
-            let word = le_n::<S>(w);
-            (key_base | g.key(0, word >> d), base + (word & mask))
+        out.extend(self.body.chunks_exact(S).map(|bytes| {
+            let packed = le_n::<S>(bytes);
+            entry(key_base | g.key(0, packed >> d), base + (packed & mask))
         }));
     }
 

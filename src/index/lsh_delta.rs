@@ -75,12 +75,7 @@ fn sorted_by_band(n_bands: usize, key_bits: u32, rows: &[(u64, &[u64])]) -> Vec<
 
 /// [`sorted_by_band`] for `bands` as pairs.
 fn sorted_pairs(bands: &[usize], rows: &[(u64, &[u64])]) -> Vec<Vec<(u64, u64)>> {
-    let mut out: Vec<Vec<(u64, u64)>> = bands.iter().map(|_| Vec::with_capacity(rows.len())).collect();
-    for block in rows.chunks(TRANSPOSE_ROWS) {
-        for (v, &b) in out.iter_mut().zip(bands) {
-            v.extend(block.iter().map(|&(row, keys)| (keys[b], row)));
-        }
-    }
+    let mut out = transposed(bands, rows, |key, row| (key, row));
     let mut scratch = Vec::new();
     out.iter_mut().for_each(|v| sort_hashed_pairs(v, &mut scratch));
     out
@@ -89,20 +84,26 @@ fn sorted_pairs(bands: &[usize], rows: &[(u64, &[u64])]) -> Vec<Vec<(u64, u64)>>
 /// [`sorted_by_band`] for `bands` as words `key | (row - base)` (keys with their low 32 bits
 /// clear, rows in `base..base + 2^32`).
 fn sorted_packed(bands: &[usize], base: u64, rows: &[(u64, &[u64])]) -> Vec<Vec<(u64, u64)>> {
-    let mut words: Vec<Vec<u64>> = bands.iter().map(|_| Vec::with_capacity(rows.len())).collect();
-    for block in rows.chunks(TRANSPOSE_ROWS) {
-        for (v, &b) in words.iter_mut().zip(bands) {
-            v.extend(block.iter().map(|&(row, keys)| word(keys[b], row - base)));
-        }
-    }
     let mut scratch = Vec::new();
-    words
+    transposed(bands, rows, |key, row| word(key, row - base))
         .into_iter()
         .map(|mut v| {
             sort_hashed(&mut v, &mut scratch, |&w| w);
             v.iter().map(|&w| word_entry(w, base)).collect()
         })
         .collect()
+}
+
+/// Per band of `bands`, `entry(band key, row)` of every row, in row order: block by block
+/// of rows, so a block's keys stay in cache while each band takes its column.
+fn transposed<T>(bands: &[usize], rows: &[(u64, &[u64])], entry: impl Fn(u64, u64) -> T) -> Vec<Vec<T>> {
+    let mut out: Vec<Vec<T>> = bands.iter().map(|_| Vec::with_capacity(rows.len())).collect();
+    for block in rows.chunks(TRANSPOSE_ROWS) {
+        for (v, &b) in out.iter_mut().zip(bands) {
+            v.extend(block.iter().map(|&(row, keys)| entry(keys[b], row)));
+        }
+    }
+    out
 }
 
 /// The LSH changes of one write transaction: flat vectors, grouped by band and sorted at

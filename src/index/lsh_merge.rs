@@ -192,6 +192,8 @@ impl Entry for u64 {
 /// One band of one run, decoded a chunk at a time as the merge consumes it.
 struct Cursor<'r, E> {
     raw: &'r RawBand,
+    /// The row entries' offsets count from (words).
+    base: u64,
     /// The next chunk to decode.
     chunk: usize,
     /// The decoded chunk; `buf[pos..]` is not consumed yet.
@@ -200,30 +202,24 @@ struct Cursor<'r, E> {
 }
 
 impl<'r, E: Entry> Cursor<'r, E> {
-    fn new(raw: &'r RawBand) -> Cursor<'r, E> {
-        Cursor { raw, chunk: 0, buf: Vec::new(), pos: 0 }
+    fn new(raw: &'r RawBand, base: u64) -> Cursor<'r, E> {
+        Cursor { raw, base, chunk: 0, buf: Vec::new(), pos: 0 }
     }
 
     /// The next entry's band key, decoding the next chunk when the current one is used up.
-    fn peek(&mut self, info: &CollectionInfo, base: u64) -> Result<Option<u64>, StorageError> {
+    fn peek(&mut self, info: &CollectionInfo) -> Result<Option<u64>, StorageError> {
         while self.pos == self.buf.len() && self.chunk < self.raw.chunk_count() {
             self.buf.clear();
             self.pos = 0;
-            E::decode(self.raw, info, self.chunk, base, &mut self.buf)?;
+            E::decode(self.raw, info, self.chunk, self.base, &mut self.buf)?;
             self.chunk += 1;
         }
         Ok(self.buf.get(self.pos).map(Entry::key))
     }
 
     /// Moves the leading entries whose key is below `end` (all when `None`) to `out`.
-    fn take_below(
-        &mut self,
-        info: &CollectionInfo,
-        base: u64,
-        end: Option<u64>,
-        out: &mut Vec<E>,
-    ) -> Result<(), StorageError> {
-        while self.peek(info, base)?.is_some() {
+    fn take_below(&mut self, info: &CollectionInfo, end: Option<u64>, out: &mut Vec<E>) -> Result<(), StorageError> {
+        while self.peek(info)?.is_some() {
             let rest = &self.buf[self.pos..];
             let n = match end {
                 Some(end) => rest.iter().position(|e| e.key() >= end).unwrap_or(rest.len()),
@@ -268,7 +264,7 @@ fn merge_band_of<E: Entry>(
     base: u64,
 ) -> Result<(EncodedBand, Sums), StorageError> {
     let disorder = || lsh_rows_err(info, band, id, "merged runs hold an entry twice or out of order");
-    let mut cursors: Vec<Cursor<'_, E>> = raws.iter().map(Cursor::new).collect();
+    let mut cursors: Vec<Cursor<'_, E>> = raws.iter().map(|raw| Cursor::new(raw, base)).collect();
     // The merged encoding is about as long as the runs' together (the same entries; headers
     // and widths differ a little).
     let bytes: usize = raws.iter().map(|r| r.encoded_len()).sum();
@@ -281,7 +277,7 @@ fn merge_band_of<E: Entry>(
     loop {
         let mut next: Option<u64> = None;
         for c in &mut cursors {
-            if let Some(key) = c.peek(info, base)? {
+            if let Some(key) = c.peek(info)? {
                 next = Some(next.map_or(key, |n| n.min(key)));
             }
         }
@@ -295,7 +291,7 @@ fn merge_band_of<E: Entry>(
         let end = group.checked_add(1).filter(|&next| g.holds(next)).map(|next| g.key(next, 0));
         for (c, part) in cursors.iter_mut().zip(parts.iter_mut()) {
             part.clear();
-            c.take_below(info, base, end, part)?;
+            c.take_below(info, end, part)?;
         }
         // Smallest first: each entry is copied about once per part merged after its own,
         // so the big run's entries (most of a group) are copied once.
