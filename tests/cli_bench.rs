@@ -78,7 +78,7 @@ fn bench_workloads_print_schema_lines() {
     let lines =
         run(d, &["bench", "lsh", "--sets", "sets-300.jsonl", "--queries", "queries-300.jsonl", "--thresholds", "0.8"]);
     let workloads: Vec<&str> = lines.iter().map(|l| l["workload"].as_str().unwrap()).collect();
-    assert_eq!(workloads, ["lsh-build", "lsh-query", "lsh-query-e2e", "persist", "sketch-size"]);
+    assert_eq!(workloads, ["lsh-build", "lsh-query", "lsh-query-e2e", "persist", "sketch-size", "lsh-query"]);
     for l in &lines {
         check_schema(l, l["workload"].as_str().unwrap());
     }
@@ -87,6 +87,12 @@ fn bench_workloads_print_schema_lines() {
     let precision = lines[1]["metrics"]["precision"].as_f64().unwrap();
     assert!(recall > 0.5 && precision > 0.5, "{}", lines[1]);
     assert_eq!(lines[0]["config"]["batch"], 10_000);
+    // The queries again after compaction (one run): the same entries, the same answers.
+    let compacted = &lines[5];
+    assert_eq!(compacted["config"]["compacted"], true);
+    assert!(compacted["notes"].as_str().unwrap().ends_with("after compaction (index of 1 run(s))"), "{compacted}");
+    assert_eq!(compacted["metrics"]["recall"], lines[1]["metrics"]["recall"]);
+    assert_eq!(compacted["metrics"]["precision"], lines[1]["metrics"]["precision"]);
     // Loaded in batches of 64 (an index of several runs, merged as it grows), the index
     // holds the same entries: the same verified answers.
     let small = run(

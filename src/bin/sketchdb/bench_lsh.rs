@@ -8,8 +8,8 @@ use std::time::Instant;
 use serde::Deserialize;
 use serde_json::json;
 use sketchdb::{
-    Batch, Collection, CollectionConfig, Database, IndexConfig, PlanKind, Query, QueryKind, QueryOptions, SimHash,
-    Sketch, SketchError, SketchParams, TokenSet,
+    Batch, Collection, CollectionConfig, Database, IndexConfig, IndexSummary, PlanKind, Query, QueryKind, QueryOptions,
+    SimHash, Sketch, SketchError, SketchParams, TokenSet,
 };
 
 use crate::bench::{dataset_name, emit, first_of, load_sets};
@@ -266,9 +266,30 @@ pub fn lsh(
             run,
             "sketch-size",
             &dataset,
-            config,
+            config.clone(),
             json!({"bytes_per_record": compacted as f64 / n, "file_bytes": compacted, "file_bytes_before_compaction": file_bytes}),
             "whole file (records, keys, index) after compaction, divided by records",
+        );
+        // The same stored-signature queries over the compacted index (its runs merged into
+        // one): what a loaded-then-compacted collection answers at.
+        let runs = match coll.stats()?.index {
+            Some(IndexSummary::Lsh { runs, .. }) => runs.to_string(),
+            _ => "no".into(),
+        };
+        let m = measure(&queries, t, |q| {
+            let sketch =
+                by_qid.get(q.qid.as_str()).map(|s| (*s).clone()).ok_or_else(|| CliError::Input("query".into()))?;
+            Ok(keys(coll.query(&Query { sketch, kind: QueryKind::Threshold(t), options: opts })?))
+        })?;
+        let mut config = config;
+        config["compacted"] = json!(true);
+        emit(
+            run,
+            "lsh-query",
+            &dataset,
+            config,
+            json!({"p50_us": m.p50, "p99_us": m.p99, "qps_single_thread": m.qps, "recall": m.recall, "precision": m.precision}),
+            &format!("{notes}; after compaction (index of {runs} run(s))"),
         );
     }
     Ok(())
