@@ -76,6 +76,31 @@ struct Measured {
     precision: f64,
 }
 
+impl Measured {
+    /// The `metrics` object of an `lsh-query` line.
+    fn json(&self) -> serde_json::Value {
+        json!({"p50_us": self.p50, "p99_us": self.p99, "qps_single_thread": self.qps, "recall": self.recall,
+               "precision": self.precision})
+    }
+}
+
+/// The keys a threshold query with the stored (precomputed) signature of `q` returns.
+fn stored_query(
+    coll: &Collection,
+    sketches: &HashMap<&str, &Sketch>,
+    q: &QueryRecord,
+    t: f64,
+    options: QueryOptions,
+) -> Result<Vec<String>, CliError> {
+    let sketch = sketches.get(q.qid.as_str()).map(|s| (*s).clone()).ok_or_else(|| CliError::Input("query".into()))?;
+    Ok(hit_keys(coll.query(&Query { sketch, kind: QueryKind::Threshold(t), options })?))
+}
+
+/// A result's keys, as text.
+fn hit_keys(r: sketchdb::QueryResult) -> Vec<String> {
+    r.hits.into_iter().map(|h| String::from_utf8_lossy(&h.key).into_owned()).collect()
+}
+
 /// Runs every query twice (a warm-up pass, then the timed pass) and scores the timed one.
 fn measure(
     queries: &[QueryRecord],
@@ -213,35 +238,14 @@ pub fn lsh(
             .map(|q| coll.sketcher().sketch(&TokenSet::from_unsorted(q.tokens.clone())))
             .collect::<Result<_, _>>()?;
         let by_qid: HashMap<&str, &Sketch> = queries.iter().map(|q| q.qid.as_str()).zip(stored.iter()).collect();
-        let keys = |r: sketchdb::QueryResult| {
-            r.hits.into_iter().map(|h| String::from_utf8_lossy(&h.key).into_owned()).collect()
-        };
-        let m = measure(&queries, t, |q| {
-            let sketch =
-                by_qid.get(q.qid.as_str()).map(|s| (*s).clone()).ok_or_else(|| CliError::Input("query".into()))?;
-            Ok(keys(coll.query(&Query { sketch, kind: QueryKind::Threshold(t), options: opts })?))
-        })?;
+        let m = measure(&queries, t, |q| stored_query(&coll, &by_qid, q, t, opts))?;
         let notes = format!("{} {}", if force.is_some() { "forced" } else { "planner chose" }, choice.plan);
-        emit(
-            run,
-            "lsh-query",
-            &dataset,
-            config.clone(),
-            json!({"p50_us": m.p50, "p99_us": m.p99, "qps_single_thread": m.qps, "recall": m.recall, "precision": m.precision}),
-            &notes,
-        );
+        emit(run, "lsh-query", &dataset, config.clone(), m.json(), &notes);
         let m = measure(&queries, t, |q| {
             let sketch = coll.sketcher().sketch(&TokenSet::from_unsorted(q.tokens.clone()))?;
-            Ok(keys(coll.query(&Query { sketch, kind: QueryKind::Threshold(t), options: opts })?))
+            Ok(hit_keys(coll.query(&Query { sketch, kind: QueryKind::Threshold(t), options: opts })?))
         })?;
-        emit(
-            run,
-            "lsh-query-e2e",
-            &dataset,
-            config.clone(),
-            json!({"p50_us": m.p50, "p99_us": m.p99, "qps_single_thread": m.qps, "recall": m.recall, "precision": m.precision}),
-            &notes,
-        );
+        emit(run, "lsh-query-e2e", &dataset, config.clone(), m.json(), &notes);
         drop(coll);
         drop(db);
         let file_bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
@@ -276,11 +280,7 @@ pub fn lsh(
             Some(IndexSummary::Lsh { runs, .. }) => runs.to_string(),
             _ => "no".into(),
         };
-        let m = measure(&queries, t, |q| {
-            let sketch =
-                by_qid.get(q.qid.as_str()).map(|s| (*s).clone()).ok_or_else(|| CliError::Input("query".into()))?;
-            Ok(keys(coll.query(&Query { sketch, kind: QueryKind::Threshold(t), options: opts })?))
-        })?;
+        let m = measure(&queries, t, |q| stored_query(&coll, &by_qid, q, t, opts))?;
         let mut config = config;
         config["compacted"] = json!(true);
         emit(
@@ -288,7 +288,7 @@ pub fn lsh(
             "lsh-query",
             &dataset,
             config,
-            json!({"p50_us": m.p50, "p99_us": m.p99, "qps_single_thread": m.qps, "recall": m.recall, "precision": m.precision}),
+            m.json(),
             &format!("{notes}; after compaction (index of {runs} run(s))"),
         );
     }
