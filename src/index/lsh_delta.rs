@@ -216,7 +216,9 @@ impl LshDelta {
         // entries and the removals (neither reads what the other writes).
         let (this, new_id) = (&*self, *next_run);
         let new = std::thread::scope(|scope| {
-            let job = scope.spawn(move || this.new_run(info, new_id, last_end, adds));
+            // `live_rows` ascends: its ends are the new run's row span.
+            let span = live_rows.first().zip(live_rows.last()).map(|(f, l)| (f.0, l.0));
+            let job = scope.spawn(move || this.new_run(info, new_id, last_end, span, adds));
             let written = this
                 .insert_reverse(txn, info, &live_rows)
                 .and_then(|()| remove_rows(&mut table, info, this.scheme.key_bits(), runs, removes));
@@ -342,17 +344,17 @@ impl LshDelta {
         cursor.close().map_err(StorageError::backend("write lsh reverse entries"))
     }
 
-    /// The added rows' entries as run `id`, encoded band by band (not yet stored); `None`
-    /// when nothing was added.
+    /// The added rows' entries as run `id` over rows `span` (first, last), encoded band by band
+    /// (not yet stored); `None` when nothing was added.
     fn new_run(
         &self,
         info: &CollectionInfo,
         id: u32,
         last_end: Option<u64>,
+        span: Option<(u64, u64)>,
         adds: Vec<Vec<(u64, u64)>>,
     ) -> Result<Option<(LshRun, Vec<EncodedBand>)>, StorageError> {
-        let live = self.added_rows.iter().zip(&self.dropped).filter(|(_, d)| !**d).map(|(r, _)| *r);
-        let (Some(first_row), Some(last_row)) = (live.clone().min(), live.max()) else { return Ok(None) };
+        let Some((first_row, last_row)) = span else { return Ok(None) };
         if last_end.is_some_and(|end| first_row < end) {
             return Err(inconsistent(info, first_row, "an added row lies below the newest LSH run's rows"));
         }
