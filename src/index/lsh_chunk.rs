@@ -534,9 +534,8 @@ mod tests {
             [(top - 300, 0, true), (top - 299, 0, false), (1000, 1001, false), (1000, 1000, true)]
         {
             let entries: Vec<(u64, u64)> = (0..300u64).map(|i| (g.key(1, i * 1000), first + i)).collect();
-            for (bytes, fast) in [(encodings(g, &entries)[0].clone(), true), (encodings(g, &entries)[1].clone(), false)]
-            {
-                let view = ChunkView::parse(&bytes, g).expect("parse");
+            for (bytes, fast) in encodings(g, &entries).iter().zip([true, false]) {
+                let view = ChunkView::parse(bytes, g).expect("parse");
                 assert_eq!(view.w == 0 && view.s == 5, fast, "rows from {first}");
                 let mut words = Vec::new();
                 assert_eq!(view.decode_words_into(g, 1, base, &mut words), fits, "rows from {first}, base {base}");

@@ -93,12 +93,13 @@ fn stored_query(
     options: QueryOptions,
 ) -> Result<Vec<String>, CliError> {
     let sketch = sketches.get(q.qid.as_str()).map(|s| (*s).clone()).ok_or_else(|| CliError::Input("query".into()))?;
-    Ok(hit_keys(coll.query(&Query { sketch, kind: QueryKind::Threshold(t), options })?))
+    threshold_keys(coll, sketch, t, options)
 }
 
-/// A result's keys, as text.
-fn hit_keys(r: sketchdb::QueryResult) -> Vec<String> {
-    r.hits.into_iter().map(|h| String::from_utf8_lossy(&h.key).into_owned()).collect()
+/// The keys, as text, of a threshold query with `sketch`.
+fn threshold_keys(coll: &Collection, sketch: Sketch, t: f64, options: QueryOptions) -> Result<Vec<String>, CliError> {
+    let r = coll.query(&Query { sketch, kind: QueryKind::Threshold(t), options })?;
+    Ok(r.hits.into_iter().map(|h| String::from_utf8_lossy(&h.key).into_owned()).collect())
 }
 
 /// Runs every query twice (a warm-up pass, then the timed pass) and scores the timed one.
@@ -243,7 +244,7 @@ pub fn lsh(
         emit(run, "lsh-query", &dataset, config.clone(), m.json(), &notes);
         let m = measure(&queries, t, |q| {
             let sketch = coll.sketcher().sketch(&TokenSet::from_unsorted(q.tokens.clone()))?;
-            Ok(hit_keys(coll.query(&Query { sketch, kind: QueryKind::Threshold(t), options: opts })?))
+            threshold_keys(&coll, sketch, t, opts)
         })?;
         emit(run, "lsh-query-e2e", &dataset, config.clone(), m.json(), &notes);
         drop(coll);
