@@ -112,6 +112,13 @@ fn bench_workloads_print_schema_lines() {
     );
     assert_eq!(small[0]["config"]["batch"], 64);
     assert!(small[0]["notes"].as_str().unwrap().starts_with("batches of 64,"), "{}", small[0]);
+    let runs_of = |l: &Value| -> u32 {
+        let notes = l["notes"].as_str().unwrap();
+        let at = notes.find("as loaded (index of ").expect("run count in the notes") + "as loaded (index of ".len();
+        notes[at..].split(' ').next().unwrap().parse().unwrap()
+    };
+    assert_eq!(runs_of(&lines[1]), 1, "{}", lines[1]);
+    assert!(runs_of(&small[1]) > 1, "{}", small[1]);
     assert_eq!(small[1]["metrics"]["recall"], lines[1]["metrics"]["recall"]);
     assert_eq!(small[1]["metrics"]["precision"], lines[1]["metrics"]["precision"]);
     let zero = Command::new(env!("CARGO_BIN_EXE_sketchdb"))

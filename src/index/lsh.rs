@@ -24,7 +24,7 @@ pub(crate) use super::lsh_chunk::append_split;
 pub(crate) use super::lsh_chunk::{
     CHUNK_HEADER_LEN, ChunkView, GROUP_CHUNK_ENTRIES, Groups, MAX_GROUP_BITS, encode_chunk, run_group_bits,
 };
-use super::lsh_chunk::{append_chunk, le};
+use super::lsh_chunk::{append_chunk, group_chunks, le};
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 
@@ -295,8 +295,7 @@ impl EncodedBand {
     /// Appends one group's chunks: `entries` (sorted, non-empty, all of `group`, which must
     /// come after every group pushed before) split evenly over the fewest chunks.
     pub(crate) fn push_group(&mut self, g: Groups, group: u64, entries: &[(u64, u64)]) {
-        let per = entries.len().div_ceil(entries.len().div_ceil(GROUP_CHUNK_ENTRIES)).max(1);
-        for (no, c) in entries.chunks(per).enumerate() {
+        for (no, c) in group_chunks(entries).enumerate() {
             let at = self.bytes.len();
             append_chunk(g, c, &mut self.bytes);
             self.chunks.push((group, no as u32, at..self.bytes.len()));
@@ -398,14 +397,11 @@ pub(crate) fn remove_from_group(
     }
     let after = bucket_sums(new);
     let n_chunks = new.len().div_ceil(GROUP_CHUNK_ENTRIES);
-    if n_chunks > 0 {
-        let per = new.len().div_ceil(n_chunks);
-        for (no, c) in new.chunks(per).enumerate() {
-            encode_chunk(g, c, bytes);
-            table
-                .insert((id, band, run, group, no as u32), bytes.as_slice())
-                .map_err(StorageError::backend("write lsh group"))?;
-        }
+    for (no, c) in group_chunks(new).enumerate() {
+        encode_chunk(g, c, bytes);
+        table
+            .insert((id, band, run, group, no as u32), bytes.as_slice())
+            .map_err(StorageError::backend("write lsh group"))?;
     }
     if old_chunks as usize > n_chunks {
         table

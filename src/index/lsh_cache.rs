@@ -1,9 +1,22 @@
-//! LSH probes through the [`ProbeCache`]: one shelf per (run position, band), one slot per
-//! group of the run, chunk numbers as the group's chunks.
+//! LSH probes through the [`ProbeCache`]: one shelf per band, one slot per group at the
+//! widest group width `P` of the index's runs.
+//!
+//! A slot's value is its group's entries in every run together, (band key, row id) strictly
+//! ascending (runs hold disjoint row ranges), encoded as chunk values of width `P` laid end
+//! to end, split evenly over the fewest chunks as a run's groups are. A run of narrower
+//! groups gives the entries of its wider group that fall in the slot's group. So a probe
+//! visits one place per band however many runs the index has: a probe's misses grow with
+//! bands times runs when each run is visited, and an index loaded in batches keeps a few
+//! runs between merges.
+//!
+//! Sound because the cache is keyed by the definition's bytes, which fix the runs and their
+//! entries (see [`super::probe_cache`]). The stored chunks are checked as they are read; an
+//! index of one run at width `P` gives its chunks as stored.
 
 use redb::ReadOnlyTable;
 
 use super::lsh::{At, ChunkView, Groups, RunKey, lsh_err};
+use super::lsh_chunk::{append_chunk, group_chunks};
 use super::meta::LshRun;
 use super::prefetch::prefetch;
 use super::probe_cache::{ProbeCache, Value};
@@ -15,47 +28,48 @@ use crate::storage::tables::LSH_BUCKETS;
 /// A table of `sketchdb.lsh_runs`, opened on first need.
 type LazyTable = Option<Option<ReadOnlyTable<RunKey, &'static [u8]>>>;
 
-/// (band, run, group, chunk).
-type ChunkKey = (u32, u32, u64, u32);
+/// The group width of the probe cache's slots for `runs`: the widest run's.
+pub(crate) fn merged_bits(runs: &[LshRun]) -> u32 {
+    runs.iter().map(|r| r.group_bits).max().unwrap_or(0)
+}
 
 /// LSH probing of one index version.
 pub(crate) struct LshProbe<'c> {
     pub(crate) cache: &'c ProbeCache,
-    bands: usize,
     /// The significant bits of the scheme's band keys.
     key_bits: u32,
 }
 
 impl<'c> LshProbe<'c> {
-    pub(crate) fn new(cache: &'c ProbeCache, bands: usize, key_bits: u32) -> Self {
-        LshProbe { cache, bands, key_bits }
+    pub(crate) fn new(cache: &'c ProbeCache, key_bits: u32) -> Self {
+        LshProbe { cache, key_bits }
     }
 
-    /// The chunk at `key` of the run at position `pos` (with `bits` group bits).
-    fn chunk(
+    /// The merged value of `group` (of width `g`) in `band`: from the cache, or read from
+    /// the runs and kept while the budget allows.
+    #[allow(clippy::too_many_arguments)]
+    fn group(
         &self,
         snap: &ReadSnapshot,
+        info: &CollectionInfo,
         table: &mut LazyTable,
-        pos: usize,
-        bits: u32,
-        key: ChunkKey,
+        runs: &[LshRun],
+        g: Groups,
+        band: u32,
+        group: u64,
     ) -> Result<Option<Value<'c>>, StorageError> {
-        let (band, run, group, chunk) = key;
-        let collection = self.cache.collection();
-        self.cache.value(pos * self.bands + band as usize, bits, group, chunk, || {
+        self.cache.value(band as usize, g.bits, group, 0, || {
             if table.is_none() {
                 *table = Some(open(snap.txn(), LSH_BUCKETS)?);
             }
             let Some(Some(t)) = table.as_ref() else { return Ok(None) };
-            Ok(t.get((collection, band, run, group, chunk))
-                .map_err(StorageError::backend("read lsh group"))?
-                .map(|v| v.value().to_vec()))
+            read_merged(t, info, runs, g, band, group)
         })
     }
 
     /// Appends the row ids stored under each band's key (`keys[band]`) in every run. Passes
-    /// over the (band, run) pairs: prefetch each group's cache place; find each group's first
-    /// chunk and prefetch its header; read the header and prefetch the guessed entry; then
+    /// over the bands: prefetch each group's cache place; find each group's value and
+    /// prefetch its first header; read the header and prefetch the guessed entry; then
     /// search. The lines one pass asks for do not depend on each other, and a prefetch does
     /// not wait for its line (an early load held the reorder buffer until it arrived), so
     /// the misses of all bands overlap instead of following one another band after band.
@@ -67,75 +81,113 @@ impl<'c> LshProbe<'c> {
         keys: &[u64],
         out: &mut Vec<u64>,
     ) -> Result<(), StorageError> {
+        let g = Groups::new(self.key_bits, merged_bits(runs));
+        for (band, &key) in keys.iter().enumerate() {
+            self.cache.prefetch_slot(band, g.bits, g.group(key));
+        }
         let mut table: LazyTable = None;
+        let mut values = Vec::with_capacity(keys.len());
         for (band, &key) in keys.iter().enumerate() {
-            for (pos, run) in runs.iter().enumerate() {
-                let g = Groups::new(self.key_bits, run.group_bits);
-                self.cache.prefetch_slot(pos * self.bands + band, g.bits, g.group(key));
+            let value = self.group(snap, info, &mut table, runs, g, band as u32, g.group(key))?;
+            if let Some(bytes) = &value {
+                prefetch(bytes, 0);
             }
+            values.push(value);
         }
-        let mut firsts = Vec::with_capacity(keys.len() * runs.len());
-        for (band, &key) in keys.iter().enumerate() {
-            for (pos, run) in runs.iter().enumerate() {
-                let g = Groups::new(self.key_bits, run.group_bits);
-                let chunk = self.chunk(snap, &mut table, pos, g.bits, (band as u32, run.id, g.group(key), 0))?;
-                if let Some(bytes) = &chunk {
-                    prefetch(bytes, 0);
-                }
-                firsts.push((band as u32, pos, key, chunk));
-            }
-        }
-        // Each view with its key's suffix and guessed position, whose entry is prefetched
-        // here: the search below then starts from a cache line already on its way.
-        let mut views = Vec::with_capacity(firsts.len());
-        for (band, pos, key, chunk) in &firsts {
-            let Some(bytes) = chunk else { continue };
-            let run = &runs[*pos];
-            let g = Groups::new(self.key_bits, run.group_bits);
-            let at = At { band: *band, run: run.id, group: g.group(*key) };
-            let view = ChunkView::parse(bytes, g).map_err(|d| lsh_err(info, at, d))?;
-            let suffix = g.suffix(*key);
+        // Each first chunk with its key's suffix and guessed position, whose entry is
+        // prefetched here: the search below then starts from a cache line already on its way.
+        let mut views = Vec::with_capacity(values.len());
+        for (band, (&key, value)) in keys.iter().zip(&values).enumerate() {
+            let Some(bytes) = value else { continue };
+            let err = |d| merged_err(info, runs, band, g, key, d);
+            let (view, len) = ChunkView::parse_prefix(bytes, g).map_err(err)?;
+            let suffix = g.suffix(key);
             let guess = view.guess(g, suffix);
             view.prefetch_suffix(guess);
-            views.push((*band, *pos, *key, view, suffix, guess));
+            views.push((band, key, &bytes[..], view, len, suffix, guess));
         }
-        for (band, pos, key, view, suffix, guess) in views {
-            if view.rows_of(suffix, guess, out) {
-                self.rows_from(snap, info, &mut table, pos, &runs[pos], band, key, 1, out)?;
+        for (band, key, bytes, mut view, mut at, suffix, mut guess) in views {
+            // A chunk whose last entry matches may be followed by more matches in the next.
+            while view.rows_of(suffix, guess, out) && at < bytes.len() {
+                let (next, len) =
+                    ChunkView::parse_prefix(&bytes[at..], g).map_err(|d| merged_err(info, runs, band, g, key, d))?;
+                (view, guess) = (next, 0);
+                at += len;
             }
         }
         Ok(())
     }
+}
 
-    /// Appends the row ids stored under band key `key` of `band` in `run`, the run at
-    /// position `pos` of the definition's runs, from chunk `first` of the key's group on:
-    /// chunk by chunk, the next chunk only when the suffix reaches a chunk's last.
-    #[allow(clippy::too_many_arguments)]
-    fn rows_from(
-        &self,
-        snap: &ReadSnapshot,
-        info: &CollectionInfo,
-        table: &mut LazyTable,
-        pos: usize,
-        run: &LshRun,
-        band: u32,
-        key: u64,
-        first: u32,
-        out: &mut Vec<u64>,
-    ) -> Result<(), StorageError> {
-        let g = Groups::new(self.key_bits, run.group_bits);
-        let (group, suffix) = (g.group(key), g.suffix(key));
-        let mut chunk = first;
-        loop {
-            let Some(bytes) = self.chunk(snap, table, pos, g.bits, (band, run.id, group, chunk))? else {
-                return Ok(());
-            };
-            let at = At { band, run: run.id, group };
-            let view = ChunkView::parse(&bytes, g).map_err(|d| lsh_err(info, at, d))?;
-            if !view.rows_of(suffix, view.guess(g, suffix), out) || chunk == u32::MAX {
-                return Ok(());
+/// The merged value of `group` (of width `g`, at least every run's) in `band` as stored in
+/// `runs`: `None` when no run has an entry there.
+fn read_merged(
+    table: &ReadOnlyTable<RunKey, &'static [u8]>,
+    info: &CollectionInfo,
+    runs: &[LshRun],
+    g: Groups,
+    band: u32,
+    group: u64,
+) -> Result<Option<Vec<u8>>, StorageError> {
+    let as_stored = matches!(runs, [run] if run.group_bits == g.bits);
+    let (mut bytes, mut entries) = (Vec::new(), Vec::new());
+    for run in runs {
+        let rg = Groups::new(g.key_bits(), run.group_bits);
+        // The run's group holding `group`: its top `rg.bits` bits (rg.bits <= g.bits < 64).
+        let shift = g.bits - rg.bits;
+        let of_run = group >> shift;
+        let at = At { band, run: run.id, group: of_run };
+        // A narrower run's suffixes of the keys in `group` (then g.suffix_bits() < 64):
+        // `lo..hi`, hi `None` past the last suffix.
+        let lo = if shift == 0 { 0 } else { (group & ((1u64 << shift) - 1)) << g.suffix_bits() };
+        let hi =
+            if shift == 0 { None } else { lo.checked_add(1u64 << g.suffix_bits()).filter(|&h| h <= rg.suffix_mask()) };
+        let mut chunk = 0u32;
+        while let Some(v) =
+            table.get((info.def.id, band, run.id, of_run, chunk)).map_err(StorageError::backend("read lsh group"))?
+        {
+            let view = ChunkView::parse(v.value(), rg).map_err(|d| lsh_err(info, at, d))?;
+            if as_stored {
+                bytes.extend_from_slice(v.value());
+            } else if shift == 0 {
+                view.decode_into(rg, of_run, &mut entries);
+            } else {
+                let from = view.lower_bound_from(lo, view.guess(rg, lo));
+                let to = hi.map_or(view.len(), |hi| view.lower_bound_from(hi, view.guess(rg, hi)));
+                view.decode_range_into(rg, of_run, from..to, &mut entries);
             }
-            chunk += 1;
+            let Some(next) = chunk.checked_add(1) else { break };
+            chunk = next;
         }
+    }
+    if !as_stored {
+        // Each run's entries ascend: a stable sort finds those runs and merges them.
+        entries.sort();
+        for c in group_chunks(&entries) {
+            append_chunk(g, c, &mut bytes);
+        }
+    }
+    Ok((!bytes.is_empty()).then_some(bytes))
+}
+
+/// A merged value the probe cache holds that does not parse (it was checked as read and
+/// encoded here, so this is a defect, reported rather than a panic).
+fn merged_err(
+    info: &CollectionInfo,
+    runs: &[LshRun],
+    band: usize,
+    g: Groups,
+    key: u64,
+    detail: String,
+) -> StorageError {
+    let ids: Vec<u32> = runs.iter().map(|r| r.id).collect();
+    StorageError::Inconsistent {
+        collection: info.def.name.clone(),
+        row: None,
+        detail: format!(
+            "probe cache of index table sketchdb.lsh_runs, band {band}, group {:#x} of {} bits over runs {ids:?}: {detail}",
+            g.group(key),
+            g.bits
+        ),
     }
 }

@@ -170,6 +170,16 @@ impl<'a> ChunkView<'a> {
     /// Checks the header and length against the geometry (suffixes must fit K - P bits; a
     /// layout-2 base plus any offset must be a row id).
     pub(crate) fn parse(bytes: &'a [u8], g: Groups) -> Result<ChunkView<'a>, String> {
+        let (view, len) = ChunkView::parse_prefix(bytes, g)?;
+        if len != bytes.len() {
+            return Err(format!("{} entries need {len} bytes; the chunk value has {}", view.n, bytes.len()));
+        }
+        Ok(view)
+    }
+
+    /// [`Self::parse`] of the chunk at the start of `bytes`, chunks laid end to end (its
+    /// length follows from its header), and that length.
+    pub(crate) fn parse_prefix(bytes: &'a [u8], g: Groups) -> Result<(ChunkView<'a>, usize), String> {
         if bytes.len() < HEADER_V1 {
             return Err(format!("chunk value of {} bytes is shorter than its header", bytes.len()));
         }
@@ -187,10 +197,11 @@ impl<'a> ChunkView<'a> {
                 if s != g.suffix_bytes || !(1..=8).contains(&w) {
                     return Err(format!("suffix bytes {s} (expected {}), row bytes {w} (1..=8)", g.suffix_bytes));
                 }
-                if bytes.len() != HEADER_V1 + n * (s + w) {
-                    return Err(format!("{n} entries do not fill a chunk value of {} bytes", bytes.len()));
+                let len = HEADER_V1 + n * (s + w);
+                if bytes.len() < len {
+                    return Err(format!("{n} entries need {len} bytes; the chunk value has {}", bytes.len()));
                 }
-                Ok(ChunkView { n, s, w, d: 0, row_mask: 0, base: 0, body: &bytes[HEADER_V1..] })
+                Ok((ChunkView { n, s, w, d: 0, row_mask: 0, base: 0, body: &bytes[HEADER_V1..len] }, len))
             }
             LAYOUT_PACKED => {
                 let d = u32::from(x);
@@ -202,15 +213,16 @@ impl<'a> ChunkView<'a> {
                         bits.div_ceil(8)
                     ));
                 }
-                if bytes.len() != HEADER_V2 + n * s {
-                    return Err(format!("{n} entries do not fill a chunk value of {} bytes", bytes.len()));
+                let len = HEADER_V2 + n * s;
+                if bytes.len() < len {
+                    return Err(format!("{n} entries need {len} bytes; the chunk value has {}", bytes.len()));
                 }
                 let base = u64::from_le_bytes(bytes[8..16].try_into().unwrap_or([0; 8]));
                 let row_mask = low_mask(d);
                 if base.checked_add(row_mask).is_none() {
                     return Err(format!("base row {base} plus {d}-bit offsets overflows a row id"));
                 }
-                Ok(ChunkView { n, s, w: 0, d, row_mask, base, body: &bytes[HEADER_V2..] })
+                Ok((ChunkView { n, s, w: 0, d, row_mask, base, body: &bytes[HEADER_V2..len] }, len))
             }
             other => Err(format!("unknown chunk layout {other} (this build reads 1 and 2)")),
         }
@@ -251,6 +263,23 @@ impl<'a> ChunkView<'a> {
     /// Appends every entry as (band key, row id).
     pub(crate) fn decode_into(&self, g: Groups, group: u64, out: &mut Vec<(u64, u64)>) {
         self.decode_with(g, group, out, |key, row| (key, row));
+    }
+
+    /// Appends entries `range` (`range.end <= n`) as (band key, row id).
+    pub(crate) fn decode_range_into(
+        &self,
+        g: Groups,
+        group: u64,
+        range: std::ops::Range<usize>,
+        out: &mut Vec<(u64, u64)>,
+    ) {
+        if self.w == 0 {
+            // Layout 2: the words of the range are a chunk of their own under the same base.
+            let body = &self.body[range.start * self.s..range.end * self.s];
+            ChunkView { n: range.len(), body, ..*self }.decode_into(g, group, out);
+        } else {
+            out.extend(range.map(|i| (g.key(group, self.suffix_at(i)), self.row_at(i))));
+        }
     }
 
     /// Appends every entry as one word, its band key (32 significant bits, the low 32 clear)
@@ -389,6 +418,13 @@ impl<'a> ChunkView<'a> {
         }
         i == self.n
     }
+}
+
+/// A group's sorted entries split evenly over the fewest chunks of at most
+/// [`GROUP_CHUNK_ENTRIES`] (none for no entries).
+pub(crate) fn group_chunks<T>(entries: &[T]) -> std::slice::Chunks<'_, T> {
+    let chunks = entries.len().div_ceil(GROUP_CHUNK_ENTRIES).max(1);
+    entries.chunks(entries.len().div_ceil(chunks).max(1))
 }
 
 /// Encodes one chunk of sorted entries (at most [`GROUP_CHUNK_ENTRIES`], at least one) in
@@ -593,7 +629,43 @@ mod tests {
             assert!(err.contains(want), "byte {at} = {value}: {err}");
         }
         let err = ChunkView::parse(&good[..good.len() - 1], g).unwrap_err();
-        assert!(err.contains("do not fill"), "{err}");
+        assert!(err.contains(&format!("need {} bytes; the chunk value has {}", good.len(), good.len() - 1)), "{err}");
+        let mut long = good.clone();
+        long.push(0);
+        let err = ChunkView::parse(&long, g).unwrap_err();
+        assert!(err.contains(&format!("need {} bytes; the chunk value has {}", good.len(), long.len())), "{err}");
+    }
+
+    #[test]
+    fn chunks_laid_end_to_end_parse_one_by_one() {
+        let g = Groups::new(32, 10);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        encode_chunk(g, &[(g.key(1, 7), 1 << 40), (g.key(1, 9), (1 << 40) + 2)], &mut a);
+        let wide: Vec<(u64, u64)> = (0..5).map(|i| (g.key(1, 20 + i), i << 50)).collect();
+        encode_chunk(g, &wide, &mut b);
+        assert_eq!((a[0], b[0]), (LAYOUT_PACKED, LAYOUT_SPLIT));
+        for (first, second) in [(&a, &b), (&b, &a)] {
+            let both = [first.as_slice(), second.as_slice()].concat();
+            let (one, len) = ChunkView::parse_prefix(&both, g).expect("first");
+            assert_eq!(len, first.len());
+            let (two, len2) = ChunkView::parse_prefix(&both[len..], g).expect("second");
+            assert_eq!(len2, second.len());
+            for (view, alone) in [(one, first), (two, second)] {
+                let (mut got, mut want) = (Vec::new(), Vec::new());
+                view.decode_into(g, 1, &mut got);
+                ChunkView::parse(alone, g).expect("alone").decode_into(g, 1, &mut want);
+                assert_eq!(got, want);
+                for from in 0..=view.len() {
+                    for to in from..=view.len() {
+                        let mut part = Vec::new();
+                        view.decode_range_into(g, 1, from..to, &mut part);
+                        assert_eq!(part, want[from..to], "entries {from}..{to}");
+                    }
+                }
+            }
+            let err = ChunkView::parse_prefix(&both[..first.len() - 1], g).unwrap_err();
+            assert!(err.contains("the chunk value has"), "{err}");
+        }
     }
 
     proptest::proptest! {

@@ -65,7 +65,7 @@ fn probe(
         .map_err(|source| StorageError::Incompatible { collection: info.def.name.clone(), source })?;
     let keys = scheme.sketch_keys(sketch).map_err(index_err(info))?;
     let mut out = Vec::new();
-    let probe = LshProbe::new(&cache, scheme.params.bands as usize, scheme.key_bits());
+    let probe = LshProbe::new(&cache, scheme.key_bits());
     probe.candidates(snap, info, runs, &keys[..keys.len().min(bands as usize)], &mut out)?;
     out.sort_unstable();
     out.dedup();

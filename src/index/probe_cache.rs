@@ -21,8 +21,9 @@
 //! The cache holds copies of values, at most the budget's bytes in all ([`DEFAULT_BUDGET`]
 //! unless [`set_budget`] says otherwise; values read once
 //! the budget is spent are not kept); the [`MAX_CACHES`] most recently used keys keep theirs.
-//! Values live on shelves (LSH: one per run and band; SimHash: one per table): the first
-//! value of a slot (an LSH group's chunk 0, a SimHash bucket) sits in a place of its own,
+//! Values live on shelves (LSH: one per band, a slot per group, its value the group's
+//! entries of all runs, see [`super::lsh_cache`]; SimHash: one per table, a slot per bucket):
+//! the first value of a slot (for LSH, the only one) sits in a place of its own,
 //! found by shelf and slot number without hashing or locking (one memory access before the
 //! value's bytes); further chunks, and shelves of more than `2^DIRECT_BITS` slots, go
 //! through a map.
@@ -145,7 +146,7 @@ impl ProbeCache {
         }
         let def = Arc::new(IndexDef::decode(collection, bytes)?);
         let shelves = match &def.spec {
-            IndexSpec::Lsh { scheme, runs, .. } => scheme.params.bands as usize * runs.len(),
+            IndexSpec::Lsh { scheme, .. } => scheme.params.bands as usize,
             IndexSpec::Simhash { design, .. } => design.table_count(),
             IndexSpec::LshGroups { .. } => 0,
         };
@@ -167,11 +168,6 @@ impl ProbeCache {
         }
         caches.push(c.clone());
         Ok(Some(c))
-    }
-
-    /// The collection whose index this is.
-    pub(crate) fn collection(&self) -> u32 {
-        self.collection
     }
 
     /// Reserves `len` bytes of the budget for this cache; false when they do not fit.

@@ -241,7 +241,8 @@ pub fn lsh(
         let by_qid: HashMap<&str, &Sketch> = queries.iter().map(|q| q.qid.as_str()).zip(stored.iter()).collect();
         let m = measure(&queries, t, |q| stored_query(&coll, &by_qid, q, t, opts))?;
         let notes = format!("{} {}", if force.is_some() { "forced" } else { "planner chose" }, choice.plan);
-        emit(run, "lsh-query", &dataset, config.clone(), m.json(), &notes);
+        let loaded = format!("{notes}; as loaded (index of {} run(s))", index_runs(&coll)?);
+        emit(run, "lsh-query", &dataset, config.clone(), m.json(), &loaded);
         let m = measure(&queries, t, |q| {
             let sketch = coll.sketcher().sketch(&TokenSet::from_unsorted(q.tokens.clone()))?;
             threshold_keys(&coll, sketch, t, opts)
@@ -277,10 +278,7 @@ pub fn lsh(
         );
         // The same stored-signature queries over the compacted index (its runs merged into
         // one): what a loaded-then-compacted collection answers at.
-        let runs = match coll.stats()?.index {
-            Some(IndexSummary::Lsh { runs, .. }) => runs.to_string(),
-            _ => "no".into(),
-        };
+        let runs = index_runs(&coll)?;
         let m = measure(&queries, t, |q| stored_query(&coll, &by_qid, q, t, opts))?;
         let mut config = config;
         config["compacted"] = json!(true);
@@ -294,6 +292,14 @@ pub fn lsh(
         );
     }
     Ok(())
+}
+
+/// The runs of the collection's LSH index, as text ("no" without one).
+fn index_runs(coll: &Collection) -> Result<String, CliError> {
+    Ok(match coll.stats()?.index {
+        Some(IndexSummary::Lsh { runs, .. }) => runs.to_string(),
+        _ => "no".into(),
+    })
 }
 
 #[derive(Deserialize)]
