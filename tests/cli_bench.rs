@@ -168,6 +168,24 @@ fn bench_workloads_print_schema_lines() {
     check_schema(&lines[0], "hamming-query");
     assert_eq!(lines[0]["metrics"]["recall"], 1.0, "{}", lines[0]);
     assert_eq!(lines[0]["metrics"]["precision"], 1.0, "{}", lines[0]);
+    assert_eq!(lines[0]["config"]["batch"], 100_000);
+    // Loaded in small batches (tables maintained batch by batch) or in bulk (tables built
+    // once at the end): the same exact answers.
+    let base = ["bench", "hamming-query", "--fps", "fp-5000.u64", "--queries", "fp-queries.u64"];
+    for (extra, note) in
+        [(&["--batch", "700"][..], "batches of 700,"), (&["--bulk", "--batch", "2000"][..], "then the tables built")]
+    {
+        let args: Vec<&str> =
+            base.iter().chain(["--truth", "fp-5000.truth.jsonl"].iter()).chain(extra).copied().collect();
+        let l = &run(d, &args)[0];
+        check_schema(l, "hamming-query");
+        assert_eq!(
+            (l["metrics"]["recall"].as_f64(), l["metrics"]["precision"].as_f64()),
+            (Some(1.0), Some(1.0)),
+            "{l}"
+        );
+        assert!(l["notes"].as_str().unwrap().contains(note), "{l}");
+    }
 }
 
 #[test]

@@ -3,8 +3,9 @@
 //! These tests pin what makes that sound: a probe never sees values of another database with
 //! byte-identical definitions, of a later commit (a held snapshot keeps its own answers), or
 //! of an earlier one (after inserts, deletes, upserts that leave the definition unchanged and
-//! compaction, the answers follow the index). LSH verification also keeps the candidates'
-//! records there: verified answers follow upserts, deletes and compaction too.
+//! compaction, the answers follow the index). Queries also keep the records they score there
+//! (LSH candidates, SimHash matches): their answers follow upserts, deletes and compaction
+//! too.
 
 use sketchdb::{
     Batch, Collection, CollectionConfig, Database, IndexConfig, PlanKind, Query, QueryOptions, SimHash, Sketch,
@@ -163,5 +164,61 @@ fn verified_records_follow_upserts_deletes_and_compaction() {
     let budget = Database::probe_cache_budget();
     Database::set_probe_cache_budget(0);
     assert_eq!(answers(&c, &probe, 0.6, PlanKind::LshProbe), moved);
+    Database::set_probe_cache_budget(budget);
+}
+
+/// (key, row id, distance) of every hit of a radius-3 query run through a forced plan.
+fn hamming_answers(c: &Collection, probe: &Sketch, plan: PlanKind) -> Vec<(String, u64, Option<u32>)> {
+    let options = QueryOptions { force: Some(plan), ..QueryOptions::default() };
+    let r = c.query(&Query::hamming(probe.clone(), 3).with_options(options)).expect("query");
+    assert_eq!(r.plan.access.kind(), plan);
+    let mut hits: Vec<_> =
+        r.hits.into_iter().map(|h| (String::from_utf8(h.key).expect("key"), h.row_id, h.distance)).collect();
+    hits.sort();
+    hits
+}
+
+/// SimHash answers keep their matches' records in the cache too: scored through the tables,
+/// twice (the second time from the kept records), they equal a full scan's after upserts
+/// that keep the definition and the live count, deletes and compaction, and with nothing
+/// kept.
+#[test]
+fn simhash_answers_follow_upserts_deletes_and_compaction() {
+    let params = SketchParams::simhash(64, 3).expect("p");
+    let fp = |v: u64| Sketch::SimHash(SimHash::from_parts(params, u128::from(v)).expect("fp"));
+    let dir = tempfile::tempdir().expect("dir");
+    let db = Database::create(dir.path().join("db")).expect("create");
+    let config = CollectionConfig::new(params).with_index(IndexConfig::SimhashTables { radius: 3 });
+    let c = db.create_collection("f", config).expect("collection");
+    let target = 0x0123_4567_89ab_cdefu64;
+    // Every fifth row within distance 0..=4 of the target (4 is outside the radius).
+    fill(&c, 100, |i| {
+        fp(if i % 5 == 0 { target ^ ((1u64 << (i / 5 % 5)) - 1) } else { i.wrapping_mul(0x9e37_79b9_7f4a_7c15) })
+    });
+    let probe = fp(target);
+    let check = |stage: &str| {
+        let scan = hamming_answers(&c, &probe, PlanKind::FullScan);
+        for round in 0..2 {
+            assert_eq!(hamming_answers(&c, &probe, PlanKind::SimhashProbe), scan, "{stage}, round {round}");
+        }
+        scan
+    };
+    let first = check("loaded");
+    assert_eq!(first.len(), 16, "{first:?}");
+    // A match moved far away and back (each upsert keeps the live count), then deleted.
+    c.upsert("k0", &fp(!target)).expect("upsert");
+    assert!(!check("upserted away").iter().any(|h| h.0 == "k0"));
+    c.upsert("k0", &fp(target ^ 1)).expect("upsert");
+    assert!(check("upserted back").iter().any(|h| h.0 == "k0" && h.2 == Some(1)));
+    c.delete("k0").expect("delete");
+    assert!(!check("deleted").iter().any(|h| h.0 == "k0"));
+    // Compaction moves rows to new ids: the answers name them.
+    db.compact().expect("compact");
+    let moved = check("compacted");
+    assert_eq!(moved.len(), first.len() - 1);
+    assert!(moved.iter().all(|h| !first.iter().any(|f| f.0 == h.0 && f.1 == h.1)), "rows moved: {moved:?}");
+    let budget = Database::probe_cache_budget();
+    Database::set_probe_cache_budget(0);
+    assert_eq!(hamming_answers(&c, &probe, PlanKind::SimhashProbe), moved);
     Database::set_probe_cache_budget(budget);
 }

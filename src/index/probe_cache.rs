@@ -110,8 +110,8 @@ pub(crate) struct ProbeCache {
     direct: Box<[OnceLock<Box<[Slot]>>]>,
     /// Every other value, by (shelf, slot, chunk).
     other: RwLock<OtherValues>,
-    /// LSH: the records of candidate rows verification has read, by row id (see
-    /// [`Self::records`]).
+    /// The records of rows queries have scored (LSH candidates, SimHash matches), by row id
+    /// (see [`Self::records`]).
     records: RwLock<HashMap<u64, Arc<RowRecord>>>,
     held: AtomicUsize,
 }
@@ -191,10 +191,12 @@ impl ProbeCache {
     /// the others from `read` (given the rows not kept; it returns their live records in row
     /// order), which are then kept within the budget, each counted as `size(record)` bytes.
     ///
-    /// Sound for an LSH index only: a row's record (key and sketch) never changes once
-    /// written, and the definition bytes that key this cache fix the set of live rows (a
-    /// removal lowers its run's `entries`), so a record kept here is what its page holds in
-    /// every snapshot of this index version. A row `read` does not return is not kept.
+    /// Sound because a row's record (key and sketch) never changes once written (an upsert
+    /// or a compaction writes a new row id, from `next_row` up), and what keys this cache
+    /// fixes the set of live rows (LSH: the definition bytes, a removal lowering its run's
+    /// `entries`; SimHash: `(next_row, live)`, see the module comment), so a record kept here
+    /// is what its page holds in every snapshot of this index version. A row `read` does
+    /// not return is not kept.
     pub(crate) fn records(
         &self,
         rows: &[u64],

@@ -16,7 +16,7 @@ use super::simhash_tables::{BucketView, Geometry, bucket_err};
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::error::contain;
-use crate::storage::reader::{ReadSnapshot, open};
+use crate::storage::reader::{ReadSnapshot, RowRecord, open};
 use crate::storage::tables::SIMHASH_BUCKETS;
 
 type BucketTable = ReadOnlyTable<(u32, u32, u32), &'static [u8]>;
@@ -208,6 +208,27 @@ pub(crate) fn simhash_within(
     contain("simhash probe", || {
         let mut p = SimhashProber::open(snap, info)?.ok_or_else(|| not_simhash(info))?;
         p.within(fp, radius)
+    })
+}
+
+/// The number of [`simhash_within`]'s matches and their records, in row order, for
+/// scoring: records an earlier query of the same index version read come from the probe
+/// cache, the others from their pages (each page checked), then kept there within the
+/// cache's budget.
+pub(crate) fn simhash_within_records(
+    snap: &ReadSnapshot,
+    info: &CollectionInfo,
+    fp: u128,
+    radius: u32,
+) -> Result<(usize, Vec<Arc<RowRecord>>), StorageError> {
+    contain("simhash probe", || {
+        let mut p = SimhashProber::open(snap, info)?.ok_or_else(|| not_simhash(info))?;
+        let matches = p.within(fp, radius)?;
+        let mut rows: Vec<u64> = matches.iter().map(|&(row, _)| row).collect();
+        rows.sort_unstable();
+        let width = info.spec.layout.record_width();
+        let records = p.cache.records(&rows, |missing| snap.get_rows(info, missing), |r| r.key.len() + width)?;
+        Ok((matches.len(), records))
     })
 }
 

@@ -21,7 +21,7 @@ use super::plan::{Access, EarlyStop, Finish, Plan};
 use super::query::{Query, QueryKind, QueryOptions};
 use super::scan::{BinColumns, OphProbe, Pruning, ScanCounters, scan_page};
 use crate::index::lsh_read::lsh_candidate_records;
-use crate::index::simhash_read::simhash_within;
+use crate::index::simhash_read::simhash_within_records;
 
 /// One verified result.
 #[derive(Clone, Debug, PartialEq)]
@@ -394,15 +394,12 @@ fn simhash_probe(
         }
         _ => return Err(unavailable("simhash-probe", "the tables answer Hamming-radius queries only")),
     };
-    let matches = simhash_within(snap, info, q.value(), radius)?;
-    a.rows_touched += matches.len() as u64;
-    let mut rows: Vec<u64> = matches.iter().map(|&(row, _)| row).collect();
-    rows.sort_unstable();
-    for rec in snap.get_rows(info, &rows)? {
-        let row = rec.row;
+    let (matches, records) = simhash_within_records(snap, info, q.value(), radius)?;
+    a.rows_touched += matches as u64;
+    for rec in records {
         let Some(stored) = simhash_value(&rec.sketch) else { continue };
         a.candidates += 1;
-        out.push(simhash_hit(q, rec.key, row, stored.value(), query.options.level, true)?);
+        out.push(simhash_hit(q, rec.key.clone(), rec.row, stored.value(), query.options.level, true)?);
     }
     Ok(())
 }

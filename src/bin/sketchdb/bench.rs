@@ -162,6 +162,13 @@ pub enum Workload {
         /// Where to build the database (default: a temporary directory).
         #[arg(long)]
         dir: Option<PathBuf>,
+        /// Load every fingerprint without the tables, then build them in one transaction (a
+        /// bulk load; the tables' design then fits the loaded size).
+        #[arg(long)]
+        bulk: bool,
+        /// Fingerprints per durable batch (write transaction) while loading.
+        #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+        batch: u64,
     },
     /// Self-join of a sets file into clusters at a threshold.
     Dedup {
@@ -199,8 +206,9 @@ pub fn run(w: &Workload) -> Result<(), CliError> {
             let load = crate::bench_lsh::Load { bulk: *bulk, batch: *batch as usize };
             crate::bench_lsh::lsh(sets, queries, thresholds, kind, *limit, dir.as_deref(), force, load, &run)
         }
-        Workload::HammingQuery { fps, queries, truth, radius, dir } => {
-            crate::bench_lsh::hamming(fps, queries, truth, *radius, dir.as_deref(), &run)
+        Workload::HammingQuery { fps, queries, truth, radius, dir, bulk, batch } => {
+            let load = crate::bench_lsh::Load { bulk: *bulk, batch: *batch as usize };
+            crate::bench_lsh::hamming(fps, queries, truth, *radius, dir.as_deref(), load, &run)
         }
         Workload::Dedup { sets, threshold, limit, kind, index } => {
             crate::bench_lsh::dedup(sets, *threshold, *limit, kind, *index, &run)
