@@ -4,10 +4,11 @@
 //! A slot's value is its group's entries in every run together, (band key, row id) strictly
 //! ascending (runs hold disjoint row ranges), encoded as chunk values of width `P` laid end
 //! to end, split evenly over the fewest chunks as a run's groups are. A run of narrower
-//! groups gives the entries of its wider group that fall in the slot's group. So a probe
-//! visits one place per band however many runs the index has: a probe's misses grow with
-//! bands times runs when each run is visited, and an index loaded in batches keeps a few
-//! runs between merges.
+//! groups gives the entries of its wider group that fall in the slot's group. So a warm
+//! probe visits one place per band however many runs the index has (visiting each run's
+//! group costs bands times runs cache misses, and an index loaded in batches keeps a few
+//! runs between merges); the merge is paid once per group and index version, by the probe
+//! that first reads the group.
 //!
 //! Sound because the cache is keyed by the definition's bytes, which fix the runs and their
 //! entries (see [`super::probe_cache`]). The stored chunks are checked as they are read; an
@@ -29,7 +30,7 @@ use crate::storage::tables::LSH_BUCKETS;
 type LazyTable = Option<Option<ReadOnlyTable<RunKey, &'static [u8]>>>;
 
 /// The group width of the probe cache's slots for `runs`: the widest run's.
-pub(crate) fn merged_bits(runs: &[LshRun]) -> u32 {
+fn merged_bits(runs: &[LshRun]) -> u32 {
     runs.iter().map(|r| r.group_bits).max().unwrap_or(0)
 }
 
@@ -99,8 +100,7 @@ impl<'c> LshProbe<'c> {
         let mut views = Vec::with_capacity(values.len());
         for (band, (&key, value)) in keys.iter().zip(&values).enumerate() {
             let Some(bytes) = value else { continue };
-            let err = |d| merged_err(info, runs, band, g, key, d);
-            let (view, len) = ChunkView::parse_prefix(bytes, g).map_err(err)?;
+            let (view, len) = ChunkView::parse_prefix(bytes, g).map_err(|d| merged_err(info, runs, band, g, key, d))?;
             let suffix = g.suffix(key);
             let guess = view.guess(g, suffix);
             view.prefetch_suffix(guess);
