@@ -93,14 +93,28 @@ fn snapshots_and_later_commits_each_see_their_own_buckets() {
 
 /// An upsert moves a key to a new row and keeps the SimHash definition's bytes (the live row
 /// count is unchanged); probes must still see the move, and a snapshot from before must not.
-#[test]
-fn simhash_probes_follow_upserts_that_keep_the_definition() {
-    let params = SketchParams::simhash(64, 3).expect("p");
-    let fp = |v: u64| Sketch::SimHash(SimHash::from_parts(params, u128::from(v)).expect("fp"));
+/// A new database with collection `f` of 64-bit SimHash under radius-3 tables.
+fn simhash_indexed() -> (tempfile::TempDir, Database, Collection) {
     let dir = tempfile::tempdir().expect("dir");
     let db = Database::create(dir.path().join("db")).expect("create");
-    let config = CollectionConfig::new(params).with_index(IndexConfig::SimhashTables { radius: 3 });
+    let config = CollectionConfig::new(simhash_params()).with_index(IndexConfig::SimhashTables { radius: 3 });
     let c = db.create_collection("f", config).expect("collection");
+    (dir, db, c)
+}
+
+/// The parameters of [`simhash_indexed`]'s collection.
+fn simhash_params() -> SketchParams {
+    SketchParams::simhash(64, 3).expect("64-bit SimHash")
+}
+
+/// The fingerprint `v` under [`simhash_params`].
+fn fp(v: u64) -> Sketch {
+    Sketch::SimHash(SimHash::from_parts(simhash_params(), u128::from(v)).expect("fp"))
+}
+
+#[test]
+fn simhash_probes_follow_upserts_that_keep_the_definition() {
+    let (_dir, db, c) = simhash_indexed();
     fill(&c, 200, |i| fp(i.wrapping_mul(0x9e37_79b9_7f4a_7c15)));
     let target = 0x0123_4567_89ab_cdefu64;
     assert!(testing::simhash_within(&c, &db, u128::from(target), 3).expect("probe").is_empty());
@@ -184,12 +198,7 @@ fn hamming_answers(c: &Collection, probe: &Sketch, plan: PlanKind) -> Vec<(Strin
 /// kept.
 #[test]
 fn simhash_answers_follow_upserts_deletes_and_compaction() {
-    let params = SketchParams::simhash(64, 3).expect("p");
-    let fp = |v: u64| Sketch::SimHash(SimHash::from_parts(params, u128::from(v)).expect("fp"));
-    let dir = tempfile::tempdir().expect("dir");
-    let db = Database::create(dir.path().join("db")).expect("create");
-    let config = CollectionConfig::new(params).with_index(IndexConfig::SimhashTables { radius: 3 });
-    let c = db.create_collection("f", config).expect("collection");
+    let (_dir, db, c) = simhash_indexed();
     let target = 0x0123_4567_89ab_cdefu64;
     // Every fifth row within distance 0..=4 of the target (4 is outside the radius).
     fill(&c, 100, |i| {

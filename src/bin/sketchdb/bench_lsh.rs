@@ -175,6 +175,17 @@ fn load_batches(
     Ok(())
 }
 
+/// After a bulk load (`bulk`), builds `index` in one transaction and returns its seconds;
+/// 0 otherwise (the index was maintained while loading).
+fn bulk_index(bulk: bool, coll: &mut Collection, index: IndexConfig) -> Result<f64, CliError> {
+    if !bulk {
+        return Ok(0.0);
+    }
+    let at = Instant::now();
+    coll.rebuild_index(index)?;
+    Ok(at.elapsed().as_secs_f64())
+}
+
 // One parameter per command-line option of `bench lsh`.
 #[allow(clippy::too_many_arguments)]
 pub fn lsh(
@@ -206,13 +217,7 @@ pub fn lsh(
         let sketches = coll.sketcher().sketch_batch(&token_sets);
         let start = Instant::now();
         load_batches(&coll, &sets, sketches, batch)?;
-        let index_s = if bulk {
-            let at = Instant::now();
-            coll.rebuild_index(index)?;
-            at.elapsed().as_secs_f64()
-        } else {
-            0.0
-        };
+        let index_s = bulk_index(bulk, &mut coll, index)?;
         let build_s = start.elapsed().as_secs_f64();
         let n = sets.len() as f64;
         let probe = Query::threshold(coll.sketcher().sketch(first_of(&token_sets, "sets", sets_path)?)?, t);
@@ -353,13 +358,7 @@ pub fn hamming(
         }
         coll.apply(&batch)?;
     }
-    let index_s = if bulk {
-        let at = Instant::now();
-        coll.rebuild_index(index)?;
-        at.elapsed().as_secs_f64()
-    } else {
-        0.0
-    };
+    let index_s = bulk_index(bulk, &mut coll, index)?;
     let build_s = start.elapsed().as_secs_f64();
     let probe = |q: u64| -> Result<Vec<u64>, CliError> {
         let sketch = Sketch::SimHash(SimHash::from_parts(params, u128::from(q))?);
