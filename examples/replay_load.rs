@@ -1,0 +1,54 @@
+//! The durable load alone on real signatures, in a fresh process: reads every record of a
+//! collection (say sets-1m ingested with `sketchdb ingest`), then inserts them into a new
+//! database with an LSH index at t = 0.8, in durable batches, and prints the rate and each
+//! batch's seconds. Only the `apply` calls are timed. `bench lsh` times the same load after
+//! parsing and sketching in the same process.
+//!
+//! Run: `cargo run --release --example replay_load -- SRC_DB COLLECTION OUT_DB [BATCH] [keys]`
+//! (`keys`: replace the keys by ascending `k00000000`, ... to see what key order costs).
+
+use std::time::Instant;
+
+use sketchdb::{Batch, CollectionConfig, Database, IndexConfig, Sketch};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let a: Vec<String> = std::env::args().collect();
+    if a.len() < 4 {
+        return Err("usage: replay_load SRC_DB COLLECTION OUT_DB [BATCH] [keys]".into());
+    }
+    let size: usize = a.get(4).and_then(|s| s.parse().ok()).unwrap_or(100_000).max(1);
+    let (params, mut rows) = {
+        let src = Database::open(&a[1])?;
+        let c = src.collection(&a[2])?;
+        let rows: Vec<(Vec<u8>, Sketch)> = c.scan()?.map(|r| r.map(|r| (r.key, r.sketch))).collect::<Result<_, _>>()?;
+        (c.config().params, rows)
+    };
+    if a.get(5).map(String::as_str) == Some("keys") {
+        for (i, r) in rows.iter_mut().enumerate() {
+            r.0 = format!("k{i:08}").into_bytes();
+        }
+    }
+    let _ = std::fs::remove_file(&a[3]);
+    let db = Database::create(&a[3])?;
+    let index = IndexConfig::Lsh { threshold: 0.8, bands: None, rows: None };
+    let out = db.create_collection("c", CollectionConfig::new(params).with_index(index))?;
+    let (mut total, mut each) = (0.0, Vec::new());
+    for chunk in rows.chunks(size) {
+        let mut batch = Batch::with_capacity(chunk.len());
+        for (k, s) in chunk {
+            batch.insert(k.clone(), s.clone());
+        }
+        let t = Instant::now();
+        out.apply(&batch)?;
+        let s = t.elapsed().as_secs_f64();
+        total += s;
+        each.push(format!("{s:.2}"));
+    }
+    println!(
+        "{} rows in batches of {size}: {:.0} rows/s; batches (s): {}",
+        rows.len(),
+        rows.len() as f64 / total,
+        each.join(" ")
+    );
+    Ok(())
+}
