@@ -26,25 +26,26 @@ pub(crate) struct BandedKeys {
 
 impl BandedKeys {
     /// Keys every item's signature, in parallel. A signature the scheme cannot key (another
-    /// width, too few slots) is an error naming its position.
+    /// width, too few slots) is an error naming its position, the first such position
+    /// whatever the threads' order.
     pub(crate) fn new<T: Sync>(
         scheme: &BandKeyScheme,
         items: &[T],
         sketch_of: impl Fn(&T) -> &Sketch + Sync,
     ) -> Result<BandedKeys, (usize, IndexError)> {
         let bands = scheme.params.bands as usize;
-        let per_item: Vec<Option<Vec<u64>>> = items
+        let per_item: Vec<Result<Option<Vec<u64>>, IndexError>> = items
             .par_iter()
-            .enumerate()
-            .map(|(i, item)| match scheme.sketch_keys(sketch_of(item)) {
+            .map(|item| match scheme.sketch_keys(sketch_of(item)) {
                 Ok(keys) => Ok(Some(keys)),
                 Err(IndexError::Sketch(SketchError::EmptySet)) => Ok(None),
-                Err(e) => Err((i, e)),
+                Err(e) => Err(e),
             })
-            .collect::<Result<_, _>>()?;
+            .collect();
         let mut keys = Vec::with_capacity(bands * items.len());
         let mut keyed = Vec::with_capacity(items.len());
-        for k in per_item {
+        for (i, k) in per_item.into_iter().enumerate() {
+            let k = k.map_err(|e| (i, e))?;
             keyed.push(k.is_some());
             keys.extend(k.unwrap_or_else(|| vec![0; bands]));
         }
