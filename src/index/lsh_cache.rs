@@ -59,7 +59,7 @@ impl<'c> LshProbe<'c> {
         band: u32,
         group: u64,
     ) -> Result<Option<Value<'c>>, StorageError> {
-        self.cache.value(band as usize, g.bits, group, 0, || {
+        self.cache.value(band as usize, g.bits, group, || {
             if table.is_none() {
                 *table = Some(open(snap.txn(), LSH_BUCKETS)?);
             }

@@ -23,10 +23,9 @@
 //! the budget is spent are not kept); the [`MAX_CACHES`] most recently used keys keep theirs.
 //! Values live on shelves (LSH: one per band, a slot per group, its value the group's
 //! entries of all runs, see [`super::lsh_cache`]; SimHash: one per table, a slot per bucket):
-//! the first value of a slot (for LSH, the only one) sits in a place of its own,
-//! found by shelf and slot number without hashing or locking (one memory access before the
-//! value's bytes); further chunks, and shelves of more than `2^DIRECT_BITS` slots, go
-//! through a map.
+//! a slot's value sits in a place of its own, found by shelf and slot number without hashing
+//! or locking (one memory access before the value's bytes); shelves of more than
+//! `2^DIRECT_BITS` slots go through a map.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -81,8 +80,8 @@ pub(crate) fn held() -> usize {
 #[repr(align(32))]
 #[derive(Default)]
 struct Slot(OnceLock<Option<Box<[u8]>>>);
-/// Values outside the direct places, by (shelf, slot, chunk).
-type OtherValues = HashMap<(usize, u64, u32), Option<Arc<[u8]>>>;
+/// Values outside the direct places, by (shelf, slot).
+type OtherValues = HashMap<(usize, u64), Option<Arc<[u8]>>>;
 
 /// A value as a probe gets it: borrowed from its place, shared from the map, or read and
 /// not kept (the budget was spent).
@@ -112,7 +111,7 @@ pub(crate) struct ProbeCache {
     pub(crate) def: Arc<IndexDef>,
     /// Per shelf: the first value of each slot.
     direct: Box<[OnceLock<Box<[Slot]>>]>,
-    /// Every other value, by (shelf, slot, chunk).
+    /// Every other value, by (shelf, slot).
     other: RwLock<OtherValues>,
     /// The records of rows queries have scored (LSH candidates, SimHash matches), by row id
     /// (see [`Self::records`]).
@@ -248,7 +247,7 @@ impl ProbeCache {
         Ok(out)
     }
 
-    /// Asks for the cache line of the place of slot `slot` on `shelf` (chunk 0) ahead of
+    /// Asks for the cache line of the place of slot `slot` on `shelf` ahead of
     /// [`Self::value`]; nothing when the slot has no direct place yet.
     #[inline]
     pub(crate) fn prefetch_slot(&self, shelf: usize, bits: u32, slot: u64) {
@@ -259,18 +258,16 @@ impl ProbeCache {
         }
     }
 
-    /// Value `chunk` of slot `slot` on `shelf` (a shelf of `2^bits` slots): from the cache,
+    /// The value of slot `slot` on `shelf` (a shelf of `2^bits` slots): from the cache,
     /// or from `read` and kept while the budget allows.
     pub(crate) fn value<'c>(
         &'c self,
         shelf: usize,
         bits: u32,
         slot: u64,
-        chunk: u32,
         read: impl FnOnce() -> Result<Option<Vec<u8>>, StorageError>,
     ) -> Result<Option<Value<'c>>, StorageError> {
-        if chunk == 0
-            && bits <= DIRECT_BITS
+        if bits <= DIRECT_BITS
             && let Some(cell) = self.direct.get(shelf)
         {
             let slots = match cell.get() {
@@ -310,7 +307,7 @@ impl ProbeCache {
                 return Ok(value.map(Value::Owned));
             }
         }
-        let key = (shelf, slot, chunk);
+        let key = (shelf, slot);
         if let Some(v) = self.other.read().get(&key) {
             return Ok(v.clone().map(Value::Shared));
         }

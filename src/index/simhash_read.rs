@@ -129,7 +129,7 @@ impl<'i> SimhashProber<'i> {
         }));
         let mut values = Vec::with_capacity(keys.len());
         for (t, (g, &(_, bucket))) in self.geometry.iter().zip(keys.iter()).enumerate() {
-            let value = cache.value(t, g.bits, u64::from(bucket), 0, || {
+            let value = cache.value(t, g.bits, u64::from(bucket), || {
                 let Some(table) = Self::table(table, snap)? else { return Ok(None) };
                 Ok(table
                     .get((id, t as u32, bucket))
