@@ -84,8 +84,7 @@ pub(crate) fn lsh_candidate_records(
 ) -> Result<(usize, Vec<Arc<RowRecord>>), StorageError> {
     contain("lsh probe", || {
         let (rows, cache) = probe(snap, info, sketch, bands)?;
-        let width = info.spec.layout.record_width();
-        let records = cache.records(&rows, |missing| snap.get_rows(info, missing), |r| r.key.len() + width)?;
+        let records = cache.records(snap, info, &rows)?;
         Ok((rows.len(), records))
     })
 }

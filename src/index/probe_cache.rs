@@ -190,22 +190,23 @@ impl ProbeCache {
         self.held.fetch_sub(len, Ordering::Relaxed);
     }
 
-    /// The records of `rows` (ascending) that are live, in row order: those kept here, and
-    /// the others from `read` (given the rows not kept; it returns their live records in row
-    /// order), which are then kept within the budget, each counted as `size(record)` bytes.
+    /// The records of `rows` (ascending) of `info`'s collection that are live in `snap`, in
+    /// row order: those kept here, and the others read from their pages (each page checked),
+    /// which are then kept within the budget, each counted as its key and record width.
     ///
     /// Sound because a row's record (key and sketch) never changes once written (an upsert
     /// or a compaction writes a new row id, from `next_row` up), and what keys this cache
     /// fixes the set of live rows (LSH: the definition bytes, a removal lowering its run's
     /// `entries`; SimHash: `(next_row, live)`, see the module comment), so a record kept here
-    /// is what its page holds in every snapshot of this index version. A row `read` does
-    /// not return is not kept.
+    /// is what its page holds in every snapshot of this index version. A row not live in
+    /// `snap` is not kept.
     pub(crate) fn records(
         &self,
+        snap: &ReadSnapshot,
+        info: &CollectionInfo,
         rows: &[u64],
-        read: impl FnOnce(&[u64]) -> Result<Vec<RowRecord>, StorageError>,
-        size: impl Fn(&RowRecord) -> usize,
     ) -> Result<Vec<Arc<RowRecord>>, StorageError> {
+        let width = info.spec.layout.record_width();
         let (mut found, mut missing) = (Vec::with_capacity(rows.len()), Vec::new());
         {
             let kept = self.records.read();
@@ -220,11 +221,11 @@ impl ProbeCache {
         if missing.is_empty() {
             return Ok(found.into_iter().flatten().collect());
         }
-        let fresh: Vec<Arc<RowRecord>> = read(&missing)?.into_iter().map(Arc::new).collect();
+        let fresh: Vec<Arc<RowRecord>> = snap.get_rows(info, &missing)?.into_iter().map(Arc::new).collect();
         {
             let mut kept = self.records.write();
             for rec in &fresh {
-                let len = size(rec) + VALUE_OVERHEAD;
+                let len = rec.key.len() + width + VALUE_OVERHEAD;
                 if self.reserve(len) && kept.insert(rec.row, rec.clone()).is_some() {
                     // Another probe kept it first.
                     self.release(len);

@@ -226,8 +226,7 @@ pub(crate) fn simhash_within_records(
         let matches = p.within(fp, radius)?;
         let mut rows: Vec<u64> = matches.iter().map(|&(row, _)| row).collect();
         rows.sort_unstable();
-        let width = info.spec.layout.record_width();
-        let records = p.cache.records(&rows, |missing| snap.get_rows(info, missing), |r| r.key.len() + width)?;
+        let records = p.cache.records(snap, info, &rows)?;
         Ok((matches.len(), records))
     })
 }

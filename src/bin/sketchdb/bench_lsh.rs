@@ -190,6 +190,13 @@ fn load_batches(
     Ok(())
 }
 
+/// The collection of a load: with `index` maintained batch by batch, or without it for a
+/// bulk load (`bulk`; then built by [`bulk_index`]).
+fn load_config(params: SketchParams, index: IndexConfig, bulk: bool) -> CollectionConfig {
+    let config = CollectionConfig::new(params);
+    if bulk { config } else { config.with_index(index) }
+}
+
 /// After a bulk load (`bulk`), builds `index` in one transaction and returns its seconds;
 /// 0 otherwise (the index was maintained while loading).
 fn bulk_index(bulk: bool, coll: &mut Collection, index: IndexConfig) -> Result<f64, CliError> {
@@ -229,8 +236,7 @@ pub fn lsh(
         let _ = std::fs::remove_file(&path);
         let db = Database::create(&path)?;
         let index = IndexConfig::Lsh { threshold: t, bands: None, rows: None };
-        let config = if bulk { CollectionConfig::new(params) } else { CollectionConfig::new(params).with_index(index) };
-        let mut coll = db.create_collection("sets", config)?;
+        let mut coll = db.create_collection("sets", load_config(params, index, bulk))?;
         let start = Instant::now();
         load_batches(&coll, &keys, sketches.iter().cloned(), batch)?;
         let index_s = bulk_index(bulk, &mut coll, index)?;
@@ -360,8 +366,7 @@ pub fn hamming(
     let db = Database::create(&path)?;
     let params = SketchParams::simhash(64, 0)?;
     let index = IndexConfig::SimhashTables { radius };
-    let config = if bulk { CollectionConfig::new(params) } else { CollectionConfig::new(params).with_index(index) };
-    let mut coll = db.create_collection("fp", config)?;
+    let mut coll = db.create_collection("fp", load_config(params, index, bulk))?;
     // Keys are the row indexes in decimal, zero-padded to one width so that key order is
     // row order: the keys are appended, not inserted at random places.
     let width = (stored.len() - 1).to_string().len();
