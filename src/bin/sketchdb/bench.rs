@@ -72,25 +72,48 @@ pub fn dataset_name(path: &Path) -> String {
     path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "unknown".into())
 }
 
-/// Loads the token sets of a `sets-<n>.jsonl` file (at most `limit`); a file (or limit) that
-/// leaves no set is an error naming the file.
-pub fn load_sets(path: &Path, limit: Option<usize>) -> Result<Vec<(String, TokenSet)>, CliError> {
-    let mut out = Vec::new();
-    let mut reader = JsonlReader::open(path)?;
-    while limit.is_none_or(|l| out.len() < l) {
+/// The sets of a `sets-<n>.jsonl` file (the first `limit`), passed to `each` in file order
+/// in chunks of at most `chunk` (at least 1), so a caller that reduces each chunk (to
+/// signatures, say) never holds every parsed set at once. No set at all is an input error.
+pub fn for_each_set_chunk(
+    path: &Path,
+    limit: Option<usize>,
+    chunk: usize,
+    mut each: impl FnMut(Vec<(String, TokenSet)>) -> Result<(), CliError>,
+) -> Result<(), CliError> {
+    let chunk = chunk.max(1);
+    let (mut reader, mut seen, mut part) = (JsonlReader::open(path)?, 0usize, Vec::new());
+    while limit.is_none_or(|l| seen < l) {
         let Some(rec) = reader.next() else { break };
         let rec = rec?;
         let Payload::Tokens(t) = rec.payload else {
             return Err(CliError::Input(format!("{}: record `{}` has no `tokens`", rec.origin, rec.key)));
         };
-        out.push((rec.key, TokenSet::from_unsorted(t)));
+        part.push((rec.key, TokenSet::from_unsorted(t)));
+        seen += 1;
+        if part.len() == chunk {
+            each(std::mem::take(&mut part))?;
+        }
     }
-    if out.is_empty() {
+    if seen == 0 {
         return Err(CliError::Input(match limit {
             Some(0) => format!("{}: --limit 0 selects no sets", path.display()),
             _ => format!("no sets in {}", path.display()),
         }));
     }
+    if !part.is_empty() {
+        each(part)?;
+    }
+    Ok(())
+}
+
+/// Every set of a `sets-<n>.jsonl` file (the first `limit`), as (key, tokens), in file order.
+pub fn load_sets(path: &Path, limit: Option<usize>) -> Result<Vec<(String, TokenSet)>, CliError> {
+    let mut out = Vec::new();
+    for_each_set_chunk(path, limit, usize::MAX, |part| {
+        out.extend(part);
+        Ok(())
+    })?;
     Ok(out)
 }
 
