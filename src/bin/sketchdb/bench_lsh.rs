@@ -157,11 +157,10 @@ const SKETCH_CHUNK: usize = 10_000;
 
 /// The keys and sketches under `sketcher` of the sets of `path` (the first `limit`), parsed
 /// and sketched a chunk at a time: a benchmark that loads a database holds what it inserts,
-/// never every parsed token set (sets-1m's are about 3 GB). Parsed whole first, the
-/// durable load that follows ran at 121k-152k signatures/s against 172k-188k/s (peak RSS 3.5
-/// against 1.9 GB): the heap the parse leaves behind slows it. A set that cannot be sketched
-/// is an input error naming its key. Also returns the seconds spent sketching (the rest of
-/// the call is parsing).
+/// never every parsed token set (sets-1m's are about 3 GB; the heap a whole-file parse
+/// leaves behind slows the durable load that follows, see `benches/MEASUREMENTS.md`). A set
+/// that cannot be sketched is an input error naming its key. Also returns the seconds spent
+/// sketching (the rest of the call is parsing).
 fn sketch_sets(
     path: &Path,
     limit: Option<usize>,
