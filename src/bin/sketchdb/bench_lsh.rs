@@ -152,25 +152,16 @@ pub struct Load {
     pub batch: usize,
 }
 
-/// Sets parsed and sketched at a time by [`sketch_sets`].
+/// Sets the benchmarks parse and sketch at a time ([`sketch_sets`]).
 const SKETCH_CHUNK: usize = 10_000;
 
 /// The keys and sketches under `sketcher` of the sets of `path` (the first `limit`), parsed
-/// and sketched a chunk at a time: a benchmark that loads a database holds what it inserts,
+/// and sketched `chunk` sets at a time: a benchmark that loads a database holds what it inserts,
 /// never every parsed token set (sets-1m's are about 3 GB; the heap a whole-file parse
 /// leaves behind slows the durable load that follows, see `benches/MEASUREMENTS.md`). A set
 /// that cannot be sketched is an input error naming its key. Also returns the seconds spent
 /// sketching (the rest of the call is parsing).
 fn sketch_sets(
-    path: &Path,
-    limit: Option<usize>,
-    sketcher: &Sketcher,
-) -> Result<(Vec<String>, Vec<Sketch>, f64), CliError> {
-    sketch_sets_by(path, limit, sketcher, SKETCH_CHUNK)
-}
-
-/// [`sketch_sets`] in chunks of `chunk` sets.
-fn sketch_sets_by(
     path: &Path,
     limit: Option<usize>,
     sketcher: &Sketcher,
@@ -248,7 +239,7 @@ pub fn lsh(
     let sketcher = Sketcher::new(params)?;
     // Sketching is not part of the build measurement: signatures are computed once, before
     // any load (the parameters do not depend on the threshold).
-    let (keys, sketches, _) = sketch_sets(sets_path, limit, &sketcher)?;
+    let (keys, sketches, _) = sketch_sets(sets_path, limit, &sketcher, SKETCH_CHUNK)?;
     let first = first_of(&sketches, "sets", sets_path)?.clone();
     let queries = load_queries(queries_path)?;
     let dataset = dataset_name(sets_path);
@@ -470,7 +461,7 @@ pub fn dedup(
     let coll = db.create_collection("sets", config)?;
     // Parsed and sketched a chunk at a time; the two phases' seconds are told apart.
     let start = Instant::now();
-    let (keys, sketches, sketch_s) = sketch_sets(sets_path, limit, coll.sketcher())?;
+    let (keys, sketches, sketch_s) = sketch_sets(sets_path, limit, coll.sketcher(), SKETCH_CHUNK)?;
     let parse_s = start.elapsed().as_secs_f64() - sketch_s;
     let n = keys.len();
     let start = Instant::now();
@@ -518,7 +509,7 @@ mod tests {
         for (chunk, limit, n) in
             [(7, None, 25), (25, None, 25), (1, Some(3), 3), (10, Some(12), 12), (100, Some(40), 25)]
         {
-            let (keys, sketches, _) = sketch_sets_by(&path, limit, &sketcher, chunk).unwrap();
+            let (keys, sketches, _) = sketch_sets(&path, limit, &sketcher, chunk).unwrap();
             let want: Vec<String> = (0..n).map(|i| format!("s{i}")).collect();
             assert_eq!(keys, want, "chunk {chunk}, limit {limit:?}");
             assert_eq!(sketches.len(), n);
@@ -536,7 +527,7 @@ mod tests {
         // Every kind refuses an empty set (`SketchError::EmptySet`).
         let sketcher = Sketcher::new(params_for("bbit").unwrap()).unwrap();
         for chunk in [1, 7, 13, 14, 100] {
-            let err = sketch_sets_by(&path, None, &sketcher, chunk).unwrap_err().to_string();
+            let err = sketch_sets(&path, None, &sketcher, chunk).unwrap_err().to_string();
             assert!(err.contains("set `s13`"), "chunk {chunk}: {err}");
         }
     }
