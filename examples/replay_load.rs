@@ -4,7 +4,10 @@
 //! batch's seconds. Only the `apply` calls are timed. `bench lsh` times the same load after
 //! parsing and sketching in the same process.
 //!
-//! Run: `cargo run --release --example replay_load -- SRC_DB COLLECTION OUT_DB [BATCH] [keys]`
+//! Then deletes `DELETES` rows (default 10,000) spread evenly over the collection, in durable
+//! batches of 1,000, and prints their rate: what removing a row's index entries costs.
+//!
+//! Run: `cargo run --release --example replay_load -- SRC_DB COLLECTION OUT_DB [BATCH] [keys|-] [DELETES]`
 //! (`keys`: replace the keys by ascending `k00000000`, ... to see what key order costs).
 
 use std::time::Instant;
@@ -50,5 +53,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         rows.len() as f64 / total,
         each.join(" ")
     );
+    let deletes: usize = a.get(6).and_then(|s| s.parse().ok()).unwrap_or(10_000).min(rows.len());
+    if let Some(step) = rows.len().checked_div(deletes) {
+        let doomed: Vec<&[u8]> = (0..deletes).map(|i| rows[i * step].0.as_slice()).collect();
+        let t = Instant::now();
+        for chunk in doomed.chunks(1000) {
+            let mut batch = Batch::with_capacity(chunk.len());
+            for k in chunk {
+                batch.delete(k);
+            }
+            out.apply(&batch)?;
+        }
+        let s = t.elapsed().as_secs_f64();
+        println!("{deletes} deletes in batches of 1000: {:.0} rows/s ({s:.2} s)", deletes as f64 / s);
+    }
     Ok(())
 }

@@ -319,39 +319,59 @@ fn simhash_collections_cannot_have_lsh() {
     assert!(db.create_collection("y", CollectionConfig::new(p).with_index(bad)).is_err());
 }
 
-/// A reverse entry one byte too long is damage: verify names it and deleting its row is an
-/// `Inconsistent` error, never a silently truncated key list.
+/// An index written by a build that kept a reverse map (`sketchdb.lsh_rows`, one entry of
+/// band keys per live row) opens as it is: probes answer from its runs, verify checks the map
+/// and names a damaged entry. The next write drops the map, whatever it holds (deletes take a
+/// row's band keys from its stored signature), and records the index without it; from then on
+/// an entry there is a stray verify reports.
 #[test]
-fn a_reverse_entry_of_the_wrong_length_is_found() {
+fn the_reverse_map_of_an_earlier_build_is_checked_then_dropped_by_the_next_write() {
     let dir = tempfile::tempdir().expect("dir");
-    let db = Database::create(dir.path().join("db")).expect("create");
     let params = SketchParams::minhash(32, 32, 1).expect("p");
-    let c = db
-        .create_collection(
-            "s",
-            CollectionConfig::new(params).with_index(IndexConfig::Lsh {
-                threshold: 0.5,
-                bands: Some(8),
-                rows: Some(4),
-            }),
-        )
-        .expect("create");
-    for i in 0..20u64 {
-        let set = TokenSet::from_unsorted((0..50).map(|j| i * 1000 + j).collect());
-        c.insert(format!("k{i}"), &c.sketcher().sketch(&set).expect("sketch")).expect("insert");
+    let index = IndexConfig::Lsh { threshold: 0.5, bands: Some(8), rows: Some(4) };
+    let (db, c, sk) = indexed(dir.path(), params, index);
+    let mut rng = Rng(77);
+    let sets = family(&mut rng, 6, 4);
+    for (i, set) in sets.iter().enumerate() {
+        c.insert(format!("k{i}"), &sk.sketch(set).expect("sketch")).expect("insert");
     }
+    let queries: Vec<Sketch> = sets.iter().take(3).map(|t| sk.sketch(t).expect("sketch")).collect();
+    assert_eq!(testing::lsh_reverse_entries(&c, &db).expect("count"), 0, "this build keeps no reverse map");
+    assert_eq!(testing::plant_lsh_reverse_map(&c, &db, true).expect("plant"), sets.len() as u64);
+    assert_eq!(testing::lsh_keeps_reverse_map(&c, &db).expect("def"), Some(true));
     assert!(admin::verify(&db).expect("verify").is_ok());
+    check(&c, &db, &queries, "earlier build's reverse map");
+    // Damage: 8 band keys of 32 bits (4 bytes each), then a planted byte.
     let row = testing::extend_first_lsh_reverse_entry(&c, &db).expect("plant").expect("a reverse entry");
-    // 8 band keys of 32 bits (4 bytes each), then the planted byte.
     let report = admin::verify(&db).expect("verify");
     assert!(
         report.problems.iter().any(|p| p.row == Some(row) && p.detail.contains("sketchdb.lsh_rows holds 33 bytes")),
         "{:?}",
         report.problems
     );
-    let key = c.scan().expect("scan").map(|r| r.expect("record")).find(|r| r.row_id == row).expect("row").key;
-    let e = c.delete(&key).expect_err("delete over a damaged reverse entry");
-    assert!(e.to_string().contains("sketchdb.lsh_rows holds 33 bytes"), "{e}");
+    // The next write (a delete) drops the map, damaged entry and all.
+    assert!(c.delete("k1").expect("delete"));
+    assert_eq!(testing::lsh_reverse_entries(&c, &db).expect("count"), 0);
+    assert_eq!(testing::lsh_keeps_reverse_map(&c, &db).expect("def"), Some(false));
+    assert!(admin::verify(&db).expect("verify").is_ok());
+    check(&c, &db, &queries, "reverse map dropped");
+    drop((c, db));
+    let db = Database::open(dir.path().join("db")).expect("reopen");
+    let c = db.collection("s").expect("collection");
+    assert_eq!(testing::lsh_keeps_reverse_map(&c, &db).expect("def"), Some(false));
+    c.delete("k2").expect("delete");
+    check(&c, &db, &queries, "reopened, deleted");
+    // Entries the definition does not own are strays.
+    assert!(testing::plant_lsh_reverse_map(&c, &db, false).expect("plant") > 0);
+    let report = admin::verify(&db).expect("verify");
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|p| p.detail.contains("sketchdb.lsh_rows: entry, but the index keeps no reverse map")),
+        "{:?}",
+        report.problems
+    );
 }
 
 /// Many small batches: the new run of each batch that fills a tier is merged in the same

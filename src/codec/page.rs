@@ -435,10 +435,26 @@ impl PageBuilder {
     /// Entry `i` of value column `j` (0 out of range).
     pub(crate) fn value(&self, j: usize, i: usize) -> u64 {
         let w = usize::from(self.spec.layout.value_width);
-        let at = j * w * self.max_rows + i * w;
+        self.get(j * w, w, i)
+    }
+
+    /// Entry `i` of word column `j` (0 out of range).
+    pub(crate) fn word(&self, j: usize, i: usize) -> u64 {
+        self.get(self.spec.layout.words_prefix() + 8 * j, 8, i)
+    }
+
+    /// Row `i`'s cardinality, if the layout has one (0 out of range).
+    pub(crate) fn cardinality(&self, i: usize) -> Option<u64> {
+        let layout = &self.spec.layout;
+        layout.has_cardinality.then(|| self.get(layout.cardinality_prefix(), 8, i))
+    }
+
+    /// Entry `i` of the column of `width`-byte entries at `prefix` (bytes per row before it).
+    fn get(&self, prefix: usize, width: usize, i: usize) -> u64 {
+        let at = prefix * self.max_rows + i * width;
         let mut b = [0u8; 8];
-        if let Some(s) = self.data.get(at..at + w) {
-            b[..w].copy_from_slice(s);
+        if let Some(s) = self.data.get(at..at + width) {
+            b[..width].copy_from_slice(s);
         }
         u64::from_le_bytes(b)
     }

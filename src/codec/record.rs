@@ -58,8 +58,62 @@ pub(crate) fn push_sketch(page: &mut PageBuilder, key: &[u8], sketch: &Sketch) -
     Ok(row_id)
 }
 
+/// A page's columns as row decoding reads them: a stored page ([`PageView`]) or one being
+/// built ([`PageBuilder`], whose rows a delete reads before tombstoning them).
+pub(crate) trait RowColumns {
+    /// The page's column layout.
+    fn layout(&self) -> &ColumnLayout;
+    /// Fails unless `i` is a row of the page.
+    fn check_row(&self, i: usize) -> Result<(), CodecError>;
+    /// Entry `i` of value column `j`, zero-extended.
+    fn value(&self, j: usize, i: usize) -> u64;
+    /// Entry `i` of word column `j`.
+    fn word(&self, j: usize, i: usize) -> u64;
+    /// Row `i`'s cardinality, if the layout has one.
+    fn cardinality(&self, i: usize) -> Option<u64>;
+}
+
+impl RowColumns for PageView<'_> {
+    fn layout(&self) -> &ColumnLayout {
+        PageView::layout(self)
+    }
+    fn check_row(&self, i: usize) -> Result<(), CodecError> {
+        PageView::check_row(self, i)
+    }
+    fn value(&self, j: usize, i: usize) -> u64 {
+        PageView::value(self, j, i)
+    }
+    fn word(&self, j: usize, i: usize) -> u64 {
+        PageView::word(self, j, i)
+    }
+    fn cardinality(&self, i: usize) -> Option<u64> {
+        PageView::cardinality(self, i)
+    }
+}
+
+impl RowColumns for PageBuilder {
+    fn layout(&self) -> &ColumnLayout {
+        &self.spec().layout
+    }
+    fn check_row(&self, i: usize) -> Result<(), CodecError> {
+        if i >= self.row_count() {
+            return Err(CodecError::RowOutOfRange { index: i, rows: self.row_count() });
+        }
+        Ok(())
+    }
+    fn value(&self, j: usize, i: usize) -> u64 {
+        PageBuilder::value(self, j, i)
+    }
+    fn word(&self, j: usize, i: usize) -> u64 {
+        PageBuilder::word(self, j, i)
+    }
+    fn cardinality(&self, i: usize) -> Option<u64> {
+        PageBuilder::cardinality(self, i)
+    }
+}
+
 /// Decodes row index `i` of `page` as a sketch with `params`.
-pub(crate) fn decode_row(page: &PageView<'_>, i: usize, params: &SketchParams) -> Result<Sketch, CodecError> {
+pub(crate) fn decode_row(page: &impl RowColumns, i: usize, params: &SketchParams) -> Result<Sketch, CodecError> {
     page.check_row(i)?;
     let layout = ColumnLayout::for_params(params);
     if &layout != page.layout() {

@@ -1,5 +1,5 @@
 //! LSH banding buckets: the tables, reading and rewriting the groups of one run, and the
-//! reverse map's values.
+//! values of the reverse map earlier builds kept.
 //!
 //! * `sketchdb.lsh_runs`, key `(collection id, band, run, group, chunk)`: an index is a list of
 //!   runs ([`super::meta::LshRun`]); each run holds the entries of a row range, with its own
@@ -10,8 +10,11 @@
 //!   [`super::lsh_chunk`].
 //!
 //! * `sketchdb.lsh_rows`, key `(collection id, row id)`: the row's band keys in band order,
-//!   each as its top K bits in K / 8 bytes LE (`bands * K / 8` bytes): deletes find the
-//!   groups without the row's sketch.
+//!   each as its top K bits in K / 8 bytes LE (`bands * K / 8` bytes). Builds before index
+//!   wire variant 3 kept it for every live row; this build reads it only to verify such a
+//!   file, and the next write to the index removes it. A row's band keys are a function of
+//!   its stored signature under the recorded scheme, so deletes compute them from the sketch
+//!   the writer reads from the row's page.
 //!
 //! A write transaction's changes are [`super::lsh_delta`]; how runs are written and merged is
 //! [`super::lsh_write`] and [`super::lsh_merge`].

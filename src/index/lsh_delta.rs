@@ -1,32 +1,28 @@
-//! The LSH changes of one write transaction ([`LshDelta`]) and how they are flushed: the
-//! reverse map, removals, the added rows' new run, then merges ([`super::lsh_write`]).
+//! The LSH changes of one write transaction ([`LshDelta`]) and how they are flushed:
+//! removals, the added rows' new run, then merges ([`super::lsh_write`]). A removed row's
+//! band keys are computed from its sketch, as the writer read it from the row's page.
 //!
 //! A large batch's band keys and per-band sorted entries are computed by a prepare job
 //! ([`LshDelta::prepare`]) on the other cores while the writer stores the records; rows
 //! the job does not cover (a rebuild, a small batch) keep a copy of their sketch and are
 //! keyed at flush.
 
-use std::ops::Bound;
-
 use rayon::prelude::*;
-use redb::{CursorError, WriteTransaction};
+use redb::WriteTransaction;
 
 use super::error::IndexError;
 use super::keys::band::BandKeyScheme;
-use super::lsh::{
-    EncodedBand, Groups, Sums, band_keys_of, bucket_sums, encode_run_band, insert_run_band, push_band_keys,
-    run_group_bits,
-};
+use super::lsh::{EncodedBand, Groups, Sums, bucket_sums, encode_run_band, insert_run_band, run_group_bits};
 use super::lsh_chunk::{WORD_ROWS, word, word_entry};
 use super::lsh_write::{lsh_rows_err, merge_into_one, merge_span, recount, remove_rows};
 use super::meta::{IndexDef, IndexSpec, LshRun, index_err};
 use super::radix::{sort_hashed, sort_hashed_pairs};
 use crate::sketch::sketch::Sketch;
 use crate::storage::StorageError;
-use crate::storage::catalog::CollectionInfo;
+use crate::storage::catalog::{CollectionInfo, drop_lsh_reverse_map};
 use crate::storage::error::panic_message;
 use crate::storage::hook::{PrepareJob, Prepared};
-use crate::storage::tables::{LSH_BUCKETS, LSH_ROWS};
+use crate::storage::tables::LSH_BUCKETS;
 use crate::storage::writer::inconsistent;
 
 /// Batches of at least this many new sketches get a prepare job (below it, a thread costs
@@ -124,7 +120,8 @@ pub(crate) struct LshDelta {
     dropped: Vec<bool>,
     /// Whether `added_rows` ascends (the writer appends rows in id order): removals then search.
     ascending: bool,
-    removed: Vec<u64>,
+    /// Rows stored before this transaction and removed in it, each with its band keys.
+    removed: Vec<(u64, Vec<u64>)>,
 }
 
 impl LshDelta {
@@ -181,7 +178,9 @@ impl LshDelta {
         self.dropped.push(false);
     }
 
-    pub(crate) fn remove(&mut self, row: u64) {
+    /// Row `row`, which held `sketch`, is removed; an error when the sketch cannot be banded
+    /// under the index's scheme.
+    pub(crate) fn remove(&mut self, row: u64, sketch: &Sketch) -> Result<(), IndexError> {
         // A row added and removed in one transaction never reaches the tables.
         let found = if self.ascending {
             self.added_rows.binary_search(&row).ok()
@@ -190,38 +189,41 @@ impl LshDelta {
         };
         match found {
             Some(i) if !self.dropped[i] => self.dropped[i] = true,
-            _ => self.removed.push(row),
+            _ => self.removed.push((row, self.scheme.sketch_keys(sketch)?)),
         }
+        Ok(())
     }
 
-    /// Applies the changes to the tables and to `def` (its runs and counters): reverse map,
-    /// removals, the new run, then merges.
+    /// Applies the changes to the tables and to `def` (its runs and counters): removals, the
+    /// new run, then merges; first, the reverse map of an earlier build goes.
     pub(crate) fn flush(
         &mut self,
         txn: &WriteTransaction,
         info: &CollectionInfo,
         def: &mut IndexDef,
     ) -> Result<(), StorageError> {
-        let IndexSpec::Lsh { next_run, runs, .. } = &mut def.spec else {
+        let IndexSpec::Lsh { next_run, runs, reverse_map, .. } = &mut def.spec else {
             return Err(inconsistent(info, 0, "an LSH write met a definition that is not an LSH index"));
         };
+        if *reverse_map {
+            drop_lsh_reverse_map(txn, info.def.id)?;
+            *reverse_map = false;
+        }
         let n_bands = self.scheme.params.bands as usize;
-        let removes = self.take_removed(txn, info, n_bands)?;
+        let removes = std::mem::take(&mut self.removed);
         let (added_keys, prepared) = self.added_keys(info)?;
         let live_rows = self.live_rows(&added_keys, n_bands);
         let adds = prepared.unwrap_or_else(|| sorted_by_band(n_bands, self.scheme.key_bits(), &live_rows));
         let mut table = txn.open_table(LSH_BUCKETS).map_err(StorageError::backend("open table"))?;
         let last_end = runs.last().map(|r| r.end_row);
-        // The new run is encoded on the worker threads while this thread writes the reverse
-        // entries and the removals (neither reads what the other writes).
+        // The new run is encoded on the worker threads while this thread writes the removals
+        // (neither reads what the other writes).
         let (this, new_id) = (&*self, *next_run);
         let new = std::thread::scope(|scope| {
             // `live_rows` ascends: its ends are the new run's row span.
             let span = live_rows.first().zip(live_rows.last()).map(|(f, l)| (f.0, l.0));
             let job = scope.spawn(move || this.new_run(info, new_id, last_end, span, adds));
-            let written = this
-                .insert_reverse(txn, info, &live_rows)
-                .and_then(|()| remove_rows(&mut table, info, this.scheme.key_bits(), runs, removes));
+            let written = remove_rows(&mut table, info, this.scheme.key_bits(), runs, removes);
             let new = job.join().map_err(|payload| StorageError::EnginePanic {
                 op: "encode lsh run",
                 detail: panic_message(payload.as_ref()),
@@ -280,27 +282,6 @@ impl LshDelta {
         Ok((keys, by_band))
     }
 
-    /// Removes the removed rows' entries from `sketchdb.lsh_rows` and returns them as (row,
-    /// band keys).
-    fn take_removed(
-        &self,
-        txn: &WriteTransaction,
-        info: &CollectionInfo,
-        n_bands: usize,
-    ) -> Result<Vec<(u64, Vec<u64>)>, StorageError> {
-        let (id, key_bits) = (info.def.id, self.scheme.key_bits());
-        let mut rev = txn.open_table(LSH_ROWS).map_err(StorageError::backend("open table"))?;
-        let mut removes = Vec::with_capacity(self.removed.len());
-        for &row in &self.removed {
-            let v = rev.remove((id, row)).map_err(StorageError::backend("remove lsh reverse entry"))?;
-            let Some(v) = v else {
-                return Err(inconsistent(info, row, "a removed row has no entry in sketchdb.lsh_rows"));
-            };
-            removes.push((row, band_keys_of(v.value(), n_bands, key_bits).map_err(|d| inconsistent(info, row, d))?));
-        }
-        Ok(removes)
-    }
-
     /// The added rows that stay (not dropped again), ascending, each with its band keys (a
     /// slice of `added_keys`, flat in `added_rows` order).
     fn live_rows<'k>(&self, added_keys: &'k [u64], n_bands: usize) -> Vec<(u64, &'k [u64])> {
@@ -316,32 +297,6 @@ impl LshDelta {
             live_rows.sort_unstable_by_key(|r| r.0);
         }
         live_rows
-    }
-
-    /// Writes the reverse entries of `live_rows` (ascending new row ids): appended in order
-    /// through one cursor; one already stored is an inconsistency.
-    fn insert_reverse(
-        &self,
-        txn: &WriteTransaction,
-        info: &CollectionInfo,
-        live_rows: &[(u64, &[u64])],
-    ) -> Result<(), StorageError> {
-        let (id, key_bits) = (info.def.id, self.scheme.key_bits());
-        let mut rev = txn.open_table(LSH_ROWS).map_err(StorageError::backend("open table"))?;
-        let first = live_rows.first().map_or(0, |r| r.0);
-        let mut cursor = rev
-            .lower_bound_mut(Bound::Included((id, first)))
-            .map_err(StorageError::backend("position lsh reverse cursor"))?;
-        let mut bytes = Vec::with_capacity(8 * self.scheme.params.bands as usize);
-        for &(row, keys) in live_rows {
-            bytes.clear();
-            push_band_keys(keys, key_bits, &mut bytes);
-            cursor.insert_before((id, row), bytes.as_slice()).map_err(|e| match e {
-                CursorError::UnorderedKey => inconsistent(info, row, "an added row is already in sketchdb.lsh_rows"),
-                e => StorageError::backend("write lsh reverse entry")(e),
-            })?;
-        }
-        cursor.close().map_err(StorageError::backend("write lsh reverse entries"))
     }
 
     /// The added rows' entries as run `id` over rows `span` (first, last), encoded band by band

@@ -4,7 +4,7 @@ use super::keys::band::BandKeyScheme;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::lsh::{Groups, band_keys_of, read_run_band};
+use super::lsh::{Groups, read_run_band};
 use super::lsh_cache::LshProbe;
 use super::meta::{IndexDef, IndexSpec, LshRun, index_err};
 use super::probe_cache::ProbeCache;
@@ -13,7 +13,7 @@ use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::error::{contain, contain_any};
 use crate::storage::reader::{ReadSnapshot, RowRecord, open};
-use crate::storage::tables::{LSH_BUCKETS, LSH_ROWS};
+use crate::storage::tables::LSH_BUCKETS;
 use crate::storage::writer::inconsistent;
 
 fn not_lsh(info: &CollectionInfo) -> StorageError {
@@ -94,10 +94,11 @@ pub(crate) fn lsh_candidate_records(
 /// the banding). One sequential pass over the bucket table, band after band: the same pairs
 /// as probing every row's own band keys, without a lookup per row and band.
 ///
-/// A pair is passed on only in the first band the two rows share (their earlier band keys,
-/// from `sketchdb.lsh_rows`, read once per row that shares a bucket and kept for the pass),
-/// so nothing proportional to the number of pairs is held: m identical signatures share a
-/// bucket in every band, and their m(m-1)/2 pairs are passed on once, in band 0.
+/// A pair is passed on only in the first band the two rows share (their earlier band keys
+/// are computed from their stored signatures, once per row that shares a bucket, read a band
+/// at a time in row order, and kept for the pass), so nothing proportional to the number of
+/// pairs is held: m identical signatures share a bucket in every band, and their m(m-1)/2
+/// pairs are passed on once, in band 0.
 pub(crate) fn for_each_lsh_pair<E: From<StorageError>>(
     snap: &ReadSnapshot,
     info: &CollectionInfo,
@@ -128,14 +129,10 @@ fn lsh_pairs_unguarded<E: From<StorageError>>(
 ) -> Result<(), E> {
     let def = IndexDef::load(snap.txn(), info)?;
     let (scheme, runs) = scheme_runs(info, def.as_deref())?;
-    let (Some(table), Some(rev)) = (open(snap.txn(), LSH_BUCKETS)?, open(snap.txn(), LSH_ROWS)?) else {
-        return Ok(());
-    };
-    let id = info.def.id;
-    let n_bands = scheme.params.bands as usize;
+    let Some(table) = open(snap.txn(), LSH_BUCKETS)? else { return Ok(()) };
     let mut keys_of: HashMap<u64, Vec<u64>> = HashMap::new();
     let mut entries: Vec<(u64, u64)> = Vec::new();
-    let mut run: Vec<u64> = Vec::new();
+    let mut missing: Vec<u64> = Vec::new();
     for band in 0..scheme.params.bands.min(bands) {
         // The band's entries of every run, in one sorted sequence.
         entries.clear();
@@ -143,46 +140,29 @@ fn lsh_pairs_unguarded<E: From<StorageError>>(
             read_run_band(&table, info, Groups::new(scheme.key_bits(), run.group_bits), band, run.id, &mut entries)?;
         }
         entries.sort_unstable();
-        let mut current: Option<u64> = None;
-        let mut bucket = |run: &mut Vec<u64>| -> Result<(), E> {
-            if run.len() > 1 {
-                for &row in run.iter() {
-                    if let std::collections::hash_map::Entry::Vacant(e) = keys_of.entry(row) {
-                        let v = rev.get((id, row)).map_err(StorageError::backend("read lsh reverse entry"))?;
-                        let Some(v) = v else {
-                            return Err(inconsistent(
-                                info,
-                                row,
-                                "a row in an LSH bucket has no entry in sketchdb.lsh_rows",
-                            )
-                            .into());
-                        };
-                        e.insert(
-                            band_keys_of(v.value(), n_bands, scheme.key_bits())
-                                .map_err(|d| inconsistent(info, row, d))?,
-                        );
-                    }
-                }
-                for (i, &a) in run.iter().enumerate() {
-                    for &b in &run[i + 1..] {
-                        let (ka, kb) = (&keys_of[&a], &keys_of[&b]);
-                        if (0..band as usize).all(|b_| ka[b_] != kb[b_]) {
-                            f(a.min(b), a.max(b))?;
-                        }
-                    }
-                }
-            }
-            run.clear();
-            Ok(())
-        };
-        for &(key, row) in &entries {
-            if current != Some(key) {
-                bucket(&mut run)?;
-                current = Some(key);
-            }
-            run.push(row);
+        // The band keys of the rows in shared buckets first seen in this band.
+        missing.clear();
+        for bucket in entries.chunk_by(|a, b| a.0 == b.0).filter(|b| b.len() > 1) {
+            missing.extend(bucket.iter().map(|e| e.1).filter(|row| !keys_of.contains_key(row)));
         }
-        bucket(&mut run)?;
+        missing.sort_unstable();
+        missing.dedup();
+        for rec in snap.get_rows(info, &missing)? {
+            keys_of.insert(rec.row, scheme.sketch_keys(&rec.sketch).map_err(index_err(info))?);
+        }
+        if let Some(&row) = missing.iter().find(|row| !keys_of.contains_key(row)) {
+            return Err(inconsistent(info, row, "a row in an LSH bucket is not a live row").into());
+        }
+        for bucket in entries.chunk_by(|a, b| a.0 == b.0).filter(|b| b.len() > 1) {
+            for (i, &(_, a)) in bucket.iter().enumerate() {
+                for &(_, b) in &bucket[i + 1..] {
+                    let (ka, kb) = (&keys_of[&a], &keys_of[&b]);
+                    if (0..band as usize).all(|b_| ka[b_] != kb[b_]) {
+                        f(a.min(b), a.max(b))?;
+                    }
+                }
+            }
+        }
     }
     Ok(())
 }

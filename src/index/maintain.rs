@@ -50,7 +50,7 @@ pub(crate) fn spec_for(request: IndexRequest, params: &SketchParams, n_rows: u64
         }
         IndexRequest::Lsh { threshold, bands, rows } => {
             let scheme = lsh_scheme_for(params.kind(), params.bits(), params.slots(), threshold, bands, rows)?;
-            Ok(IndexSpec::Lsh { scheme, threshold, next_run: 0, runs: Vec::new() })
+            Ok(IndexSpec::Lsh { scheme, threshold, next_run: 0, runs: Vec::new(), reverse_map: false })
         }
     }
 }
@@ -186,11 +186,11 @@ impl IndexHook for IndexMaintainer {
         }
     }
 
-    fn removed(&mut self, row: u64, fingerprint: u128) -> Result<(), StorageError> {
-        match &mut self.active {
-            Active::None => {}
-            Active::Simhash(d) => d.remove(row, fingerprint),
-            Active::Lsh(d) => d.remove(row),
+    fn removed(&mut self, row: u64, sketch: &Sketch) -> Result<(), StorageError> {
+        match (&mut self.active, &self.info) {
+            (Active::Simhash(d), _) => d.remove(row, fingerprint_of(sketch)),
+            (Active::Lsh(d), Some(info)) => d.remove(row, sketch).map_err(index_err(info))?,
+            _ => {}
         }
         Ok(())
     }

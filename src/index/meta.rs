@@ -18,9 +18,10 @@ use crate::storage::catalog::CollectionInfo;
 use crate::storage::reader::open;
 use crate::storage::tables::{INDEX_DEFS, INDEX_DEFS_NAME};
 
-/// Which index, with everything that determines its keys. Persisted (postcard): variants
-/// may only be appended.
+/// Which index, with everything that determines its keys. Persisted through
+/// [`IndexSpecWire`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(from = "IndexSpecWire", into = "IndexSpecWire")]
 pub(crate) enum IndexSpec {
     /// SimHash permuted tables; `bucket_bits` is the bucket width B (each table's bucket is
     /// the top `min(B, p_t)` bits of its permuted key).
@@ -29,7 +30,73 @@ pub(crate) enum IndexSpec {
     /// decoded so it can be named, refused and rebuilt; never written.
     LshGroups { scheme: BandKeyScheme, threshold: f64, group_bits: u32 },
     /// LSH banding buckets for `threshold`, stored as `runs` (table `sketchdb.lsh_runs`).
-    Lsh { scheme: BandKeyScheme, threshold: f64, next_run: u32, runs: Vec<LshRun> },
+    /// A row's band keys come from its stored signature. `reverse_map`: the file also holds
+    /// every live row's band keys in `sketchdb.lsh_rows`, as builds before wire variant 3
+    /// wrote them; the next write to the index removes them (and clears the flag).
+    Lsh { scheme: BandKeyScheme, threshold: f64, next_run: u32, runs: Vec<LshRun>, reverse_map: bool },
+}
+
+/// [`IndexSpec`] as stored (postcard: the variant index, then the fields). Variants may only
+/// be appended; a build that predates one refuses it as an unknown variant.
+#[derive(Clone, Serialize, Deserialize)]
+enum IndexSpecWire {
+    Simhash {
+        design: SimhashTableDesign,
+        bucket_bits: u32,
+    },
+    LshGroups {
+        scheme: BandKeyScheme,
+        threshold: f64,
+        group_bits: u32,
+    },
+    /// Runs with the reverse map in `sketchdb.lsh_rows` (builds before variant 3).
+    LshReverseMap {
+        scheme: BandKeyScheme,
+        threshold: f64,
+        next_run: u32,
+        runs: Vec<LshRun>,
+    },
+    /// Runs alone.
+    Lsh {
+        scheme: BandKeyScheme,
+        threshold: f64,
+        next_run: u32,
+        runs: Vec<LshRun>,
+    },
+}
+
+impl From<IndexSpecWire> for IndexSpec {
+    fn from(w: IndexSpecWire) -> IndexSpec {
+        match w {
+            IndexSpecWire::Simhash { design, bucket_bits } => IndexSpec::Simhash { design, bucket_bits },
+            IndexSpecWire::LshGroups { scheme, threshold, group_bits } => {
+                IndexSpec::LshGroups { scheme, threshold, group_bits }
+            }
+            IndexSpecWire::LshReverseMap { scheme, threshold, next_run, runs } => {
+                IndexSpec::Lsh { scheme, threshold, next_run, runs, reverse_map: true }
+            }
+            IndexSpecWire::Lsh { scheme, threshold, next_run, runs } => {
+                IndexSpec::Lsh { scheme, threshold, next_run, runs, reverse_map: false }
+            }
+        }
+    }
+}
+
+impl From<IndexSpec> for IndexSpecWire {
+    fn from(s: IndexSpec) -> IndexSpecWire {
+        match s {
+            IndexSpec::Simhash { design, bucket_bits } => IndexSpecWire::Simhash { design, bucket_bits },
+            IndexSpec::LshGroups { scheme, threshold, group_bits } => {
+                IndexSpecWire::LshGroups { scheme, threshold, group_bits }
+            }
+            IndexSpec::Lsh { scheme, threshold, next_run, runs, reverse_map: true } => {
+                IndexSpecWire::LshReverseMap { scheme, threshold, next_run, runs }
+            }
+            IndexSpec::Lsh { scheme, threshold, next_run, runs, reverse_map: false } => {
+                IndexSpecWire::Lsh { scheme, threshold, next_run, runs }
+            }
+        }
+    }
 }
 
 /// One run of an LSH index: the entries of every live row with `first_row <= row < end_row`,
@@ -77,7 +144,7 @@ impl IndexDef {
                 }
             }
             IndexSpec::LshGroups { scheme, .. } => scheme.validate()?,
-            IndexSpec::Lsh { scheme, threshold, next_run, runs } => {
+            IndexSpec::Lsh { scheme, threshold, next_run, runs, .. } => {
                 scheme.validate()?;
                 if !(*threshold > 0.0 && *threshold < 1.0) {
                     return Err(IndexError::inconsistent("lsh index", format!("threshold {threshold}")));
@@ -167,4 +234,61 @@ static DEF_CACHE: Mutex<Vec<(Vec<u8>, Arc<IndexDef>)>> = Mutex::new(Vec::new());
 /// Wraps an index-layer error as a storage error of `info`.
 pub(crate) fn index_err(info: &CollectionInfo) -> impl FnOnce(IndexError) -> StorageError + '_ {
     move |e| StorageError::Index { collection: info.def.name.clone(), source: Box::new(e) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::keys::band::RowWidth;
+    use crate::index::lsh_params::LshParams;
+
+    fn lsh(reverse_map: bool) -> IndexDef {
+        let scheme = BandKeyScheme::new(7, LshParams { bands: 39, rows: 13 }, RowWidth::U8);
+        let run = LshRun { id: 4, group_bits: 3, first_row: 0, end_row: 10, entries: 390, sum_sq: 400 };
+        IndexDef {
+            spec: IndexSpec::Lsh { scheme, threshold: 0.8, next_run: 5, runs: vec![run], reverse_map },
+            entries: 390,
+            sum_sq: 400,
+        }
+    }
+
+    /// Both LSH wire variants round-trip to the same runs, told apart by the variant index
+    /// alone: 3 without a reverse map (what this build writes), 2 with one (earlier builds).
+    #[test]
+    fn lsh_wire_variants_round_trip_and_keep_their_indexes() {
+        for (reverse_map, variant) in [(false, 3u8), (true, 2)] {
+            let def = lsh(reverse_map);
+            assert_eq!(IndexDef::decode(1, &def.encode(1).expect("encode")).expect("decode"), def);
+            let spec = postcard::to_allocvec(&def.spec).expect("postcard");
+            assert_eq!(spec[0], variant, "reverse map {reverse_map}");
+        }
+    }
+
+    /// A variant this build does not know (as a later build might append) is refused as
+    /// corrupt metadata of `sketchdb.index_defs`, never read as another.
+    #[test]
+    fn an_unknown_spec_variant_is_refused() {
+        #[derive(Serialize)]
+        enum Later {
+            _A,
+            _B,
+            _C,
+            _D,
+            E(u32),
+        }
+        #[derive(Serialize)]
+        struct LaterDef {
+            spec: Later,
+            entries: u64,
+            sum_sq: u128,
+        }
+        let bytes = envelope::encode(RecordKind::IndexDef, &LaterDef { spec: Later::E(1), entries: 0, sum_sq: 0 })
+            .expect("encode");
+        match IndexDef::decode(3, &bytes) {
+            Err(StorageError::CorruptMeta { table, key, .. }) => {
+                assert_eq!((table, key.as_str()), (INDEX_DEFS_NAME, "3"))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }

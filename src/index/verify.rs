@@ -204,8 +204,8 @@ fn check_lsh(
     live: &[(u64, Sketch)],
     out: &mut Out<'_>,
 ) -> Result<(), StorageError> {
-    let (scheme, runs) = match &def.spec {
-        IndexSpec::Lsh { scheme, runs, .. } => (scheme, runs),
+    let (scheme, runs, reverse_map) = match &def.spec {
+        IndexSpec::Lsh { scheme, runs, reverse_map, .. } => (scheme, runs, *reverse_map),
         IndexSpec::LshGroups { .. } => {
             out.problem(None, super::maintain::legacy_lsh(info).to_string());
             return Ok(());
@@ -229,12 +229,17 @@ fn check_lsh(
         }
     }
     let keys_of = |i: usize| &keys[i * n_bands..(i + 1) * n_bands];
-    // The reverse map against the live rows: both ascend by row id.
+    // The reverse map of an earlier build against the live rows (both ascend by row id); an
+    // index without one owns no entries there.
     let mut next = 0usize;
     if let Some(rev) = open(txn, LSH_ROWS)? {
         for e in rev.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan"))? {
             let (k, v) = e.map_err(StorageError::backend("scan"))?;
             let row = k.value().1;
+            if !reverse_map {
+                out.problem(Some(row), format!("{LSH_ROWS_NAME}: entry, but the index keeps no reverse map"));
+                continue;
+            }
             while next < rows.len() && rows[next] < row {
                 out.problem(Some(rows[next]), format!("{LSH_ROWS_NAME}: live row has no entry"));
                 next += 1;
@@ -253,8 +258,10 @@ fn check_lsh(
             next += 1;
         }
     }
-    for &row in &rows[next..] {
-        out.problem(Some(row), format!("{LSH_ROWS_NAME}: live row has no entry"));
+    if reverse_map {
+        for &row in &rows[next..] {
+            out.problem(Some(row), format!("{LSH_ROWS_NAME}: live row has no entry"));
+        }
     }
     // Stored buckets: every run's groups, band by band (the table is in (band, run) order);
     // a band's entries of all runs together must equal the live rows' keys of that band.

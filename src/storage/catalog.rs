@@ -12,7 +12,8 @@ use super::error::{StorageError, contain};
 use super::store::Store;
 use super::tables::{
     CATALOG_KEY, COLLECTION_NAMES, COLLECTION_STATE, COLLECTION_STATE_NAME, COLLECTIONS, COLLECTIONS_NAME, INDEX_DEFS,
-    KEYS, LSH_BUCKETS, LSH_GROUPS_V1, LSH_GROUPS_V1_NAME, LSH_ROWS, META, META_NAME, PAGES, SIMHASH_BUCKETS,
+    KEYS, LSH_BUCKETS, LSH_GROUPS_V1, LSH_GROUPS_V1_NAME, LSH_ROWS, LSH_ROWS_NAME, META, META_NAME, PAGES,
+    SIMHASH_BUCKETS,
 };
 use crate::codec::layout::ColumnLayout;
 use crate::codec::meta::{CatalogRecord, CollectionDef, CollectionState};
@@ -276,21 +277,29 @@ pub(crate) fn drop_index_entries(txn: &WriteTransaction, id: u32) -> Result<(), 
         .retain_in((id, 0u32, 0u32, 0u64, 0u32)..=(id, u32::MAX, u32::MAX, u64::MAX, u32::MAX), |_, _| false)
         .map_err(rm())?;
     // The single-run layout of earlier builds: cleared where a file has it, never created.
-    let legacy = txn
-        .list_tables()
-        .map_err(StorageError::backend("list tables"))?
-        .any(|t| redb::TableHandle::name(&t) == LSH_GROUPS_V1_NAME);
-    if legacy {
+    if has_table(txn, LSH_GROUPS_V1_NAME)? {
         txn.open_table(LSH_GROUPS_V1)
             .map_err(StorageError::backend("open table"))?
             .retain_in((id, 0u32, 0u64, 0u32)..=(id, u32::MAX, u64::MAX, u32::MAX), |_, _| false)
             .map_err(rm())?;
     }
-    txn.open_table(LSH_ROWS)
-        .map_err(StorageError::backend("open table"))?
-        .retain_in((id, 0u64)..=(id, u64::MAX), |_, _| false)
-        .map_err(rm())?;
+    drop_lsh_reverse_map(txn, id)
+}
+
+/// Removes collection `id`'s entries from `sketchdb.lsh_rows`, the LSH reverse map earlier
+/// builds kept (cleared where a file has the table, never created).
+pub(crate) fn drop_lsh_reverse_map(txn: &WriteTransaction, id: u32) -> Result<(), StorageError> {
+    if has_table(txn, LSH_ROWS_NAME)? {
+        txn.open_table(LSH_ROWS)
+            .map_err(StorageError::backend("open table"))?
+            .retain_in((id, 0u64)..=(id, u64::MAX), |_, _| false)
+            .map_err(StorageError::backend("remove lsh reverse map"))?;
+    }
     Ok(())
+}
+
+fn has_table(txn: &WriteTransaction, name: &str) -> Result<bool, StorageError> {
+    Ok(txn.list_tables().map_err(StorageError::backend("list tables"))?.any(|t| redb::TableHandle::name(&t) == name))
 }
 
 /// Rewrites a collection's definition with new db-layer settings (same id, name, params

@@ -107,11 +107,7 @@ impl Store {
                     let new_row = state.next_row;
                     let sketch = decode(info, &view, first, i)?;
                     pages.append(new_row, key, &sketch)?;
-                    let fp = match &sketch {
-                        crate::sketch::sketch::Sketch::SimHash(s) => s.value(),
-                        _ => 0,
-                    };
-                    hook.removed(old_row, fp)?;
+                    hook.removed(old_row, &sketch)?;
                     hook.added(new_row, &sketch)?;
                     let old =
                         keys.insert((id, key), new_row).map_err(StorageError::backend("move key"))?.map(|g| g.value());

@@ -39,9 +39,9 @@ pub(crate) trait IndexHook {
     }
     /// Row `row` now holds `sketch`.
     fn added(&mut self, row: u64, sketch: &Sketch) -> Result<(), StorageError>;
-    /// Row `row` is gone. `fingerprint` is its SimHash value (both words; 0 for other kinds),
-    /// read from its page, so SimHash tables need no reverse map.
-    fn removed(&mut self, row: u64, fingerprint: u128) -> Result<(), StorageError>;
+    /// Row `row`, which held `sketch` (read from its page), is gone: an index derives the
+    /// entries to remove from the sketch, so none needs a reverse map.
+    fn removed(&mut self, row: u64, sketch: &Sketch) -> Result<(), StorageError>;
     /// Writes the index changes into `txn`.
     fn finish(&mut self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<(), StorageError>;
     /// Compaction, in a transaction of its own (after `begin`): rewrites the index into its

@@ -39,8 +39,9 @@ pub(crate) const LSH_BUCKETS: TableDefinition<(u32, u32, u32, u64, u32), &[u8]> 
 /// never written; drop and rebuild clear a collection's entries from it.
 pub(crate) const LSH_GROUPS_V1: TableDefinition<(u32, u32, u64, u32), &[u8]> =
     TableDefinition::new("sketchdb.lsh_buckets");
-/// `(u32, u64) -> &[u8]`: (collection id, row id) -> the row's band keys (u64 LE, band
-/// order): the reverse map that makes deletes cheap.
+/// `(u32, u64) -> &[u8]`: (collection id, row id) -> the row's band keys (band order): the
+/// reverse map of LSH indexes written by earlier builds, never written now; a write to such
+/// an index removes its entries (band keys are computed from the stored signature instead).
 pub(crate) const LSH_ROWS: TableDefinition<(u32, u64), &[u8]> = TableDefinition::new("sketchdb.lsh_rows");
 
 pub(crate) const INDEX_DEFS_NAME: &str = "sketchdb.index_defs";

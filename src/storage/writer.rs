@@ -26,7 +26,7 @@ use super::tables::{COLLECTION_STATE, COLLECTION_STATE_NAME, KEYS, PAGES};
 use crate::codec::error::CodecError;
 use crate::codec::meta::CollectionState;
 use crate::codec::page::{PageBuilder, PageView};
-use crate::codec::record::push_sketch;
+use crate::codec::record::{decode_row, push_sketch};
 use crate::sketch::params::SketchKind;
 use crate::sketch::sketch::Sketch;
 
@@ -183,9 +183,8 @@ impl<'t, 'i> PageCache<'t, 'i> {
     }
 
     /// Tombstones `row`, which must be a live row whose key is `key`; returns the row's
-    /// first two value columns as a SimHash fingerprint (`lo | hi << 64`; meaningless for
-    /// other kinds), for the index hook.
-    pub(crate) fn delete(&mut self, row: u64, key: &[u8]) -> Result<u128, StorageError> {
+    /// sketch, for the index hook (indexes derive the entries to remove from it).
+    pub(crate) fn delete(&mut self, row: u64, key: &[u8]) -> Result<Sketch, StorageError> {
         let info = self.info;
         let holds = |b: &PageBuilder| b.first_row() <= row && row < b.next_row();
         let b = match &mut self.tail {
@@ -211,10 +210,14 @@ impl<'t, 'i> PageCache<'t, 'i> {
         if b.key(i) != key {
             return Err(inconsistent(info, row, format!("the row's key is not {}", show_key(key))));
         }
-        let lo = u128::from(b.value(0, i));
-        let hi = if b.spec().layout.value_cols > 1 { u128::from(b.value(1, i)) } else { 0 };
+        let sketch = decode_row(&*b, i, &info.def.params).map_err(|source| StorageError::CorruptRow {
+            collection: info.def.name.clone(),
+            page: b.first_row(),
+            row,
+            source: Box::new(source),
+        })?;
         match b.set_deleted(i) {
-            Ok(true) => Ok(lo | hi << 64),
+            Ok(true) => Ok(sketch),
             Ok(false) => Err(inconsistent(info, row, "a key maps to a deleted row")),
             Err(e) => Err(inconsistent(info, row, e)),
         }
@@ -341,8 +344,8 @@ impl super::store::Store {
                                 key: show_key(key),
                             });
                         }
-                        let fp = pages.delete(old_row, key)?;
-                        hook.removed(old_row, fp)?;
+                        let gone = pages.delete(old_row, key)?;
+                        hook.removed(old_row, &gone)?;
                         summary.replaced += 1;
                         state.deleted += 1;
                     } else {
@@ -360,8 +363,8 @@ impl super::store::Store {
                     match old {
                         None => summary.missing += 1,
                         Some(old_row) => {
-                            let fp = pages.delete(old_row, key)?;
-                            hook.removed(old_row, fp)?;
+                            let gone = pages.delete(old_row, key)?;
+                            hook.removed(old_row, &gone)?;
                             summary.deleted += 1;
                             state.live = state.live.saturating_sub(1);
                             state.deleted += 1;

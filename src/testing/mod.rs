@@ -170,6 +170,62 @@ pub fn drop_first_index_bucket(collection: &Collection, db: &Database) -> Result
     Ok(found)
 }
 
+/// Writes every live row's band keys to `sketchdb.lsh_rows`, as builds before index wire
+/// variant 3 kept them, and, when `as_earlier_build`, records the index definition as such a
+/// build did (the reverse-map variant); without it the entries are strays the definition does
+/// not own. Returns the entries written (0, changing nothing, without an LSH index).
+pub fn plant_lsh_reverse_map(collection: &Collection, db: &Database, as_earlier_build: bool) -> Result<u64> {
+    use crate::index::lsh::push_band_keys;
+    use crate::index::meta::{IndexDef, IndexSpec};
+    use crate::storage::StorageError;
+    use crate::storage::tables::LSH_ROWS;
+    let live: Vec<(u64, crate::Sketch)> =
+        collection.scan()?.map(|r| r.map(|r| (r.row_id, r.sketch))).collect::<Result<_>>()?;
+    let info = collection.info();
+    let txn = db.store().begin_write()?;
+    let Some(mut def) = IndexDef::load_in(&txn, info)? else { return Ok(0) };
+    let IndexSpec::Lsh { scheme, reverse_map, .. } = &mut def.spec else { return Ok(0) };
+    let scheme = *scheme;
+    *reverse_map = as_earlier_build;
+    {
+        let mut t = txn.open_table(LSH_ROWS).map_err(StorageError::backend("open table"))?;
+        let mut bytes = Vec::new();
+        for (row, sketch) in &live {
+            let keys = scheme.sketch_keys(sketch).map_err(crate::index::meta::index_err(info))?;
+            bytes.clear();
+            push_band_keys(&keys, scheme.key_bits(), &mut bytes);
+            t.insert((info.def.id, *row), bytes.as_slice()).map_err(StorageError::backend("write"))?;
+        }
+    }
+    def.store_in(&txn, info)?;
+    txn.commit().map_err(StorageError::backend("commit"))?;
+    Ok(live.len() as u64)
+}
+
+/// The collection's entries in `sketchdb.lsh_rows`, the reverse map of earlier builds.
+pub fn lsh_reverse_entries(collection: &Collection, db: &Database) -> Result<u64> {
+    use crate::storage::StorageError;
+    use crate::storage::reader::open;
+    use crate::storage::tables::LSH_ROWS;
+    let id = collection.info().def.id;
+    let snap = db.store().snapshot()?;
+    let Some(t) = open(snap.txn(), LSH_ROWS)? else { return Ok(0) };
+    let range = t.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan"))?;
+    Ok(range.count() as u64)
+}
+
+/// Whether the collection's LSH index definition is the reverse-map variant of earlier builds
+/// (`None`: no LSH index).
+pub fn lsh_keeps_reverse_map(collection: &Collection, db: &Database) -> Result<Option<bool>> {
+    use crate::index::meta::{IndexDef, IndexSpec};
+    let snap = db.store().snapshot()?;
+    let def = IndexDef::load(snap.txn(), collection.info())?;
+    Ok(match def.as_deref().map(|d| &d.spec) {
+        Some(IndexSpec::Lsh { reverse_map, .. }) => Some(*reverse_map),
+        _ => None,
+    })
+}
+
 /// Plants a damaged LSH reverse entry: appends one byte to the first `sketchdb.lsh_rows`
 /// value of the collection. Returns the row it belongs to, if there was one.
 pub fn extend_first_lsh_reverse_entry(collection: &Collection, db: &Database) -> Result<Option<u64>> {
