@@ -75,13 +75,40 @@ fn bench_workloads_print_schema_lines() {
         check_schema(l, "minhash-create");
         assert!(l["metrics"]["tokens_per_s"].as_f64().unwrap() > 0.0);
     }
-    let lines =
-        run(d, &["bench", "lsh", "--sets", "sets-300.jsonl", "--queries", "queries-300.jsonl", "--thresholds", "0.8"]);
+    let lines = run(
+        d,
+        &[
+            "bench",
+            "lsh",
+            "--sets",
+            "sets-300.jsonl",
+            "--queries",
+            "queries-300.jsonl",
+            "--thresholds",
+            "0.8",
+            "--dir",
+            "kept",
+        ],
+    );
     let workloads: Vec<&str> = lines.iter().map(|l| l["workload"].as_str().unwrap()).collect();
-    assert_eq!(workloads, ["lsh-build", "lsh-query", "lsh-query-e2e", "persist", "sketch-size", "lsh-query"]);
+    assert_eq!(
+        workloads,
+        ["lsh-build", "lsh-query", "lsh-query-e2e", "persist", "sketch-size", "lsh-query", "lsh-maintain"]
+    );
     for l in &lines {
         check_schema(l, l["workload"].as_str().unwrap());
     }
+    // Upserts, then deletes, of half the 300 sets at most: what is left verifies clean, one
+    // row per set not deleted.
+    let maintain = &lines[6];
+    assert_eq!(maintain["config"]["rows"], 150, "{maintain}");
+    assert!(maintain["metrics"]["upsert_per_s"].as_f64().unwrap() > 0.0, "{maintain}");
+    assert!(maintain["metrics"]["delete_per_s"].as_f64().unwrap() > 0.0, "{maintain}");
+    let kept = d.join("kept").join("lsh-minhash-0.8.sketchdb");
+    let verify = run(d, &["--db", kept.to_str().unwrap(), "verify", "--json"]);
+    assert_eq!(verify.last().unwrap()["ok"], true, "{verify:?}");
+    let stats = run(d, &["--db", kept.to_str().unwrap(), "stats", "--json"]);
+    assert_eq!((&stats[0]["live"], &stats[0]["deleted"]), (&json!(150), &json!(300)), "{stats:?}");
     // Every query is a stored set, so recall counts at least the query itself.
     let recall = lines[1]["metrics"]["recall"].as_f64().unwrap();
     let precision = lines[1]["metrics"]["precision"].as_f64().unwrap();

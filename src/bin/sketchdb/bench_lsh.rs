@@ -1,5 +1,5 @@
 //! The index workloads of `sketchdb bench`: lsh-build, lsh-query, lsh-query-e2e, persist,
-//! sketch-size, hamming-query and dedup, in the shared result-line schema.
+//! sketch-size, lsh-maintain, hamming-query and dedup, in the shared result-line schema.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -203,6 +203,40 @@ fn load_batches(
     Ok(())
 }
 
+/// Rows the `lsh-maintain` workload upserts, and then deletes, at most (half the collection
+/// when it is smaller).
+const MAINTAIN_ROWS: usize = 10_000;
+/// Its durable batches.
+const MAINTAIN_BATCH: usize = 1_000;
+
+/// The `lsh-maintain` workload over a loaded collection: upserts [`MAINTAIN_ROWS`] rows spread
+/// evenly over it (each takes its neighbour's signature, so its band keys change), then
+/// deletes as many others, in durable batches of [`MAINTAIN_BATCH`]; returns (upserts per
+/// second, deletes per second, rows of each).
+fn maintain(coll: &Collection, keys: &[String], sketches: &[Sketch]) -> Result<(f64, f64, usize), CliError> {
+    let n = MAINTAIN_ROWS.min(keys.len() / 2);
+    let Some(step) = keys.len().checked_div(n) else { return Ok((0.0, 0.0, 0)) };
+    let timed = |fill: &dyn Fn(&mut Batch, usize)| -> Result<f64, CliError> {
+        let start = Instant::now();
+        for first in (0..n).step_by(MAINTAIN_BATCH) {
+            let mut batch = Batch::with_capacity(MAINTAIN_BATCH);
+            for i in first..(first + MAINTAIN_BATCH).min(n) {
+                fill(&mut batch, i * step);
+            }
+            coll.apply(&batch)?;
+        }
+        Ok(n as f64 / start.elapsed().as_secs_f64())
+    };
+    let upserts = timed(&|b, at| {
+        b.upsert(&keys[at], sketches[(at + 1) % sketches.len()].clone());
+    })?;
+    // The rows halfway between the upserted ones (step >= 2).
+    let deletes = timed(&|b, at| {
+        b.delete(&keys[at + step / 2]);
+    })?;
+    Ok((upserts, deletes, n))
+}
+
 /// The collection of a load: with `index` maintained batch by batch, or without it for a
 /// bulk load (`bulk`; then built by [`bulk_index`]).
 fn load_config(params: SketchParams, index: IndexConfig, bulk: bool) -> CollectionConfig {
@@ -329,6 +363,18 @@ pub fn lsh(
             config,
             m.json(),
             &format!("{notes}; after compaction (index of {runs} run(s))"),
+        );
+        let (upsert_per_s, delete_per_s, rows) = maintain(&coll, &keys, &sketches)?;
+        emit(
+            run,
+            "lsh-maintain",
+            &dataset,
+            json!({"num_perm": params.size(), "kind": kind, "bits": params.bits(), "threshold": t,
+                   "batch": MAINTAIN_BATCH, "rows": rows, "storage": "file", "durability": "immediate"}),
+            json!({"upsert_per_s": upsert_per_s, "delete_per_s": delete_per_s}),
+            &format!(
+                "{rows} upserts, then {rows} deletes, spread evenly over the compacted collection, durable batches of {MAINTAIN_BATCH}"
+            ),
         );
     }
     Ok(())
