@@ -15,6 +15,14 @@ fn run(dir: &Path, args: &[&str]) -> Vec<Value> {
     String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
+/// `sketchdb bench lsh` over the 300 sets and their queries at t = 0.8, with `extra` options.
+fn bench_lsh(dir: &Path, extra: &[&str]) -> Vec<Value> {
+    let mut args =
+        vec!["bench", "lsh", "--sets", "sets-300.jsonl", "--queries", "queries-300.jsonl", "--thresholds", "0.8"];
+    args.extend_from_slice(extra);
+    run(dir, &args)
+}
+
 fn check_schema(v: &Value, workload: &str) {
     for field in ["ts", "run_id", "system", "version", "workload", "dataset", "config", "metrics", "machine", "notes"] {
         assert!(v.get(field).is_some(), "missing `{field}` in {v}");
@@ -75,21 +83,7 @@ fn bench_workloads_print_schema_lines() {
         check_schema(l, "minhash-create");
         assert!(l["metrics"]["tokens_per_s"].as_f64().unwrap() > 0.0);
     }
-    let lines = run(
-        d,
-        &[
-            "bench",
-            "lsh",
-            "--sets",
-            "sets-300.jsonl",
-            "--queries",
-            "queries-300.jsonl",
-            "--thresholds",
-            "0.8",
-            "--dir",
-            "kept",
-        ],
-    );
+    let lines = bench_lsh(d, &["--dir", "kept"]);
     let workloads: Vec<&str> = lines.iter().map(|l| l["workload"].as_str().unwrap()).collect();
     assert_eq!(
         workloads,
@@ -122,21 +116,7 @@ fn bench_workloads_print_schema_lines() {
     assert_eq!(compacted["metrics"]["precision"], lines[1]["metrics"]["precision"]);
     // Loaded in batches of 64 (an index of several runs, merged as it grows), the index
     // holds the same entries: the same verified answers.
-    let small = run(
-        d,
-        &[
-            "bench",
-            "lsh",
-            "--sets",
-            "sets-300.jsonl",
-            "--queries",
-            "queries-300.jsonl",
-            "--thresholds",
-            "0.8",
-            "--batch",
-            "64",
-        ],
-    );
+    let small = bench_lsh(d, &["--batch", "64"]);
     assert_eq!(small[0]["config"]["batch"], 64);
     assert!(small[0]["notes"].as_str().unwrap().starts_with("batches of 64,"), "{}", small[0]);
     let runs_of = |l: &Value| -> u32 {
