@@ -104,19 +104,19 @@ pub(crate) fn lsh_scheme_for(
 enum Active {
     None,
     Simhash(SimhashDelta),
-    Lsh(LshDelta),
+    /// The delta and the collection it belongs to (its removals' errors name it).
+    Lsh(LshDelta, Box<CollectionInfo>),
 }
 
 /// The index hook of one write transaction.
 pub(crate) struct IndexMaintainer {
     def: Option<IndexDef>,
     active: Active,
-    info: Option<CollectionInfo>,
 }
 
 impl IndexMaintainer {
     pub(crate) fn new() -> IndexMaintainer {
-        IndexMaintainer { def: None, active: Active::None, info: None }
+        IndexMaintainer { def: None, active: Active::None }
     }
 
     /// Adds every live row of the collection (a rebuild): `rows` of them, as its state
@@ -147,12 +147,9 @@ impl IndexHook for IndexMaintainer {
             Some(IndexSpec::Simhash { design, bucket_bits }) => {
                 Active::Simhash(SimhashDelta::new(design.clone(), *bucket_bits))
             }
-            Some(IndexSpec::Lsh { scheme, .. }) => Active::Lsh(LshDelta::new(*scheme)),
+            Some(IndexSpec::Lsh { scheme, .. }) => Active::Lsh(LshDelta::new(*scheme), Box::new(info.clone())),
             Some(IndexSpec::LshGroups { .. }) => return Err(legacy_lsh(info)),
         };
-        if let Active::Lsh(_) = self.active {
-            self.info = Some(info.clone());
-        }
         Ok(())
     }
 
@@ -163,10 +160,8 @@ impl IndexHook for IndexMaintainer {
                 d.add(row, fingerprint_of(sketch));
                 Ok(())
             }
-            Active::Lsh(d) => {
-                if self.info.is_some() {
-                    d.add(row, sketch);
-                }
+            Active::Lsh(d, _) => {
+                d.add(row, sketch);
                 Ok(())
             }
         }
@@ -174,23 +169,23 @@ impl IndexHook for IndexMaintainer {
 
     fn prepare<'a>(&mut self, sketches: &'a [&'a Sketch], first_row: u64) -> Option<PrepareJob<'a>> {
         match &mut self.active {
-            Active::Lsh(d) if self.info.is_some() => d.prepare(sketches, first_row),
+            Active::Lsh(d, _) => d.prepare(sketches, first_row),
             _ => None,
         }
     }
 
     fn prepared(&mut self, result: Prepared, info: &CollectionInfo) -> Result<(), StorageError> {
         match &mut self.active {
-            Active::Lsh(d) => d.prepared(result, info),
+            Active::Lsh(d, _) => d.prepared(result, info),
             _ => Err(inconsistent(info, 0, "an index without a prepare job was handed its result")),
         }
     }
 
     fn removed(&mut self, row: u64, sketch: &Sketch) -> Result<(), StorageError> {
-        match (&mut self.active, &self.info) {
-            (Active::Simhash(d), _) => d.remove(row, fingerprint_of(sketch)),
-            (Active::Lsh(d), Some(info)) => d.remove(row, sketch).map_err(index_err(info))?,
-            _ => {}
+        match &mut self.active {
+            Active::None => {}
+            Active::Simhash(d) => d.remove(row, fingerprint_of(sketch)),
+            Active::Lsh(d, info) => d.remove(row, sketch).map_err(index_err(info))?,
         }
         Ok(())
     }
@@ -205,7 +200,7 @@ impl IndexHook for IndexMaintainer {
                 def.entries = def.entries.saturating_add_signed(d.net_rows);
                 d.net_rows = 0;
             }
-            Active::Lsh(d) => d.flush(txn, info, def)?,
+            Active::Lsh(d, _) => d.flush(txn, info, def)?,
         }
         def.store_in(txn, info)
     }

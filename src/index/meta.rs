@@ -50,34 +50,37 @@ enum IndexSpecWire {
         group_bits: u32,
     },
     /// Runs with the reverse map in `sketchdb.lsh_rows` (builds before variant 3).
-    LshReverseMap {
-        scheme: BandKeyScheme,
-        threshold: f64,
-        next_run: u32,
-        runs: Vec<LshRun>,
-    },
+    LshReverseMap(LshWire),
     /// Runs alone.
-    Lsh {
-        scheme: BandKeyScheme,
-        threshold: f64,
-        next_run: u32,
-        runs: Vec<LshRun>,
-    },
+    Lsh(LshWire),
+}
+
+/// The fields both LSH run variants store, in order (a newtype variant of this struct is
+/// encoded exactly as a struct variant of these fields).
+#[derive(Clone, Serialize, Deserialize)]
+struct LshWire {
+    scheme: BandKeyScheme,
+    threshold: f64,
+    next_run: u32,
+    runs: Vec<LshRun>,
 }
 
 impl From<IndexSpecWire> for IndexSpec {
     fn from(w: IndexSpecWire) -> IndexSpec {
+        let lsh = |LshWire { scheme, threshold, next_run, runs }, reverse_map| IndexSpec::Lsh {
+            scheme,
+            threshold,
+            next_run,
+            runs,
+            reverse_map,
+        };
         match w {
             IndexSpecWire::Simhash { design, bucket_bits } => IndexSpec::Simhash { design, bucket_bits },
             IndexSpecWire::LshGroups { scheme, threshold, group_bits } => {
                 IndexSpec::LshGroups { scheme, threshold, group_bits }
             }
-            IndexSpecWire::LshReverseMap { scheme, threshold, next_run, runs } => {
-                IndexSpec::Lsh { scheme, threshold, next_run, runs, reverse_map: true }
-            }
-            IndexSpecWire::Lsh { scheme, threshold, next_run, runs } => {
-                IndexSpec::Lsh { scheme, threshold, next_run, runs, reverse_map: false }
-            }
+            IndexSpecWire::LshReverseMap(w) => lsh(w, true),
+            IndexSpecWire::Lsh(w) => lsh(w, false),
         }
     }
 }
@@ -89,11 +92,9 @@ impl From<IndexSpec> for IndexSpecWire {
             IndexSpec::LshGroups { scheme, threshold, group_bits } => {
                 IndexSpecWire::LshGroups { scheme, threshold, group_bits }
             }
-            IndexSpec::Lsh { scheme, threshold, next_run, runs, reverse_map: true } => {
-                IndexSpecWire::LshReverseMap { scheme, threshold, next_run, runs }
-            }
-            IndexSpec::Lsh { scheme, threshold, next_run, runs, reverse_map: false } => {
-                IndexSpecWire::Lsh { scheme, threshold, next_run, runs }
+            IndexSpec::Lsh { scheme, threshold, next_run, runs, reverse_map } => {
+                let w = LshWire { scheme, threshold, next_run, runs };
+                if reverse_map { IndexSpecWire::LshReverseMap(w) } else { IndexSpecWire::Lsh(w) }
             }
         }
     }

@@ -109,7 +109,7 @@ pub(crate) struct ProbeCache {
     def_bytes: Vec<u8>,
     version: u128,
     pub(crate) def: Arc<IndexDef>,
-    /// Per shelf: the first value of each slot.
+    /// Per shelf: the value of each slot (shelves of at most `2^DIRECT_BITS` slots).
     direct: Box<[OnceLock<Box<[Slot]>>]>,
     /// Every other value, by (shelf, slot).
     other: RwLock<OtherValues>,

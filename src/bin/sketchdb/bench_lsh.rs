@@ -354,23 +354,25 @@ pub fn lsh(
         // one): what a loaded-then-compacted collection answers at.
         let runs = index_runs(&coll)?;
         let m = measure(&queries, t, |q| stored_query(&coll, &by_qid, q, t, opts))?;
-        let mut config = config;
-        config["compacted"] = json!(true);
+        let mut compacted = config.clone();
+        compacted["compacted"] = json!(true);
         emit(
             run,
             "lsh-query",
             &dataset,
-            config,
+            compacted,
             m.json(),
             &format!("{notes}; after compaction (index of {runs} run(s))"),
         );
         let (upsert_per_s, delete_per_s, rows) = maintain(&coll, &keys, &sketches)?;
+        let mut config = config;
+        config["batch"] = json!(MAINTAIN_BATCH);
+        config["rows"] = json!(rows);
         emit(
             run,
             "lsh-maintain",
             &dataset,
-            json!({"num_perm": params.size(), "kind": kind, "bits": params.bits(), "threshold": t,
-                   "batch": MAINTAIN_BATCH, "rows": rows, "storage": "file", "durability": "immediate"}),
+            config,
             json!({"upsert_per_s": upsert_per_s, "delete_per_s": delete_per_s}),
             &format!(
                 "{rows} upserts, then {rows} deletes, spread evenly over the compacted collection, durable batches of {MAINTAIN_BATCH}"
