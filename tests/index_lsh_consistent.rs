@@ -60,12 +60,27 @@ fn check(c: &Collection, db: &Database, queries: &[Sketch], stage: &str) {
         panic!("{stage}: {e}");
     }
     let run_of = |row: u64| runs.iter().position(|r| r.first_row <= row && row < r.end_row).expect("row in a run");
-    // The statistic: sum(s^2) / sum(s) over each run's buckets; at most the same sum over
-    // the buckets of the whole index (rows sharing a key in two runs count apart), equal to
-    // it with one run.
+    // Removed rows whose entries the runs still hold: listed, held by their pages, counted
+    // by their runs, and fewer than an eighth of any run's rows (more are rewritten away).
+    let removed = testing::lsh_removed_rows(c, db).expect("removed rows");
+    let mut dead = vec![0u64; runs.len()];
+    let mut held_keys = Vec::new();
+    for (row, sketch) in &removed {
+        assert!(rows.iter().all(|(r, _)| r != row), "{stage}: removed row {row} is live");
+        dead[run_of(*row)] += 1;
+        let sketch = sketch.as_ref().unwrap_or_else(|| panic!("{stage}: removed row {row} is in no page"));
+        held_keys.push((*row, keys(&scheme, sketch)));
+    }
+    for (run, &n) in runs.iter().zip(&dead) {
+        assert_eq!(run.dead, n, "{stage}: run {} counts {} removed rows, {n} listed", run.id, run.dead);
+        assert!(n * 8 < run.entries / u64::from(b), "{stage}: run {run:?} kept {n} removed rows");
+    }
+    // The statistic: sum(s^2) / sum(s) over each run's buckets (live and listed removed
+    // rows); at most the same sum over the buckets of the whole index (rows sharing a key in
+    // two runs count apart), equal to it with one run.
     let mut sizes: HashMap<(usize, usize, u64), u64> = HashMap::new();
     let mut whole: HashMap<(usize, u64), u64> = HashMap::new();
-    for (row, k) in &row_keys {
+    for (row, k) in row_keys.iter().chain(&held_keys) {
         for (i, &key) in k.iter().enumerate() {
             *sizes.entry((run_of(*row), i, key)).or_default() += 1;
             *whole.entry((i, key)).or_default() += 1;

@@ -67,6 +67,10 @@ pub enum IndexSummary {
         /// The band-hash version of the stored keys ([`crate::BAND_HASH_VERSION`] for an
         /// index built by this release; an older one stays until `rebuild_index`).
         band_hash: u16,
+        /// Removed rows whose entries the runs still hold: probes pass over them, and a
+        /// merge drops them (a run is rewritten once an eighth of its rows are removed;
+        /// compaction drops them all).
+        removed_rows: u64,
     },
 }
 

@@ -73,6 +73,7 @@ impl Snapshot {
                 rows: l.params.rows,
                 runs: l.runs,
                 band_hash: l.band_hash,
+                removed_rows: l.removed_rows,
             }),
             (None, Some(t)) => Some(IndexSummary::SimhashTables { tables: t.tables, radius: t.radius }),
             (None, None) => None,

@@ -1,4 +1,4 @@
-//! LSH banding buckets: the tables, reading and rewriting the groups of one run, and the
+//! LSH banding buckets: the tables, reading and writing the bands of one run, and the
 //! values of the reverse map earlier builds kept.
 //!
 //! * `sketchdb.lsh_runs`, key `(collection id, band, run, group, chunk)`: an index is a list of
@@ -13,8 +13,11 @@
 //!   each as its top K bits in K / 8 bytes LE (`bands * K / 8` bytes). Builds before index
 //!   wire variant 3 kept it for every live row; this build reads it only to verify such a
 //!   file, and the next write to the index removes it. A row's band keys are a function of
-//!   its stored signature under the recorded scheme, so deletes compute them from the sketch
-//!   the writer reads from the row's page.
+//!   its stored signature under the recorded scheme.
+//!
+//! * `sketchdb.lsh_dead`, key `(collection id, row id)`: removed rows whose entries a run
+//!   still holds ([`super::lsh_dead`]); a removal is recorded there and in its run's count,
+//!   and the entries go when a merge rewrites the run.
 //!
 //! A write transaction's changes are [`super::lsh_delta`]; how runs are written and merged is
 //! [`super::lsh_write`] and [`super::lsh_merge`].
@@ -25,7 +28,7 @@ use redb::{CursorError, ReadableTable, Table};
 
 pub(crate) use super::lsh_chunk::append_split;
 pub(crate) use super::lsh_chunk::{
-    CHUNK_HEADER_LEN, ChunkView, GROUP_CHUNK_ENTRIES, Groups, MAX_GROUP_BITS, encode_chunk, run_group_bits,
+    CHUNK_HEADER_LEN, ChunkView, GROUP_CHUNK_ENTRIES, Groups, MAX_GROUP_BITS, run_group_bits,
 };
 use super::lsh_chunk::{append_chunk, group_chunks, le};
 use crate::storage::StorageError;
@@ -101,14 +104,6 @@ pub(crate) type BucketTable<'t> = Table<'t, RunKey, &'static [u8]>;
 
 /// (sum(s), sum(s^2)) over a group's buckets.
 pub(crate) type Sums = (u64, u128);
-
-/// Buffers reused across groups.
-#[derive(Default)]
-pub(crate) struct GroupScratch {
-    old: Vec<(u64, u64)>,
-    new: Vec<(u64, u64)>,
-    bytes: Vec<u8>,
-}
 
 /// Calls `f(group, value)` for every chunk value of one band of one run, in key order,
 /// checking each group's chunks run `0..n` without gaps; returns the chunks read.
@@ -336,82 +331,6 @@ pub(crate) fn drop_run_band(table: &mut BucketTable<'_>, id: u32, band: u32, run
     table
         .retain_in((id, band, run, 0u64, 0u32)..=(id, band, run, u64::MAX, u32::MAX), |_, _| false)
         .map_err(StorageError::backend("drop lsh run"))
-}
-
-/// Reads every entry of a group (all chunks, in order) into `out`; returns the chunk count.
-/// Chunk numbers must run `0..n` without gaps.
-fn read_group(
-    table: &impl ReadableTable<RunKey, &'static [u8]>,
-    info: &CollectionInfo,
-    g: Groups,
-    at: At,
-    out: &mut Vec<(u64, u64)>,
-) -> Result<u32, StorageError> {
-    let (id, At { band, run, group }) = (info.def.id, at);
-    let range = table
-        .range((id, band, run, group, 0u32)..=(id, band, run, group, u32::MAX))
-        .map_err(StorageError::backend("read lsh group"))?;
-    let mut n = 0u32;
-    for e in range {
-        let (k, v) = e.map_err(StorageError::backend("read lsh group"))?;
-        let chunk = k.value().4;
-        if chunk != n {
-            return Err(lsh_err(info, at, format!("chunk {chunk} where chunk {n} was expected")));
-        }
-        let view = ChunkView::parse(v.value(), g).map_err(|d| lsh_err(info, at, d))?;
-        view.decode_into(g, group, out);
-        n += 1;
-    }
-    Ok(n)
-}
-
-/// Applies sorted `removes` to one group of a run and rewrites it; returns its
-/// (sum(s), sum(s^2)) over band keys before and after.
-pub(crate) fn remove_from_group(
-    table: &mut BucketTable<'_>,
-    info: &CollectionInfo,
-    g: Groups,
-    at: At,
-    removes: &[(u64, u64)],
-    scratch: &mut GroupScratch,
-) -> Result<(Sums, Sums), StorageError> {
-    let (id, At { band, run, group }) = (info.def.id, at);
-    let GroupScratch { old, new, bytes } = scratch;
-    old.clear();
-    new.clear();
-    let old_chunks = read_group(table, info, g, at, old)?;
-    let before = bucket_sums(old);
-    // Merge: old minus removes (both sorted).
-    new.reserve(old.len());
-    let (mut r, mut removed) = (0usize, 0usize);
-    for &e in old.iter() {
-        while r < removes.len() && removes[r] < e {
-            r += 1;
-        }
-        if r < removes.len() && removes[r] == e {
-            removed += 1;
-            r += 1;
-            continue;
-        }
-        new.push(e);
-    }
-    if removed != removes.len() {
-        return Err(lsh_err(info, at, format!("{} entries to remove, {removed} found", removes.len())));
-    }
-    let after = bucket_sums(new);
-    let n_chunks = new.len().div_ceil(GROUP_CHUNK_ENTRIES);
-    for (no, c) in group_chunks(new).enumerate() {
-        encode_chunk(g, c, bytes);
-        table
-            .insert((id, band, run, group, no as u32), bytes.as_slice())
-            .map_err(StorageError::backend("write lsh group"))?;
-    }
-    if old_chunks as usize > n_chunks {
-        table
-            .retain_in((id, band, run, group, n_chunks as u32)..=(id, band, run, group, u32::MAX), |_, _| false)
-            .map_err(StorageError::backend("rewrite lsh group"))?;
-    }
-    Ok((before, after))
 }
 
 #[cfg(test)]

@@ -429,6 +429,7 @@ pub(crate) fn group_chunks<T>(entries: &[T]) -> std::slice::Chunks<'_, T> {
 
 /// Encodes one chunk of sorted entries (at most [`GROUP_CHUNK_ENTRIES`], at least one) in
 /// place of `out`'s contents.
+#[cfg(test)]
 pub(crate) fn encode_chunk(g: Groups, entries: &[(u64, u64)], out: &mut Vec<u8>) {
     out.clear();
     append_chunk(g, entries, out);

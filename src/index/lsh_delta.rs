@@ -1,6 +1,6 @@
 //! The LSH changes of one write transaction ([`LshDelta`]) and how they are flushed:
-//! removals, the added rows' new run, then merges ([`super::lsh_write`]). A removed row's
-//! band keys are computed from its sketch, as the writer read it from the row's page.
+//! removals (listed, [`super::lsh_dead`]), the added rows' new run, then merges and the
+//! rewrite of runs with many removed rows ([`super::lsh_write`]).
 //!
 //! A large batch's band keys and per-band sorted entries are computed by a prepare job
 //! ([`LshDelta::prepare`]) on the other cores while the writer stores the records; rows
@@ -14,7 +14,8 @@ use super::error::IndexError;
 use super::keys::band::BandKeyScheme;
 use super::lsh::{EncodedBand, Groups, Sums, bucket_sums, encode_run_band, insert_run_band, run_group_bits};
 use super::lsh_chunk::{WORD_ROWS, word, word_entry};
-use super::lsh_write::{lsh_rows_err, merge_into_one, merge_span, recount, remove_rows};
+use super::lsh_dead::mark_removed;
+use super::lsh_write::{MergeTables, lsh_rows_err, merge_into_one, merge_span, recount, rewrite_dead_runs};
 use super::meta::{IndexDef, IndexSpec, LshRun, index_err};
 use super::radix::{sort_hashed, sort_hashed_pairs};
 use crate::sketch::sketch::Sketch;
@@ -22,7 +23,7 @@ use crate::storage::StorageError;
 use crate::storage::catalog::{CollectionInfo, drop_lsh_reverse_map};
 use crate::storage::error::panic_message;
 use crate::storage::hook::{PrepareJob, Prepared};
-use crate::storage::tables::LSH_BUCKETS;
+use crate::storage::tables::{LSH_BUCKETS, LSH_DEAD};
 use crate::storage::writer::inconsistent;
 
 /// Batches of at least this many new sketches get a prepare job (below it, a thread costs
@@ -120,8 +121,8 @@ pub(crate) struct LshDelta {
     dropped: Vec<bool>,
     /// Whether `added_rows` ascends (the writer appends rows in id order): removals then search.
     ascending: bool,
-    /// Rows stored before this transaction and removed in it, each with its band keys.
-    removed: Vec<(u64, Vec<u64>)>,
+    /// Rows stored before this transaction and removed in it.
+    removed: Vec<u64>,
 }
 
 impl LshDelta {
@@ -178,9 +179,8 @@ impl LshDelta {
         self.dropped.push(false);
     }
 
-    /// Row `row`, which held `sketch`, is removed; an error when the sketch cannot be banded
-    /// under the index's scheme.
-    pub(crate) fn remove(&mut self, row: u64, sketch: &Sketch) -> Result<(), IndexError> {
+    /// Row `row` is removed.
+    pub(crate) fn remove(&mut self, row: u64) {
         // A row added and removed in one transaction never reaches the tables.
         let found = if self.ascending {
             self.added_rows.binary_search(&row).ok()
@@ -189,13 +189,13 @@ impl LshDelta {
         };
         match found {
             Some(i) if !self.dropped[i] => self.dropped[i] = true,
-            _ => self.removed.push((row, self.scheme.sketch_keys(sketch)?)),
+            _ => self.removed.push(row),
         }
-        Ok(())
     }
 
     /// Applies the changes to the tables and to `def` (its runs and counters): removals, the
-    /// new run, then merges; first, the reverse map of an earlier build goes.
+    /// new run, merges, then rewrites of runs with many removed rows; first, the reverse map
+    /// of an earlier build goes.
     pub(crate) fn flush(
         &mut self,
         txn: &WriteTransaction,
@@ -215,22 +215,22 @@ impl LshDelta {
         let live_rows = self.live_rows(&added_keys, n_bands);
         let adds = prepared.unwrap_or_else(|| sorted_by_band(n_bands, self.scheme.key_bits(), &live_rows));
         let mut table = txn.open_table(LSH_BUCKETS).map_err(StorageError::backend("open table"))?;
+        let mut dead = txn.open_table(LSH_DEAD).map_err(StorageError::backend("open table"))?;
         let last_end = runs.last().map(|r| r.end_row);
-        // The new run is encoded on the worker threads while this thread writes the removals
+        // The new run is encoded on the worker threads while this thread lists the removals
         // (neither reads what the other writes).
         let (this, new_id) = (&*self, *next_run);
         let new = std::thread::scope(|scope| {
             // `live_rows` ascends: its ends are the new run's row span.
             let span = live_rows.first().zip(live_rows.last()).map(|(f, l)| (f.0, l.0));
             let job = scope.spawn(move || this.new_run(info, new_id, last_end, span, adds));
-            let written = remove_rows(&mut table, info, this.scheme.key_bits(), runs, removes);
+            let written = mark_removed(&mut dead, info, runs, &removes);
             let new = job.join().map_err(|payload| StorageError::EnginePanic {
                 op: "encode lsh run",
                 detail: panic_message(payload.as_ref()),
             })?;
             written.and(new)
         })?;
-        runs.retain(|r| r.entries > 0);
         // The new run, while not stored: it stays the newest run until a merge takes it.
         let mut unwritten = None;
         if let Some((run, encoded)) = new {
@@ -238,17 +238,19 @@ impl LshDelta {
             unwritten = Some((run.id, encoded));
             runs.push(run);
         }
+        let mut tables = MergeTables { buckets: &mut table, dead: &mut dead };
         while let Some(span) = merge_span(runs) {
             // A merge that takes the new run reads it from memory: its values are never
             // written, read back and dropped.
             let from_memory = if span.end == runs.len() { unwritten.take().map(|(_, e)| e) } else { None };
-            merge_into_one(&mut table, info, self.scheme, next_run, runs, span, from_memory)?;
+            merge_into_one(&mut tables, info, self.scheme, next_run, runs, span, from_memory)?;
         }
         if let Some((id, encoded)) = unwritten {
             for (band, e) in encoded.iter().enumerate() {
-                insert_run_band(&mut table, info, band as u32, id, e)?;
+                insert_run_band(tables.buckets, info, band as u32, id, e)?;
             }
         }
+        rewrite_dead_runs(&mut tables, info, self.scheme, next_run, runs)?;
         recount(def);
         *self = LshDelta::new(self.scheme);
         Ok(())
@@ -332,7 +334,7 @@ impl LshDelta {
             sum_sq += q;
             bands.push(e);
         }
-        let run = LshRun { id, group_bits: g.bits, first_row, end_row: last_row + 1, entries, sum_sq };
+        let run = LshRun { id, group_bits: g.bits, first_row, end_row: last_row + 1, entries, sum_sq, dead: 0 };
         Ok(Some((run, bands)))
     }
 }

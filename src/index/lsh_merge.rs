@@ -15,6 +15,7 @@ use super::lsh::{
     run_group_bits,
 };
 use super::lsh_chunk::{WORD_ROWS, word_entry};
+use super::lsh_dead::DeadRows;
 use super::lsh_write::lsh_rows_err;
 use super::meta::LshRun;
 use crate::storage::StorageError;
@@ -32,7 +33,8 @@ const MERGE_BANDS_AT_ONCE: u32 = 4;
 ///
 /// `unwritten`: the bands (in band order) of the span's newest run when that run was never
 /// stored (a new run this transaction merges at once); they are merged from memory and
-/// nothing of that run is read or dropped.
+/// nothing of that run is read or dropped. Entries of the rows in `dead` (removed rows the
+/// runs still hold) are left out.
 pub(crate) fn merge_runs(
     table: &mut BucketTable<'_>,
     info: &CollectionInfo,
@@ -40,11 +42,14 @@ pub(crate) fn merge_runs(
     id: u32,
     span: &[LshRun],
     unwritten: Option<Vec<EncodedBand>>,
+    dead: &DeadRows,
 ) -> Result<LshRun, StorageError> {
     let (Some(first_run), Some(last_run)) = (span.first(), span.last()) else {
         return Err(inconsistent(info, 0, "an LSH merge of no runs"));
     };
-    let total: u64 = span.iter().map(|r| r.entries).sum();
+    let removed: u64 = span.iter().map(|r| r.dead).sum();
+    let total: u64 =
+        span.iter().map(|r| r.entries).sum::<u64>().saturating_sub(removed * u64::from(scheme.params.bands));
     let (bands, key_bits) = (scheme.params.bands, scheme.key_bits());
     let g = Groups::new(key_bits, run_group_bits(total / u64::from(bands.max(1))));
     let rows = first_run.first_row..last_run.end_row;
@@ -80,7 +85,9 @@ pub(crate) fn merge_runs(
             let job = scope.spawn(move || {
                 inputs
                     .into_par_iter()
-                    .map(|(band, raw)| merge_band(info, &raw, g, band, id, rows.clone()).map(|(e, s)| (band, e, s)))
+                    .map(|(band, raw)| {
+                        merge_band(info, &raw, g, band, id, rows.clone(), dead).map(|(e, s)| (band, e, s))
+                    })
                     .collect::<Result<Vec<_>, StorageError>>()
             });
             if let Some(previous) = merging.replace(job) {
@@ -94,7 +101,8 @@ pub(crate) fn merge_runs(
         }
     })?;
     let (entries, sum_sq) = sums;
-    Ok(LshRun { id, group_bits: g.bits, first_row: first_run.first_row, end_row: last_run.end_row, entries, sum_sq })
+    let (first_row, end_row) = (first_run.first_row, last_run.end_row);
+    Ok(LshRun { id, group_bits: g.bits, first_row, end_row, entries, sum_sq, dead: 0 })
 }
 
 /// The result of a merge job; its panic as an error.
@@ -237,8 +245,8 @@ impl<'r, E: Entry> Cursor<'r, E> {
 
 /// Merges one band of the runs `raws` into the encoding of the band of run `id` in geometry
 /// `g`, with its (sum(s), sum(s^2)): group by group of `g`, each group's entries gathered
-/// from every run, merged and encoded. Entries must be strictly ascending in every run and
-/// held by one run only; anything else is an error.
+/// from every run, merged and encoded, without the entries of rows in `dead`. Entries must
+/// be strictly ascending in every run and held by one run only; anything else is an error.
 pub(crate) fn merge_band(
     info: &CollectionInfo,
     raws: &[RawBand],
@@ -246,11 +254,12 @@ pub(crate) fn merge_band(
     band: u32,
     id: u32,
     rows: std::ops::Range<u64>,
+    dead: &DeadRows,
 ) -> Result<(EncodedBand, Sums), StorageError> {
     if g.key_bits() <= 32 && rows.end.saturating_sub(rows.start) <= WORD_ROWS {
-        merge_band_of::<u64>(info, raws, g, band, id, rows.start)
+        merge_band_of::<u64>(info, raws, g, band, id, rows.start, dead)
     } else {
-        merge_band_of::<(u64, u64)>(info, raws, g, band, id, 0)
+        merge_band_of::<(u64, u64)>(info, raws, g, band, id, 0, dead)
     }
 }
 
@@ -262,6 +271,7 @@ fn merge_band_of<E: Entry>(
     band: u32,
     id: u32,
     base: u64,
+    dead: &DeadRows,
 ) -> Result<(EncodedBand, Sums), StorageError> {
     let disorder = || lsh_rows_err(info, band, id, "merged runs hold an entry twice or out of order");
     let mut cursors: Vec<Cursor<'_, E>> = raws.iter().map(|raw| Cursor::new(raw, base)).collect();
@@ -309,6 +319,9 @@ fn merge_band_of<E: Entry>(
         }
         if merged.windows(2).any(|w| w[0] >= w[1]) {
             return Err(disorder());
+        }
+        if !dead.is_empty() {
+            merged.retain(|e| !dead.contains(e.pair(base).1));
         }
         let (s, q) = bucket_sums_by(&merged, Entry::key);
         sum += s;
@@ -373,8 +386,8 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(64))]
 
         /// The group-by-group merge of runs of any group widths (narrower and wider than the
-        /// merged run's) equals the sorted union, encoded as one run would be; its sums are
-        /// the union's.
+        /// merged run's) equals the sorted union without the removed rows' entries, encoded
+        /// as one run would be; its sums are that union's.
         #[test]
         fn merge_band_equals_the_sorted_union(
             runs in prop::collection::vec((0u64..3000, 0u32..=10, any::<u64>()), 1..6),
@@ -383,6 +396,7 @@ mod tests {
             key_bits in prop::sample::select(vec![32u32, 64]),
             row_base in prop::sample::select(vec![0u64, 1 << 40]),
             gap in prop::sample::select(vec![0u64, 1 << 33]),
+            dead_every in prop::sample::select(vec![0u64, 1, 3, 50]),
         ) {
             // Rows from `row_base`, the runs after the first `gap` further on: 32-bit keys
             // merge as words unless the rows span 2^32 or more.
@@ -396,8 +410,14 @@ mod tests {
                 first_row += n + if run == 0 { gap } else { 0 };
             }
             union.sort_unstable();
+            // Every `dead_every`-th row (none for 0) is a removed row the runs still hold.
+            let is_dead = |row: u64| dead_every > 0 && row.is_multiple_of(dead_every);
+            let mut dead_rows: Vec<u64> = union.iter().map(|e| e.1).filter(|&r| is_dead(r)).collect();
+            dead_rows.sort_unstable();
+            union.retain(|e| !is_dead(e.1));
+            let dead = DeadRows::new(dead_rows, row_base..first_row);
             let g = Groups::new(key_bits, out_bits);
-            let (encoded, sums) = merge_band(&info, &raws, g, 3, 9, row_base..first_row).expect("merge");
+            let (encoded, sums) = merge_band(&info, &raws, g, 3, 9, row_base..first_row, &dead).expect("merge");
             let want = encode_run_band(g, &union);
             prop_assert!(encoded == want, "the merged encoding differs from the union's");
             prop_assert_eq!(sums, bucket_sums(&union));
@@ -406,15 +426,15 @@ mod tests {
 
     #[test]
     fn merge_band_refuses_an_entry_held_twice() {
-        let info = info();
+        let (info, none) = (info(), DeadRows::none());
         for key_bits in [32, 64] {
             let g = Groups::new(key_bits, 2);
             let entries = run_entries(5, 0, 300, 1000, key_bits);
             let raw = |run| RawBand::from_encoded(g, 0, run, &encode_run_band(g, &entries));
-            let err = merge_band(&info, &[raw(0), raw(1)], Groups::new(key_bits, 3), 0, 2, 0..300).unwrap_err();
+            let err = merge_band(&info, &[raw(0), raw(1)], Groups::new(key_bits, 3), 0, 2, 0..300, &none).unwrap_err();
             assert!(err.to_string().contains("twice or out of order"), "{err}");
             // One run alone merges to itself.
-            let (one, _) = merge_band(&info, &[raw(0)], g, 0, 2, 0..300).expect("merge");
+            let (one, _) = merge_band(&info, &[raw(0)], g, 0, 2, 0..300, &none).expect("merge");
             assert!(one == encode_run_band(g, &entries));
         }
     }
@@ -426,7 +446,7 @@ mod tests {
         let (info, g) = (info(), Groups::new(32, 2));
         let entries = run_entries(5, 0, 300, 1000, 32);
         let raw = RawBand::from_encoded(g, 0, 0, &encode_run_band(g, &entries));
-        let err = merge_band(&info, &[raw], g, 0, 2, 100..400).unwrap_err();
+        let err = merge_band(&info, &[raw], g, 0, 2, 100..400, &DeadRows::none()).unwrap_err();
         assert!(err.to_string().contains("outside"), "{err}");
     }
 

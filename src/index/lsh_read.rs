@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::lsh::{Groups, read_run_band};
 use super::lsh_cache::LshProbe;
+use super::lsh_dead::{DeadRows, listed};
 use super::meta::{IndexDef, IndexSpec, LshRun, index_err};
 use super::probe_cache::ProbeCache;
 use crate::sketch::sketch::Sketch;
@@ -45,10 +46,16 @@ pub(crate) fn lsh_candidates(
     sketch: &Sketch,
     bands: u32,
 ) -> Result<Vec<u64>, StorageError> {
-    contain("lsh probe", || Ok(probe(snap, info, sketch, bands)?.0))
+    contain("lsh probe", || {
+        let mut rows = probe(snap, info, sketch, bands)?.0;
+        let dead = listed(snap.txn(), info)?;
+        rows.retain(|r| dead.binary_search(r).is_err());
+        Ok(rows)
+    })
 }
 
-/// The candidates of [`lsh_candidates`] and the cache of the index version probed.
+/// The distinct row ids of [`lsh_candidates`], with the removed rows whose entries the
+/// runs still hold, and the cache of the index version probed.
 fn probe(
     snap: &ReadSnapshot,
     info: &CollectionInfo,
@@ -75,7 +82,8 @@ fn probe(
 /// The candidates of [`lsh_candidates`] (their count) and their records, in row order, for
 /// verification: records an earlier probe of the same index version read come from the
 /// probe cache, the others from their pages (each page checked), then kept there within
-/// the cache's budget.
+/// the cache's budget. Removed rows whose entries the runs still hold are counted (their
+/// pages were read) but have no record.
 pub(crate) fn lsh_candidate_records(
     snap: &ReadSnapshot,
     info: &CollectionInfo,
@@ -94,7 +102,8 @@ pub(crate) fn lsh_candidate_records(
 /// the banding). One sequential pass over the bucket table, band after band: the same pairs
 /// as probing every row's own band keys, without a lookup per row and band.
 ///
-/// A pair is passed on only in the first band the two rows share (their earlier band keys
+/// Entries of removed rows the runs still hold (listed in `sketchdb.lsh_dead`) are passed
+/// over. A pair is passed on only in the first band the two rows share (their earlier band keys
 /// are computed from their stored signatures, once per row that shares a bucket, read a band
 /// at a time in row order, and kept for the pass), so nothing proportional to the number of
 /// pairs is held: m identical signatures share a bucket in every band, and their m(m-1)/2
@@ -130,6 +139,8 @@ fn lsh_pairs_unguarded<E: From<StorageError>>(
     let def = IndexDef::load(snap.txn(), info)?;
     let (scheme, runs) = scheme_runs(info, def.as_deref())?;
     let Some(table) = open(snap.txn(), LSH_BUCKETS)? else { return Ok(()) };
+    let span = runs.first().map_or(0, |r| r.first_row)..runs.last().map_or(0, |r| r.end_row);
+    let dead = DeadRows::new(listed(snap.txn(), info)?, span);
     let mut keys_of: HashMap<u64, Vec<u64>> = HashMap::new();
     let mut entries: Vec<(u64, u64)> = Vec::new();
     let mut missing: Vec<u64> = Vec::new();
@@ -138,6 +149,9 @@ fn lsh_pairs_unguarded<E: From<StorageError>>(
         entries.clear();
         for run in runs {
             read_run_band(&table, info, Groups::new(scheme.key_bits(), run.group_bits), band, run.id, &mut entries)?;
+        }
+        if !dead.is_empty() {
+            entries.retain(|e| !dead.contains(e.1));
         }
         entries.sort_unstable();
         // The band keys of the rows in shared buckets first seen in this band.

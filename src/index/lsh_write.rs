@@ -4,8 +4,8 @@
 //!
 //! * rows added by the transaction become one new run (their entries sorted per band and
 //!   written once; nothing is read);
-//! * a removed row's entries are taken out of the one run whose row range holds it (one group
-//!   per band is read and rewritten);
+//! * a removed row is listed in `sketchdb.lsh_dead` and counted in the one run whose row range
+//!   holds it; its entries stay until a merge rewrites that run ([`super::lsh_dead`]);
 //! * then runs merge by size tiers ([`merge_span`]): when at least [`MERGE_WIDTH`] of the
 //!   newest runs each hold at most as many entries as all newer runs of that span together,
 //!   the span is merged into one run in one pass ([`super::lsh_merge`]: read once, merged
@@ -13,7 +13,9 @@
 //!   batches of B rows thus keeps tiers of about `B * 4^i` entries, at most
 //!   `MERGE_WIDTH - 1` runs per tier, and an entry is rewritten about once per tier,
 //!   `log_4(N / B)` times. Past [`MAX_RUNS`] runs the neighbouring pair with the fewest
-//!   entries merges, which bounds the work of a probe.
+//!   entries merges, which bounds the work of a probe. A merge drops the entries of the
+//!   removed rows in its span; a run whose removed rows reach an eighth of its rows is then
+//!   rewritten alone ([`super::lsh_dead::needs_rewrite`]).
 //!
 //! A run covers a row range `[first_row, end_row)`; ranges are disjoint and ascending (rows
 //! are appended in id order and only neighbours merge), so a removal finds its run by
@@ -24,11 +26,12 @@ use std::ops::Range;
 use redb::WriteTransaction;
 
 use super::keys::band::BandKeyScheme;
-use super::lsh::{At, BucketTable, EncodedBand, GroupScratch, Groups, remove_from_group};
+use super::lsh::{At, BucketTable, EncodedBand};
+use super::lsh_dead::{DeadRows, DeadTable, listed_in, listing_err, needs_rewrite, unlist};
 use super::meta::{IndexDef, IndexSpec, LshRun};
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
-use crate::storage::tables::LSH_BUCKETS;
+use crate::storage::tables::{LSH_BUCKETS, LSH_DEAD};
 use crate::storage::writer::inconsistent;
 
 /// The fewest runs of one size tier that merge (the tiers' growth factor).
@@ -41,57 +44,6 @@ pub(crate) fn lsh_rows_err(info: &CollectionInfo, band: u32, run: u32, detail: &
     super::lsh::lsh_err(info, At { band, run, group: 0 }, detail)
 }
 
-/// Takes the removed rows' entries out of the runs holding them, group by group.
-pub(crate) fn remove_rows(
-    table: &mut BucketTable<'_>,
-    info: &CollectionInfo,
-    key_bits: u32,
-    runs: &mut [LshRun],
-    removes: Vec<(u64, Vec<u64>)>,
-) -> Result<(), StorageError> {
-    if removes.is_empty() {
-        return Ok(());
-    }
-    // Per run (index into `runs`), per band: the entries to remove.
-    let mut by_run: Vec<Vec<Vec<(u64, u64)>>> = vec![Vec::new(); runs.len()];
-    for (row, keys) in removes {
-        let i = runs.partition_point(|r| r.end_row <= row);
-        if runs.get(i).is_none_or(|r| r.first_row > row) {
-            return Err(inconsistent(info, row, "a removed row lies in no LSH run"));
-        }
-        let bands = &mut by_run[i];
-        if bands.is_empty() {
-            bands.resize(keys.len(), Vec::new());
-        }
-        for (b, k) in keys.into_iter().enumerate() {
-            bands[b].push((k, row));
-        }
-    }
-    let mut scratch = GroupScratch::default();
-    for (run, mut bands) in runs.iter_mut().zip(by_run) {
-        let g = Groups::new(key_bits, run.group_bits);
-        for (band, removes) in bands.iter_mut().enumerate() {
-            removes.sort_unstable();
-            let mut i = 0;
-            while i < removes.len() {
-                let group = g.group(removes[i].0);
-                let end = i + removes[i..].partition_point(|e| g.group(e.0) == group);
-                let at = At { band: band as u32, run: run.id, group };
-                let ((old_s, old_sq), (new_s, new_sq)) =
-                    remove_from_group(table, info, g, at, &removes[i..end], &mut scratch)?;
-                let counters = run.entries.checked_sub(old_s).zip(run.sum_sq.checked_sub(old_sq));
-                let Some((entries, sum_sq)) = counters else {
-                    return Err(super::lsh::lsh_err(info, at, "the run's counters are below its group's"));
-                };
-                run.entries = entries + new_s;
-                run.sum_sq = sum_sq + new_sq;
-                i = end;
-            }
-        }
-    }
-    Ok(())
-}
-
 /// Sets the definition's counters to the sums over its runs (a merged run's sum(s^2) counts
 /// buckets the two runs shared as one, so the sum changes with merges, not only with rows).
 pub(crate) fn recount(def: &mut IndexDef) {
@@ -101,10 +53,18 @@ pub(crate) fn recount(def: &mut IndexDef) {
     }
 }
 
-/// Merges the runs `runs[span]` (neighbours) into run `next_run` (then incremented);
-/// `unwritten` as in [`super::lsh_merge::merge_runs`] (the span's newest run never stored).
+/// The tables a merge writes: the buckets and the removed-row listing.
+pub(crate) struct MergeTables<'a, 't> {
+    pub buckets: &'a mut BucketTable<'t>,
+    pub dead: &'a mut DeadTable<'t>,
+}
+
+/// Merges the runs `runs[span]` (neighbours) into run `next_run` (then incremented),
+/// dropping the entries of the removed rows they hold and their listing; a merged run left
+/// with no entries is dropped. `unwritten` as in [`super::lsh_merge::merge_runs`] (the
+/// span's newest run never stored).
 pub(crate) fn merge_into_one(
-    table: &mut BucketTable<'_>,
+    tables: &mut MergeTables<'_, '_>,
     info: &CollectionInfo,
     scheme: BandKeyScheme,
     next_run: &mut u32,
@@ -112,14 +72,59 @@ pub(crate) fn merge_into_one(
     span: Range<usize>,
     unwritten: Option<Vec<EncodedBand>>,
 ) -> Result<(), StorageError> {
-    let merged = super::lsh_merge::merge_runs(table, info, scheme, *next_run, &runs[span.clone()], unwritten)?;
+    let merging = &runs[span.clone()];
+    let rows = merging.first().map_or(0, |r| r.first_row)..merging.last().map_or(0, |r| r.end_row);
+    let expected: u64 = merging.iter().map(|r| r.dead).sum();
+    let dead = if expected == 0 {
+        DeadRows::none()
+    } else {
+        let listed = listed_in(&*tables.dead, info.def.id, rows.clone())?;
+        if listed.len() as u64 != expected {
+            let row = listed.first().copied().unwrap_or(rows.start);
+            let detail = format!("{} rows listed where the runs count {expected}", listed.len());
+            return Err(listing_err(info, row, &detail));
+        }
+        DeadRows::new(listed, rows.clone())
+    };
+    let merged = super::lsh_merge::merge_runs(tables.buckets, info, scheme, *next_run, merging, unwritten, &dead)?;
     *next_run = next_run.checked_add(1).ok_or_else(|| inconsistent(info, 0, "LSH run numbers exhausted"))?;
-    runs.splice(span, [merged]);
+    if expected > 0 {
+        unlist(tables.dead, info.def.id, rows)?;
+    }
+    if merged.entries == 0 {
+        runs.drain(span);
+    } else {
+        runs.splice(span, [merged]);
+    }
     Ok(())
 }
 
-/// Merges all runs of an LSH index into one, in one pass (compaction): a probe then reads
-/// one bucket per band. Returns whether there was more than one run; `def` is updated, not
+/// Rewrites alone every run whose removed rows reach the share of [`needs_rewrite`].
+pub(crate) fn rewrite_dead_runs(
+    tables: &mut MergeTables<'_, '_>,
+    info: &CollectionInfo,
+    scheme: BandKeyScheme,
+    next_run: &mut u32,
+    runs: &mut Vec<LshRun>,
+) -> Result<(), StorageError> {
+    let mut i = 0;
+    while i < runs.len() {
+        if needs_rewrite(&runs[i], scheme.params.bands) {
+            let before = runs.len();
+            merge_into_one(tables, info, scheme, next_run, runs, i..i + 1, None)?;
+            // An emptied run is gone; the next run now sits at `i`.
+            if runs.len() < before {
+                continue;
+            }
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+/// Merges all runs of an LSH index into one, in one pass, without the removed rows'
+/// entries (compaction): a probe then reads one bucket per band. Returns whether there was
+/// anything to do (more than one run, or removed rows' entries); `def` is updated, not
 /// stored.
 pub(crate) fn merge_all(
     txn: &WriteTransaction,
@@ -127,12 +132,14 @@ pub(crate) fn merge_all(
     def: &mut IndexDef,
 ) -> Result<bool, StorageError> {
     let IndexSpec::Lsh { scheme, next_run, runs, .. } = &mut def.spec else { return Ok(false) };
-    if runs.len() < 2 {
+    if runs.len() < 2 && runs.iter().all(|r| r.dead == 0) {
         return Ok(false);
     }
-    let mut table = txn.open_table(LSH_BUCKETS).map_err(StorageError::backend("open table"))?;
+    let mut buckets = txn.open_table(LSH_BUCKETS).map_err(StorageError::backend("open table"))?;
+    let mut dead = txn.open_table(LSH_DEAD).map_err(StorageError::backend("open table"))?;
     let all = 0..runs.len();
-    merge_into_one(&mut table, info, *scheme, next_run, runs, all, None)?;
+    let mut tables = MergeTables { buckets: &mut buckets, dead: &mut dead };
+    merge_into_one(&mut tables, info, *scheme, next_run, runs, all, None)?;
     recount(def);
     Ok(true)
 }
@@ -168,7 +175,7 @@ mod tests {
     use super::*;
 
     fn run(entries: u64) -> LshRun {
-        LshRun { id: 0, group_bits: 0, first_row: 0, end_row: 1, entries, sum_sq: 0 }
+        LshRun { id: 0, group_bits: 0, first_row: 0, end_row: 1, entries, sum_sq: 0, dead: 0 }
     }
 
     #[test]

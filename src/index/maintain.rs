@@ -104,8 +104,7 @@ pub(crate) fn lsh_scheme_for(
 enum Active {
     None,
     Simhash(SimhashDelta),
-    /// The delta and the collection it belongs to (its removals' errors name it).
-    Lsh(LshDelta, Box<CollectionInfo>),
+    Lsh(LshDelta),
 }
 
 /// The index hook of one write transaction.
@@ -147,7 +146,7 @@ impl IndexHook for IndexMaintainer {
             Some(IndexSpec::Simhash { design, bucket_bits }) => {
                 Active::Simhash(SimhashDelta::new(design.clone(), *bucket_bits))
             }
-            Some(IndexSpec::Lsh { scheme, .. }) => Active::Lsh(LshDelta::new(*scheme), Box::new(info.clone())),
+            Some(IndexSpec::Lsh { scheme, .. }) => Active::Lsh(LshDelta::new(*scheme)),
             Some(IndexSpec::LshGroups { .. }) => return Err(legacy_lsh(info)),
         };
         Ok(())
@@ -160,7 +159,7 @@ impl IndexHook for IndexMaintainer {
                 d.add(row, fingerprint_of(sketch));
                 Ok(())
             }
-            Active::Lsh(d, _) => {
+            Active::Lsh(d) => {
                 d.add(row, sketch);
                 Ok(())
             }
@@ -169,14 +168,14 @@ impl IndexHook for IndexMaintainer {
 
     fn prepare<'a>(&mut self, sketches: &'a [&'a Sketch], first_row: u64) -> Option<PrepareJob<'a>> {
         match &mut self.active {
-            Active::Lsh(d, _) => d.prepare(sketches, first_row),
+            Active::Lsh(d) => d.prepare(sketches, first_row),
             _ => None,
         }
     }
 
     fn prepared(&mut self, result: Prepared, info: &CollectionInfo) -> Result<(), StorageError> {
         match &mut self.active {
-            Active::Lsh(d, _) => d.prepared(result, info),
+            Active::Lsh(d) => d.prepared(result, info),
             _ => Err(inconsistent(info, 0, "an index without a prepare job was handed its result")),
         }
     }
@@ -185,7 +184,7 @@ impl IndexHook for IndexMaintainer {
         match &mut self.active {
             Active::None => {}
             Active::Simhash(d) => d.remove(row, fingerprint_of(sketch)),
-            Active::Lsh(d, info) => d.remove(row, sketch).map_err(index_err(info))?,
+            Active::Lsh(d) => d.remove(row),
         }
         Ok(())
     }
@@ -200,7 +199,7 @@ impl IndexHook for IndexMaintainer {
                 def.entries = def.entries.saturating_add_signed(d.net_rows);
                 d.net_rows = 0;
             }
-            Active::Lsh(d, _) => d.flush(txn, info, def)?,
+            Active::Lsh(d) => d.flush(txn, info, def)?,
         }
         def.store_in(txn, info)
     }

@@ -30,9 +30,11 @@ pub(crate) enum IndexSpec {
     /// decoded so it can be named, refused and rebuilt; never written.
     LshGroups { scheme: BandKeyScheme, threshold: f64, group_bits: u32 },
     /// LSH banding buckets for `threshold`, stored as `runs` (table `sketchdb.lsh_runs`).
-    /// A row's band keys come from its stored signature. `reverse_map`: the file also holds
-    /// every live row's band keys in `sketchdb.lsh_rows`, as builds before wire variant 3
-    /// wrote them; the next write to the index removes them (and clears the flag).
+    /// A row's band keys come from its stored signature. A removed row's entries stay in its
+    /// run until a merge rewrites the run, listed meanwhile in `sketchdb.lsh_dead` (each run
+    /// counts its own). `reverse_map`: the file also holds every live row's band keys in
+    /// `sketchdb.lsh_rows`, as builds before wire variant 3 wrote them; the next write to the
+    /// index removes them (and clears the flag).
     Lsh { scheme: BandKeyScheme, threshold: f64, next_run: u32, runs: Vec<LshRun>, reverse_map: bool },
 }
 
@@ -50,24 +52,52 @@ enum IndexSpecWire {
         group_bits: u32,
     },
     /// Runs with the reverse map in `sketchdb.lsh_rows` (builds before variant 3).
-    LshReverseMap(LshWire),
-    /// Runs alone.
-    Lsh(LshWire),
+    LshReverseMap(LshWire<LshRunV3>),
+    /// Runs alone, a removed row's entries taken out at once (builds before variant 4).
+    LshEager(LshWire<LshRunV3>),
+    /// Runs with their removed-row counts; removed rows listed in `sketchdb.lsh_dead`.
+    Lsh(LshWire<LshRun>),
 }
 
-/// The fields both LSH run variants store, in order (a newtype variant of this struct is
+/// The fields the LSH run variants store, in order (a newtype variant of this struct is
 /// encoded exactly as a struct variant of these fields).
 #[derive(Clone, Serialize, Deserialize)]
-struct LshWire {
+struct LshWire<R> {
     scheme: BandKeyScheme,
     threshold: f64,
     next_run: u32,
-    runs: Vec<LshRun>,
+    runs: Vec<R>,
+}
+
+/// A run as wire variants 2 and 3 store it: [`LshRun`] without `dead` (those builds took a
+/// removed row's entries out at once).
+#[derive(Clone, Serialize, Deserialize)]
+struct LshRunV3 {
+    id: u32,
+    group_bits: u32,
+    first_row: u64,
+    end_row: u64,
+    entries: u64,
+    sum_sq: u128,
+}
+
+impl From<LshRunV3> for LshRun {
+    fn from(r: LshRunV3) -> LshRun {
+        let LshRunV3 { id, group_bits, first_row, end_row, entries, sum_sq } = r;
+        LshRun { id, group_bits, first_row, end_row, entries, sum_sq, dead: 0 }
+    }
+}
+
+impl LshWire<LshRunV3> {
+    fn current(self) -> LshWire<LshRun> {
+        let LshWire { scheme, threshold, next_run, runs } = self;
+        LshWire { scheme, threshold, next_run, runs: runs.into_iter().map(LshRun::from).collect() }
+    }
 }
 
 impl From<IndexSpecWire> for IndexSpec {
     fn from(w: IndexSpecWire) -> IndexSpec {
-        let lsh = |LshWire { scheme, threshold, next_run, runs }, reverse_map| IndexSpec::Lsh {
+        let lsh = |LshWire { scheme, threshold, next_run, runs }: LshWire<LshRun>, reverse_map| IndexSpec::Lsh {
             scheme,
             threshold,
             next_run,
@@ -79,7 +109,8 @@ impl From<IndexSpecWire> for IndexSpec {
             IndexSpecWire::LshGroups { scheme, threshold, group_bits } => {
                 IndexSpec::LshGroups { scheme, threshold, group_bits }
             }
-            IndexSpecWire::LshReverseMap(w) => lsh(w, true),
+            IndexSpecWire::LshReverseMap(w) => lsh(w.current(), true),
+            IndexSpecWire::LshEager(w) => lsh(w.current(), false),
             IndexSpecWire::Lsh(w) => lsh(w, false),
         }
     }
@@ -92,17 +123,34 @@ impl From<IndexSpec> for IndexSpecWire {
             IndexSpec::LshGroups { scheme, threshold, group_bits } => {
                 IndexSpecWire::LshGroups { scheme, threshold, group_bits }
             }
-            IndexSpec::Lsh { scheme, threshold, next_run, runs, reverse_map } => {
-                let w = LshWire { scheme, threshold, next_run, runs };
-                if reverse_map { IndexSpecWire::LshReverseMap(w) } else { IndexSpecWire::Lsh(w) }
+            // An index with a reverse map was never written by this build, so none of its
+            // runs has removed rows yet (it is read as variant 2 and stored as variant 4 by
+            // the same write).
+            IndexSpec::Lsh { scheme, threshold, next_run, runs, reverse_map: true } => {
+                let runs = runs
+                    .into_iter()
+                    .map(|LshRun { id, group_bits, first_row, end_row, entries, sum_sq, dead: _ }| LshRunV3 {
+                        id,
+                        group_bits,
+                        first_row,
+                        end_row,
+                        entries,
+                        sum_sq,
+                    })
+                    .collect();
+                IndexSpecWire::LshReverseMap(LshWire { scheme, threshold, next_run, runs })
+            }
+            IndexSpec::Lsh { scheme, threshold, next_run, runs, reverse_map: false } => {
+                IndexSpecWire::Lsh(LshWire { scheme, threshold, next_run, runs })
             }
         }
     }
 }
 
 /// One run of an LSH index: the entries of every live row with `first_row <= row < end_row`,
-/// sorted per band and packed in `2^group_bits` groups. Runs are listed in row order and their
-/// row ranges do not overlap, so a removed row belongs to exactly one run.
+/// and of the `dead` removed rows of that range listed in `sketchdb.lsh_dead`, sorted per
+/// band and packed in `2^group_bits` groups. Runs are listed in row order and their row
+/// ranges do not overlap, so a removed row belongs to exactly one run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct LshRun {
     /// Run number in `sketchdb.lsh_runs` keys (below the index's `next_run`, never reused).
@@ -116,6 +164,16 @@ pub(crate) struct LshRun {
     pub entries: u64,
     /// Sum over the run's buckets of s^2.
     pub sum_sq: u128,
+    /// Removed rows whose entries the run still holds (each listed in `sketchdb.lsh_dead`);
+    /// a merge that rewrites the run drops them.
+    pub dead: u64,
+}
+
+impl LshRun {
+    /// Rows whose entries the run holds (live and removed), under `bands` bands.
+    pub(crate) fn rows_held(&self, bands: u32) -> u64 {
+        self.entries / u64::from(bands.max(1))
+    }
 }
 
 /// A collection's index definition and counters.
@@ -154,6 +212,12 @@ impl IndexDef {
                 for r in runs {
                     if r.id >= *next_run || r.group_bits > super::lsh::MAX_GROUP_BITS {
                         return Err(IndexError::inconsistent("lsh index", format!("run {r:?} (next run {next_run})")));
+                    }
+                    if r.dead > r.rows_held(scheme.params.bands) {
+                        return Err(IndexError::inconsistent(
+                            "lsh index",
+                            format!("run {} counts more removed rows than it holds", r.id),
+                        ));
                     }
                     if r.first_row < end || r.end_row <= r.first_row {
                         return Err(IndexError::inconsistent(
@@ -243,9 +307,9 @@ mod tests {
     use crate::index::keys::band::RowWidth;
     use crate::index::lsh_params::LshParams;
 
-    fn lsh(reverse_map: bool) -> IndexDef {
+    fn lsh(reverse_map: bool, dead: u64) -> IndexDef {
         let scheme = BandKeyScheme::new(7, LshParams { bands: 39, rows: 13 }, RowWidth::U8);
-        let run = LshRun { id: 4, group_bits: 3, first_row: 0, end_row: 10, entries: 390, sum_sq: 400 };
+        let run = LshRun { id: 4, group_bits: 3, first_row: 0, end_row: 10, entries: 390, sum_sq: 400, dead };
         IndexDef {
             spec: IndexSpec::Lsh { scheme, threshold: 0.8, next_run: 5, runs: vec![run], reverse_map },
             entries: 390,
@@ -253,15 +317,53 @@ mod tests {
         }
     }
 
-    /// Both LSH wire variants round-trip to the same runs, told apart by the variant index
-    /// alone: 3 without a reverse map (what this build writes), 2 with one (earlier builds).
+    /// The LSH wire variants round-trip to the same runs, told apart by the variant index:
+    /// 4 without a reverse map (what this build writes, removed-row counts included), 2 with
+    /// one (earlier builds).
     #[test]
     fn lsh_wire_variants_round_trip_and_keep_their_indexes() {
-        for (reverse_map, variant) in [(false, 3u8), (true, 2)] {
-            let def = lsh(reverse_map);
+        for (reverse_map, dead, variant) in [(false, 0, 4u8), (false, 3, 4), (true, 0, 2)] {
+            let def = lsh(reverse_map, dead);
             assert_eq!(IndexDef::decode(1, &def.encode(1).expect("encode")).expect("decode"), def);
             let spec = postcard::to_allocvec(&def.spec).expect("postcard");
             assert_eq!(spec[0], variant, "reverse map {reverse_map}");
+        }
+    }
+
+    /// Variant 3, as the builds before removed-row counts wrote it, reads as runs with no
+    /// removed rows; a run counting more removed rows than it holds is refused.
+    #[test]
+    fn variant_3_reads_with_no_removed_rows_and_counts_are_checked() {
+        let want = lsh(false, 0);
+        let IndexSpec::Lsh { scheme, threshold, next_run, runs, .. } = want.spec.clone() else { unreachable!() };
+        let runs = runs
+            .into_iter()
+            .map(|r| LshRunV3 {
+                id: r.id,
+                group_bits: r.group_bits,
+                first_row: r.first_row,
+                end_row: r.end_row,
+                entries: r.entries,
+                sum_sq: r.sum_sq,
+            })
+            .collect();
+        #[derive(Serialize)]
+        struct Def3 {
+            spec: IndexSpecWire,
+            entries: u64,
+            sum_sq: u128,
+        }
+        let spec = IndexSpecWire::LshEager(LshWire { scheme, threshold, next_run, runs });
+        assert_eq!(postcard::to_allocvec(&spec).expect("postcard")[0], 3);
+        let bytes = envelope::encode(RecordKind::IndexDef, &Def3 { spec, entries: 390, sum_sq: 400 }).expect("encode");
+        assert_eq!(IndexDef::decode(1, &bytes).expect("decode"), want);
+        // 390 entries at 39 bands hold 10 rows.
+        assert!(IndexDef::decode(1, &lsh(false, 10).encode(1).unwrap()).is_ok());
+        match IndexDef::decode(2, &lsh(false, 11).encode(2).unwrap()) {
+            Err(StorageError::CorruptMeta { table, key, .. }) => {
+                assert_eq!((table, key.as_str()), (INDEX_DEFS_NAME, "2"))
+            }
+            other => panic!("{other:?}"),
         }
     }
 
@@ -275,7 +377,8 @@ mod tests {
             _B,
             _C,
             _D,
-            E(u32),
+            _E,
+            F(u32),
         }
         #[derive(Serialize)]
         struct LaterDef {
@@ -283,7 +386,7 @@ mod tests {
             entries: u64,
             sum_sq: u128,
         }
-        let bytes = envelope::encode(RecordKind::IndexDef, &LaterDef { spec: Later::E(1), entries: 0, sum_sq: 0 })
+        let bytes = envelope::encode(RecordKind::IndexDef, &LaterDef { spec: Later::F(1), entries: 0, sum_sq: 0 })
             .expect("encode");
         match IndexDef::decode(3, &bytes) {
             Err(StorageError::CorruptMeta { table, key, .. }) => {

@@ -3,7 +3,7 @@
 //! in-memory SimHash table index ([`simhash_mem`]). The persisted half, in redb tables next
 //! to the records and maintained in the same write transactions: the index definition
 //! ([`meta`]), SimHash tables ([`simhash_tables`], [`simhash_read`]), LSH buckets ([`lsh`], [`lsh_chunk`],
-//! [`lsh_read`], [`lsh_delta`], [`lsh_write`], [`lsh_merge`], [`lsh_cache`]), the probes' cache ([`probe_cache`]), maintenance and rebuilds ([`maintain`]), planner statistics ([`stats`])
+//! [`lsh_read`], [`lsh_delta`], [`lsh_dead`], [`lsh_write`], [`lsh_merge`], [`lsh_cache`]), the probes' cache ([`probe_cache`]), maintenance and rebuilds ([`maintain`]), planner statistics ([`stats`])
 //! and verification ([`verify`]).
 
 pub(crate) mod error;
@@ -12,6 +12,7 @@ pub(crate) mod keys;
 pub(crate) mod lsh;
 pub(crate) mod lsh_cache;
 mod lsh_chunk;
+pub(crate) mod lsh_dead;
 pub(crate) mod lsh_delta;
 pub(crate) mod lsh_mem;
 pub(crate) mod lsh_merge;

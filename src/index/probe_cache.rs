@@ -4,9 +4,9 @@
 //! SimHash tables, the collection's `(next_row, live)`:
 //!
 //! * LSH: every write that changes the index changes the definition (a new run takes a fresh
-//!   run number, never reused; a removal lowers its run's `entries`), and a run holds exactly
-//!   the live rows of its row range, a set that only shrinks, so equal bytes mean equal
-//!   entries.
+//!   run number, never reused; a removal raises its run's `dead`), and a run's entries change
+//!   only when it is rewritten under a new number, so equal bytes mean equal entries and an
+//!   equal set of live rows among them.
 //! * SimHash: the tables hold exactly the live rows. `next_row` never decreases, and while it
 //!   stays the same the live set only shrinks, one row per decrement of `live`, so equal
 //!   `(next_row, live)` mean an equal live set (the definition's row count does not: an
@@ -196,8 +196,8 @@ impl ProbeCache {
     ///
     /// Sound because a row's record (key and sketch) never changes once written (an upsert
     /// or a compaction writes a new row id, from `next_row` up), and what keys this cache
-    /// fixes the set of live rows (LSH: the definition bytes, a removal lowering its run's
-    /// `entries`; SimHash: `(next_row, live)`, see the module comment), so a record kept here
+    /// fixes the set of live rows (LSH: the definition bytes, a removal raising its run's
+    /// `dead`; SimHash: `(next_row, live)`, see the module comment), so a record kept here
     /// is what its page holds in every snapshot of this index version. A row not live in
     /// `snap` is not kept.
     pub(crate) fn records(

@@ -20,6 +20,8 @@ pub(crate) struct LshIndexStats {
     pub runs: u32,
     /// The band-hash version of its keys.
     pub band_hash: u16,
+    /// Removed rows whose entries the runs still hold (listed in `sketchdb.lsh_dead`).
+    pub removed_rows: u64,
 }
 
 /// SimHash table statistics.
@@ -52,6 +54,10 @@ pub(crate) fn index_stats(
                             _ => 1,
                         },
                         band_hash: scheme.version,
+                        removed_rows: match &d.spec {
+                            IndexSpec::Lsh { runs, .. } => runs.iter().map(|r| r.dead).sum(),
+                            _ => 0,
+                        },
                     }),
                     None,
                 ),

@@ -1,6 +1,7 @@
-//! Index verification: recomputes every index entry from the live rows and compares it with
-//! the stored tables (SimHash buckets; LSH groups, their chunks and the reverse map) and
-//! the definition's counters. Each problem names collection, index table, table or band,
+//! Index verification: recomputes every index entry from the live rows (and, for LSH, the
+//! removed rows its runs still hold, listed in `sketchdb.lsh_dead`) and compares it with
+//! the stored tables (SimHash buckets; LSH groups, their chunks, the removed-row listing and
+//! the reverse map) and the definition's counters. Each problem names collection, index table, table or band,
 //! and bucket.
 
 use std::collections::BTreeMap;
@@ -8,6 +9,7 @@ use std::collections::BTreeMap;
 use redb::ReadTransaction;
 
 use super::lsh::{ChunkView, Groups, band_keys_of, bucket_sums};
+use super::lsh_dead::listed;
 use super::meta::{IndexDef, IndexSpec};
 use super::simhash_tables::{BucketView, Geometry};
 use crate::sketch::sketch::Sketch;
@@ -17,7 +19,7 @@ use crate::storage::error::contain;
 use crate::storage::reader::{ReadSnapshot, decode, open};
 use crate::storage::store::Store;
 use crate::storage::tables::{
-    LSH_BUCKETS, LSH_BUCKETS_NAME, LSH_ROWS, LSH_ROWS_NAME, SIMHASH_BUCKETS, SIMHASH_BUCKETS_NAME,
+    LSH_BUCKETS, LSH_BUCKETS_NAME, LSH_DEAD_NAME, LSH_ROWS, LSH_ROWS_NAME, SIMHASH_BUCKETS, SIMHASH_BUCKETS_NAME,
 };
 use crate::storage::verify::{Problem, VerifyReport};
 
@@ -58,22 +60,49 @@ pub(crate) fn verify_indexes(store: &Store, report: &mut VerifyReport) -> Result
             }
             Err(e) => return Err(e),
         };
+        // The rows listed as removed with entries still in LSH runs, ascending.
+        let dead = match contain("read sketchdb.lsh_dead", || listed(snap.txn(), info)) {
+            Ok(d) => d,
+            Err(e) if e.is_corruption() => {
+                out.problem(None, format!("{LSH_DEAD_NAME}: {e}"));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let is_listed = |row: u64| dead.binary_search(&row).is_ok();
+        // Live rows, and the listed rows' records (removed: their pages still hold them).
         let mut live: Vec<(u64, Sketch)> = Vec::new();
+        let mut removed: Vec<(u64, Sketch)> = Vec::new();
         let scanned = snap.for_each_page(info, |first, view| {
-            for i in (0..view.row_count()).filter(|&i| !view.is_deleted(i)) {
-                live.push((view.first_row() + i as u64, decode(info, view, first, i)?));
+            for i in 0..view.row_count() {
+                let row = view.first_row() + i as u64;
+                if !view.is_deleted(i) {
+                    live.push((row, decode(info, view, first, i)?));
+                } else if is_listed(row) {
+                    removed.push((row, decode(info, view, first, i)?));
+                }
             }
             Ok(true)
         });
         if scanned.is_err() {
             continue; // damaged pages are the storage checks' problems
         }
+        for (row, _) in live.iter().filter(|(row, _)| is_listed(*row)) {
+            out.problem(Some(*row), format!("{LSH_DEAD_NAME}: lists a live row as removed"));
+        }
+        let lsh = matches!(def.as_deref(), Some(IndexDef { spec: IndexSpec::Lsh { .. }, .. }));
+        if !lsh && !dead.is_empty() {
+            out.problem(
+                Some(dead[0]),
+                format!("{LSH_DEAD_NAME}: {} rows listed, but there is no LSH index", dead.len()),
+            );
+        }
         let r = contain("verify index", || match def.as_deref() {
             None => check_empty(snap.txn(), info, &mut out),
             Some(d @ IndexDef { spec: IndexSpec::Simhash { .. }, .. }) => {
                 check_simhash(snap.txn(), info, d, &live, &mut out)
             }
-            Some(d) => check_lsh(&snap, info, d, &live, &mut out),
+            Some(d) => check_lsh(&snap, info, d, &live, Removed { listed: &dead, held: &removed }, &mut out),
         });
         match r {
             Ok(()) => {}
@@ -197,11 +226,19 @@ fn check_simhash(
     Ok(())
 }
 
+/// The rows `sketchdb.lsh_dead` lists for a collection (ascending) and the records of those
+/// its pages hold (ascending).
+struct Removed<'a> {
+    listed: &'a [u64],
+    held: &'a [(u64, Sketch)],
+}
+
 fn check_lsh(
     snap: &ReadSnapshot,
     info: &CollectionInfo,
     def: &IndexDef,
     live: &[(u64, Sketch)],
+    removed: Removed<'_>,
     out: &mut Out<'_>,
 ) -> Result<(), StorageError> {
     let (scheme, runs, reverse_map) = match &def.spec {
@@ -263,6 +300,18 @@ fn check_lsh(
             out.problem(Some(row), format!("{LSH_ROWS_NAME}: live row has no entry"));
         }
     }
+    check_listing(runs, &removed, out);
+    // The listed removed rows' entries are expected too (only a merge drops them).
+    for (row, s) in removed.held {
+        match scheme.sketch_keys(s) {
+            Ok(k) => {
+                rows.push(*row);
+                keys.extend_from_slice(&k);
+            }
+            Err(e) => out.problem(Some(*row), format!("removed row listed in {LSH_DEAD_NAME} cannot be banded: {e}")),
+        }
+    }
+    let keys_of = |i: usize| &keys[i * n_bands..(i + 1) * n_bands];
     // Stored buckets: every run's groups, band by band (the table is in (band, run) order);
     // a band's entries of all runs together must equal the live rows' keys of that band.
     let (mut entries, mut sum_sq) = (0u64, 0u128);
@@ -285,7 +334,7 @@ fn check_lsh(
                     out.problem(
                         Some(x.1),
                         format!(
-                            "{}: row {} is not a live row with this band key (or is stored twice)",
+                            "{}: row {} is neither a live row nor a listed removed row with this band key (or is stored twice)",
                             where_(x.0),
                             x.1
                         ),
@@ -293,7 +342,7 @@ fn check_lsh(
                     a += 1;
                 }
                 (_, Some(y)) => {
-                    out.problem(Some(y.1), format!("{}: missing live row {}", where_(y.0), y.1));
+                    out.problem(Some(y.1), format!("{}: missing row {}", where_(y.0), y.1));
                     b += 1;
                 }
                 _ => break,
@@ -419,4 +468,33 @@ fn check_lsh(
         );
     }
     Ok(())
+}
+
+/// Checks the removed-row listing against the runs: every listed row's page holds its
+/// (removed) record, it lies in a run, and each run's `dead` count equals its listed rows.
+fn check_listing(runs: &[super::meta::LshRun], removed: &Removed<'_>, out: &mut Out<'_>) {
+    let mut held = removed.held.iter().map(|(row, _)| *row).peekable();
+    let mut counts = vec![0u64; runs.len()];
+    for &row in removed.listed {
+        while held.next_if(|&h| h < row).is_some() {}
+        if held.next_if_eq(&row).is_none() {
+            out.problem(Some(row), format!("{LSH_DEAD_NAME}: lists row {row}, which no page holds as removed"));
+        }
+        let i = runs.partition_point(|r| r.end_row <= row);
+        match runs.get(i).filter(|r| r.first_row <= row) {
+            Some(_) => counts[i] += 1,
+            None => out.problem(Some(row), format!("{LSH_DEAD_NAME}: lists row {row}, which lies in no LSH run")),
+        }
+    }
+    for (run, n) in runs.iter().zip(counts) {
+        if run.dead != n {
+            out.problem(
+                None,
+                format!(
+                    "lsh run {}: definition counts {} removed rows; {LSH_DEAD_NAME} lists {n} in its rows",
+                    run.id, run.dead
+                ),
+            );
+        }
+    }
 }

@@ -12,8 +12,8 @@ use super::error::{StorageError, contain};
 use super::store::Store;
 use super::tables::{
     CATALOG_KEY, COLLECTION_NAMES, COLLECTION_STATE, COLLECTION_STATE_NAME, COLLECTIONS, COLLECTIONS_NAME, INDEX_DEFS,
-    KEYS, LSH_BUCKETS, LSH_GROUPS_V1, LSH_GROUPS_V1_NAME, LSH_ROWS, LSH_ROWS_NAME, META, META_NAME, PAGES,
-    SIMHASH_BUCKETS,
+    KEYS, LSH_BUCKETS, LSH_DEAD, LSH_DEAD_NAME, LSH_GROUPS_V1, LSH_GROUPS_V1_NAME, LSH_ROWS, LSH_ROWS_NAME, META,
+    META_NAME, PAGES, SIMHASH_BUCKETS,
 };
 use crate::codec::layout::ColumnLayout;
 use crate::codec::meta::{CatalogRecord, CollectionDef, CollectionState};
@@ -264,7 +264,7 @@ impl Store {
 }
 
 /// Removes every index entry of collection `id` (its definition, SimHash buckets, LSH
-/// buckets and reverse map), inside `txn`: used by drop and by index rebuilds.
+/// buckets, removed-row listing and reverse map), inside `txn`: used by drop and by index rebuilds.
 pub(crate) fn drop_index_entries(txn: &WriteTransaction, id: u32) -> Result<(), StorageError> {
     let rm = || StorageError::backend("remove index entries");
     txn.open_table(INDEX_DEFS).map_err(StorageError::backend("open table"))?.remove(id).map_err(rm())?;
@@ -281,6 +281,12 @@ pub(crate) fn drop_index_entries(txn: &WriteTransaction, id: u32) -> Result<(), 
         txn.open_table(LSH_GROUPS_V1)
             .map_err(StorageError::backend("open table"))?
             .retain_in((id, 0u32, 0u64, 0u32)..=(id, u32::MAX, u64::MAX, u32::MAX), |_, _| false)
+            .map_err(rm())?;
+    }
+    if has_table(txn, LSH_DEAD_NAME)? {
+        txn.open_table(LSH_DEAD)
+            .map_err(StorageError::backend("open table"))?
+            .retain_in((id, 0u64)..=(id, u64::MAX), |_, _| false)
             .map_err(rm())?;
     }
     drop_lsh_reverse_map(txn, id)

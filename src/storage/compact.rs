@@ -3,8 +3,10 @@
 //!
 //! The live rows of every page that has deleted rows are moved, in row order, to new row ids
 //! at the end of the collection (row ids are never reused; a key's row id changes only
-//! here), the emptied pages are removed, and `deleted` drops to zero. One write transaction
-//! per collection, so a crash leaves each collection either compacted or untouched. Then
+//! here), the emptied pages are removed, and `deleted` drops to zero; the index is optimized
+//! in the same transaction (an LSH index then holds no removed row's entries, whose records
+//! are gone). One write transaction per collection, so a crash leaves each collection either
+//! compacted or untouched. Then
 //! redb's own `compact` relocates pages to the front of the file and truncates it; that
 //! needs no live transactions or snapshots ([`StorageError::Busy`] otherwise).
 
@@ -121,6 +123,11 @@ impl Store {
             pages.flush()?;
         }
         hook.finish(&txn, info)?;
+        // The purged rows' records are gone with this commit: an index still holding entries
+        // of removed rows (an LSH run's) drops them in the same transaction.
+        if hook.optimize(&txn, info)? {
+            summary.indexes_optimized += 1;
+        }
         state.deleted = state.deleted.saturating_sub(summary_purged(summary, purged_before));
         write_state(&txn, info, &state)?;
         txn.commit().map_err(StorageError::backend("commit"))

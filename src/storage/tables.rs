@@ -39,6 +39,9 @@ pub(crate) const LSH_BUCKETS: TableDefinition<(u32, u32, u32, u64, u32), &[u8]> 
 /// never written; drop and rebuild clear a collection's entries from it.
 pub(crate) const LSH_GROUPS_V1: TableDefinition<(u32, u32, u64, u32), &[u8]> =
     TableDefinition::new("sketchdb.lsh_buckets");
+/// `(u32, u64) -> ()`: (collection id, row id) of every removed row whose entries an LSH run
+/// still holds (dropped when a merge rewrites the run; each run counts its own).
+pub(crate) const LSH_DEAD: TableDefinition<(u32, u64), ()> = TableDefinition::new("sketchdb.lsh_dead");
 /// `(u32, u64) -> &[u8]`: (collection id, row id) -> the row's band keys (band order): the
 /// reverse map of LSH indexes written by earlier builds, never written now; a write to such
 /// an index removes its entries (band keys are computed from the stored signature instead).
@@ -49,6 +52,7 @@ pub(crate) const SIMHASH_BUCKETS_NAME: &str = "sketchdb.simhash_buckets";
 pub(crate) const LSH_BUCKETS_NAME: &str = "sketchdb.lsh_runs";
 pub(crate) const LSH_GROUPS_V1_NAME: &str = "sketchdb.lsh_buckets";
 pub(crate) const LSH_ROWS_NAME: &str = "sketchdb.lsh_rows";
+pub(crate) const LSH_DEAD_NAME: &str = "sketchdb.lsh_dead";
 
 /// Key of the format record in [`META`].
 pub(crate) const FORMAT_KEY: &str = "format";

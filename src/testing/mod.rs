@@ -373,6 +373,8 @@ pub struct LshRunInfo {
     pub first_row: u64,
     pub end_row: u64,
     pub entries: u64,
+    /// Removed rows whose entries the run still holds.
+    pub dead: u64,
 }
 
 /// One stored LSH chunk: run, band, group, chunk number, entries (0 if it does not parse)
@@ -406,6 +408,7 @@ pub fn lsh_group_chunks(collection: &Collection, db: &Database) -> Result<Option
             first_row: r.first_row,
             end_row: r.end_row,
             entries: r.entries,
+            dead: r.dead,
         })
         .collect();
     let id = collection.info().def.id;
@@ -424,6 +427,51 @@ pub fn lsh_group_chunks(collection: &Collection, db: &Database) -> Result<Option
         }
     }
     Ok(Some((infos, out)))
+}
+
+/// The rows `sketchdb.lsh_dead` lists for the collection (removed rows whose entries an LSH
+/// run still holds), ascending, each with the sketch its page still holds (`None` when no
+/// page holds the row as a removed row).
+pub fn lsh_removed_rows(collection: &Collection, db: &Database) -> Result<Vec<(u64, Option<crate::Sketch>)>> {
+    let snap = db.store().snapshot()?;
+    let info = collection.info();
+    let listed = crate::index::lsh_dead::listed(snap.txn(), info)?;
+    let mut held = std::collections::HashMap::new();
+    snap.for_each_page(info, |first, view| {
+        for i in (0..view.row_count()).filter(|&i| view.is_deleted(i)) {
+            let row = view.first_row() + i as u64;
+            if listed.binary_search(&row).is_ok() {
+                held.insert(row, crate::storage::reader::decode(info, view, first, i)?);
+            }
+        }
+        Ok(true)
+    })?;
+    Ok(listed.into_iter().map(|row| (row, held.remove(&row))).collect())
+}
+
+/// Removes the first row of the collection's `sketchdb.lsh_dead` listing, leaving its entries
+/// and its run's count (damage verify must name); returns the row, `None` when none is listed.
+pub fn unlist_first_lsh_removed_row(collection: &Collection, db: &Database) -> Result<Option<u64>> {
+    use crate::storage::StorageError;
+    use redb::ReadableTable;
+    let id = collection.info().def.id;
+    let txn = db.store().begin_write()?;
+    let row = {
+        let mut t = txn.open_table(crate::storage::tables::LSH_DEAD).map_err(StorageError::backend("open table"))?;
+        let first = t
+            .range((id, 0u64)..=(id, u64::MAX))
+            .map_err(StorageError::backend("scan"))?
+            .next()
+            .transpose()
+            .map_err(StorageError::backend("scan"))?
+            .map(|(k, _)| k.value().1);
+        if let Some(row) = first {
+            t.remove((id, row)).map_err(StorageError::backend("remove"))?;
+        }
+        first
+    };
+    txn.commit().map_err(StorageError::backend("commit"))?;
+    Ok(row)
 }
 
 /// The live records among `rows` (ascending) read in one pass, as (row id, key): the batch

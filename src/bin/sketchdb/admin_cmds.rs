@@ -215,8 +215,13 @@ fn index_text(index: Option<IndexSummary>) -> String {
     match index {
         None => "-".into(),
         Some(IndexSummary::SimhashTables { tables, radius }) => format!("simhash: {tables} tables, radius {radius}"),
-        Some(IndexSummary::Lsh { bands, rows, runs, band_hash }) => {
-            format!("lsh: {bands} x {rows}, {runs} run{}, band hash v{band_hash}", if runs == 1 { "" } else { "s" })
+        Some(IndexSummary::Lsh { bands, rows, runs, band_hash, removed_rows }) => {
+            let pending =
+                if removed_rows > 0 { format!(", {removed_rows} removed rows to drop") } else { String::new() };
+            format!(
+                "lsh: {bands} x {rows}, {runs} run{}, band hash v{band_hash}{pending}",
+                if runs == 1 { "" } else { "s" }
+            )
         }
         Some(other) => format!("{other:?}"),
     }
@@ -229,8 +234,9 @@ fn index_json(index: Option<IndexSummary>) -> serde_json::Value {
         Some(IndexSummary::SimhashTables { tables, radius }) => {
             json!({"kind": "simhash", "tables": tables, "radius": radius})
         }
-        Some(IndexSummary::Lsh { bands, rows, runs, band_hash }) => {
-            json!({"kind": "lsh", "bands": bands, "rows": rows, "runs": runs, "band_hash": band_hash})
+        Some(IndexSummary::Lsh { bands, rows, runs, band_hash, removed_rows }) => {
+            json!({"kind": "lsh", "bands": bands, "rows": rows, "runs": runs, "band_hash": band_hash,
+                   "removed_rows": removed_rows})
         }
         Some(other) => json!({"kind": format!("{other:?}")}),
     }
