@@ -59,21 +59,34 @@ fn dead(c: &Collection, db: &Database) -> (Vec<(u32, u64)>, Vec<u64>) {
     (runs.iter().map(|r| (r.id, r.dead)).collect(), listed)
 }
 
+/// Collection `name` of `params` under `index` in `db`, loaded in one batch with the
+/// sketches of `n` sets (keys `k0`, `k1`, ...), which are returned.
+fn loaded(
+    db: &Database,
+    name: &str,
+    params: SketchParams,
+    index: IndexConfig,
+    n: usize,
+    seed: u64,
+) -> (Collection, Vec<Sketch>) {
+    let c = db.create_collection(name, CollectionConfig::new(params).with_index(index)).expect("collection");
+    let sk = Sketcher::new(params).expect("sketcher");
+    let sketches: Vec<Sketch> = sets(&mut Rng(seed), n).iter().map(|t| sk.sketch(t).expect("sketch")).collect();
+    let mut b = Batch::new();
+    for (i, s) in sketches.iter().enumerate() {
+        b.insert(format!("k{i}"), s.clone());
+    }
+    c.apply(&b).expect("load");
+    (c, sketches)
+}
+
 #[test]
 fn removed_rows_are_listed_until_their_run_is_rewritten() {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("db");
-    let params = SketchParams::bbit(64, 8, 3).expect("params");
     let db = Database::create(&path).expect("create");
-    let c =
-        db.create_collection("s", CollectionConfig::new(params).with_index(IndexConfig::lsh(0.6))).expect("collection");
-    let sk = Sketcher::new(params).expect("sketcher");
-    let sketches: Vec<Sketch> = sets(&mut Rng(17), ROWS).iter().map(|t| sk.sketch(t).expect("sketch")).collect();
-    let mut batch = Batch::new();
-    for (i, s) in sketches.iter().enumerate() {
-        batch.insert(format!("k{i}"), s.clone());
-    }
-    c.apply(&batch).expect("load");
+    let (c, sketches) =
+        loaded(&db, "s", SketchParams::bbit(64, 8, 3).expect("params"), IndexConfig::lsh(0.6), ROWS, 17);
     let probes: Vec<Sketch> = sketches.iter().step_by(9).cloned().collect();
     let (runs, listed) = dead(&c, &db);
     assert_eq!((runs.len(), listed.len()), (1, 0));
@@ -192,16 +205,8 @@ fn dedup_and_compaction_pass_over_listed_rows() {
 fn compaction_drops_listed_rows_in_its_own_transaction() {
     let dir = tempfile::tempdir().expect("dir");
     let db = Database::create(dir.path().join("db")).expect("create");
-    let params = SketchParams::bbit(128, 8, 5).expect("params");
-    let c =
-        db.create_collection("s", CollectionConfig::new(params).with_index(IndexConfig::lsh(0.7))).expect("collection");
-    let sk = Sketcher::new(params).expect("sketcher");
-    let sketches: Vec<Sketch> = sets(&mut Rng(5), 4000).iter().map(|t| sk.sketch(t).expect("sketch")).collect();
-    let mut b = Batch::new();
-    for (i, s) in sketches.iter().enumerate() {
-        b.insert(format!("k{i}"), s.clone());
-    }
-    c.apply(&b).expect("load");
+    let (c, sketches) =
+        loaded(&db, "s", SketchParams::bbit(128, 8, 5).expect("params"), IndexConfig::lsh(0.7), 4000, 5);
     let pages = testing::page_starts(&c, &db).expect("pages");
     assert!(pages.len() >= 8, "{pages:?}");
     // Five removals in the second page: its other rows move, and their old rows are listed
@@ -222,15 +227,7 @@ fn compaction_drops_listed_rows_in_its_own_transaction() {
 fn verify_names_a_damaged_listing() {
     let dir = tempfile::tempdir().expect("dir");
     let db = Database::create(dir.path().join("db")).expect("create");
-    let params = SketchParams::bbit(64, 8, 3).expect("params");
-    let c =
-        db.create_collection("s", CollectionConfig::new(params).with_index(IndexConfig::lsh(0.6))).expect("collection");
-    let sk = Sketcher::new(params).expect("sketcher");
-    let mut b = Batch::new();
-    for (i, t) in sets(&mut Rng(3), 200).iter().enumerate() {
-        b.insert(format!("k{i}"), sk.sketch(t).expect("sketch"));
-    }
-    c.apply(&b).expect("load");
+    let (c, _) = loaded(&db, "s", SketchParams::bbit(64, 8, 3).expect("params"), IndexConfig::lsh(0.6), 200, 3);
     for i in [3, 50, 170] {
         c.delete(format!("k{i}")).expect("delete");
     }

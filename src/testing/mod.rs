@@ -453,18 +453,11 @@ pub fn lsh_removed_rows(collection: &Collection, db: &Database) -> Result<Vec<(u
 /// and its run's count (damage verify must name); returns the row, `None` when none is listed.
 pub fn unlist_first_lsh_removed_row(collection: &Collection, db: &Database) -> Result<Option<u64>> {
     use crate::storage::StorageError;
-    use redb::ReadableTable;
     let id = collection.info().def.id;
     let txn = db.store().begin_write()?;
     let row = {
         let mut t = txn.open_table(crate::storage::tables::LSH_DEAD).map_err(StorageError::backend("open table"))?;
-        let first = t
-            .range((id, 0u64)..=(id, u64::MAX))
-            .map_err(StorageError::backend("scan"))?
-            .next()
-            .transpose()
-            .map_err(StorageError::backend("scan"))?
-            .map(|(k, _)| k.value().1);
+        let first = crate::index::lsh_dead::listed_in(&t, id, 0..u64::MAX)?.first().copied();
         if let Some(row) = first {
             t.remove((id, row)).map_err(StorageError::backend("remove"))?;
         }
