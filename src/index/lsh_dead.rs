@@ -16,7 +16,7 @@ use std::ops::Range;
 
 use redb::{ReadTransaction, ReadableTable, Table};
 
-use super::meta::LshRun;
+use super::meta::{LshRun, run_holding};
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::reader::open;
@@ -46,10 +46,10 @@ pub(crate) fn mark_removed(
 ) -> Result<(), StorageError> {
     let id = info.def.id;
     for &row in rows {
-        let i = runs.partition_point(|r| r.end_row <= row);
-        let Some(run) = runs.get_mut(i).filter(|r| r.first_row <= row) else {
+        let Some(i) = run_holding(runs, row) else {
             return Err(inconsistent(info, row, "a removed row lies in no LSH run"));
         };
+        let run = &mut runs[i];
         if table.insert((id, row), ()).map_err(StorageError::backend("list removed lsh row"))?.is_some() {
             return Err(inconsistent(info, row, "a removed row is already listed in sketchdb.lsh_dead"));
         }

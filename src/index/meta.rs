@@ -176,6 +176,13 @@ impl LshRun {
     }
 }
 
+/// The index in `runs` (ascending, disjoint row ranges) of the run whose row range holds
+/// `row`, if any.
+pub(crate) fn run_holding(runs: &[LshRun], row: u64) -> Option<usize> {
+    let i = runs.partition_point(|r| r.end_row <= row);
+    runs.get(i).is_some_and(|r| r.first_row <= row).then_some(i)
+}
+
 /// A collection's index definition and counters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct IndexDef {

@@ -4,7 +4,7 @@
 //! to the records and maintained in the same write transactions: the index definition
 //! ([`meta`]), SimHash tables ([`simhash_tables`], [`simhash_read`]), LSH buckets ([`lsh`], [`lsh_chunk`],
 //! [`lsh_read`], [`lsh_delta`], [`lsh_dead`], [`lsh_write`], [`lsh_merge`], [`lsh_cache`]), the probes' cache ([`probe_cache`]), maintenance and rebuilds ([`maintain`]), planner statistics ([`stats`])
-//! and verification ([`verify`]).
+//! and verification ([`verify`], [`verify_listing`]).
 
 pub(crate) mod error;
 pub(crate) mod fingerprint;
@@ -32,6 +32,7 @@ pub(crate) mod simhash_read;
 pub(crate) mod simhash_tables;
 pub(crate) mod stats;
 pub(crate) mod verify;
+mod verify_listing;
 
 #[cfg(test)]
 mod packed_tests;

@@ -8,10 +8,12 @@ use std::collections::BTreeMap;
 
 use redb::ReadTransaction;
 
+use super::keys::band::BandKeyScheme;
 use super::lsh::{ChunkView, Groups, band_keys_of, bucket_sums};
 use super::lsh_dead::listed;
 use super::meta::{IndexDef, IndexSpec};
 use super::simhash_tables::{BucketView, Geometry};
+use super::verify_listing::{Removed, check_listing};
 use crate::sketch::sketch::Sketch;
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
@@ -26,14 +28,14 @@ use crate::storage::verify::{Problem, VerifyReport};
 /// Problems reported per collection at most (the rest are counted in one last problem).
 const MAX_PROBLEMS: usize = 50;
 
-struct Out<'a> {
+pub(super) struct Out<'a> {
     report: &'a mut VerifyReport,
     name: String,
     count: usize,
 }
 
 impl Out<'_> {
-    fn problem(&mut self, row: Option<u64>, detail: String) {
+    pub(super) fn problem(&mut self, row: Option<u64>, detail: String) {
         self.count += 1;
         if self.count <= MAX_PROBLEMS {
             self.report.problems.push(Problem { collection: Some(self.name.clone()), page: None, row, detail });
@@ -226,13 +228,6 @@ fn check_simhash(
     Ok(())
 }
 
-/// The rows `sketchdb.lsh_dead` lists for a collection (ascending) and the records of those
-/// its pages hold (ascending).
-struct Removed<'a> {
-    listed: &'a [u64],
-    held: &'a [(u64, Sketch)],
-}
-
 fn check_lsh(
     snap: &ReadSnapshot,
     info: &CollectionInfo,
@@ -256,15 +251,7 @@ fn check_lsh(
     // take), in row order.
     let mut rows: Vec<u64> = Vec::with_capacity(live.len());
     let mut keys: Vec<u64> = Vec::with_capacity(live.len() * n_bands);
-    for (row, s) in live {
-        match scheme.sketch_keys(s) {
-            Ok(k) => {
-                rows.push(*row);
-                keys.extend_from_slice(&k);
-            }
-            Err(e) => out.problem(Some(*row), format!("row cannot be banded: {e}")),
-        }
-    }
+    band_rows(scheme, live, "row", (&mut rows, &mut keys), out);
     let keys_of = |i: usize| &keys[i * n_bands..(i + 1) * n_bands];
     // The reverse map of an earlier build against the live rows (both ascend by row id); an
     // index without one owns no entries there.
@@ -302,15 +289,8 @@ fn check_lsh(
     }
     check_listing(runs, &removed, out);
     // The listed removed rows' entries are expected too (only a merge drops them).
-    for (row, s) in removed.held {
-        match scheme.sketch_keys(s) {
-            Ok(k) => {
-                rows.push(*row);
-                keys.extend_from_slice(&k);
-            }
-            Err(e) => out.problem(Some(*row), format!("removed row listed in {LSH_DEAD_NAME} cannot be banded: {e}")),
-        }
-    }
+    let what = format!("removed row listed in {LSH_DEAD_NAME}");
+    band_rows(scheme, removed.held, &what, (&mut rows, &mut keys), out);
     let keys_of = |i: usize| &keys[i * n_bands..(i + 1) * n_bands];
     // Stored buckets: every run's groups, band by band (the table is in (band, run) order);
     // a band's entries of all runs together must equal the live rows' keys of that band.
@@ -470,31 +450,22 @@ fn check_lsh(
     Ok(())
 }
 
-/// Checks the removed-row listing against the runs: every listed row's page holds its
-/// (removed) record, it lies in a run, and each run's `dead` count equals its listed rows.
-fn check_listing(runs: &[super::meta::LshRun], removed: &Removed<'_>, out: &mut Out<'_>) {
-    let mut held = removed.held.iter().map(|(row, _)| *row).peekable();
-    let mut counts = vec![0u64; runs.len()];
-    for &row in removed.listed {
-        while held.next_if(|&h| h < row).is_some() {}
-        if held.next_if_eq(&row).is_none() {
-            out.problem(Some(row), format!("{LSH_DEAD_NAME}: lists row {row}, which no page holds as removed"));
-        }
-        let i = runs.partition_point(|r| r.end_row <= row);
-        match runs.get(i).filter(|r| r.first_row <= row) {
-            Some(_) => counts[i] += 1,
-            None => out.problem(Some(row), format!("{LSH_DEAD_NAME}: lists row {row}, which lies in no LSH run")),
-        }
-    }
-    for (run, n) in runs.iter().zip(counts) {
-        if run.dead != n {
-            out.problem(
-                None,
-                format!(
-                    "lsh run {}: definition counts {} removed rows; {LSH_DEAD_NAME} lists {n} in its rows",
-                    run.id, run.dead
-                ),
-            );
+/// Appends the rows of `list` to `rows` and their band keys to `keys` (flat, in the same
+/// order); a row that cannot be banded is a problem naming it as `what`.
+fn band_rows(
+    scheme: &BandKeyScheme,
+    list: &[(u64, Sketch)],
+    what: &str,
+    (rows, keys): (&mut Vec<u64>, &mut Vec<u64>),
+    out: &mut Out<'_>,
+) {
+    for (row, s) in list {
+        match scheme.sketch_keys(s) {
+            Ok(k) => {
+                rows.push(*row);
+                keys.extend_from_slice(&k);
+            }
+            Err(e) => out.problem(Some(*row), format!("{what} cannot be banded: {e}")),
         }
     }
 }
