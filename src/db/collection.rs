@@ -48,12 +48,15 @@ pub struct CollectionStats {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum IndexSummary {
-    /// SimHash permuted tables.
+    /// SimHash permuted tables. Writes add runs, which merge in size tiers (at most 10
+    /// runs); compaction merges them into one.
     SimhashTables {
         /// Tables.
         tables: u32,
         /// The largest radius they answer.
         radius: u32,
+        /// Runs the tables are stored in (each a full set of tables over its rows).
+        runs: u32,
     },
     /// LSH banding buckets. Writes add runs, which merge in size tiers (at most 10 runs);
     /// compaction merges them into one. Each run costs a probe one more bucket read per band.

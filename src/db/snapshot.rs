@@ -75,7 +75,7 @@ impl Snapshot {
                 band_hash: l.band_hash,
                 removed_rows: l.removed_rows,
             }),
-            (None, Some(t)) => Some(IndexSummary::SimhashTables { tables: t.tables, radius: t.radius }),
+            (None, Some(t)) => Some(IndexSummary::SimhashTables { tables: t.tables, radius: t.radius, runs: t.runs }),
             (None, None) => None,
         };
         Ok(CollectionStats {

@@ -10,7 +10,8 @@ use super::keys::simhash_design::SimhashTableDesign;
 use super::lsh_delta::LshDelta;
 use super::lsh_params::{CollisionModel, LshParams, LshWeights, optimal_lsh_params};
 use super::meta::{IndexDef, IndexSpec, index_err};
-use super::simhash_tables::{SimhashDelta, bucket_bits_for};
+use super::simhash_tables::bucket_bits_for;
+use super::simhash_write::SimhashDelta;
 use crate::sketch::params::{SketchKind, SketchParams};
 use crate::sketch::sketch::Sketch;
 use crate::storage::StorageError;
@@ -46,7 +47,7 @@ pub(crate) fn spec_for(request: IndexRequest, params: &SketchParams, n_rows: u64
                 return Err(IndexError::invalid("index", "SimHash tables", "a SimHash collection"));
             }
             let design = SimhashTableDesign::design(n_rows, radius, u32::from(params.bits()))?;
-            Ok(IndexSpec::Simhash { design, bucket_bits: bucket_bits_for(n_rows) })
+            Ok(IndexSpec::Simhash { design, bucket_bits: bucket_bits_for(n_rows), next_run: 0, runs: Vec::new() })
         }
         IndexRequest::Lsh { threshold, bands, rows } => {
             let scheme = lsh_scheme_for(params.kind(), params.bits(), params.slots(), threshold, bands, rows)?;
@@ -143,7 +144,7 @@ impl IndexHook for IndexMaintainer {
         self.def = IndexDef::load_in(txn, info)?;
         self.active = match self.def.as_ref().map(|d| &d.spec) {
             None => Active::None,
-            Some(IndexSpec::Simhash { design, bucket_bits }) => {
+            Some(IndexSpec::Simhash { design, bucket_bits, .. }) => {
                 Active::Simhash(SimhashDelta::new(design.clone(), *bucket_bits))
             }
             Some(IndexSpec::Lsh { scheme, .. }) => Active::Lsh(LshDelta::new(*scheme)),
@@ -193,12 +194,7 @@ impl IndexHook for IndexMaintainer {
         let Some(def) = self.def.as_mut() else { return Ok(()) };
         match &mut self.active {
             Active::None => return Ok(()),
-            Active::Simhash(d) => {
-                // An index of no rows has no buckets to read (a rebuild, a first batch).
-                d.flush(txn, info, def.entries == 0)?;
-                def.entries = def.entries.saturating_add_signed(d.net_rows);
-                d.net_rows = 0;
-            }
+            Active::Simhash(d) => d.flush(txn, info, def)?,
             Active::Lsh(d) => d.flush(txn, info, def)?,
         }
         def.store_in(txn, info)
@@ -206,7 +202,11 @@ impl IndexHook for IndexMaintainer {
 
     fn optimize(&mut self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<bool, StorageError> {
         let Some(def) = self.def.as_mut() else { return Ok(false) };
-        if !super::lsh_write::merge_all(txn, info, def)? {
+        let merged = match def.spec {
+            IndexSpec::Simhash { .. } => super::simhash_write::merge_all(txn, info, def)?,
+            _ => super::lsh_write::merge_all(txn, info, def)?,
+        };
+        if !merged {
             return Ok(false);
         }
         def.store_in(txn, info)?;

@@ -20,12 +20,13 @@ use crate::storage::tables::{INDEX_DEFS, INDEX_DEFS_NAME};
 
 /// Which index, with everything that determines its keys. Persisted through
 /// [`IndexSpecWire`].
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(from = "IndexSpecWire", into = "IndexSpecWire")]
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(into = "IndexSpecWire")]
 pub(crate) enum IndexSpec {
     /// SimHash permuted tables; `bucket_bits` is the bucket width B (each table's bucket is
-    /// the top `min(B, p_t)` bits of its permuted key).
-    Simhash { design: SimhashTableDesign, bucket_bits: u32 },
+    /// the top `min(B, p_t)` bits of its permuted key). Stored as `runs` (ascending, disjoint
+    /// row ranges), each a full set of tables over its rows; `next_run` numbers the next.
+    Simhash { design: SimhashTableDesign, bucket_bits: u32, next_run: u32, runs: Vec<SimhashRun> },
     /// The single-run LSH layout of earlier builds (table `sketchdb.lsh_buckets`). Still
     /// decoded so it can be named, refused and rebuilt; never written.
     LshGroups { scheme: BandKeyScheme, threshold: f64, group_bits: u32 },
@@ -42,6 +43,8 @@ pub(crate) enum IndexSpec {
 /// be appended; a build that predates one refuses it as an unknown variant.
 #[derive(Clone, Serialize, Deserialize)]
 enum IndexSpecWire {
+    /// SimHash tables as one set (builds before variant 5): read as one run, number 0,
+    /// holding every indexed row.
     Simhash {
         design: SimhashTableDesign,
         bucket_bits: u32,
@@ -57,6 +60,13 @@ enum IndexSpecWire {
     LshEager(LshWire<LshRunV3>),
     /// Runs with their removed-row counts; removed rows listed in `sketchdb.lsh_dead`.
     Lsh(LshWire<LshRun>),
+    /// SimHash tables stored as runs.
+    SimhashRuns {
+        design: SimhashTableDesign,
+        bucket_bits: u32,
+        next_run: u32,
+        runs: Vec<SimhashRun>,
+    },
 }
 
 /// The fields the LSH run variants store, in order (a newtype variant of this struct is
@@ -95,8 +105,10 @@ impl LshWire<LshRunV3> {
     }
 }
 
-impl From<IndexSpecWire> for IndexSpec {
-    fn from(w: IndexSpecWire) -> IndexSpec {
+impl IndexSpec {
+    /// The spec a stored variant stands for; `entries` is the stored definition's counter
+    /// (the rows of the single run a variant 0 SimHash index is read as).
+    fn from_wire(w: IndexSpecWire, entries: u64) -> IndexSpec {
         let lsh = |LshWire { scheme, threshold, next_run, runs }: LshWire<LshRun>, reverse_map| IndexSpec::Lsh {
             scheme,
             threshold,
@@ -105,7 +117,14 @@ impl From<IndexSpecWire> for IndexSpec {
             reverse_map,
         };
         match w {
-            IndexSpecWire::Simhash { design, bucket_bits } => IndexSpec::Simhash { design, bucket_bits },
+            IndexSpecWire::Simhash { design, bucket_bits } => {
+                let runs =
+                    if entries == 0 { Vec::new() } else { vec![SimhashRun { id: 0, first_row: 0, rows: entries }] };
+                IndexSpec::Simhash { design, bucket_bits, next_run: 1, runs }
+            }
+            IndexSpecWire::SimhashRuns { design, bucket_bits, next_run, runs } => {
+                IndexSpec::Simhash { design, bucket_bits, next_run, runs }
+            }
             IndexSpecWire::LshGroups { scheme, threshold, group_bits } => {
                 IndexSpec::LshGroups { scheme, threshold, group_bits }
             }
@@ -119,7 +138,9 @@ impl From<IndexSpecWire> for IndexSpec {
 impl From<IndexSpec> for IndexSpecWire {
     fn from(s: IndexSpec) -> IndexSpecWire {
         match s {
-            IndexSpec::Simhash { design, bucket_bits } => IndexSpecWire::Simhash { design, bucket_bits },
+            IndexSpec::Simhash { design, bucket_bits, next_run, runs } => {
+                IndexSpecWire::SimhashRuns { design, bucket_bits, next_run, runs }
+            }
             IndexSpec::LshGroups { scheme, threshold, group_bits } => {
                 IndexSpecWire::LshGroups { scheme, threshold, group_bits }
             }
@@ -183,8 +204,28 @@ pub(crate) fn run_holding(runs: &[LshRun], row: u64) -> Option<usize> {
     runs.get(i).is_some_and(|r| r.first_row <= row).then_some(i)
 }
 
+/// One run of SimHash tables: every table's entries of the live rows from `first_row` up to
+/// the next run's first row (the last run's range is open). Keys in
+/// `sketchdb.simhash_buckets` carry the run number above the table number
+/// ([`super::simhash_runs::table_field`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct SimhashRun {
+    /// Run number (below the index's `next_run` and below 2^24).
+    pub id: u32,
+    /// The run's first row id.
+    pub first_row: u64,
+    /// Live rows the run holds (each once in every table), at least 1.
+    pub rows: u64,
+}
+
+/// The index in `runs` (ascending `first_row`) of the run whose row range holds `row`.
+pub(crate) fn simhash_run_holding(runs: &[SimhashRun], row: u64) -> Option<usize> {
+    runs.partition_point(|r| r.first_row <= row).checked_sub(1)
+}
+
 /// A collection's index definition and counters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(from = "IndexDefWire")]
 pub(crate) struct IndexDef {
     /// The spec.
     pub spec: IndexSpec,
@@ -192,6 +233,20 @@ pub(crate) struct IndexDef {
     pub entries: u64,
     /// LSH: sum over buckets of size^2 (0 for SimHash).
     pub sum_sq: u128,
+}
+
+/// [`IndexDef`] as stored: the same fields, the spec as its wire variant.
+#[derive(Deserialize)]
+struct IndexDefWire {
+    spec: IndexSpecWire,
+    entries: u64,
+    sum_sq: u128,
+}
+
+impl From<IndexDefWire> for IndexDef {
+    fn from(w: IndexDefWire) -> IndexDef {
+        IndexDef { spec: IndexSpec::from_wire(w.spec, w.entries), entries: w.entries, sum_sq: w.sum_sq }
+    }
 }
 
 /// The widest bucket a SimHash table uses.
@@ -203,10 +258,25 @@ impl IndexDef {
     /// Checks a decoded definition.
     pub(crate) fn validate(&self) -> Result<(), IndexError> {
         match &self.spec {
-            IndexSpec::Simhash { design, bucket_bits } => {
+            IndexSpec::Simhash { design, bucket_bits, next_run, runs } => {
                 design.validate()?;
                 if *bucket_bits == 0 || *bucket_bits > MAX_BUCKET_BITS {
                     return Err(IndexError::inconsistent("simhash index", format!("bucket_bits {bucket_bits}")));
+                }
+                let bad = |detail: String| Err(IndexError::inconsistent("simhash index", detail));
+                if *next_run > super::simhash_runs::RUN_IDS {
+                    return bad(format!("next run {next_run}"));
+                }
+                for (i, r) in runs.iter().enumerate() {
+                    if r.id >= *next_run || r.rows == 0 || runs[..i].iter().any(|o| o.id == r.id) {
+                        return bad(format!("run {r:?} (next run {next_run})"));
+                    }
+                    if i > 0 && r.first_row <= runs[i - 1].first_row {
+                        return bad(format!("run {} rows overlap the run before", r.id));
+                    }
+                }
+                if runs.iter().fold(0u64, |n, r| n.saturating_add(r.rows)) != self.entries {
+                    return bad("row counter differs from the sum over runs".into());
                 }
             }
             IndexSpec::LshGroups { scheme, .. } => scheme.validate()?,
@@ -251,6 +321,25 @@ impl IndexDef {
 
     pub(crate) fn encode(&self, id: u32) -> Result<Vec<u8>, StorageError> {
         envelope::encode(RecordKind::IndexDef, self).map_err(|e| Self::corrupt(id, e))
+    }
+
+    /// The definition as builds before SimHash runs stored it (wire variant 0), for tests of
+    /// reading such files: `None` unless it is SimHash tables held in run 0 alone (the only
+    /// layout those builds wrote).
+    pub(crate) fn encode_before_simhash_runs(&self, id: u32) -> Result<Option<Vec<u8>>, StorageError> {
+        let IndexSpec::Simhash { design, bucket_bits, runs, .. } = &self.spec else { return Ok(None) };
+        if runs.iter().any(|r| r.id != 0) {
+            return Ok(None);
+        }
+        let spec = IndexSpecWire::Simhash { design: design.clone(), bucket_bits: *bucket_bits };
+        #[derive(Serialize)]
+        struct Def0 {
+            spec: IndexSpecWire,
+            entries: u64,
+            sum_sq: u128,
+        }
+        let def = Def0 { spec, entries: self.entries, sum_sq: self.sum_sq };
+        envelope::encode(RecordKind::IndexDef, &def).map(Some).map_err(|e| Self::corrupt(id, e))
     }
 
     pub(crate) fn decode(id: u32, bytes: &[u8]) -> Result<IndexDef, StorageError> {
@@ -309,97 +398,5 @@ pub(crate) fn index_err(info: &CollectionInfo) -> impl FnOnce(IndexError) -> Sto
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::index::keys::band::RowWidth;
-    use crate::index::lsh_params::LshParams;
-
-    fn lsh(reverse_map: bool, dead: u64) -> IndexDef {
-        let scheme = BandKeyScheme::new(7, LshParams { bands: 39, rows: 13 }, RowWidth::U8);
-        let run = LshRun { id: 4, group_bits: 3, first_row: 0, end_row: 10, entries: 390, sum_sq: 400, dead };
-        IndexDef {
-            spec: IndexSpec::Lsh { scheme, threshold: 0.8, next_run: 5, runs: vec![run], reverse_map },
-            entries: 390,
-            sum_sq: 400,
-        }
-    }
-
-    /// The LSH wire variants round-trip to the same runs, told apart by the variant index:
-    /// 4 without a reverse map (what this build writes, removed-row counts included), 2 with
-    /// one (earlier builds).
-    #[test]
-    fn lsh_wire_variants_round_trip_and_keep_their_indexes() {
-        for (reverse_map, dead, variant) in [(false, 0, 4u8), (false, 3, 4), (true, 0, 2)] {
-            let def = lsh(reverse_map, dead);
-            assert_eq!(IndexDef::decode(1, &def.encode(1).expect("encode")).expect("decode"), def);
-            let spec = postcard::to_allocvec(&def.spec).expect("postcard");
-            assert_eq!(spec[0], variant, "reverse map {reverse_map}");
-        }
-    }
-
-    /// Variant 3, as the builds before removed-row counts wrote it, reads as runs with no
-    /// removed rows; a run counting more removed rows than it holds is refused.
-    #[test]
-    fn variant_3_reads_with_no_removed_rows_and_counts_are_checked() {
-        let want = lsh(false, 0);
-        let IndexSpec::Lsh { scheme, threshold, next_run, runs, .. } = want.spec.clone() else { unreachable!() };
-        let runs = runs
-            .into_iter()
-            .map(|r| LshRunV3 {
-                id: r.id,
-                group_bits: r.group_bits,
-                first_row: r.first_row,
-                end_row: r.end_row,
-                entries: r.entries,
-                sum_sq: r.sum_sq,
-            })
-            .collect();
-        #[derive(Serialize)]
-        struct Def3 {
-            spec: IndexSpecWire,
-            entries: u64,
-            sum_sq: u128,
-        }
-        let spec = IndexSpecWire::LshEager(LshWire { scheme, threshold, next_run, runs });
-        assert_eq!(postcard::to_allocvec(&spec).expect("postcard")[0], 3);
-        let bytes = envelope::encode(RecordKind::IndexDef, &Def3 { spec, entries: 390, sum_sq: 400 }).expect("encode");
-        assert_eq!(IndexDef::decode(1, &bytes).expect("decode"), want);
-        // 390 entries at 39 bands hold 10 rows.
-        assert!(IndexDef::decode(1, &lsh(false, 10).encode(1).unwrap()).is_ok());
-        match IndexDef::decode(2, &lsh(false, 11).encode(2).unwrap()) {
-            Err(StorageError::CorruptMeta { table, key, .. }) => {
-                assert_eq!((table, key.as_str()), (INDEX_DEFS_NAME, "2"))
-            }
-            other => panic!("{other:?}"),
-        }
-    }
-
-    /// A variant this build does not know (as a later build might append) is refused as
-    /// corrupt metadata of `sketchdb.index_defs`, never read as another.
-    #[test]
-    fn an_unknown_spec_variant_is_refused() {
-        #[derive(Serialize)]
-        enum Later {
-            _A,
-            _B,
-            _C,
-            _D,
-            _E,
-            F(u32),
-        }
-        #[derive(Serialize)]
-        struct LaterDef {
-            spec: Later,
-            entries: u64,
-            sum_sq: u128,
-        }
-        let bytes = envelope::encode(RecordKind::IndexDef, &LaterDef { spec: Later::F(1), entries: 0, sum_sq: 0 })
-            .expect("encode");
-        match IndexDef::decode(3, &bytes) {
-            Err(StorageError::CorruptMeta { table, key, .. }) => {
-                assert_eq!((table, key.as_str()), (INDEX_DEFS_NAME, "3"))
-            }
-            other => panic!("{other:?}"),
-        }
-    }
-}
+#[path = "meta_tests.rs"]
+mod tests;

@@ -12,6 +12,7 @@ use super::meta::IndexSpec;
 use super::prefetch::prefetch;
 use super::probe_cache::ProbeCache;
 use super::simhash_probe::{SimhashMatch, join_prefix_runs};
+use super::simhash_runs::{for_each_merged_bucket, merged_bucket, table_field};
 use super::simhash_tables::{BucketView, Geometry, bucket_err};
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
@@ -27,6 +28,8 @@ pub(crate) struct SimhashProber<'i> {
     info: &'i CollectionInfo,
     design: SimhashTableDesign,
     geometry: Vec<Geometry>,
+    /// The index's run numbers: a bucket is read from each and merged (once per cache).
+    runs: Vec<u32>,
     /// The buckets probes read, across transactions while the tables are unchanged.
     cache: Arc<ProbeCache>,
     /// `sketchdb.simhash_buckets`, opened on first need (outer `None`: not yet).
@@ -52,13 +55,14 @@ impl<'i> SimhashProber<'i> {
         let state = snap.state(info)?;
         let version = u128::from(state.next_row) << 64 | u128::from(state.live);
         let Some(cache) = ProbeCache::of(snap, info, version)? else { return Ok(None) };
-        let IndexSpec::Simhash { design, bucket_bits } = &cache.def.spec else { return Ok(None) };
+        let IndexSpec::Simhash { design, bucket_bits, runs, .. } = &cache.def.spec else { return Ok(None) };
         let geometry = (0..design.table_count()).map(|t| Geometry::of(design, *bucket_bits, t)).collect();
         Ok(Some(SimhashProber {
             snap,
             info,
             design: design.clone(),
             geometry,
+            runs: runs.iter().map(|r| r.id).collect(),
             cache: cache.clone(),
             table: None,
             probe_keys: Vec::new(),
@@ -114,7 +118,7 @@ impl<'i> SimhashProber<'i> {
     }
 
     fn probe<F: Fingerprint>(&mut self, fp: u128) -> Result<(), StorageError> {
-        let (id, snap) = (self.info.def.id, self.snap);
+        let (info, snap, runs) = (self.info, self.snap, &self.runs);
         let design = &self.design;
         let cache = &self.cache;
         let table = &mut self.table;
@@ -131,10 +135,7 @@ impl<'i> SimhashProber<'i> {
         for (t, (g, &(_, bucket))) in self.geometry.iter().zip(keys.iter()).enumerate() {
             let value = cache.value(t, g.bits, u64::from(bucket), || {
                 let Some(table) = Self::table(table, snap)? else { return Ok(None) };
-                Ok(table
-                    .get((id, t as u32, bucket))
-                    .map_err(StorageError::backend("read simhash bucket"))?
-                    .map(|v| v.value().to_vec()))
+                merged_bucket(table, info, runs, t as u32, *g, bucket)
             })?;
             if let Some(bytes) = &value {
                 prefetch(bytes, 0);
@@ -144,7 +145,9 @@ impl<'i> SimhashProber<'i> {
         }
         for (t, ((g, &(key, bucket)), value)) in self.geometry.iter().zip(keys.iter()).zip(values).enumerate() {
             let Some(bytes) = value else { continue };
-            let view = BucketView::parse(&bytes, *g).map_err(|d| bucket_err(self.info, t as u32, bucket, d))?;
+            // One run's value as stored, or several runs' merged: the field names the first.
+            let field = table_field(self.runs.first().copied().unwrap_or(0), t as u32);
+            let view = BucketView::parse(&bytes, *g).map_err(|d| bucket_err(self.info, field, bucket, d))?;
             // Keys only; a row id is decoded for the few keys within the radius.
             self.scratch_hits.clear();
             if F::BITS == 64 {
@@ -173,24 +176,17 @@ impl<'i> SimhashProber<'i> {
         let mut out = Vec::new();
         let Some(table) = Self::table(&mut self.table, self.snap)? else { return Ok(out) };
         let design = &self.design;
-        let id = self.info.def.id;
+        let (keys, rows) = (&mut self.keys128, &mut self.rows);
         let mut hits = Vec::new();
         for (t, g) in self.geometry.iter().enumerate() {
-            let t32 = t as u32;
-            let range = table
-                .range((id, t32, 0u32)..=(id, t32, u32::MAX))
-                .map_err(StorageError::backend("scan simhash buckets"))?;
-            for entry in range {
-                let (k, v) = entry.map_err(StorageError::backend("scan simhash buckets"))?;
-                let bucket = k.value().2;
-                let view = BucketView::parse(v.value(), *g).map_err(|d| bucket_err(self.info, t32, bucket, d))?;
-                self.keys128.clear();
-                self.rows.clear();
-                view.decode_into::<u128>(*g, bucket, &mut self.keys128, &mut self.rows);
-                join_prefix_runs(design, t, &self.keys128, &self.rows, radius, &mut hits, |d, a, b| {
-                    out.push((a, b, d))
-                });
-            }
+            for_each_merged_bucket(table, self.info, &self.runs, t as u32, *g, |_, entries| {
+                keys.clear();
+                rows.clear();
+                keys.extend(entries.iter().map(|e| e.0));
+                rows.extend(entries.iter().map(|e| e.1));
+                join_prefix_runs(design, t, keys, rows, radius, &mut hits, |d, a, b| out.push((a, b, d)));
+                Ok(())
+            })?;
         }
         out.sort_unstable_by_key(|&(a, b, d)| (d, a, b));
         Ok(out)

@@ -15,16 +15,12 @@
 //!  8+n*s    n*w      rows        each row id, w bytes LE
 //! ```
 //!
-//! Entries are sorted by (permuted key, row id); a row appears once per table. Writes are
-//! buffered per transaction ([`SimhashDelta`]) and each touched bucket is read, merged and
-//! rewritten once, in key order, at the end of the transaction.
+//! Entries are sorted by (permuted key, row id); a row appears once per table of its run.
+//! The key's table field also carries the run ([`super::simhash_runs`]); writing runs is
+//! [`super::simhash_write`]'s. [`BucketWriter`] rewrites one run's touched buckets, or
+//! appends a new run's buckets through a cursor.
 
-use std::ops::Bound;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
-
-use rayon::prelude::*;
-use redb::{CursorError, CursorMut, ReadableTable, Table, WriteTransaction};
+use redb::{CursorError, CursorMut, ReadableTable, Table};
 
 use super::fingerprint::Fingerprint;
 use super::keys::simhash_design::SimhashTableDesign;
@@ -32,8 +28,6 @@ use super::popcnt;
 use super::simhash_adds::TableAdds;
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
-use crate::storage::tables::SIMHASH_BUCKETS;
-use crate::storage::writer::inconsistent;
 
 /// Bytes of the bucket value header.
 pub(crate) const BUCKET_HEADER_LEN: usize = 8;
@@ -226,130 +220,12 @@ pub(crate) fn encoded_len(entries: &[(u128, u64)], g: Geometry) -> usize {
     BUCKET_HEADER_LEN + entries.len() * (g.suffix_bytes + w)
 }
 
-/// The SimHash table changes of one write transaction, applied at its end: the added
-/// `(row, fingerprint)`s (permuted into every table at flush, the tables on all cores) and
-/// per table the removed `(bucket, row)` entries, sorted and grouped by bucket at flush
-/// (flat vectors: a map keyed by bucket costs a cache miss per entry).
-pub(crate) struct SimhashDelta {
-    design: SimhashTableDesign,
-    geometry: Vec<Geometry>,
-    added: Vec<(u64, u128)>,
-    removes: Vec<Vec<(u32, u64)>>,
-    /// Net rows added.
-    pub net_rows: i64,
-}
-
-impl SimhashDelta {
-    pub(crate) fn new(design: SimhashTableDesign, bucket_bits: u32) -> SimhashDelta {
-        let geometry: Vec<Geometry> =
-            (0..design.table_count()).map(|t| Geometry::of(&design, bucket_bits, t)).collect();
-        let n = geometry.len();
-        SimhashDelta { design, geometry, added: Vec::new(), removes: vec![Vec::new(); n], net_rows: 0 }
-    }
-
-    /// Makes room for `rows` more added rows.
-    pub(crate) fn reserve(&mut self, rows: usize) {
-        self.added.reserve(rows);
-    }
-
-    /// Row `row` with fingerprint `fp` enters every table.
-    pub(crate) fn add(&mut self, row: u64, fp: u128) {
-        self.added.push((row, fp));
-        self.net_rows += 1;
-    }
-
-    /// Row `row` with fingerprint `fp` leaves every table.
-    pub(crate) fn remove(&mut self, row: u64, fp: u128) {
-        for (t, g) in self.geometry.iter().enumerate() {
-            let key = self.design.permute_u128(t, fp);
-            self.removes[t].push((g.bucket(key), row));
-        }
-        self.net_rows -= 1;
-    }
-
-    /// Reads, merges and rewrites every touched bucket, in key order.
-    /// `empty`: the tables hold no entry of the collection (its definition counts no rows),
-    /// so no bucket is read.
-    ///
-    /// Tables are permuted and sorted on worker threads, in table order, while this thread
-    /// writes each sorted table into the transaction as it arrives: sorting is about as long
-    /// as writing, so the two overlap.
-    pub(crate) fn flush(
-        &mut self,
-        txn: &WriteTransaction,
-        info: &CollectionInfo,
-        empty: bool,
-    ) -> Result<(), StorageError> {
-        let n = self.geometry.len();
-        let added = std::mem::take(&mut self.added);
-        let mut removes = std::mem::replace(&mut self.removes, vec![Vec::new(); n]);
-        removes.par_iter_mut().for_each(|r| r.sort_unstable());
-        let mut table = txn.open_table(SIMHASH_BUCKETS).map_err(StorageError::backend("open table"))?;
-        // With no bucket stored, every bucket is new and they come in key order: one cursor
-        // appends them all (a table insert descends the tree for each).
-        let mut out = if empty {
-            let first = (info.def.id, 0u32, 0u32);
-            let cursor = table.lower_bound_mut(Bound::Included(first));
-            Out::Append(Box::new(cursor.map_err(StorageError::backend("position bucket cursor"))?))
-        } else {
-            Out::Table(&mut table)
-        };
-        let mut writer = BucketWriter::new(info);
-        let (design, geometry, next) = (&self.design, &self.geometry, AtomicUsize::new(0));
-        if added.len() < PARALLEL_MIN_ROWS {
-            let mut scratch = Vec::new();
-            for (t, removes) in removes.into_iter().enumerate() {
-                let adds = TableAdds::build(&added, &design.table_permutation(t), geometry[t], &mut scratch);
-                writer.table(&mut out, t as u32, geometry[t], &adds, &removes)?;
-            }
-            return out.close();
-        }
-        let workers = rayon::current_num_threads().clamp(1, n.max(1));
-        std::thread::scope(|s| {
-            let (tx, rx) = mpsc::channel();
-            for _ in 0..workers {
-                let (tx, added, next) = (tx.clone(), &added, &next);
-                s.spawn(move || {
-                    let mut scratch = Vec::new();
-                    loop {
-                        let t = next.fetch_add(1, Ordering::Relaxed);
-                        if t >= n {
-                            break;
-                        }
-                        let adds = TableAdds::build(added, &design.table_permutation(t), geometry[t], &mut scratch);
-                        if tx.send((t, adds)).is_err() {
-                            break;
-                        }
-                    }
-                });
-            }
-            drop(tx);
-            let mut ready: Vec<Option<TableAdds>> = (0..n).map(|_| None).collect();
-            for (t, removes) in removes.into_iter().enumerate() {
-                let adds = loop {
-                    if let Some(adds) = ready[t].take() {
-                        break adds;
-                    }
-                    let (u, adds) =
-                        rx.recv().map_err(|_| inconsistent(info, 0, "a SimHash table sorter stopped early"))?;
-                    ready[u] = Some(adds);
-                };
-                writer.table(&mut out, t as u32, geometry[t], &adds, &removes)?;
-            }
-            out.close()
-        })
-    }
-}
-
-/// Fewest added rows for which a flush sorts the tables on worker threads (below this,
-/// starting threads costs more than it saves).
-const PARALLEL_MIN_ROWS: usize = 16_384;
-
-type BucketKey = (u32, u32, u32);
-type BucketTable<'t> = Table<'t, BucketKey, &'static [u8]>;
+/// `(collection id, table field, bucket)`: the field is [`super::simhash_runs::table_field`].
+pub(crate) type BucketKey = (u32, u32, u32);
+pub(crate) type BucketTable<'t> = Table<'t, BucketKey, &'static [u8]>;
 
 /// Where rewritten buckets go.
-enum Out<'c, 't> {
+pub(crate) enum Out<'c, 't> {
     /// The table: each touched bucket is read, merged and written back.
     Table(&'c mut BucketTable<'t>),
     /// A cursor at the collection's (empty) key range: buckets are only appended.
@@ -358,7 +234,7 @@ enum Out<'c, 't> {
 
 impl Out<'_, '_> {
     /// Finishes the appends (a cursor's inserts are buffered until then).
-    fn close(self) -> Result<(), StorageError> {
+    pub(crate) fn close(self) -> Result<(), StorageError> {
         match self {
             Out::Table(_) => Ok(()),
             Out::Append(cursor) => cursor.close().map_err(StorageError::backend("append simhash buckets")),
@@ -368,7 +244,7 @@ impl Out<'_, '_> {
 
 /// Rewrites the touched buckets of one table at a time; its vectors are reused across
 /// buckets and tables.
-struct BucketWriter<'a> {
+pub(crate) struct BucketWriter<'a> {
     info: &'a CollectionInfo,
     /// An encoded bucket, for the appending cursor.
     encoded: Vec<u8>,
@@ -380,7 +256,7 @@ struct BucketWriter<'a> {
 }
 
 impl<'a> BucketWriter<'a> {
-    fn new(info: &'a CollectionInfo) -> Self {
+    pub(crate) fn new(info: &'a CollectionInfo) -> Self {
         BucketWriter {
             info,
             encoded: Vec::new(),
@@ -392,9 +268,10 @@ impl<'a> BucketWriter<'a> {
         }
     }
 
-    /// Merges table `t`'s sorted additions and its removals (`(bucket, row)`, sorted) into
-    /// its stored buckets, in bucket order.
-    fn table(
+    /// Merges one table's sorted additions and its removals (`(bucket, row)`, sorted) into
+    /// its stored buckets of key field `t` ([`super::simhash_runs::table_field`]: one run's
+    /// table), in bucket order.
+    pub(crate) fn table(
         &mut self,
         out: &mut Out<'_, '_>,
         t: u32,
@@ -475,15 +352,17 @@ impl<'a> BucketWriter<'a> {
     }
 }
 
+/// An inconsistency in the bucket of key field `field` (run and table) and `bucket`.
 pub(crate) fn bucket_err(
     info: &CollectionInfo,
-    table: u32,
+    field: u32,
     bucket: u32,
     detail: impl std::fmt::Display,
 ) -> StorageError {
+    let (run, table) = super::simhash_runs::split_field(field);
     StorageError::Inconsistent {
         collection: info.def.name.clone(),
         row: None,
-        detail: format!("index table sketchdb.simhash_buckets, table {table}, bucket {bucket:#x}: {detail}"),
+        detail: format!("index table sketchdb.simhash_buckets, run {run}, table {table}, bucket {bucket:#x}: {detail}"),
     }
 }

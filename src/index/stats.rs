@@ -33,6 +33,8 @@ pub(crate) struct SimhashIndexStats {
     pub radius: u32,
     /// The shortest table prefix in bits.
     pub prefix_bits: u32,
+    /// Runs the tables are stored in.
+    pub runs: u32,
 }
 
 /// Both kinds of index statistics from one read of the index definition (a collection has
@@ -61,12 +63,13 @@ pub(crate) fn index_stats(
                     }),
                     None,
                 ),
-                IndexSpec::Simhash { design, .. } => (
+                IndexSpec::Simhash { design, runs, .. } => (
                     None,
                     Some(SimhashIndexStats {
                         tables: design.table_count() as u32,
                         radius: design.k(),
                         prefix_bits: design.min_prefix_bits(),
+                        runs: runs.len() as u32,
                     }),
                 ),
             },

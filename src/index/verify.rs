@@ -4,16 +4,14 @@
 //! the reverse map) and the definition's counters. Each problem names collection, index table, table or band,
 //! and bucket.
 
-use std::collections::BTreeMap;
-
 use redb::ReadTransaction;
 
 use super::keys::band::BandKeyScheme;
 use super::lsh::{ChunkView, Groups, band_keys_of, bucket_sums};
 use super::lsh_dead::listed;
 use super::meta::{IndexDef, IndexSpec};
-use super::simhash_tables::{BucketView, Geometry};
 use super::verify_listing::{Removed, check_listing};
+use super::verify_simhash::check_simhash;
 use crate::sketch::sketch::Sketch;
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
@@ -144,86 +142,6 @@ fn check_empty(txn: &ReadTransaction, info: &CollectionInfo, out: &mut Out<'_>) 
         && t.range((id, 0u64)..=(id, u64::MAX)).map_err(backend("scan"))?.next().is_some()
     {
         out.problem(None, format!("no index definition, but {LSH_ROWS_NAME} has entries"));
-    }
-    Ok(())
-}
-
-fn check_simhash(
-    txn: &ReadTransaction,
-    info: &CollectionInfo,
-    def: &IndexDef,
-    live: &[(u64, Sketch)],
-    out: &mut Out<'_>,
-) -> Result<(), StorageError> {
-    let IndexSpec::Simhash { design, bucket_bits } = &def.spec else { return Ok(()) };
-    if def.entries != live.len() as u64 {
-        out.problem(
-            None,
-            format!("simhash index counts {} rows, the pages hold {} live rows", def.entries, live.len()),
-        );
-    }
-    let id = info.def.id;
-    let table = open(txn, SIMHASH_BUCKETS)?;
-    for t in 0..design.table_count() {
-        let g = Geometry::of(design, *bucket_bits, t);
-        let mut want: BTreeMap<u32, Vec<(u128, u64)>> = BTreeMap::new();
-        for (row, s) in live {
-            let fp = match s {
-                Sketch::SimHash(s) => s.value(),
-                _ => 0,
-            };
-            let key = design.permute_u128(t, fp);
-            want.entry(g.bucket(key)).or_default().push((key, *row));
-        }
-        let mut stored: BTreeMap<u32, Vec<(u128, u64)>> = BTreeMap::new();
-        if let Some(table) = &table {
-            let t32 = t as u32;
-            for e in table.range((id, t32, 0u32)..=(id, t32, u32::MAX)).map_err(StorageError::backend("scan"))? {
-                let (k, v) = e.map_err(StorageError::backend("scan"))?;
-                let bucket = k.value().2;
-                let where_ = format!("{SIMHASH_BUCKETS_NAME}, table {t}, bucket {bucket:#x}");
-                match BucketView::parse(v.value(), g) {
-                    Err(d) => out.problem(None, format!("{where_}: {d}")),
-                    Ok(view) => {
-                        let (mut keys, mut rows) = (Vec::<u128>::new(), Vec::new());
-                        view.decode_into(g, bucket, &mut keys, &mut rows);
-                        let entries: Vec<(u128, u64)> = keys.into_iter().zip(rows).collect();
-                        if entries.windows(2).any(|w| w[1] < w[0]) {
-                            out.problem(None, format!("{where_}: entries not sorted by (key, row)"));
-                        }
-                        stored.insert(bucket, entries);
-                    }
-                }
-            }
-        }
-        for (bucket, mut w) in want {
-            w.sort_unstable();
-            let where_ = format!("{SIMHASH_BUCKETS_NAME}, table {t}, bucket {bucket:#x}");
-            match stored.remove(&bucket) {
-                None => out.problem(Some(w[0].1), format!("{where_}: missing ({} live rows belong there)", w.len())),
-                Some(mut s) => {
-                    s.sort_unstable();
-                    if s != w {
-                        let extra = s.iter().find(|e| w.binary_search(e).is_err()).map(|e| e.1);
-                        let missing = w.iter().find(|e| s.binary_search(e).is_err()).map(|e| e.1);
-                        out.problem(
-                            extra.or(missing),
-                            format!(
-                                "{where_}: {} entries stored, {} expected (first stale row {extra:?}, first missing row {missing:?})",
-                                s.len(),
-                                w.len()
-                            ),
-                        );
-                    }
-                }
-            }
-        }
-        for (bucket, s) in stored {
-            out.problem(
-                s.first().map(|e| e.1),
-                format!("{SIMHASH_BUCKETS_NAME}, table {t}, bucket {bucket:#x}: {} entries of no live row", s.len()),
-            );
-        }
     }
     Ok(())
 }

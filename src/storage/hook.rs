@@ -45,7 +45,7 @@ pub(crate) trait IndexHook {
     /// Writes the index changes into `txn`.
     fn finish(&mut self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<(), StorageError>;
     /// Compaction, in a transaction of its own (after `begin`): rewrites the index into its
-    /// read-optimised form where it has one (an LSH index's runs merged into one). Returns
+    /// read-optimised form where it has one (an LSH index's or SimHash tables' runs merged into one). Returns
     /// whether anything changed.
     fn optimize(&mut self, _txn: &WriteTransaction, _info: &CollectionInfo) -> Result<bool, StorageError> {
         Ok(false)

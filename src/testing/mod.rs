@@ -10,6 +10,7 @@ pub mod faults;
 pub mod fuzz;
 pub mod model;
 pub mod rng;
+pub mod simhash;
 
 pub use faults::{CrashPoint, FaultyBackend, IoCounters, IoFault};
 pub use fuzz::{fuzz_db_ops, fuzz_meta_decode, fuzz_page_decode, fuzz_sketch_ops, seed_inputs};

@@ -4,6 +4,8 @@
 
 use sketchdb::TokenSet;
 
+pub mod simhash;
+
 /// splitmix64: a tiny, fully specified PRNG so tests are deterministic without extra crates.
 pub struct Rng(pub u64);
 

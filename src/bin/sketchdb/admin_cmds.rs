@@ -214,7 +214,9 @@ pub fn stats(session: &mut Session, json_out: bool) -> Result<(), CliError> {
 fn index_text(index: Option<IndexSummary>) -> String {
     match index {
         None => "-".into(),
-        Some(IndexSummary::SimhashTables { tables, radius }) => format!("simhash: {tables} tables, radius {radius}"),
+        Some(IndexSummary::SimhashTables { tables, radius, runs }) => {
+            format!("simhash: {tables} tables, radius {radius}, {runs} run{}", if runs == 1 { "" } else { "s" })
+        }
         Some(IndexSummary::Lsh { bands, rows, runs, band_hash, removed_rows }) => {
             let pending =
                 if removed_rows > 0 { format!(", {removed_rows} removed rows to drop") } else { String::new() };
@@ -231,8 +233,8 @@ fn index_text(index: Option<IndexSummary>) -> String {
 fn index_json(index: Option<IndexSummary>) -> serde_json::Value {
     match index {
         None => serde_json::Value::Null,
-        Some(IndexSummary::SimhashTables { tables, radius }) => {
-            json!({"kind": "simhash", "tables": tables, "radius": radius})
+        Some(IndexSummary::SimhashTables { tables, radius, runs }) => {
+            json!({"kind": "simhash", "tables": tables, "radius": radius, "runs": runs})
         }
         Some(IndexSummary::Lsh { bands, rows, runs, band_hash, removed_rows }) => {
             json!({"kind": "lsh", "bands": bands, "rows": rows, "runs": runs, "band_hash": band_hash,

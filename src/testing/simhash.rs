@@ -1,0 +1,77 @@
+//! Test hooks for SimHash tables stored as runs.
+
+use crate::db::collection::Collection;
+use crate::db::database::Database;
+use crate::error::Result;
+use crate::index::meta::{IndexDef, IndexSpec};
+use crate::storage::StorageError;
+use crate::storage::tables::{INDEX_DEFS, SIMHASH_BUCKETS};
+
+/// A SimHash run as the index definition lists it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SimhashRunInfo {
+    /// Run number (the key field's bits above the table number).
+    pub id: u32,
+    /// The run's first row.
+    pub first_row: u64,
+    /// Live rows it holds.
+    pub rows: u64,
+}
+
+/// The collection's SimHash runs, oldest first (empty without SimHash tables).
+pub fn simhash_runs(collection: &Collection, db: &Database) -> Result<Vec<SimhashRunInfo>> {
+    let snap = db.store().snapshot()?;
+    let def = IndexDef::load(snap.txn(), collection.info())?;
+    Ok(match def.as_deref().map(|d| &d.spec) {
+        Some(IndexSpec::Simhash { runs, .. }) => {
+            runs.iter().map(|r| SimhashRunInfo { id: r.id, first_row: r.first_row, rows: r.rows }).collect()
+        }
+        _ => Vec::new(),
+    })
+}
+
+/// Rewrites the collection's SimHash index definition as builds before runs stored it (wire
+/// variant 0), which is only possible while the tables are held in run 0 alone: its keys are
+/// then exactly those builds' keys. Returns whether it was rewritten.
+pub fn store_simhash_def_before_runs(collection: &Collection, db: &Database) -> Result<bool> {
+    let info = collection.info();
+    let txn = db.store().begin_write()?;
+    let Some(def) = IndexDef::load_in(&txn, info)? else { return Ok(false) };
+    let Some(bytes) = def.encode_before_simhash_runs(info.def.id)? else { return Ok(false) };
+    txn.open_table(INDEX_DEFS)
+        .map_err(StorageError::backend("open table"))?
+        .insert(info.def.id, bytes.as_slice())
+        .map_err(StorageError::backend("write index definition"))?;
+    txn.commit().map_err(StorageError::backend("commit"))?;
+    Ok(true)
+}
+
+/// Plants an inconsistency redb's checksums cannot see: moves the collection's first stored
+/// SimHash bucket to run number `run` (its table and bucket unchanged). Returns whether a
+/// bucket was moved.
+pub fn move_first_simhash_bucket(collection: &Collection, db: &Database, run: u32) -> Result<bool> {
+    use redb::ReadableTable;
+    let id = collection.info().def.id;
+    let txn = db.store().begin_write()?;
+    let moved = {
+        let mut t = txn.open_table(SIMHASH_BUCKETS).map_err(StorageError::backend("open table"))?;
+        let first = t
+            .range((id, 0u32, 0u32)..=(id, u32::MAX, u32::MAX))
+            .map_err(StorageError::backend("scan"))?
+            .next()
+            .transpose()
+            .map_err(StorageError::backend("scan"))?
+            .map(|(k, v)| (k.value(), v.value().to_vec()));
+        match first {
+            None => false,
+            Some(((_, field, bucket), value)) => {
+                t.remove((id, field, bucket)).map_err(StorageError::backend("remove"))?;
+                let moved = run << 8 | (field & 0xff);
+                t.insert((id, moved, bucket), value.as_slice()).map_err(StorageError::backend("insert"))?;
+                true
+            }
+        }
+    };
+    txn.commit().map_err(StorageError::backend("commit"))?;
+    Ok(moved)
+}
