@@ -54,18 +54,22 @@ fn simhash(data: &Path, out: &Path, n: usize) -> R<()> {
         };
         let c = db.create_collection("fp", CollectionConfig::new(params).with_index(index))?;
         let t0 = Instant::now();
-        const BATCH: usize = 1_000_000;
-        // One batch, cleared and refilled: its 1M-write allocation is reused.
-        let mut batch = Batch::with_capacity(BATCH);
-        for (b, chunk) in fps.chunks(BATCH).enumerate() {
+        // SKETCHDB_BATCH=n sets the rows per durable batch (default 1M).
+        let batch_rows: usize =
+            std::env::var("SKETCHDB_BATCH").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000).max(1);
+        // One batch, cleared and refilled: its allocation is reused.
+        let mut batch = Batch::with_capacity(batch_rows);
+        for (b, chunk) in fps.chunks(batch_rows).enumerate() {
             let tb = Instant::now();
             batch.clear();
             for (i, &fp) in chunk.iter().enumerate() {
-                let row = (b * BATCH + i) as u64;
+                let row = (b * batch_rows + i) as u64;
                 batch.insert(row.to_be_bytes(), Sketch::SimHash(SimHash::from_parts(params, u128::from(fp))?));
             }
             c.apply(&batch)?;
-            eprintln!("batch {b}: {} rows in {:.2}s", chunk.len(), tb.elapsed().as_secs_f64());
+            if chunk.len() >= 1_000_000 || b % 10 == 9 {
+                eprintln!("batch {b}: {} rows in {:.2}s", chunk.len(), tb.elapsed().as_secs_f64());
+            }
         }
         // SKETCHDB_BULK=1: the rows were loaded without an index; build it now in one
         // transaction (its design and bucket width then fit the loaded size).
