@@ -18,7 +18,8 @@
 //! key and so a new, empty cache; snapshots of older commits keep using theirs while it
 //! lasts.
 //!
-//! The cache holds copies of values, at most the budget's bytes in all ([`DEFAULT_BUDGET`]
+//! The cache holds copies of values, packed into slabs of up to 1 MiB so that the values of
+//! one probe share few pages, at most the budget's bytes in all ([`DEFAULT_BUDGET`]
 //! unless [`set_budget`] says otherwise; values read once
 //! the budget is spent are not kept); the [`MAX_CACHES`] most recently used keys keep theirs.
 //! Values live on shelves (LSH: one per band, a slot per group, its value the group's
@@ -31,6 +32,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use bytes::{Bytes, BytesMut};
 use parking_lot::{Mutex, RwLock};
 
 use super::meta::{IndexDef, IndexSpec};
@@ -79,7 +81,11 @@ pub(crate) fn held() -> usize {
 /// then waited for two lines).
 #[repr(align(32))]
 #[derive(Default)]
-struct Slot(OnceLock<Option<Box<[u8]>>>);
+struct Slot(OnceLock<Option<Bytes>>);
+
+/// Bytes of one slab the cache copies values into, at most (a 64th of the budget, at least
+/// 4 KiB).
+const SLAB: usize = 1 << 20;
 /// Values outside the direct places, by (shelf, slot).
 type OtherValues = HashMap<(usize, u64), Option<Arc<[u8]>>>;
 
@@ -117,6 +123,10 @@ pub(crate) struct ProbeCache {
     /// (see [`Self::records`]).
     records: RwLock<HashMap<u64, Arc<RowRecord>>>,
     held: AtomicUsize,
+    /// The slab values are copied into, one after another: the values probes read together
+    /// then share pages (copied one allocation each, into a heap a bulk load left scattered,
+    /// they landed on a page each, and a probe's time went on TLB misses).
+    slab: Mutex<BytesMut>,
 }
 
 impl Drop for ProbeCache {
@@ -163,6 +173,7 @@ impl ProbeCache {
             other: RwLock::new(HashMap::new()),
             records: RwLock::new(HashMap::new()),
             held: AtomicUsize::new(0),
+            slab: Mutex::new(BytesMut::new()),
         });
         // The newest index of a collection supersedes its older ones.
         caches.retain(|o| !(o.store == store && o.collection == collection));
@@ -248,6 +259,26 @@ impl ProbeCache {
         Ok(out)
     }
 
+    /// `bytes` copied into the slab (a new slab when it has no room left), or `None` when
+    /// the budget cannot take it. A slab counts against the budget whole when it is made, a
+    /// value its bookkeeping.
+    fn copy_to_slab(&self, bytes: &[u8]) -> Option<Bytes> {
+        let mut slab = self.slab.lock();
+        if !self.reserve(VALUE_OVERHEAD) {
+            return None;
+        }
+        if slab.capacity() - slab.len() < bytes.len() {
+            let size = (BUDGET.load(Ordering::Relaxed) / 64).clamp(4 << 10, SLAB).max(bytes.len());
+            if !self.reserve(size) {
+                self.release(VALUE_OVERHEAD);
+                return None;
+            }
+            *slab = BytesMut::with_capacity(size);
+        }
+        slab.extend_from_slice(bytes);
+        Some(slab.split().freeze())
+    }
+
     /// Asks for the cache line of the place of slot `slot` on `shelf` ahead of
     /// [`Self::value`]; nothing when the slot has no direct place yet.
     #[inline]
@@ -295,17 +326,18 @@ impl ProbeCache {
                     return Ok(v.as_deref().map(Value::Borrowed));
                 }
                 let value = read()?;
-                let len = value.as_ref().map_or(0, Vec::len) + VALUE_OVERHEAD;
-                if self.reserve(len) {
-                    let mut fresh = Some(value.map(Vec::into_boxed_slice));
-                    let v = place.0.get_or_init(|| fresh.take().flatten());
-                    if fresh.is_some() {
-                        // Another probe filled the place first.
-                        self.release(len);
-                    }
-                    return Ok(v.as_deref().map(Value::Borrowed));
+                let kept = match &value {
+                    None => self.reserve(VALUE_OVERHEAD).then_some(None),
+                    Some(v) => self.copy_to_slab(v).map(Some),
+                };
+                let Some(kept) = kept else { return Ok(value.map(Value::Owned)) };
+                let mut fresh = Some(kept);
+                let v = place.0.get_or_init(|| fresh.take().flatten());
+                if fresh.is_some() {
+                    // Another probe filled the place first (the copy's slab bytes stay spent).
+                    self.release(VALUE_OVERHEAD);
                 }
-                return Ok(value.map(Value::Owned));
+                return Ok(v.as_deref().map(Value::Borrowed));
             }
         }
         let key = (shelf, slot);
@@ -320,5 +352,46 @@ impl ProbeCache {
         let shared: Option<Arc<[u8]>> = value.map(Arc::from);
         self.other.write().insert(key, shared.clone());
         Ok(shared.map(Value::Shared))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::keys::simhash_design::SimhashTableDesign;
+
+    fn cache() -> ProbeCache {
+        let design = SimhashTableDesign::design(0, 3, 64).expect("design");
+        let spec = IndexSpec::Simhash { design, bucket_bits: 16, next_run: 0, runs: Vec::new() };
+        ProbeCache {
+            store: 0,
+            collection: 0,
+            def_bytes: Vec::new(),
+            version: 0,
+            def: Arc::new(IndexDef { spec, entries: 0, sum_sq: 0 }),
+            direct: (0..4).map(|_| OnceLock::new()).collect(),
+            other: RwLock::new(HashMap::new()),
+            records: RwLock::new(HashMap::new()),
+            held: AtomicUsize::new(0),
+            slab: Mutex::new(BytesMut::new()),
+        }
+    }
+
+    /// Values kept one after another lie one after another in a slab, are read back as
+    /// kept, and a value larger than a slab gets a slab of its own.
+    #[test]
+    fn kept_values_are_packed_in_slabs() {
+        let c = cache();
+        let a = c.value(0, 16, 5, || Ok(Some(vec![1u8; 100]))).expect("read").expect("some");
+        let b = c.value(3, 16, 9, || Ok(Some(vec![2u8; 50]))).expect("read").expect("some");
+        assert_eq!((&a[..], &b[..]), (&[1u8; 100][..], &[2u8; 50][..]));
+        assert_eq!(b.as_ptr(), a.as_ptr().wrapping_add(100), "packed");
+        let again = c.value(0, 16, 5, || panic!("kept")).expect("read").expect("some");
+        assert_eq!(again.as_ptr(), a.as_ptr());
+        assert!(c.value(1, 16, 7, || Ok(None)).expect("read").is_none());
+        assert!(c.value(1, 16, 7, || panic!("kept as absent")).expect("read").is_none());
+        let big = c.value(2, 16, 1, || Ok(Some(vec![3u8; SLAB + 1]))).expect("read").expect("some");
+        assert_eq!(big.len(), SLAB + 1);
+        assert!(c.held.load(Ordering::Relaxed) >= 2 * SLAB, "both slabs are counted whole");
     }
 }
