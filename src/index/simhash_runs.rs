@@ -9,12 +9,15 @@
 //! cursor. Files written before runs existed hold one set of tables with the field equal to
 //! the table number: exactly run 0.
 
+use std::sync::mpsc;
+
 use redb::{AccessGuard, CursorError, ReadableTable};
 
 use super::meta::SimhashRun;
 use super::simhash_tables::{BucketKey, BucketTable, BucketView, Geometry, bucket_err, encode_bucket, encoded_len};
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
+use crate::storage::error::panic_message;
 use crate::storage::writer::inconsistent;
 
 /// Run numbers: 0 ..= 2^24 - 1 (the key field's bits above the table number).
@@ -136,11 +139,90 @@ pub(crate) fn merged_bucket<T: ReadableTable<BucketKey, &'static [u8]>>(
     Ok(Some(out))
 }
 
+/// One table's buckets over the runs of a span, as stored: the values one after another,
+/// run after run, and per run each bucket with the end of its value in `bytes`.
+struct RawTable {
+    bytes: Vec<u8>,
+    runs: Vec<Vec<(u32, usize)>>,
+}
+
+/// One table's merged buckets, encoded one after another: each bucket with the end of its
+/// value in `bytes`, and the entries in all.
+struct MergedTable {
+    bytes: Vec<u8>,
+    buckets: Vec<(u32, usize)>,
+    entries: u64,
+}
+
+fn read_raw(table: &BucketTable<'_>, id: u32, runs: &[u32], t: u32) -> Result<RawTable, StorageError> {
+    let mut raw = RawTable { bytes: Vec::new(), runs: Vec::with_capacity(runs.len()) };
+    for &run in runs {
+        let mut list = Vec::new();
+        for e in table.range(table_range(id, run, t)).map_err(StorageError::backend("scan simhash buckets"))? {
+            let (k, v) = e.map_err(StorageError::backend("scan simhash buckets"))?;
+            raw.bytes.extend_from_slice(v.value());
+            list.push((k.value().2, raw.bytes.len()));
+        }
+        raw.runs.push(list);
+    }
+    Ok(raw)
+}
+
+/// Merges a [`RawTable`] bucket by bucket (the runs' sorted entries of a bucket sorted
+/// together) and encodes the result.
+fn merge_raw(
+    info: &CollectionInfo,
+    runs: &[u32],
+    t: u32,
+    g: Geometry,
+    raw: &RawTable,
+) -> Result<MergedTable, StorageError> {
+    let mut out = MergedTable { bytes: Vec::with_capacity(raw.bytes.len()), buckets: Vec::new(), entries: 0 };
+    // Per run: the next bucket's index in its list, and where its value starts.
+    let mut at = vec![0usize; runs.len()];
+    let mut start: Vec<usize> = Vec::with_capacity(runs.len());
+    let mut end = 0;
+    for list in &raw.runs {
+        start.push(end);
+        end = list.last().map_or(end, |b| b.1);
+    }
+    let (mut entries, mut keys, mut rows) = (Vec::new(), Vec::<u128>::new(), Vec::new());
+    loop {
+        let heads = raw.runs.iter().zip(&at).filter_map(|(list, &i)| list.get(i));
+        let Some(bucket) = heads.map(|b| b.0).min() else { break };
+        entries.clear();
+        let mut sources = 0;
+        for (r, list) in raw.runs.iter().enumerate() {
+            let Some(&(b, stop)) = list.get(at[r]).filter(|b| b.0 == bucket) else { continue };
+            let view = BucketView::parse(&raw.bytes[start[r]..stop], g)
+                .map_err(|d| bucket_err(info, table_field(runs[r], t), b, d))?;
+            keys.clear();
+            rows.clear();
+            view.decode_into::<u128>(g, b, &mut keys, &mut rows);
+            entries.extend(keys.iter().copied().zip(rows.iter().copied()));
+            sources += 1;
+            at[r] += 1;
+            start[r] = stop;
+        }
+        // Each run's entries are sorted; (key, row) pairs are unique across runs.
+        if sources > 1 {
+            entries.sort_unstable();
+        }
+        let at_byte = out.bytes.len();
+        out.bytes.resize(at_byte + encoded_len(&entries, g), 0);
+        encode_bucket(&entries, g, &mut out.bytes[at_byte..]);
+        out.buckets.push((bucket, out.bytes.len()));
+        out.entries += entries.len() as u64;
+    }
+    Ok(out)
+}
+
 /// Merges the runs `span` (neighbours, oldest first) into one new run numbered `id`, table
-/// by table: a table's buckets over the span are merged into memory, the span's keys of
-/// that table removed, then the merged buckets appended through one cursor. `id` may be one
-/// of the span's own numbers (renumbering). Every table must hold each of the span's rows
-/// exactly once, as the runs count them.
+/// by table: a table's buckets over the span are read into memory and merged, the span's
+/// keys of that table removed, then the merged buckets appended through one cursor. A
+/// worker thread merges table t while this thread reads table t + 1 and writes table t - 1.
+/// `id` may be one of the span's own numbers (renumbering). Every table must hold each of
+/// the span's rows exactly once, as the runs count them.
 pub(crate) fn merge_runs(
     table: &mut BucketTable<'_>,
     info: &CollectionInfo,
@@ -152,42 +234,70 @@ pub(crate) fn merge_runs(
     let ids: Vec<u32> = span.iter().map(|r| r.id).collect();
     let rows: u64 = span.iter().map(|r| r.rows).sum();
     let first_row = span.first().map_or(0, |r| r.first_row);
-    let (mut encoded, mut buckets) = (Vec::<u8>::new(), Vec::<(u32, usize)>::new());
-    for (t, g) in geometry.iter().enumerate() {
-        let t = t as u32;
-        encoded.clear();
-        buckets.clear();
-        let mut held = 0u64;
-        for_each_merged_bucket(&*table, info, &ids, t, *g, |bucket, entries| {
-            let start = encoded.len();
-            encoded.resize(start + encoded_len(entries, *g), 0);
-            encode_bucket(entries, *g, &mut encoded[start..]);
-            buckets.push((bucket, encoded.len()));
-            held += entries.len() as u64;
-            Ok(())
-        })?;
-        if held != rows {
-            let detail = format!("runs {ids:?} count {rows} rows, table {t} holds {held} entries");
+    let n = geometry.len();
+    let write = |table: &mut BucketTable<'_>, t: usize, merged: MergedTable| -> Result<(), StorageError> {
+        if merged.entries != rows {
+            let detail = format!("runs {ids:?} count {rows} rows, table {t} holds {} entries", merged.entries);
             return Err(inconsistent(info, first_row, detail));
         }
         for &run in &ids {
-            table
-                .retain_in(table_range(cid, run, t), |_, _| false)
-                .map_err(StorageError::backend("drop simhash run"))?;
+            let range = table_range(cid, run, t as u32);
+            table.retain_in(range, |_, _| false).map_err(StorageError::backend("drop simhash run"))?;
         }
-        let field = table_field(id, t);
+        let field = table_field(id, t as u32);
         let mut cursor = table
             .lower_bound_mut(std::ops::Bound::Included((cid, field, 0)))
             .map_err(StorageError::backend("position bucket cursor"))?;
         let mut start = 0;
-        for &(bucket, end) in &buckets {
-            cursor.insert_before((cid, field, bucket), &encoded[start..end]).map_err(|e| match e {
+        for &(bucket, end) in &merged.buckets {
+            cursor.insert_before((cid, field, bucket), &merged.bytes[start..end]).map_err(|e| match e {
                 CursorError::UnorderedKey => bucket_err(info, field, bucket, "a merged bucket is already stored"),
                 e => StorageError::backend("append simhash bucket")(e),
             })?;
             start = end;
         }
-        cursor.close().map_err(StorageError::backend("append simhash buckets"))?;
-    }
+        cursor.close().map_err(StorageError::backend("append simhash buckets"))
+    };
+    std::thread::scope(|s| {
+        let (to_worker, raw_tables) = mpsc::sync_channel::<(usize, RawTable)>(1);
+        let (to_writer, merged_tables) = mpsc::sync_channel::<Result<MergedTable, StorageError>>(1);
+        let ids = &ids;
+        let worker = s.spawn(move || {
+            for (t, raw) in raw_tables {
+                let merged = merge_raw(info, ids, t as u32, geometry[t], &raw);
+                let failed = merged.is_err();
+                if to_writer.send(merged).is_err() || failed {
+                    break;
+                }
+            }
+        });
+        let merged_of = |t: usize| -> Result<MergedTable, StorageError> {
+            merged_tables
+                .recv()
+                .map_err(|_| inconsistent(info, first_row, format!("the merge of table {t} stopped")))?
+        };
+        let result = (|| {
+            for t in 0..n {
+                let raw = read_raw(table, cid, ids, t as u32)?;
+                if to_worker.send((t, raw)).is_err() {
+                    break;
+                }
+                if t > 0 {
+                    write(table, t - 1, merged_of(t - 1)?)?;
+                }
+            }
+            if n > 0 {
+                write(table, n - 1, merged_of(n - 1)?)?;
+            }
+            Ok(())
+        })();
+        drop(to_worker);
+        drop(merged_tables);
+        worker.join().map_err(|payload| StorageError::EnginePanic {
+            op: "merge simhash runs",
+            detail: panic_message(payload.as_ref()),
+        })?;
+        result
+    })?;
     Ok(SimhashRun { id, first_row, rows })
 }
