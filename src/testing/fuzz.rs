@@ -9,6 +9,7 @@ use super::rng::{ByteEntropy, Entropy};
 use crate::codec::meta::{CatalogRecord, CollectionDef, CollectionState, FormatRecord};
 use crate::codec::page::{PageBuilder, PageView};
 use crate::codec::record::{decode_row, push_sketch};
+use crate::index::meta::IndexDef;
 use crate::sketch::bbit::BBitMinHash;
 use crate::sketch::minhash::MinHash;
 use crate::sketch::oph::OphSketch;
@@ -68,8 +69,8 @@ pub fn fuzz_page_decode(data: &[u8]) {
     assert!(rebuilt == data, "a parsed page does not rebuild to the same bytes");
 }
 
-/// `meta_decode`: metadata envelopes of every kind decode or fail with an error; what decodes
-/// re-encodes and decodes to the same value.
+/// `meta_decode`: metadata envelopes of every kind (index definitions included) decode or fail
+/// with an error; what decodes re-encodes and decodes to the same value.
 pub fn fuzz_meta_decode(data: &[u8]) {
     if let Ok(r) = FormatRecord::decode(data)
         && let Ok(b) = r.encode()
@@ -98,6 +99,40 @@ pub fn fuzz_meta_decode(data: &[u8]) {
     if let Ok(p) = SketchParams::minhash(8, 32, 1) {
         let _ = crate::db::config::decode_settings(1, p, data);
     }
+    if let Ok(d) = IndexDef::decode(1, data) {
+        assert!(d.validate().is_ok(), "index definition decoded unvalidated");
+        if let Ok(b) = d.encode(1) {
+            assert_eq!(IndexDef::decode(1, &b).ok(), Some(d), "index definition round trip");
+        }
+    }
+}
+
+/// Index definitions of every kind this build writes or reads: LSH (variant 4), SimHash
+/// tables as runs (variant 5) and as one set (variant 0, earlier builds).
+fn sample_index_defs() -> Vec<Vec<u8>> {
+    use crate::index::maintain::{IndexRequest, spec_for};
+    use crate::index::meta::{IndexSpec, SimhashRun};
+    let mut out = vec![];
+    for (i, p) in sample_params().into_iter().enumerate() {
+        let request = if p.kind() == crate::sketch::params::SketchKind::SimHash {
+            IndexRequest::Simhash { radius: 1 + i as u32 % 3 }
+        } else {
+            IndexRequest::Lsh { threshold: 0.5 + 0.1 * (i % 4) as f64, bands: None, rows: None }
+        };
+        let Ok(mut spec) = spec_for(request, &p, 1000 * i as u64) else { continue };
+        let mut entries = 0;
+        if let IndexSpec::Simhash { design, bucket_bits, .. } = spec {
+            let one = vec![SimhashRun { id: 0, first_row: 0, rows: 40 }];
+            let set = IndexSpec::Simhash { design: design.clone(), bucket_bits, next_run: 1, runs: one };
+            let def = IndexDef { spec: set, entries: 40, sum_sq: 0 };
+            out.extend(def.encode_before_simhash_runs(1).ok().flatten());
+            let runs = vec![SimhashRun { id: 0, first_row: 0, rows: 40 }, SimhashRun { id: 6, first_row: 90, rows: 7 }];
+            spec = IndexSpec::Simhash { design, bucket_bits, next_run: 7, runs };
+            entries = 47;
+        }
+        out.extend(IndexDef { spec, entries, sum_sq: 0 }.encode(1).ok());
+    }
+    out
 }
 
 fn check_estimate(e: &crate::sketch::estimate::Estimate, what: &str) {
@@ -232,6 +267,7 @@ pub fn seed_inputs(target: &str) -> Vec<Vec<u8>> {
                 let def = CollectionDef { id: i as u32 + 1, name: format!("c{i}"), params: p, capacity: 64, settings };
                 out.extend(def.encode().ok());
             }
+            out.extend(sample_index_defs());
             out
         }
         "sketch_ops" => random(&mut rng, 16, 256),
