@@ -113,6 +113,21 @@ pub(crate) fn encode_with_version<T: Serialize>(
     Ok(out)
 }
 
+/// Frames raw payload bytes as a valid `kind` envelope (tests feed decoders payloads no
+/// encoder would write).
+#[cfg(test)]
+pub(crate) fn frame_raw(kind: RecordKind, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(ENVELOPE_HEADER_LEN + payload.len());
+    out.extend_from_slice(&ENVELOPE_MAGIC);
+    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&(kind as u16).to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    let crc = crc_of(&out, payload);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
 /// Checks the frame (magic, version, kind, exact length, crc) and decodes the payload.
 pub(crate) fn decode<T: DeserializeOwned>(kind: RecordKind, bytes: &[u8]) -> Result<T, CodecError> {
     let what = kind.what();

@@ -1,6 +1,8 @@
 //! The index definition's wire variants: round trips, earlier variants read as the
 //! current spec, and checks of decoded definitions.
 
+use proptest::prelude::*;
+
 use super::*;
 use crate::index::keys::band::RowWidth;
 use crate::index::lsh_params::LshParams;
@@ -127,5 +129,50 @@ fn an_unknown_spec_variant_is_refused() {
             assert_eq!((table, key.as_str()), (INDEX_DEFS_NAME, "3"))
         }
         other => panic!("{other:?}"),
+    }
+}
+
+/// The payloads of a few valid definitions: LSH with a removed row, SimHash runs, SimHash
+/// as one set (variant 0).
+fn sample_payloads() -> Vec<Vec<u8>> {
+    let design = SimhashTableDesign::design(1000, 3, 64).expect("design");
+    let runs = vec![SimhashRun { id: 0, first_row: 0, rows: 7 }, SimhashRun { id: 8, first_row: 10, rows: 3 }];
+    let simhash =
+        IndexDef { spec: IndexSpec::Simhash { design, bucket_bits: 16, next_run: 9, runs }, entries: 10, sum_sq: 0 };
+    let mut one = simhash.clone();
+    if let IndexSpec::Simhash { runs, .. } = &mut one.spec {
+        runs.truncate(1);
+    }
+    one.entries = 7;
+    let framed = [lsh(false, 1).encode(1), simhash.encode(1), Ok(one.encode_before_simhash_runs(1).unwrap().unwrap())];
+    framed.into_iter().map(|b| b.unwrap()[crate::codec::envelope::ENVELOPE_HEADER_LEN..].to_vec()).collect()
+}
+
+proptest! {
+    /// A damaged payload under a valid frame (a byte changed, the payload cut short or a
+    /// byte inserted) decodes to a definition that passes its checks and round-trips, or is
+    /// refused as corrupt metadata: never a panic.
+    #[test]
+    fn damaged_payloads_decode_checked_or_fail(
+        which in 0usize..3,
+        at in any::<prop::sample::Index>(),
+        byte in any::<u8>(),
+        how in 0u8..3,
+    ) {
+        let mut payload = sample_payloads().swap_remove(which);
+        let i = at.index(payload.len());
+        match how {
+            0 => payload[i] = byte,
+            1 => payload.truncate(i),
+            _ => payload.insert(i, byte),
+        }
+        let bytes = crate::codec::envelope::frame_raw(RecordKind::IndexDef, &payload);
+        match IndexDef::decode(1, &bytes) {
+            Ok(d) => {
+                prop_assert!(d.validate().is_ok());
+                prop_assert_eq!(IndexDef::decode(1, &d.encode(1).unwrap()).ok(), Some(d));
+            }
+            Err(e) => prop_assert!(matches!(e, StorageError::CorruptMeta { .. }), "{e:?}"),
+        }
     }
 }
