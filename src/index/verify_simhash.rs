@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use redb::ReadTransaction;
 
 use super::meta::{IndexDef, IndexSpec};
-use super::simhash_runs::split_field;
+use super::simhash_runs::{split_field, table_field};
 use super::simhash_tables::{BucketView, Geometry};
 use super::verify::Out;
 use crate::sketch::sketch::Sketch;
@@ -31,52 +31,64 @@ pub(super) fn check_simhash(
         );
     }
     let n = design.table_count();
-    let geometry: Vec<Geometry> = (0..n).map(|t| Geometry::of(design, *bucket_bits, t)).collect();
-    // Every table's stored entries over all runs, and per run and table the entries held.
-    let mut stored: Vec<BTreeMap<u32, Vec<(u128, u64)>>> = vec![BTreeMap::new(); n];
-    let mut held = vec![vec![0u64; n]; runs.len()];
     let id = info.def.id;
-    if let Some(table) = open(txn, SIMHASH_BUCKETS)? {
-        for e in table.range((id, 0u32, 0u32)..=(id, u32::MAX, u32::MAX)).map_err(StorageError::backend("scan"))? {
-            let (k, v) = e.map_err(StorageError::backend("scan"))?;
-            let (_, field, bucket) = k.value();
-            let (run, t) = split_field(field);
-            let where_ = format!("{SIMHASH_BUCKETS_NAME}, run {run}, table {t}, bucket {bucket:#x}");
-            let Some(ri) = runs.iter().position(|r| r.id == run) else {
-                out.problem(None, format!("{where_}: a run the index definition does not list"));
-                continue;
-            };
-            let Some(g) = geometry.get(t as usize) else {
-                out.problem(None, format!("{where_}: the design has {n} tables"));
-                continue;
-            };
-            let view = match BucketView::parse(v.value(), *g) {
-                Err(d) => {
-                    out.problem(None, format!("{where_}: {d}"));
-                    continue;
-                }
-                Ok(view) => view,
-            };
-            let (mut keys, mut rows) = (Vec::<u128>::new(), Vec::new());
-            view.decode_into(*g, bucket, &mut keys, &mut rows);
-            let entries: Vec<(u128, u64)> = keys.into_iter().zip(rows).collect();
-            if entries.windows(2).any(|w| w[1] <= w[0]) {
-                out.problem(None, format!("{where_}: entries not sorted by (key, row)"));
-            }
+    let Some(table) = open(txn, SIMHASH_BUCKETS)? else {
+        if !live.is_empty() {
+            out.problem(None, format!("{SIMHASH_BUCKETS_NAME} is missing ({} live rows)", live.len()));
+        }
+        return Ok(());
+    };
+    // Keys of runs the definition does not list, or of tables the design does not have.
+    for e in table.range((id, 0u32, 0u32)..=(id, u32::MAX, u32::MAX)).map_err(StorageError::backend("scan"))? {
+        let (k, _) = e.map_err(StorageError::backend("scan"))?;
+        let (_, field, bucket) = k.value();
+        let (run, t) = split_field(field);
+        let where_ = format!("{SIMHASH_BUCKETS_NAME}, run {run}, table {t}, bucket {bucket:#x}");
+        if !runs.iter().any(|r| r.id == run) {
+            out.problem(None, format!("{where_}: a run the index definition does not list"));
+        } else if t as usize >= n {
+            out.problem(None, format!("{where_}: the design has {n} tables"));
+        }
+    }
+    // Table by table (one table's entries in memory at a time): each run's buckets, then
+    // the union against the live rows.
+    for t in 0..n {
+        let g = Geometry::of(design, *bucket_bits, t);
+        let mut stored: BTreeMap<u32, Vec<(u128, u64)>> = BTreeMap::new();
+        for (ri, r) in runs.iter().enumerate() {
+            let field = table_field(r.id, t as u32);
             let end = runs.get(ri + 1).map_or(u64::MAX, |r| r.first_row);
-            if let Some(e) = entries.iter().find(|e| !(runs[ri].first_row..end).contains(&e.1)) {
-                out.problem(Some(e.1), format!("{where_}: a row outside the run's rows"));
+            let mut held = 0u64;
+            for e in table.range((id, field, 0u32)..=(id, field, u32::MAX)).map_err(StorageError::backend("scan"))? {
+                let (k, v) = e.map_err(StorageError::backend("scan"))?;
+                let bucket = k.value().2;
+                let where_ = format!("{SIMHASH_BUCKETS_NAME}, run {}, table {t}, bucket {bucket:#x}", r.id);
+                let view = match BucketView::parse(v.value(), g) {
+                    Err(d) => {
+                        out.problem(None, format!("{where_}: {d}"));
+                        continue;
+                    }
+                    Ok(view) => view,
+                };
+                let (mut keys, mut rows) = (Vec::<u128>::new(), Vec::new());
+                view.decode_into(g, bucket, &mut keys, &mut rows);
+                let entries: Vec<(u128, u64)> = keys.into_iter().zip(rows).collect();
+                if entries.windows(2).any(|w| w[1] <= w[0]) {
+                    out.problem(None, format!("{where_}: entries not sorted by (key, row)"));
+                }
+                if let Some(e) = entries.iter().find(|e| !(r.first_row..end).contains(&e.1)) {
+                    out.problem(Some(e.1), format!("{where_}: a row outside the run's rows"));
+                }
+                held += entries.len() as u64;
+                stored.entry(bucket).or_default().extend(entries);
             }
-            held[ri][t as usize] += entries.len() as u64;
-            stored[t as usize].entry(bucket).or_default().extend(entries);
+            if held != r.rows {
+                out.problem(
+                    None,
+                    format!("simhash run {} counts {} rows, its table {t} holds {held} entries", r.id, r.rows),
+                );
+            }
         }
-    }
-    for (r, held) in runs.iter().zip(&held) {
-        if let Some((t, h)) = held.iter().enumerate().find(|(_, h)| **h != r.rows) {
-            out.problem(None, format!("simhash run {} counts {} rows, its table {t} holds {h} entries", r.id, r.rows));
-        }
-    }
-    for (t, (g, mut stored)) in geometry.iter().zip(stored).enumerate() {
         let mut want: BTreeMap<u32, Vec<(u128, u64)>> = BTreeMap::new();
         for (row, s) in live {
             let fp = match s {
