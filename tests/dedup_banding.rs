@@ -168,7 +168,7 @@ fn the_planner_bands_in_memory_unless_exactness_a_forced_plan_or_size_says_other
     assert_eq!(choose_dedup(&forced_scan, &sh, &costs).plan.access, Access::FullScan);
     let tiny = stats(1, SketchKind::SimHash, 1, 64);
     assert_eq!(choose_dedup(&fq, &tiny, &costs).plan.access, Access::FullScan);
-    let tables = SimhashStats { tables: 4, radius: 3, prefix_bits: 16 };
+    let tables = SimhashStats { tables: 4, radius: 3, prefix_bits: 16, runs: 1 };
     let sh = PlannerStats { simhash: Some(tables), ..sh };
     assert_eq!(choose_dedup(&fq, &sh, &costs).plan.access, Access::SimhashProbe { tables: 4 });
 }

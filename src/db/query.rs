@@ -43,7 +43,12 @@ impl Collection {
             slots: p.slots(),
             bits: p.bits(),
             lsh: lsh.map(|l| LshStats { params: l.params, mean_hit_bucket: l.mean_hit_bucket, runs: l.runs }),
-            simhash: simhash.map(|s| SimhashStats { tables: s.tables, radius: s.radius, prefix_bits: s.prefix_bits }),
+            simhash: simhash.map(|s| SimhashStats {
+                tables: s.tables,
+                radius: s.radius,
+                prefix_bits: s.prefix_bits,
+                runs: s.runs,
+            }),
         })
     }
 

@@ -54,6 +54,8 @@ pub struct SimhashStats {
     pub radius: u32,
     /// Leading bits every table's probe matches exactly.
     pub prefix_bits: u32,
+    /// Runs the tables are stored in: a cold probe reads each table's bucket in every run.
+    pub runs: u32,
 }
 
 /// Per-operation costs in nanoseconds.
@@ -136,7 +138,7 @@ enum Why {
     LowRecall { recall: f64, threshold: f64, target: f64 },
     Lsh { recall: f64, lookups: f64, runs: u32, candidates: f64 },
     RadiusTooWide { radius: u32, limit: u32 },
-    PerTable(f64),
+    Simhash { per_table: f64, lookups: f64, runs: u32 },
 }
 
 impl Why {
@@ -154,7 +156,9 @@ impl Why {
                 "expected recall {recall:.3}, {lookups:.0} bucket reads ({runs} runs), about {candidates:.0} candidates"
             ),
             Why::RadiusTooWide { radius, limit } => format!("radius {radius} exceeds the tables' radius {limit}"),
-            Why::PerTable(n) => format!("about {n:.1} candidates per table"),
+            Why::Simhash { per_table, lookups, runs } => {
+                format!("about {per_table:.1} candidates per table, {lookups:.0} bucket reads ({runs} runs)")
+            }
         }
     }
 }
@@ -240,8 +244,9 @@ fn costed(kind: PlanKind, q: &Query, s: &Stats, c: &CostModel) -> Costed {
                 return no(access, Why::RadiusTooWide { radius: r, limit: sh.radius });
             }
             let per_table = (s.live as f64) / 2f64.powi(sh.prefix_bits as i32);
-            let cost = f64::from(sh.tables) * (c.lookup + per_table * c.fingerprint_compare);
-            yes(access, cost, Why::PerTable(per_table))
+            let lookups = f64::from(sh.tables) * f64::from(sh.runs.max(1));
+            let cost = lookups * c.lookup + f64::from(sh.tables) * per_table * c.fingerprint_compare;
+            yes(access, cost, Why::Simhash { per_table, lookups, runs: sh.runs })
         }
     }
 }
@@ -329,7 +334,7 @@ mod tests {
             (SketchParams::simhash(64, 1).unwrap(), SketchKind::SimHash),
         ];
         let lsh = LshStats { params: LshParams { bands: 39, rows: 13 }, mean_hit_bucket: 1.5, runs: 3 };
-        let sh = SimhashStats { tables: 4, radius: 3, prefix_bits: 16 };
+        let sh = SimhashStats { tables: 4, radius: 3, prefix_bits: 16, runs: 2 };
         let mut seen = std::collections::HashSet::new();
         for (params, kind) in kinds {
             assert_eq!(params.kind(), kind);
@@ -373,5 +378,33 @@ mod tests {
             }
         }
         assert_eq!(seen.len(), PlanKind::ALL.len(), "the grid reaches every access path");
+    }
+
+    /// A SimHash probe over more runs costs more bucket reads, and EXPLAIN says how many.
+    #[test]
+    fn simhash_probe_cost_counts_runs() {
+        let params = SketchParams::simhash(64, 1).unwrap();
+        let sketch = Sketcher::new(params).unwrap().sketch(&TokenSet::from_unsorted((0..50).collect())).unwrap();
+        let q = Query::hamming(sketch, 3);
+        let probe = |runs| {
+            let simhash = Some(SimhashStats { tables: 4, radius: 3, prefix_bits: 16, runs });
+            let stats = Stats {
+                live: 10_000_000,
+                deleted: 0,
+                kind: SketchKind::SimHash,
+                slots: params.slots(),
+                bits: params.bits(),
+                lsh: None,
+                simhash,
+            };
+            let c = choose(&q, &stats, &CostModel::default());
+            assert_eq!(c.plan.access, Access::SimhashProbe { tables: 4 });
+            let a =
+                c.alternatives.into_iter().find(|a| a.plan.access.kind() == PlanKind::SimhashProbe).expect("costed");
+            (a.cost_ns.expect("eligible"), a.note)
+        };
+        let ((one, _), (three, note)) = (probe(1), probe(3));
+        assert!(three > one, "{three} > {one}");
+        assert!(note.contains("12 bucket reads (3 runs)"), "{note}");
     }
 }
