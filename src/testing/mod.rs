@@ -153,14 +153,7 @@ pub fn drop_first_index_bucket(collection: &Collection, db: &Database) -> Result
             found = true;
         } else {
             let mut t = txn.open_table(SIMHASH_BUCKETS).map_err(StorageError::backend("open table"))?;
-            let first = t
-                .range((id, 0u32, 0u32)..=(id, u32::MAX, u32::MAX))
-                .map_err(StorageError::backend("scan"))?
-                .next()
-                .transpose()
-                .map_err(StorageError::backend("scan"))?
-                .map(|(k, _)| k.value());
-            if let Some(k) = first {
+            if let Some((k, _)) = simhash::first_bucket(&t, id)? {
                 t.remove(k).map_err(StorageError::backend("remove"))?;
                 found = true;
             }

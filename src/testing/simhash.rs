@@ -50,19 +50,11 @@ pub fn store_simhash_def_before_runs(collection: &Collection, db: &Database) -> 
 /// SimHash bucket to run number `run` (its table and bucket unchanged). Returns whether a
 /// bucket was moved.
 pub fn move_first_simhash_bucket(collection: &Collection, db: &Database, run: u32) -> Result<bool> {
-    use redb::ReadableTable;
     let id = collection.info().def.id;
     let txn = db.store().begin_write()?;
     let moved = {
         let mut t = txn.open_table(SIMHASH_BUCKETS).map_err(StorageError::backend("open table"))?;
-        let first = t
-            .range((id, 0u32, 0u32)..=(id, u32::MAX, u32::MAX))
-            .map_err(StorageError::backend("scan"))?
-            .next()
-            .transpose()
-            .map_err(StorageError::backend("scan"))?
-            .map(|(k, v)| (k.value(), v.value().to_vec()));
-        match first {
+        match first_bucket(&t, id)? {
             None => false,
             Some(((_, field, bucket), value)) => {
                 t.remove((id, field, bucket)).map_err(StorageError::backend("remove"))?;
@@ -74,4 +66,19 @@ pub fn move_first_simhash_bucket(collection: &Collection, db: &Database, run: u3
     };
     txn.commit().map_err(StorageError::backend("commit"))?;
     Ok(moved)
+}
+
+type BucketKey = (u32, u32, u32);
+
+/// The collection's first stored SimHash bucket, key and value.
+pub(crate) fn first_bucket(
+    t: &impl redb::ReadableTable<BucketKey, &'static [u8]>,
+    id: u32,
+) -> Result<Option<(BucketKey, Vec<u8>)>> {
+    Ok(t.range((id, 0u32, 0u32)..=(id, u32::MAX, u32::MAX))
+        .map_err(StorageError::backend("scan"))?
+        .next()
+        .transpose()
+        .map_err(StorageError::backend("scan"))?
+        .map(|(k, v)| (k.value(), v.value().to_vec())))
 }
