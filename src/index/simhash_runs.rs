@@ -154,8 +154,18 @@ struct MergedTable {
     entries: u64,
 }
 
-fn read_raw(table: &BucketTable<'_>, id: u32, runs: &[u32], t: u32) -> Result<RawTable, StorageError> {
-    let mut raw = RawTable { bytes: Vec::new(), runs: Vec::with_capacity(runs.len()) };
+/// Byte buffers a merge hands back and forth between its tables (fresh memory costs a page
+/// fault and a zeroed page per 4 KiB).
+type Spares = parking_lot::Mutex<Vec<Vec<u8>>>;
+
+fn spare(spares: &Spares) -> Vec<u8> {
+    let mut b = spares.lock().pop().unwrap_or_default();
+    b.clear();
+    b
+}
+
+fn read_raw(table: &BucketTable<'_>, id: u32, runs: &[u32], t: u32, spares: &Spares) -> Result<RawTable, StorageError> {
+    let mut raw = RawTable { bytes: spare(spares), runs: Vec::with_capacity(runs.len()) };
     for &run in runs {
         let mut list = Vec::new();
         for e in table.range(table_range(id, run, t)).map_err(StorageError::backend("scan simhash buckets"))? {
@@ -171,13 +181,16 @@ fn read_raw(table: &BucketTable<'_>, id: u32, runs: &[u32], t: u32) -> Result<Ra
 /// Merges a [`RawTable`] bucket by bucket (the runs' sorted entries of a bucket sorted
 /// together) and encodes the result.
 fn merge_raw(
+    spares: &Spares,
     info: &CollectionInfo,
     runs: &[u32],
     t: u32,
     g: Geometry,
     raw: &RawTable,
 ) -> Result<MergedTable, StorageError> {
-    let mut out = MergedTable { bytes: Vec::with_capacity(raw.bytes.len()), buckets: Vec::new(), entries: 0 };
+    let mut bytes = spare(spares);
+    bytes.reserve(raw.bytes.len());
+    let mut out = MergedTable { bytes, buckets: Vec::new(), entries: 0 };
     // Per run: the next bucket's index in its list, and where its value starts.
     let mut at = vec![0usize; runs.len()];
     let mut start: Vec<usize> = Vec::with_capacity(runs.len());
@@ -235,6 +248,8 @@ pub(crate) fn merge_runs(
     let rows: u64 = span.iter().map(|r| r.rows).sum();
     let first_row = span.first().map_or(0, |r| r.first_row);
     let n = geometry.len();
+    let spares = Spares::default();
+    let spares = &spares;
     let write = |table: &mut BucketTable<'_>, t: usize, merged: MergedTable| -> Result<(), StorageError> {
         if merged.entries != rows {
             let detail = format!("runs {ids:?} count {rows} rows, table {t} holds {} entries", merged.entries);
@@ -256,7 +271,9 @@ pub(crate) fn merge_runs(
             })?;
             start = end;
         }
-        cursor.close().map_err(StorageError::backend("append simhash buckets"))
+        cursor.close().map_err(StorageError::backend("append simhash buckets"))?;
+        spares.lock().push(merged.bytes);
+        Ok(())
     };
     std::thread::scope(|s| {
         let (to_worker, raw_tables) = mpsc::sync_channel::<(usize, RawTable)>(1);
@@ -264,7 +281,8 @@ pub(crate) fn merge_runs(
         let ids = &ids;
         let worker = s.spawn(move || {
             for (t, raw) in raw_tables {
-                let merged = merge_raw(info, ids, t as u32, geometry[t], &raw);
+                let merged = merge_raw(spares, info, ids, t as u32, geometry[t], &raw);
+                spares.lock().push(raw.bytes);
                 let failed = merged.is_err();
                 if to_writer.send(merged).is_err() || failed {
                     break;
@@ -278,7 +296,7 @@ pub(crate) fn merge_runs(
         };
         let result = (|| {
             for t in 0..n {
-                let raw = read_raw(table, cid, ids, t as u32)?;
+                let raw = read_raw(table, cid, ids, t as u32, spares)?;
                 if to_worker.send((t, raw)).is_err() {
                     break;
                 }
