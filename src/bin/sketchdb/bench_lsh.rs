@@ -382,10 +382,10 @@ pub fn lsh(
     Ok(())
 }
 
-/// The runs of the collection's LSH index, as text ("no" without one).
+/// The runs of the collection's LSH index or SimHash tables, as text ("no" without one).
 fn index_runs(coll: &Collection) -> Result<String, CliError> {
     Ok(match coll.stats()?.index {
-        Some(IndexSummary::Lsh { runs, .. }) => runs.to_string(),
+        Some(IndexSummary::Lsh { runs, .. } | IndexSummary::SimhashTables { runs, .. }) => runs.to_string(),
         _ => "no".into(),
     })
 }
@@ -475,7 +475,7 @@ pub fn hamming(
                "precision": ratio(tp, tp + fp),
                "build_s": build_s, "index_build_s": index_s, "insert_per_s": stored.len() as f64 / build_s}),
         &format!(
-            "planner chose {}; {}",
+            "planner chose {}; {}; tables in {} run(s)",
             plan.plan,
             if bulk {
                 format!(
@@ -483,7 +483,8 @@ pub fn hamming(
                 )
             } else {
                 format!("batches of {size}, durable commits")
-            }
+            },
+            index_runs(&coll)?
         ),
     );
     Ok(())
