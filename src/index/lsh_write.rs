@@ -6,14 +6,9 @@
 //!   written once; nothing is read);
 //! * a removed row is listed in `sketchdb.lsh_dead` and counted in the one run whose row range
 //!   holds it; its entries stay until a merge rewrites that run ([`super::lsh_dead`]);
-//! * then runs merge by size tiers ([`merge_span`]): when at least [`super::tiers::MERGE_WIDTH`] of the
-//!   newest runs each hold at most as many entries as all newer runs of that span together,
-//!   the span is merged into one run in one pass ([`super::lsh_merge`]: read once, merged
-//!   group by group, written with a group width for the merged size). An index built in
-//!   batches of B rows thus keeps tiers of about `B * 4^i` entries, at most
-//!   `MERGE_WIDTH - 1` runs per tier, and an entry is rewritten about once per tier,
-//!   `log_4(N / B)` times. Past [`super::tiers::MAX_RUNS`] runs the neighbouring pair with the fewest
-//!   entries merges, which bounds the work of a probe. A merge drops the entries of the
+//! * then runs merge by size tiers ([`super::tiers`], sized by their entries): a span is
+//!   merged into one run in one pass ([`super::lsh_merge`]: read once, merged group by
+//!   group, written with a group width for the merged size). A merge drops the entries of the
 //!   removed rows in its span; a run whose removed rows reach an eighth of its rows is then
 //!   rewritten alone ([`super::lsh_dead::needs_rewrite`]).
 //!
