@@ -11,7 +11,7 @@
 
 use std::sync::mpsc;
 
-use redb::{AccessGuard, CursorError, ReadableTable};
+use redb::{CursorError, ReadableTable};
 
 use super::meta::SimhashRun;
 use super::simhash_tables::{BucketKey, BucketTable, BucketView, Geometry, bucket_err, encode_bucket, encoded_len};
@@ -42,61 +42,19 @@ fn table_range(id: u32, run: u32, t: u32) -> std::ops::RangeInclusive<BucketKey>
     (id, field, 0)..=(id, field, u32::MAX)
 }
 
-type Head<'a> = Option<(u32, AccessGuard<'a, &'static [u8]>)>;
-
-fn next_head<'a>(range: &mut redb::Range<'a, BucketKey, &'static [u8]>) -> Result<Head<'a>, StorageError> {
-    match range.next() {
-        None => Ok(None),
-        Some(e) => {
-            let (k, v) = e.map_err(StorageError::backend("scan simhash buckets"))?;
-            Ok(Some((k.value().2, v)))
-        }
-    }
-}
-
 /// Calls `f(bucket, entries)` for every bucket of table `t` holding entries in any of the
 /// runs `runs`, ascending, with the bucket's entries of all those runs as `(permuted key,
-/// row)`, sorted.
+/// row)`, sorted. The table's values are read into memory first (one table at a time).
 pub(crate) fn for_each_merged_bucket<T: ReadableTable<BucketKey, &'static [u8]>>(
     table: &T,
     info: &CollectionInfo,
     runs: &[u32],
     t: u32,
     g: Geometry,
-    mut f: impl FnMut(u32, &[(u128, u64)]) -> Result<(), StorageError>,
+    f: impl FnMut(u32, &[(u128, u64)]) -> Result<(), StorageError>,
 ) -> Result<(), StorageError> {
-    let id = info.def.id;
-    let mut ranges = Vec::with_capacity(runs.len());
-    for &run in runs {
-        ranges.push(table.range(table_range(id, run, t)).map_err(StorageError::backend("scan simhash buckets"))?);
-    }
-    let mut heads = Vec::with_capacity(ranges.len());
-    for r in &mut ranges {
-        heads.push(next_head(r)?);
-    }
-    let (mut entries, mut keys, mut rows) = (Vec::new(), Vec::<u128>::new(), Vec::new());
-    while let Some(bucket) = heads.iter().flatten().map(|h| h.0).min() {
-        entries.clear();
-        let mut sources = 0;
-        for (i, head) in heads.iter_mut().enumerate() {
-            if let Some((b, v)) = head.take_if(|h| h.0 == bucket) {
-                let field = table_field(runs[i], t);
-                let view = BucketView::parse(v.value(), g).map_err(|d| bucket_err(info, field, b, d))?;
-                keys.clear();
-                rows.clear();
-                view.decode_into::<u128>(g, b, &mut keys, &mut rows);
-                entries.extend(keys.iter().copied().zip(rows.iter().copied()));
-                sources += 1;
-                *head = next_head(&mut ranges[i])?;
-            }
-        }
-        // Each run's entries are sorted; (key, row) pairs are unique across runs.
-        if sources > 1 {
-            entries.sort_unstable();
-        }
-        f(bucket, &entries)?;
-    }
-    Ok(())
+    let raw = read_raw(table, info.def.id, runs, t, Vec::new())?;
+    for_each_raw_bucket(info, runs, t, g, &raw, f)
 }
 
 /// Table `t`'s bucket `bucket` over all of `runs`, encoded as one bucket value (`None`:
@@ -115,16 +73,13 @@ pub(crate) fn merged_bucket<T: ReadableTable<BucketKey, &'static [u8]>>(
     if let [run] = runs {
         return Ok(read(*run)?.map(|v| v.value().to_vec()));
     }
-    let (mut entries, mut keys, mut rows) = (Vec::new(), Vec::<u128>::new(), Vec::new());
+    let mut entries = Vec::new();
     let mut only: Option<Vec<u8>> = None;
     let mut sources = 0;
     for &run in runs {
         let Some(v) = read(run)? else { continue };
         let view = BucketView::parse(v.value(), g).map_err(|d| bucket_err(info, table_field(run, t), bucket, d))?;
-        keys.clear();
-        rows.clear();
-        view.decode_into::<u128>(g, bucket, &mut keys, &mut rows);
-        entries.extend(keys.iter().copied().zip(rows.iter().copied()));
+        view.entries_into(g, bucket, &mut entries);
         sources += 1;
         if sources == 1 {
             only = Some(v.value().to_vec());
@@ -164,8 +119,16 @@ fn spare(spares: &Spares) -> Vec<u8> {
     b
 }
 
-fn read_raw(table: &BucketTable<'_>, id: u32, runs: &[u32], t: u32, spares: &Spares) -> Result<RawTable, StorageError> {
-    let mut raw = RawTable { bytes: spare(spares), runs: Vec::with_capacity(runs.len()) };
+/// Table `t`'s values of the runs `runs`, read into `bytes` (cleared first).
+fn read_raw<T: ReadableTable<BucketKey, &'static [u8]>>(
+    table: &T,
+    id: u32,
+    runs: &[u32],
+    t: u32,
+    mut bytes: Vec<u8>,
+) -> Result<RawTable, StorageError> {
+    bytes.clear();
+    let mut raw = RawTable { bytes, runs: Vec::with_capacity(runs.len()) };
     for &run in runs {
         let mut list = Vec::new();
         for e in table.range(table_range(id, run, t)).map_err(StorageError::backend("scan simhash buckets"))? {
@@ -178,8 +141,48 @@ fn read_raw(table: &BucketTable<'_>, id: u32, runs: &[u32], t: u32, spares: &Spa
     Ok(raw)
 }
 
-/// Merges a [`RawTable`] bucket by bucket (the runs' sorted entries of a bucket sorted
-/// together) and encodes the result.
+/// Calls `f(bucket, entries)` for every bucket of a [`RawTable`], ascending, with the
+/// bucket's entries of all its runs, sorted.
+fn for_each_raw_bucket(
+    info: &CollectionInfo,
+    runs: &[u32],
+    t: u32,
+    g: Geometry,
+    raw: &RawTable,
+    mut f: impl FnMut(u32, &[(u128, u64)]) -> Result<(), StorageError>,
+) -> Result<(), StorageError> {
+    // Per run: the next bucket's index in its list, and where its value starts.
+    let mut at = vec![0usize; raw.runs.len()];
+    let mut start: Vec<usize> = Vec::with_capacity(raw.runs.len());
+    let mut end = 0;
+    for list in &raw.runs {
+        start.push(end);
+        end = list.last().map_or(end, |b| b.1);
+    }
+    let mut entries = Vec::new();
+    loop {
+        let heads = raw.runs.iter().zip(&at).filter_map(|(list, &i)| list.get(i));
+        let Some(bucket) = heads.map(|b| b.0).min() else { return Ok(()) };
+        entries.clear();
+        let mut sources = 0;
+        for (r, list) in raw.runs.iter().enumerate() {
+            let Some(&(_, stop)) = list.get(at[r]).filter(|b| b.0 == bucket) else { continue };
+            let view = BucketView::parse(&raw.bytes[start[r]..stop], g)
+                .map_err(|d| bucket_err(info, table_field(runs[r], t), bucket, d))?;
+            view.entries_into(g, bucket, &mut entries);
+            sources += 1;
+            at[r] += 1;
+            start[r] = stop;
+        }
+        // Each run's entries are sorted; (key, row) pairs are unique across runs.
+        if sources > 1 {
+            entries.sort_unstable();
+        }
+        f(bucket, &entries)?;
+    }
+}
+
+/// Merges a [`RawTable`] bucket by bucket and encodes the result.
 fn merge_raw(
     spares: &Spares,
     info: &CollectionInfo,
@@ -191,42 +194,14 @@ fn merge_raw(
     let mut bytes = spare(spares);
     bytes.reserve(raw.bytes.len());
     let mut out = MergedTable { bytes, buckets: Vec::new(), entries: 0 };
-    // Per run: the next bucket's index in its list, and where its value starts.
-    let mut at = vec![0usize; runs.len()];
-    let mut start: Vec<usize> = Vec::with_capacity(runs.len());
-    let mut end = 0;
-    for list in &raw.runs {
-        start.push(end);
-        end = list.last().map_or(end, |b| b.1);
-    }
-    let (mut entries, mut keys, mut rows) = (Vec::new(), Vec::<u128>::new(), Vec::new());
-    loop {
-        let heads = raw.runs.iter().zip(&at).filter_map(|(list, &i)| list.get(i));
-        let Some(bucket) = heads.map(|b| b.0).min() else { break };
-        entries.clear();
-        let mut sources = 0;
-        for (r, list) in raw.runs.iter().enumerate() {
-            let Some(&(b, stop)) = list.get(at[r]).filter(|b| b.0 == bucket) else { continue };
-            let view = BucketView::parse(&raw.bytes[start[r]..stop], g)
-                .map_err(|d| bucket_err(info, table_field(runs[r], t), b, d))?;
-            keys.clear();
-            rows.clear();
-            view.decode_into::<u128>(g, b, &mut keys, &mut rows);
-            entries.extend(keys.iter().copied().zip(rows.iter().copied()));
-            sources += 1;
-            at[r] += 1;
-            start[r] = stop;
-        }
-        // Each run's entries are sorted; (key, row) pairs are unique across runs.
-        if sources > 1 {
-            entries.sort_unstable();
-        }
-        let at_byte = out.bytes.len();
-        out.bytes.resize(at_byte + encoded_len(&entries, g), 0);
-        encode_bucket(&entries, g, &mut out.bytes[at_byte..]);
+    for_each_raw_bucket(info, runs, t, g, raw, |bucket, entries| {
+        let at = out.bytes.len();
+        out.bytes.resize(at + encoded_len(entries, g), 0);
+        encode_bucket(entries, g, &mut out.bytes[at..]);
         out.buckets.push((bucket, out.bytes.len()));
         out.entries += entries.len() as u64;
-    }
+        Ok(())
+    })?;
     Ok(out)
 }
 
@@ -296,7 +271,7 @@ pub(crate) fn merge_runs(
         };
         let result = (|| {
             for t in 0..n {
-                let raw = read_raw(table, cid, ids, t as u32, spares)?;
+                let raw = read_raw(&*table, cid, ids, t as u32, spare(spares))?;
                 if to_worker.send((t, raw)).is_err() {
                     break;
                 }

@@ -165,7 +165,21 @@ impl<'a> BucketView<'a> {
         u64::from_le_bytes(a)
     }
 
+    /// Appends every entry as `(full permuted key, row id)`, in stored order.
+    pub(crate) fn entries_into(&self, g: Geometry, bucket: u32, out: &mut Vec<(u128, u64)>) {
+        let base = g.base(bucket);
+        let (s, w) = (self.suffix_bytes, self.row_bytes);
+        out.reserve(self.n);
+        for (suffix, row) in self.suffixes.chunks_exact(s).zip(self.rows.chunks_exact(w)) {
+            let (mut k, mut r) = ([0u8; 16], [0u8; 8]);
+            k[..s].copy_from_slice(suffix);
+            r[..w].copy_from_slice(row);
+            out.push((base | u128::from_le_bytes(k), u64::from_le_bytes(r)));
+        }
+    }
+
     /// Appends the full permuted keys (bucket bits restored) and row ids.
+    #[cfg(test)]
     pub(crate) fn decode_into<F: Fingerprint>(&self, g: Geometry, bucket: u32, keys: &mut Vec<F>, rows: &mut Vec<u64>) {
         let base = g.base(bucket);
         let s = self.suffix_bytes;
@@ -251,21 +265,11 @@ pub(crate) struct BucketWriter<'a> {
     entries: Vec<(u128, u64)>,
     fresh: Vec<(u128, u64)>,
     gone: Vec<u64>,
-    keys: Vec<u128>,
-    rows: Vec<u64>,
 }
 
 impl<'a> BucketWriter<'a> {
     pub(crate) fn new(info: &'a CollectionInfo) -> Self {
-        BucketWriter {
-            info,
-            encoded: Vec::new(),
-            entries: Vec::new(),
-            fresh: Vec::new(),
-            gone: Vec::new(),
-            keys: Vec::new(),
-            rows: Vec::new(),
-        }
+        BucketWriter { info, encoded: Vec::new(), entries: Vec::new(), fresh: Vec::new(), gone: Vec::new() }
     }
 
     /// Merges one table's sorted additions and its removals (`(bucket, row)`, sorted) into
@@ -304,10 +308,7 @@ impl<'a> BucketWriter<'a> {
                 && let Some(v) = table.get((id, t, bucket)).map_err(StorageError::backend("read simhash bucket"))?
             {
                 let view = BucketView::parse(v.value(), g).map_err(|d| bucket_err(info, t, bucket, d))?;
-                self.keys.clear();
-                self.rows.clear();
-                view.decode_into::<u128>(g, bucket, &mut self.keys, &mut self.rows);
-                entries.extend(self.keys.iter().copied().zip(self.rows.iter().copied()));
+                view.entries_into(g, bucket, entries);
             }
             if !gone.is_empty() {
                 let before = entries.len() + fresh.len();

@@ -70,9 +70,8 @@ pub(super) fn check_simhash(
                     }
                     Ok(view) => view,
                 };
-                let (mut keys, mut rows) = (Vec::<u128>::new(), Vec::new());
-                view.decode_into(g, bucket, &mut keys, &mut rows);
-                let entries: Vec<(u128, u64)> = keys.into_iter().zip(rows).collect();
+                let mut entries = Vec::new();
+                view.entries_into(g, bucket, &mut entries);
                 if entries.windows(2).any(|w| w[1] <= w[0]) {
                     out.problem(None, format!("{where_}: entries not sorted by (key, row)"));
                 }
