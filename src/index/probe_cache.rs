@@ -76,10 +76,12 @@ pub(crate) fn held() -> usize {
     HELD.load(Ordering::Relaxed)
 }
 
-/// A value's place: the value, `None` when the index has no such value. Aligned to 32 bytes
-/// so that no place straddles two cache lines (at 24 bytes one place in four did, and a probe
-/// then waited for two lines).
-#[repr(align(32))]
+/// A value's place: the value, `None` when the index has no such value. Its 40 bytes (a
+/// `Bytes` handle and the lock's state) are aligned to a 64-byte cache line, so that no place
+/// straddles two lines (at 24 bytes unaligned one place in four did, and a probe then waited
+/// for two lines; at 32-byte alignment a 40-byte place straddles them whenever the array
+/// starts halfway through a line).
+#[repr(align(64))]
 #[derive(Default)]
 struct Slot(OnceLock<Option<Bytes>>);
 
@@ -378,9 +380,10 @@ mod tests {
     }
 
     /// Values kept one after another lie one after another in a slab, are read back as
-    /// kept, and a value larger than a slab gets a slab of its own.
+    /// kept, and a value larger than a slab gets a slab of its own; a place is one cache line.
     #[test]
     fn kept_values_are_packed_in_slabs() {
+        assert_eq!((std::mem::size_of::<Slot>(), std::mem::align_of::<Slot>()), (64, 64));
         let c = cache();
         let a = c.value(0, 16, 5, || Ok(Some(vec![1u8; 100]))).expect("read").expect("some");
         let b = c.value(3, 16, 9, || Ok(Some(vec![2u8; 50]))).expect("read").expect("some");
