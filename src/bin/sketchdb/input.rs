@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::output::CliError;
+use crate::error::CliError;
 
 /// One ingestable record, whatever the input format.
 #[derive(Debug, Clone)]

@@ -6,24 +6,20 @@
 //! shell on FILE. Errors print one line naming what and where, with exit code 1 (2 for
 //! command-line usage errors).
 
-mod admin_cmds;
 mod bench;
-mod bench_lsh;
-mod bounds;
-mod ingest;
+mod cmd;
+mod error;
 mod input;
 mod output;
-mod query_cmds;
 mod session;
-mod shell;
-mod transfer;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
-use output::CliError;
+use cmd::{admin, bounds, dedup, ingest, query, shell, transfer};
+use error::CliError;
 use session::Session;
 
 /// sketchdb: an embedded database of similarity sketches (MinHash, b-bit, OPH, SimHash).
@@ -56,7 +52,7 @@ struct ShellLine {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Create a collection (sketch kind, parameters, tokenizer).
-    Create(admin_cmds::CreateArgs),
+    Create(admin::CreateArgs),
     /// List collections.
     List,
     /// Drop a collection and its records.
@@ -67,15 +63,15 @@ enum Command {
     /// Ingest text files, JSONL records or u64 fingerprint files (resumable).
     Ingest(ingest::IngestArgs),
     /// Build a collection's index anew from its rows (or drop it with --none).
-    Reindex(admin_cmds::ReindexArgs),
+    Reindex(admin::ReindexArgs),
     /// Find similar records: by threshold, top-k or Hamming radius.
     Query {
         /// The collection.
         collection: String,
         #[command(flatten)]
-        probe: query_cmds::Probe,
+        probe: query::Probe,
         #[command(flatten)]
-        ask: query_cmds::Ask,
+        ask: query::Ask,
     },
     /// Estimate the similarity of two stored keys, with its interval.
     Estimate {
@@ -94,15 +90,15 @@ enum Command {
         /// The collection.
         collection: String,
         #[command(flatten)]
-        probe: query_cmds::Probe,
+        probe: query::Probe,
         #[command(flatten)]
-        ask: query_cmds::Ask,
+        ask: query::Ask,
         /// Also run the query and report what it did.
         #[arg(long)]
         analyze: bool,
     },
     /// Group near-duplicates into clusters (a directory is ingested first).
-    Dedup(query_cmds::DedupArgs),
+    Dedup(dedup::DedupArgs),
     /// Collection and file statistics.
     Stats,
     /// Check every page, map and index, and redb's integrity.
@@ -125,7 +121,7 @@ enum Command {
         #[arg(long)]
         into: Option<String>,
         /// Records per transaction (1 to 1,000,000).
-        #[arg(long, default_value_t = 10_000, value_parser = ingest::batch_size())]
+        #[arg(long, default_value_t = ingest::DEFAULT_BATCH, value_parser = ingest::batch_size())]
         batch: usize,
     },
     /// Measure the planner's cost constants on this machine and store them in the database.
@@ -141,34 +137,34 @@ enum Command {
 
 fn dispatch(session: &mut Session, command: &Command, json_out: bool) -> Result<(), CliError> {
     match command {
-        Command::Create(args) => admin_cmds::create(session, args),
-        Command::List => admin_cmds::list(session, json_out),
-        Command::Drop { collection } => admin_cmds::drop(session, collection),
+        Command::Create(args) => admin::create(session, args),
+        Command::List => admin::list(session, json_out),
+        Command::Drop { collection } => admin::drop(session, collection),
         Command::Ingest(args) => ingest::ingest(session, args),
-        Command::Reindex(args) => admin_cmds::reindex(session, args),
-        Command::Query { collection, probe, ask } => query_cmds::query(session, collection, probe, ask, json_out),
+        Command::Reindex(args) => admin::reindex(session, args),
+        Command::Query { collection, probe, ask } => query::query(session, collection, probe, ask, json_out),
         Command::Estimate { collection, a, b, level } => {
-            query_cmds::estimate(session, collection, a, b, *level, json_out)
+            query::estimate(session, collection, a, b, *level, json_out)
         }
         Command::Explain { collection, probe, ask, analyze } => {
-            query_cmds::explain(session, collection, probe, ask, *analyze, json_out)
+            query::explain(session, collection, probe, ask, *analyze, json_out)
         }
         Command::Dedup(args) => {
             session.create_missing = true;
-            query_cmds::dedup(session, args)
+            dedup::dedup(session, args)
         }
-        Command::Stats => admin_cmds::stats(session, json_out),
+        Command::Stats => admin::stats(session, json_out),
         Command::Verify => {
-            if admin_cmds::verify(session, json_out)? {
+            if admin::verify(session, json_out)? {
                 Ok(())
             } else {
                 Err(CliError::Input(format!("verify found problems in {}", session.path().display())))
             }
         }
-        Command::Compact => admin_cmds::compact(session),
+        Command::Compact => admin::compact(session),
         Command::Export { collection, out } => transfer::export(session, collection, out),
         Command::Import { input, into, batch } => transfer::import(session, input, into.as_deref(), *batch),
-        Command::Calibrate => admin_cmds::calibrate(session, json_out),
+        Command::Calibrate => admin::calibrate(session, json_out),
         Command::Bounds(args) => bounds::bounds(args, json_out),
         Command::Bench { workload } => bench::run(workload),
     }

@@ -1,60 +1,4 @@
-//! Errors and output formatting shared by every command.
-
-use std::path::Path;
-
-/// A command's failure: printed as one line `sketchdb: error: ...`, exit code 1.
-#[derive(Debug)]
-pub enum CliError {
-    /// Malformed input, with file and line where known.
-    Input(String),
-    /// A file could not be read or written.
-    Io(String),
-    /// Wrong or missing arguments beyond what clap checks.
-    Usage(String),
-    /// An error from the sketchdb library.
-    Db(sketchdb::Error),
-}
-
-impl CliError {
-    pub fn io(path: &Path, e: std::io::Error) -> Self {
-        CliError::Io(format!("{}: {e}", path.display()))
-    }
-}
-
-impl std::fmt::Display for CliError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CliError::Input(m) | CliError::Io(m) | CliError::Usage(m) => f.write_str(m),
-            CliError::Db(e) => {
-                write!(f, "{e}")?;
-                let mut src = std::error::Error::source(e);
-                while let Some(s) = src {
-                    write!(f, ": {s}")?;
-                    src = s.source();
-                }
-                Ok(())
-            }
-        }
-    }
-}
-
-impl From<sketchdb::Error> for CliError {
-    fn from(e: sketchdb::Error) -> Self {
-        CliError::Db(e)
-    }
-}
-
-impl From<sketchdb::IndexError> for CliError {
-    fn from(e: sketchdb::IndexError) -> Self {
-        CliError::Db(e.into())
-    }
-}
-
-impl From<sketchdb::SketchError> for CliError {
-    fn from(e: sketchdb::SketchError) -> Self {
-        CliError::Db(e.into())
-    }
-}
+//! Output formatting shared by every command.
 
 /// A table for people: comfy-table with a header row.
 pub fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
@@ -65,4 +9,9 @@ pub fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
         t.add_row(r);
     }
     t.to_string()
+}
+
+/// A CSV field, quoted when it holds a comma, a quote or a newline.
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
 }

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use sketchdb::{Collection, CollectionConfig, Database, SketchParams, Tokenizer};
 
-use crate::output::CliError;
+use crate::error::CliError;
 
 /// The database file used when none is named.
 pub const DEFAULT_DB: &str = "sketchdb.db";

@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use sketchdb::{Batch, Collection, MAX_KEY_LEN, SimHash, Sketch, SketchKind, Snapshot};
 
 use crate::input::{InputRecord, JsonlReader, Origin, Payload, fingerprint_records, text_files, text_record};
-use crate::output::CliError;
+use crate::error::CliError;
 use crate::session::{Session, default_set_config, default_simhash_config};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,9 +38,12 @@ pub struct IngestArgs {
     #[arg(long, value_enum, default_value_t = Format::Auto)]
     pub format: Format,
     /// Records per transaction (1 to 1,000,000).
-    #[arg(long, default_value_t = 10_000, value_parser = batch_size())]
+    #[arg(long, default_value_t = DEFAULT_BATCH, value_parser = batch_size())]
     pub batch: usize,
 }
+
+/// Records per transaction when `--batch` is not given (ingest, import, dedup of a directory).
+pub const DEFAULT_BATCH: usize = 10_000;
 
 /// `--batch` of ingest and import: 1..=1,000,000 records per transaction (a batch's
 /// capacity is allocated up front).

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use sketchdb::{BBitMinHash, Batch, CollectionConfig, MinHash, OphSketch, SimHash, Sketch, SketchParams, Tokenizer};
 
 use crate::input::parse_hex_fingerprint;
-use crate::output::CliError;
+use crate::error::CliError;
 use crate::session::Session;
 
 const EXPORT_VERSION: u64 = 1;

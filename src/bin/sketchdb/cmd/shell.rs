@@ -11,7 +11,7 @@ use rustyline::hint::Hinter;
 use rustyline::validate::Validator;
 use rustyline::{Context, Helper};
 
-use crate::output::CliError;
+use crate::error::CliError;
 
 /// What the shell needs from the command set.
 pub trait ShellCommands {

@@ -9,7 +9,8 @@ use sketchdb::{
     false_positive_area, optimal_lsh_params,
 };
 
-use crate::output::{CliError, table};
+use crate::error::CliError;
+use crate::output::table;
 
 #[derive(Args, Debug, Clone)]
 pub struct BoundsArgs {

@@ -5,7 +5,8 @@ use clap::Args;
 use serde_json::json;
 use sketchdb::{CollectionConfig, IndexConfig, IndexSummary, SketchKind, SketchParams, Tokenizer};
 
-use crate::output::{CliError, table};
+use crate::error::CliError;
+use crate::output::table;
 use crate::session::Session;
 
 /// Sketch and tokenizer settings of a new collection.

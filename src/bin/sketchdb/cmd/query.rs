@@ -1,13 +1,15 @@
-//! Query-side commands: query, estimate, explain, dedup.
+//! Query-side commands: query, explain and estimate, and the question (`Ask`) they share
+//! with `dedup`.
 
 use std::path::{Path, PathBuf};
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use serde_json::{Value, json};
 use sketchdb::{Collection, Hit, PlanKind, Query, QueryKind, QueryOptions, QueryResult, SimHash, Sketch, SketchKind};
 
 use crate::input::parse_hex_fingerprint;
-use crate::output::{CliError, table};
+use crate::error::CliError;
+use crate::output::table;
 use crate::session::Session;
 
 /// What to ask and how.
@@ -93,9 +95,9 @@ enum Probes {
 
 /// A command's question, resolved against its collection: what to keep (with the
 /// collection's default threshold), the options and the probes.
-struct Resolved {
-    kind: QueryKind,
-    options: QueryOptions,
+pub struct Resolved {
+    pub kind: QueryKind,
+    pub options: QueryOptions,
     probes: Probes,
 }
 
@@ -108,7 +110,7 @@ impl Resolved {
 
 /// Turns a command's arguments into its question; `query`, `explain` and `dedup` all go
 /// through here, so they agree on defaults. `probe` is `None` for dedup.
-fn resolve(coll: &Collection, probe: Option<&Probe>, ask: &Ask) -> Result<Resolved, CliError> {
+pub fn resolve(coll: &Collection, probe: Option<&Probe>, ask: &Ask) -> Result<Resolved, CliError> {
     let kind = ask.kind(coll)?;
     let options = ask.options()?;
     let one = |label: String, sketch: Sketch| Probes::One { label, query: Query { sketch, kind, options } };
@@ -302,111 +304,6 @@ pub fn estimate(
         );
     } else {
         println!("{what}({a}, {b}) = {:.4}  [{:.4}, {:.4}] at {:.0}%", e.value, e.lower, e.upper, level * 100.0);
-    }
-    Ok(())
-}
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClusterFormat {
-    Table,
-    Jsonl,
-    Csv,
-}
-
-#[derive(Args, Debug, Clone)]
-pub struct DedupArgs {
-    /// A collection name, or a directory of text files to ingest first (into a collection
-    /// named after the directory, in the database file).
-    pub target: String,
-    #[command(flatten)]
-    pub ask: Ask,
-    /// Output format for the clusters.
-    #[arg(long, value_enum, default_value_t = ClusterFormat::Table)]
-    pub format: ClusterFormat,
-    /// Show the self-join plan, why, and the alternatives with their estimated costs,
-    /// without running it.
-    #[arg(long)]
-    pub explain: bool,
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
-}
-
-pub fn dedup(session: &mut Session, args: &DedupArgs) -> Result<(), CliError> {
-    let path = Path::new(&args.target);
-    let name = if path.is_dir() {
-        let name = path
-            .canonicalize()
-            .ok()
-            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .unwrap_or_else(|| "docs".into());
-        let ingest = crate::ingest::IngestArgs {
-            collection: name.clone(),
-            inputs: vec![path.to_path_buf()],
-            format: crate::ingest::Format::Text,
-            batch: 10_000,
-        };
-        crate::ingest::ingest(session, &ingest)?;
-        name
-    } else {
-        args.target.clone()
-    };
-    let coll = session.collection(&name)?;
-    let Resolved { kind, options, .. } = resolve(&coll, None, &args.ask)?;
-    if args.explain {
-        match coll.explain_dedup(kind, options)? {
-            Some(e) => print!("{e}"),
-            None => println!("collection `{name}` has no records: nothing to join"),
-        }
-        return Ok(());
-    }
-    let d = coll.dedup(kind, options)?;
-    let key = |k: &[u8]| String::from_utf8_lossy(k).into_owned();
-    match args.format {
-        ClusterFormat::Jsonl => {
-            for (i, c) in d.clusters.iter().enumerate() {
-                let keys: Vec<String> = c.keys.iter().map(|k| key(k)).collect();
-                println!("{}", json!({"cluster": i + 1, "size": c.keys.len(), "keys": keys, "rows": c.rows}));
-            }
-        }
-        ClusterFormat::Csv => {
-            println!("cluster,key,row_id");
-            for (i, c) in d.clusters.iter().enumerate() {
-                for (k, r) in c.keys.iter().zip(&c.rows) {
-                    println!("{},{},{r}", i + 1, csv_field(&key(k)));
-                }
-            }
-        }
-        ClusterFormat::Table => {
-            let rows = d
-                .clusters
-                .iter()
-                .enumerate()
-                .map(|(i, c)| {
-                    vec![
-                        (i + 1).to_string(),
-                        c.keys.len().to_string(),
-                        c.keys.iter().map(|k| key(k)).collect::<Vec<_>>().join(", "),
-                    ]
-                })
-                .collect();
-            println!("{}", table(&["cluster", "size", "members"], rows));
-            let what = match kind {
-                QueryKind::Hamming(r) => format!("Hamming distance <= {r}"),
-                QueryKind::Threshold(t) => format!("similarity >= {t}"),
-                _ => String::new(),
-            };
-            eprintln!(
-                "{} clusters from {} verified pairs ({what}) in collection `{name}` of {}",
-                d.clusters.len(),
-                d.pairs,
-                session.path().display()
-            );
-            if let Some(plan) = d.plan {
-                eprintln!("plan: {plan} ({})", d.reason);
-            }
-        }
     }
     Ok(())
 }

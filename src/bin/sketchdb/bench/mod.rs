@@ -1,0 +1,131 @@
+//! `sketchdb bench`: runs the shared benchmark workloads (../shared/bench formats, read as they
+//! are) and prints one JSON result line per measurement, in the shared schema, on stdout. One
+//! file per workload; `data` loads inputs, `report` writes result lines.
+
+mod create;
+mod data;
+mod dedup;
+mod hamming;
+mod lsh;
+mod report;
+
+use std::path::PathBuf;
+
+use crate::error::CliError;
+
+/// The workloads `sketchdb bench` runs.
+#[derive(clap::Subcommand, Debug)]
+#[allow(clippy::large_enum_variant)]
+pub enum Workload {
+    /// Build 128-value signatures from a sets-<n>.jsonl file (MinHash, b-bit, OPH).
+    MinhashCreate {
+        /// The sets file (../shared/bench format).
+        #[arg(long)]
+        sets: PathBuf,
+        /// Use only the first N sets.
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+
+    /// LSH build, query (stored signature and end-to-end), persistence and size on a
+    /// sets/queries pair: one collection per threshold, its banding tuned to it.
+    Lsh {
+        /// The sets file.
+        #[arg(long)]
+        sets: PathBuf,
+        /// The matching queries file (with truth).
+        #[arg(long)]
+        queries: PathBuf,
+        /// Thresholds to measure.
+        #[arg(long, value_delimiter = ',', default_value = "0.5,0.7,0.8,0.9")]
+        thresholds: Vec<f64>,
+        /// Sketch kind: minhash (128 x 32-bit), bbit (512 x 8-bit) or oph (128 x 32-bit bins).
+        #[arg(long, default_value = "minhash")]
+        kind: String,
+        /// Use only the first N sets.
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Where to build the database (default: a temporary directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Force an access path for the queries (default: the planner's choice).
+        #[arg(long)]
+        plan: Option<String>,
+        /// Load every signature without the index, then build it in one transaction (a bulk
+        /// load; the index's group width then fits the loaded size).
+        #[arg(long)]
+        bulk: bool,
+        /// Signatures per durable batch (write transaction) while loading.
+        #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+        batch: u64,
+    },
+    /// Radius queries over a u64 fingerprint file with SimHash tables.
+    HammingQuery {
+        /// The fingerprints (fp-10m.u64 or fp-1m.u64).
+        #[arg(long)]
+        fps: PathBuf,
+        /// The query fingerprints (fp-queries.u64).
+        #[arg(long)]
+        queries: PathBuf,
+        /// The truth file (fp-<n>.truth.jsonl).
+        #[arg(long)]
+        truth: PathBuf,
+        /// The radius.
+        #[arg(long, default_value_t = 3)]
+        radius: u32,
+        /// Where to build the database (default: a temporary directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Load every fingerprint without the tables, then build them in one transaction (a
+        /// bulk load; the tables' design then fits the loaded size).
+        #[arg(long)]
+        bulk: bool,
+        /// Fingerprints per durable batch (write transaction) while loading.
+        #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+        batch: u64,
+    },
+    /// Self-join of a sets file into clusters at a threshold.
+    Dedup {
+        /// The sets file.
+        #[arg(long)]
+        sets: PathBuf,
+        /// The threshold.
+        #[arg(long, default_value_t = 0.8)]
+        threshold: f64,
+        /// Use only the first N sets.
+        #[arg(long)]
+        limit: Option<usize>,
+        /// Sketch kind: minhash (128 x 32-bit), bbit (512 x 8-bit) or oph (128 x 32-bit bins).
+        #[arg(long, default_value = "minhash")]
+        kind: String,
+        /// Load into a collection with an LSH index for the threshold (the self-join then
+        /// reads its buckets); without it the dedup bands the signatures in memory.
+        #[arg(long)]
+        index: bool,
+    },
+}
+
+/// Runs one workload.
+pub fn run(w: &Workload) -> Result<(), CliError> {
+    let run = report::run_id();
+    match w {
+        Workload::MinhashCreate { sets, limit } => create::minhash_create(sets, *limit, &run),
+        Workload::Lsh { sets, queries, thresholds, kind, limit, dir, plan, bulk, batch } => {
+            let force = match plan {
+                None => None,
+                Some(p) => Some(
+                    sketchdb::PlanKind::from_name(p).ok_or_else(|| CliError::Usage(format!("unknown plan `{p}`")))?,
+                ),
+            };
+            let load = data::Load { bulk: *bulk, batch: *batch as usize };
+            lsh::lsh(sets, queries, thresholds, kind, *limit, dir.as_deref(), force, load, &run)
+        }
+        Workload::HammingQuery { fps, queries, truth, radius, dir, bulk, batch } => {
+            let load = data::Load { bulk: *bulk, batch: *batch as usize };
+            hamming::hamming(fps, queries, truth, *radius, dir.as_deref(), load, &run)
+        }
+        Workload::Dedup { sets, threshold, limit, kind, index } => {
+            dedup::dedup(sets, *threshold, *limit, kind, *index, &run)
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! The command groups: one file per group of subcommands, each over the library's public
+//! API and the shared plumbing (session, input, output, error).
+
+pub mod admin;
+pub mod bounds;
+pub mod dedup;
+pub mod ingest;
+pub mod query;
+pub mod shell;
+pub mod transfer;
