@@ -59,6 +59,7 @@ pub use db::config::{CollectionConfig, IndexConfig};
 pub use db::database::{Database, DatabaseBuilder};
 pub use db::dedup::{Cluster, DedupResult};
 pub use db::query::QueryResult;
+pub use db::recipes;
 pub use db::snapshot::{PageColumns, Record, Scan, Snapshot};
 pub use error::{Error, Result};
 pub use index::error::IndexError;

@@ -9,4 +9,5 @@ pub(crate) mod config;
 pub(crate) mod database;
 pub(crate) mod dedup;
 pub(crate) mod query;
+pub mod recipes;
 pub(crate) mod snapshot;

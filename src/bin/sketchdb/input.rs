@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Deserialize;
+use sketchdb::recipes::Content;
 
 use crate::error::CliError;
 
@@ -21,6 +22,17 @@ pub enum Payload {
     Tokens(Vec<u64>),
     /// A SimHash fingerprint given directly.
     Fingerprint(u128),
+}
+
+impl Payload {
+    /// The payload as the library's record content, to sketch for a collection.
+    pub fn content(&self) -> Content<'_> {
+        match self {
+            Payload::Text(t) => Content::Text(t),
+            Payload::Tokens(t) => Content::Tokens(t),
+            Payload::Fingerprint(v) => Content::Fingerprint(*v),
+        }
+    }
 }
 
 /// Where a record came from: `path:line` for a line of a JSONL file, the path alone for a

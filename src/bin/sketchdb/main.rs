@@ -82,7 +82,7 @@ enum Command {
         /// Second key.
         b: String,
         /// Confidence level.
-        #[arg(long, default_value_t = 0.95)]
+        #[arg(long, default_value_t = sketchdb::DEFAULT_LEVEL)]
         level: f64,
     },
     /// Show the plan a query would use, the alternatives and their costs.
@@ -143,9 +143,7 @@ fn dispatch(session: &mut Session, command: &Command, json_out: bool) -> Result<
         Command::Ingest(args) => ingest::ingest(session, args),
         Command::Reindex(args) => admin::reindex(session, args),
         Command::Query { collection, probe, ask } => query::query(session, collection, probe, ask, json_out),
-        Command::Estimate { collection, a, b, level } => {
-            query::estimate(session, collection, a, b, *level, json_out)
-        }
+        Command::Estimate { collection, a, b, level } => query::estimate(session, collection, a, b, *level, json_out),
         Command::Explain { collection, probe, ask, analyze } => {
             query::explain(session, collection, probe, ask, *analyze, json_out)
         }

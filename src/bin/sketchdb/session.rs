@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use sketchdb::{Collection, CollectionConfig, Database, SketchParams, Tokenizer};
+use sketchdb::{Collection, CollectionConfig, Database};
 
 use crate::error::CliError;
 
@@ -72,15 +72,4 @@ impl Session {
             .map(|cs| cs.iter().map(|c| c.name().to_string()).collect())
             .unwrap_or_default()
     }
-}
-
-/// The default configuration for text or token sets: MinHash, k = 128, 32-bit values.
-pub fn default_set_config() -> Result<CollectionConfig, CliError> {
-    Ok(CollectionConfig::new(SketchParams::minhash(128, 32, sketchdb::DEFAULT_SEED)?)
-        .with_tokenizer(Tokenizer::default()))
-}
-
-/// The default configuration for fingerprints: 64-bit SimHash.
-pub fn default_simhash_config() -> Result<CollectionConfig, CliError> {
-    Ok(CollectionConfig::new(SketchParams::simhash(64, sketchdb::DEFAULT_SEED)?))
 }

@@ -7,7 +7,9 @@ use std::time::Instant;
 
 use serde::Deserialize;
 use serde_json::json;
-use sketchdb::{Batch, Collection, Database, IndexConfig, PlanKind, Query, QueryKind, QueryOptions, Sketch, Sketcher, TokenSet};
+use sketchdb::{
+    Batch, Collection, Database, IndexConfig, PlanKind, Query, QueryKind, QueryOptions, Sketch, Sketcher, TokenSet,
+};
 
 use super::data::{
     Load, SKETCH_CHUNK, bulk_index, first_of, index_runs, load_batches, load_config, params_for, sketch_sets, workdir,

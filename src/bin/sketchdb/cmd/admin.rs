@@ -3,7 +3,8 @@
 
 use clap::Args;
 use serde_json::json;
-use sketchdb::{CollectionConfig, IndexConfig, IndexSummary, SketchKind, SketchParams, Tokenizer};
+use sketchdb::recipes::{DEFAULT_SLOTS, default_params};
+use sketchdb::{CollectionConfig, IndexConfig, IndexSummary, SketchKind, Tokenizer};
 
 use crate::error::CliError;
 use crate::output::table;
@@ -18,7 +19,7 @@ pub struct CreateArgs {
     #[arg(long, default_value = "minhash")]
     pub kind: String,
     /// Permutations (minhash, bbit) or bins (oph).
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = DEFAULT_SLOTS)]
     pub k: u32,
     /// Bits per value: minhash 32|64, bbit b in 1|2|4|8|16|32, oph 8|16|32, simhash 64|128.
     #[arg(long)]
@@ -85,13 +86,7 @@ impl CreateArgs {
         let kind = SketchKind::from_name(&self.kind).ok_or_else(|| {
             CliError::Usage(format!("unknown sketch kind `{}` (expected minhash, bbit, oph or simhash)", self.kind))
         })?;
-        let params = match kind {
-            SketchKind::MinHash => SketchParams::minhash(self.k, self.bits.unwrap_or(32), self.seed)?,
-            SketchKind::BBitMinHash => SketchParams::bbit(self.k, self.bits.unwrap_or(8), self.seed)?,
-            SketchKind::Oph => SketchParams::oph(self.k, self.bits.unwrap_or(8), self.seed)?,
-            SketchKind::SimHash => SketchParams::simhash(self.bits.unwrap_or(64), self.seed)?,
-            _ => return Err(CliError::Usage(format!("sketch kind `{}` is not supported here", self.kind))),
-        };
+        let params = default_params(kind, self.k, self.bits, self.seed)?;
         let tokenizer = match (self.shingle, self.ngram) {
             (_, Some(n)) => Tokenizer::char_ngrams(n, self.token_seed)?,
             (w, None) => Tokenizer::shingles(w.unwrap_or(sketchdb::DEFAULT_SHINGLE_WORDS), self.token_seed)?,

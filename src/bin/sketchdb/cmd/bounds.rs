@@ -4,9 +4,10 @@
 
 use clap::Args;
 use serde_json::json;
+use sketchdb::recipes::DEFAULT_SLOTS;
 use sketchdb::{
-    CollisionModel, LshParams, LshWeights, candidate_probability_with, clopper_pearson, false_negative_area,
-    false_positive_area, optimal_lsh_params,
+    CollisionModel, DEFAULT_LEVEL, LshParams, LshWeights, candidate_probability_with, clopper_pearson,
+    false_negative_area, false_positive_area, optimal_lsh_params,
 };
 
 use crate::error::CliError;
@@ -15,7 +16,7 @@ use crate::output::table;
 #[derive(Args, Debug, Clone)]
 pub struct BoundsArgs {
     /// Slots per signature (permutations or bins).
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = DEFAULT_SLOTS)]
     pub k: u32,
     /// Bits kept per value (32 or 64: exact minima; fewer: b-bit correction applies).
     #[arg(long, default_value_t = 32)]
@@ -30,7 +31,7 @@ pub struct BoundsArgs {
     #[arg(long, requires = "bands")]
     pub rows: Option<u32>,
     /// Confidence level of the intervals.
-    #[arg(long, default_value_t = 0.95)]
+    #[arg(long, default_value_t = DEFAULT_LEVEL)]
     pub level: f64,
 }
 
@@ -61,11 +62,12 @@ pub fn bounds(args: &BoundsArgs, json_out: bool) -> Result<(), CliError> {
     grid.sort_by(f64::total_cmp);
     grid.dedup();
     // Expected interval of the estimate at similarity j: the Clopper-Pearson interval of the
-    // expected number of matching slots, through the b-bit correction when bits < 32.
-    let c = if args.bits >= 32 { 0.0 } else { (-f64::from(args.bits)).exp2() };
+    // expected number of matching slots (the model's slot agreement), mapped back through the
+    // b-bit correction, c being the agreement of unrelated sets (0 with 32 bits or more).
+    let c = model.row_match(0.0);
     let k = f64::from(args.k);
     let interval = |j: f64| {
-        let p = j + (1.0 - j) * c;
+        let p = model.row_match(j);
         let (lo, hi) = clopper_pearson(p * k, k, args.level);
         let fix = |x: f64| ((x - c) / (1.0 - c)).clamp(0.0, 1.0);
         (fix(lo), fix(hi))

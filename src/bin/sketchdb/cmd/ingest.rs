@@ -8,11 +8,12 @@ use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use sketchdb::{Batch, Collection, MAX_KEY_LEN, SimHash, Sketch, SketchKind, Snapshot};
+use sketchdb::recipes::{KeyError, check_key, fingerprint_config, text_config};
+use sketchdb::{Batch, Collection, Sketch, SketchKind, Snapshot};
 
-use crate::input::{InputRecord, JsonlReader, Origin, Payload, fingerprint_records, text_files, text_record};
 use crate::error::CliError;
-use crate::session::{Session, default_set_config, default_simhash_config};
+use crate::input::{InputRecord, JsonlReader, Origin, fingerprint_records, text_files, text_record};
+use crate::session::Session;
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -77,13 +78,7 @@ fn progress(total: u64, what: &str) -> ProgressBar {
 
 /// Turns a record into a sketch for `coll`.
 fn sketch_of(coll: &Collection, rec: &InputRecord) -> Result<Sketch, CliError> {
-    let sk = coll.sketcher();
-    let out = match &rec.payload {
-        Payload::Text(t) => sk.sketch_text(&coll.config().tokenizer, t),
-        Payload::Tokens(t) => sk.sketch_multiset(t),
-        Payload::Fingerprint(v) => SimHash::from_parts(*coll.params(), *v).map(Sketch::SimHash),
-    };
-    out.map_err(|e| CliError::Input(format!("record `{}`: {e}", rec.key)))
+    rec.payload.content().sketch(coll).map_err(|e| CliError::Input(format!("record `{}`: {e}", rec.key)))
 }
 
 struct Loader<'a> {
@@ -123,15 +118,12 @@ impl Loader<'_> {
     /// The record's sketch, or `None` when its key is already stored or repeated in this
     /// input (so an interrupted ingest can simply be run again).
     fn sketch_if_new(&mut self, rec: &InputRecord) -> Result<Option<Sketch>, CliError> {
-        if rec.key.is_empty() {
-            return Err(CliError::Input("the record has an empty key".into()));
-        }
-        if rec.key.len() > MAX_KEY_LEN {
-            return Err(CliError::Input(format!(
-                "record key of {} bytes is longer than the {MAX_KEY_LEN}-byte limit",
-                rec.key.len()
-            )));
-        }
+        check_key(rec.key.as_bytes()).map_err(|e| {
+            CliError::Input(match e {
+                KeyError::Empty => "the record has an empty key".into(),
+                too_long => format!("record {too_long}"),
+            })
+        })?;
         if self.snap.get(&rec.key)?.is_some() || !self.seen.insert(rec.key.clone()) {
             return Ok(None);
         }
@@ -155,7 +147,7 @@ impl Loader<'_> {
 
 pub fn ingest(session: &mut Session, args: &IngestArgs) -> Result<(), CliError> {
     let first = detect(&args.inputs[0], args.format);
-    let default = if first == Format::U64 { default_simhash_config()? } else { default_set_config()? };
+    let default = if first == Format::U64 { fingerprint_config()? } else { text_config()? };
     session.create_missing = true;
     let coll = session.collection_or_create(&args.collection, default)?;
     let start = Instant::now();

@@ -5,10 +5,11 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde_json::{Value, json};
-use sketchdb::{Collection, Hit, PlanKind, Query, QueryKind, QueryOptions, QueryResult, SimHash, Sketch, SketchKind};
+use sketchdb::recipes::{Content, Measure};
+use sketchdb::{Collection, DEFAULT_LEVEL, Hit, PlanKind, Query, QueryKind, QueryOptions, QueryResult, Sketch};
 
-use crate::input::parse_hex_fingerprint;
 use crate::error::CliError;
+use crate::input::parse_hex_fingerprint;
 use crate::output::table;
 use crate::session::Session;
 
@@ -25,7 +26,7 @@ pub struct Ask {
     #[arg(long)]
     pub radius: Option<u32>,
     /// Confidence level of the intervals.
-    #[arg(long, default_value_t = 0.95)]
+    #[arg(long, default_value_t = DEFAULT_LEVEL)]
     pub level: f64,
     /// Require an answer exact with respect to the stored sketches (no LSH, no probabilistic
     /// early termination).
@@ -37,10 +38,10 @@ pub struct Ask {
 }
 
 impl Ask {
-    /// What to keep; without `--threshold`, `--top-k` or `--radius`, a threshold of 0.9
-    /// (cosine) on a SimHash collection and 0.5 (Jaccard) on the others.
+    /// What to keep; without `--threshold`, `--top-k` or `--radius`, the default threshold
+    /// of the collection's measure ([`Measure::default_threshold`]).
     fn kind(&self, coll: &Collection) -> Result<QueryKind, CliError> {
-        let default_threshold = if coll.params().kind() == SketchKind::SimHash { 0.9 } else { 0.5 };
+        let default_threshold = Measure::of(coll.params().kind()).default_threshold();
         Ok(match (self.threshold, self.top_k, self.radius) {
             (Some(t), None, None) => QueryKind::Threshold(t),
             (None, Some(k), None) => QueryKind::TopK(k),
@@ -131,15 +132,13 @@ fn probe_sketch(
     tokens: Option<&[u64]>,
     simhash: Option<&str>,
 ) -> Result<Sketch, CliError> {
-    if let Some(h) = simhash {
-        let v = parse_hex_fingerprint(h).map_err(CliError::Usage)?;
-        return Ok(Sketch::SimHash(SimHash::from_parts(*coll.params(), v)?));
-    }
-    match (text, tokens) {
-        (Some(t), _) => Ok(coll.sketcher().sketch_text(&coll.config().tokenizer, t)?),
-        (None, Some(t)) => Ok(coll.sketcher().sketch_multiset(t)?),
-        _ => Err(CliError::Usage("a query needs a key, --text, --tokens, --simhash or --queries".into())),
-    }
+    let content = match (simhash, text, tokens) {
+        (Some(h), _, _) => Content::Fingerprint(parse_hex_fingerprint(h).map_err(CliError::Usage)?),
+        (None, Some(t), _) => Content::Text(t),
+        (None, None, Some(t)) => Content::Tokens(t),
+        _ => return Err(CliError::Usage("a query needs a key, --text, --tokens, --simhash or --queries".into())),
+    };
+    Ok(content.sketch(coll)?)
 }
 
 fn hit_json(label: &str, h: &Hit, plan: &str) -> Value {
@@ -296,7 +295,7 @@ pub fn estimate(
 ) -> Result<(), CliError> {
     let coll = session.collection(collection)?;
     let e = coll.estimate(a, b, level)?;
-    let what = if coll.params().kind() == SketchKind::SimHash { "cosine" } else { "jaccard" };
+    let what = Measure::of(coll.params().kind()).name();
     if json_out {
         println!(
             "{}",

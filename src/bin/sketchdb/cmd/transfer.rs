@@ -11,8 +11,8 @@ use std::path::Path;
 use serde_json::{Value, json};
 use sketchdb::{BBitMinHash, Batch, CollectionConfig, MinHash, OphSketch, SimHash, Sketch, SketchParams, Tokenizer};
 
-use crate::input::parse_hex_fingerprint;
 use crate::error::CliError;
+use crate::input::parse_hex_fingerprint;
 use crate::session::Session;
 
 const EXPORT_VERSION: u64 = 1;
