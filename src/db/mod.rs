@@ -10,3 +10,6 @@ pub(crate) mod database;
 pub(crate) mod dedup;
 pub(crate) mod query;
 pub(crate) mod snapshot;
+
+#[cfg(test)]
+mod wire_tests;

@@ -5,8 +5,6 @@
 //! figures measured on the development machine (2-core Xeon, AVX-512) and is only used until
 //! a calibration has been stored.
 
-use serde::{Deserialize, Serialize};
-
 use crate::index::lsh_params::{LshParams, expected_recall_above};
 use crate::index::maintain::banding_model;
 use crate::sketch::params::SketchKind;
@@ -59,7 +57,7 @@ pub struct SimhashStats {
 }
 
 /// Per-operation costs in nanoseconds.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CostModel {
     /// Decoding one row and estimating (full scan), per slot of the sketch.
     pub decode_per_slot: f64,

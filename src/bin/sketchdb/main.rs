@@ -10,6 +10,7 @@ mod admin_cmds;
 mod bench;
 mod bench_lsh;
 mod bounds;
+mod export_header;
 mod ingest;
 mod input;
 mod output;
