@@ -5,7 +5,7 @@
 use super::collection::Collection;
 use crate::error::Result;
 use crate::index::stats::index_stats;
-use crate::planner::cost::{Choice, CostModel, LshStats, SimhashStats, Stats, choose, choose_plan};
+use crate::planner::cost::{Choice, CostModel, Stats, choose, choose_plan};
 use crate::planner::error::QueryError;
 use crate::planner::exec::{Analyze, Hit, execute};
 use crate::planner::explain::Explain;
@@ -42,13 +42,8 @@ impl Collection {
             kind: p.kind(),
             slots: p.slots(),
             bits: p.bits(),
-            lsh: lsh.map(|l| LshStats { params: l.params, mean_hit_bucket: l.mean_hit_bucket, runs: l.runs }),
-            simhash: simhash.map(|s| SimhashStats {
-                tables: s.tables,
-                radius: s.radius,
-                prefix_bits: s.prefix_bits,
-                runs: s.runs,
-            }),
+            lsh: lsh.map(|l| l.plan),
+            simhash,
         })
     }
 
