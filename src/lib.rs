@@ -54,12 +54,11 @@ pub mod testing;
 
 pub use codec::error::CodecError;
 pub use db::batch::Batch;
-pub use db::collection::{Collection, CollectionStats, IndexSummary};
+pub use db::collection::Collection;
 pub use db::config::{CollectionConfig, IndexConfig};
 pub use db::database::{Database, DatabaseBuilder};
-pub use db::dedup::{Cluster, DedupResult};
-pub use db::query::QueryResult;
 pub use db::snapshot::{PageColumns, Record, Scan, Snapshot};
+pub use db::stats::{CollectionStats, IndexSummary};
 pub use error::{Error, Result};
 pub use index::error::IndexError;
 pub use index::fingerprint::Fingerprint;
@@ -82,11 +81,13 @@ pub use index::simhash_probe::{
 };
 pub use planner::cost::{Alternative, Choice, CostModel, LshStats, SimhashStats, Stats as PlannerStats, choose};
 pub use planner::dedup::choose_dedup;
+pub use planner::dedup_exec::{Cluster, DedupResult};
 pub use planner::error::QueryError;
 pub use planner::exec::{Analyze, Hit};
 pub use planner::explain::Explain;
 pub use planner::plan::{Access, EarlyStop, Finish, Plan, PlanKind};
 pub use planner::query::{Query, QueryKind, QueryOptions};
+pub use planner::run::QueryResult;
 pub use sketch::bbit::{BBitMinHash, li_koenig_constants};
 pub use sketch::error::SketchError;
 pub use sketch::estimate::{DEFAULT_LEVEL, Estimate, clopper_pearson, set_hamming_from_resemblance};

@@ -7,9 +7,8 @@ pub(crate) mod calibrate;
 pub(crate) mod collection;
 pub(crate) mod config;
 pub(crate) mod database;
-pub(crate) mod dedup;
-pub(crate) mod query;
 pub(crate) mod snapshot;
+pub(crate) mod stats;
 
 #[cfg(test)]
 mod wire_tests;

@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use super::collection::{CollectionStats, IndexSummary};
+use super::stats::{CollectionStats, IndexSummary};
 use crate::codec::page::PageView;
 use crate::error::Result;
 use crate::sketch::params::SketchKind;
