@@ -26,6 +26,21 @@ use crate::storage::writer::{WriteOp, WriteSummary};
 /// Keys are 1..=[`crate::MAX_KEY_LEN`] bytes (pass `&str` or `&[u8]`). Each key maps to one
 /// live record; each record has a row id (sequential per collection, never reused; a key's
 /// row id changes when it is upserted or moved by compaction).
+///
+/// ```
+/// use sketchdb::{CollectionConfig, Database, Query, SketchParams};
+///
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = Database::create(dir.path().join("c.sketchdb"))?;
+/// let docs = db.create_collection("docs", CollectionConfig::new(SketchParams::minhash(128, 32, 3)?))?;
+/// docs.insert_text("a", "to be or not to be that is the question")?;
+/// docs.upsert("b", &docs.sketcher().sketch_text(&docs.config().tokenizer, "to be or not to be")?)?;
+/// assert_eq!(docs.len()?, 2);
+/// let e = docs.estimate("a", "b", 0.95)?;
+/// assert!(e.lower <= e.value && e.value <= e.upper);
+/// assert!(docs.delete("b")?);
+/// # Ok::<(), sketchdb::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Collection {
     store: Arc<Store>,

@@ -9,6 +9,17 @@ use crate::storage::StorageError;
 
 /// Which index a collection maintains besides its columnar pages.
 ///
+/// ```
+/// use sketchdb::{CollectionConfig, IndexConfig, SketchParams};
+///
+/// // SimHash tables exact for every fingerprint within 3 bits:
+/// CollectionConfig::new(SketchParams::simhash(64, 1)?).with_index(IndexConfig::simhash_tables(3)).validate()?;
+/// // LSH tuned for Jaccard 0.7, with a banding of 16 bands of 8 rows:
+/// let lsh = IndexConfig::Lsh { threshold: 0.7, bands: Some(16), rows: Some(8) };
+/// CollectionConfig::new(SketchParams::minhash(128, 64, 1)?).with_index(lsh).validate()?;
+/// # Ok::<(), sketchdb::Error>(())
+/// ```
+///
 /// Persisted as the codec's `IndexConfigWire` (inside the collection definition's settings):
 /// variants may only be appended there, never reordered. A build that meets a variant it
 /// does not know refuses the collection with a typed error rather than guessing.
@@ -100,6 +111,17 @@ impl IndexConfig {
 }
 
 /// How a collection is configured: fixed when it is created.
+///
+/// ```
+/// use sketchdb::{CollectionConfig, IndexConfig, SketchParams, Tokenizer};
+///
+/// let config = CollectionConfig::new(SketchParams::minhash(128, 32, 42)?)
+///     .with_tokenizer(Tokenizer::char_ngrams(4, 0)?)
+///     .with_index(IndexConfig::lsh(0.8));
+/// config.validate()?;
+/// assert_eq!(config.index, IndexConfig::lsh(0.8));
+/// # Ok::<(), sketchdb::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CollectionConfig {
