@@ -67,7 +67,7 @@ pub fn export(session: &mut Session, name: &str, out: &Path) -> Result<(), CliEr
         Box::new(std::fs::File::create(out).map_err(|e| CliError::io(out, e))?)
     };
     let mut w = BufWriter::new(file);
-    let params = params_to_json(&coll.params()).map_err(CliError::Input)?;
+    let params = params_to_json(coll.params()).map_err(CliError::Input)?;
     let tokenizer = tokenizer_to_json(&coll.config().tokenizer).map_err(CliError::Input)?;
     let header = json!({"sketchdb_export": EXPORT_VERSION, "collection": name,
                         "params": params, "tokenizer": tokenizer});
