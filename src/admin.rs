@@ -24,7 +24,7 @@ pub struct DatabaseStats {
     /// The file's size in bytes (0 for custom backends).
     pub file_bytes: u64,
     /// Per collection: name and counters.
-    pub collections: Vec<(String, crate::db::collection::CollectionStats)>,
+    pub collections: Vec<(String, crate::db::stats::CollectionStats)>,
 }
 
 /// Collects [`DatabaseStats`] (cheap: reads counters, scans nothing).

@@ -21,7 +21,7 @@ pub enum Error {
     Index(#[from] IndexError),
     /// From the planner: a query that does not fit the collection or a plan it cannot run.
     #[error(transparent)]
-    Query(#[from] QueryError),
+    Query(QueryError),
     /// From the codec layer: bytes that do not decode (usually wrapped in a storage error
     /// that says where they came from).
     #[error(transparent)]
@@ -33,3 +33,16 @@ pub enum Error {
 
 /// `Result` with sketchdb's [`enum@Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl From<QueryError> for Error {
+    /// A lower-layer failure the planner passes on keeps the variant of its layer, so each
+    /// failure reaches the caller by one route.
+    fn from(e: QueryError) -> Self {
+        match e {
+            QueryError::Sketch(e) => Error::Sketch(e),
+            QueryError::Index(e) => Error::Index(e),
+            QueryError::Storage(e) => Error::Storage(e),
+            other => Error::Query(other),
+        }
+    }
+}

@@ -38,11 +38,13 @@ pub(crate) struct CollectionDef {
     pub id: u32,
     /// The unique name.
     pub name: String,
-    /// The sketch parameters every record has.
+    /// The sketch parameters every record has (stored as [`super::wire::SketchParamsWire`]).
+    #[serde(with = "super::wire::via")]
     pub params: SketchParams,
     /// Rows per page.
     pub capacity: u32,
-    /// The db layer's settings (tokenizer, index configuration), postcard-encoded by it.
+    /// The db layer's settings (tokenizer, index configuration): a postcard
+    /// [`super::wire::SettingsWire`].
     pub settings: Vec<u8>,
 }
 

@@ -8,6 +8,8 @@
 //! * [`page`]: [`page::PageBuilder`] (writer) and [`page::PageView`] (zero-copy reader).
 //! * [`record`]: one row of columns <-> a [`crate::Sketch`], always through `from_parts`.
 //! * [`meta`]: the postcard-encoded metadata records and the fixed-width table values.
+//! * [`wire`]: the stored shapes of the public configuration types (sketch parameters,
+//!   tokenizer, index settings, LSH banding), which carry no serde derives themselves.
 //!
 //! Nothing here panics on any input: every decoder checks lengths before slicing and
 //! returns a [`CodecError`] (the page and envelope decoders are fuzzed and proptested).
@@ -19,6 +21,7 @@ pub(crate) mod layout;
 pub(crate) mod meta;
 pub(crate) mod page;
 pub(crate) mod record;
+pub(crate) mod wire;
 
 #[cfg(test)]
 mod tests;

@@ -5,8 +5,15 @@ use std::sync::Arc;
 use super::batch::Batch;
 use super::config::{CollectionConfig, IndexConfig, decode_settings, encode_settings};
 use super::snapshot::{PageColumns, Record, Scan, Snapshot};
+use super::stats::CollectionStats;
 use crate::error::Result;
 use crate::index::maintain::IndexMaintainer;
+use crate::planner::cost::{Choice, CostModel, Stats};
+use crate::planner::dedup_exec::{self, DedupResult};
+use crate::planner::explain::Explain;
+use crate::planner::query::{Query, QueryKind, QueryOptions};
+use crate::planner::run::{self, QueryResult};
+use crate::sketch::estimate::Estimate;
 use crate::sketch::params::SketchParams;
 use crate::sketch::sketch::{Sketch, Sketcher};
 use crate::sketch::tokens::TokenSet;
@@ -19,62 +26,27 @@ use crate::storage::writer::{WriteOp, WriteSummary};
 /// Keys are 1..=[`crate::MAX_KEY_LEN`] bytes (pass `&str` or `&[u8]`). Each key maps to one
 /// live record; each record has a row id (sequential per collection, never reused; a key's
 /// row id changes when it is upserted or moved by compaction).
+///
+/// ```
+/// use sketchdb::{CollectionConfig, Database, Query, SketchParams};
+///
+/// # let dir = tempfile::tempdir().unwrap();
+/// let db = Database::create(dir.path().join("c.sketchdb"))?;
+/// let docs = db.create_collection("docs", CollectionConfig::new(SketchParams::minhash(128, 32, 3)?))?;
+/// docs.insert_text("a", "to be or not to be that is the question")?;
+/// docs.upsert("b", &docs.sketcher().sketch_text(&docs.config().tokenizer, "to be or not to be")?)?;
+/// assert_eq!(docs.len()?, 2);
+/// let e = docs.estimate("a", "b", 0.95)?;
+/// assert!(e.lower <= e.value && e.value <= e.upper);
+/// assert!(docs.delete("b")?);
+/// # Ok::<(), sketchdb::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Collection {
     store: Arc<Store>,
     info: Arc<CollectionInfo>,
     config: CollectionConfig,
     sketcher: Arc<Sketcher>,
-}
-
-/// A collection's counters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CollectionStats {
-    /// Live records.
-    pub live: u64,
-    /// Deleted rows awaiting compaction.
-    pub deleted: u64,
-    /// The row id the next record gets.
-    pub next_row: u64,
-    /// Rows per page.
-    pub page_capacity: u32,
-    /// Bytes per record in the pages.
-    pub record_width: usize,
-    /// The collection's index, if it has one.
-    pub index: Option<IndexSummary>,
-}
-
-/// A collection's index as its statistics show it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum IndexSummary {
-    /// SimHash permuted tables. Writes add runs, which merge in size tiers (at most 10
-    /// runs); compaction merges them into one.
-    SimhashTables {
-        /// Tables.
-        tables: u32,
-        /// The largest radius they answer.
-        radius: u32,
-        /// Runs the tables are stored in (each a full set of tables over its rows).
-        runs: u32,
-    },
-    /// LSH banding buckets. Writes add runs, which merge in size tiers (at most 10 runs);
-    /// compaction merges them into one. Each run costs a probe one more bucket read per band.
-    Lsh {
-        /// Bands.
-        bands: u32,
-        /// Rows per band.
-        rows: u32,
-        /// Runs the buckets are stored in.
-        runs: u32,
-        /// The band-hash version of the stored keys ([`crate::BAND_HASH_VERSION`] for an
-        /// index built by this release; an older one stays until `rebuild_index`).
-        band_hash: u16,
-        /// Removed rows whose entries the runs still hold: probes pass over them, and a
-        /// merge drops them (a run is rewritten once an eighth of its rows are removed;
-        /// compaction drops them all).
-        removed_rows: u64,
-    },
 }
 
 impl Collection {
@@ -202,8 +174,86 @@ impl Collection {
         Ok(())
     }
 
-    pub(crate) fn store(&self) -> &Arc<Store> {
-        &self.store
+    /// The statistics the planner reads (kept current by every write).
+    pub fn planner_stats(&self) -> Result<Stats> {
+        let snap = self.store.snapshot()?;
+        Ok(run::stats_in(&snap, &self.info)?)
+    }
+
+    /// The stored sketch of `key` (a typed error when absent), for building queries.
+    pub fn sketch_of(&self, key: impl AsRef<[u8]>) -> Result<Sketch> {
+        let snap = self.store.snapshot()?;
+        Ok(run::stored_sketch(&snap, &self.info, key.as_ref())?)
+    }
+
+    /// The planner's cost model: the stored calibration, else the defaults.
+    pub(crate) fn costs(&self) -> CostModel {
+        // A damaged costs record must not stop queries: plan with the defaults, and let
+        // `verify` report the record.
+        self.store.planner_costs().ok().flatten().as_ref().map(CostModel::from).unwrap_or_default()
+    }
+
+    /// The planner's choice for `query`, without running it.
+    pub fn plan(&self, query: &Query) -> Result<Choice> {
+        let snap = self.store.snapshot()?;
+        Ok(run::plan(&snap, &self.info, query, &self.costs())?)
+    }
+
+    /// Runs a query: the planner chooses the access path (unless forced), every candidate is
+    /// verified with the estimator and the hits come back scored, best first.
+    pub fn query(&self, query: &Query) -> Result<QueryResult> {
+        let snap = self.store.snapshot()?;
+        Ok(run::run(&snap, &self.info, query, &self.costs())?)
+    }
+
+    /// A query whose probe is the stored sketch of `key` (the key itself is among the hits
+    /// when it qualifies).
+    pub fn query_key(&self, key: impl AsRef<[u8]>, kind: QueryKind, options: QueryOptions) -> Result<QueryResult> {
+        let snap = self.store.snapshot()?;
+        let sketch = run::stored_sketch(&snap, &self.info, key.as_ref())?;
+        Ok(run::run(&snap, &self.info, &Query { sketch, kind, options }, &self.costs())?)
+    }
+
+    /// EXPLAIN (and with `analyze`, EXPLAIN ANALYZE): the plan, why, the alternatives with
+    /// their estimated costs, and what execution did.
+    pub fn explain(&self, query: &Query, analyze: bool) -> Result<Explain> {
+        let snap = self.store.snapshot()?;
+        Ok(run::explain(&snap, &self.info, query, &self.costs(), analyze)?)
+    }
+
+    /// The pairwise estimate between two stored keys: Jaccard (set sketches) or cosine
+    /// (SimHash), with its interval at `level`.
+    pub fn estimate(&self, a: impl AsRef<[u8]>, b: impl AsRef<[u8]>, level: f64) -> Result<Estimate> {
+        let snap = self.store.snapshot()?;
+        let x = run::stored_sketch(&snap, &self.info, a.as_ref())?;
+        let y = run::stored_sketch(&snap, &self.info, b.as_ref())?;
+        Ok(x.similarity(&y, level)?)
+    }
+
+    /// EXPLAIN for a dedup: the self-join plan [`Collection::dedup`] would run, why, and the
+    /// alternatives with their estimated costs; `None` for a collection without records.
+    pub fn explain_dedup(&self, kind: QueryKind, options: QueryOptions) -> Result<Option<Explain>> {
+        let snap = self.store.snapshot()?;
+        Ok(dedup_exec::explain_dedup(&snap, &self.info, kind, options, &self.costs())?)
+    }
+
+    /// Groups near-duplicates: every record is probed with `kind` (a similarity threshold, or
+    /// a Hamming radius for SimHash); verified pairs are joined into connected components.
+    ///
+    /// The plan comes from [`crate::choose_dedup`]. Where an index can answer the whole
+    /// self-join, it does, in one pass: SimHash tables covering the radius give every pair
+    /// within it (exact), and an LSH index the planner may probe gives the same candidate
+    /// pairs as probing every record. Without an LSH index, a threshold dedup that need not
+    /// be exact bands the loaded signatures in memory ([`crate::Access::LshBanding`], the banding an
+    /// index for the threshold would get, eligible when its expected recall over [t, 1]
+    /// reaches `options.recall_target`); a Hamming dedup without tables covering the radius
+    /// builds them in memory ([`crate::Access::SimhashInMemory`], exact). Otherwise every record
+    /// runs the planner's plan (`options.exact` asks for that for set sketches). Every
+    /// candidate pair is verified with the estimator. Memory holds every live record's
+    /// sketch and key, plus `8 * bands` bytes per record when banding.
+    pub fn dedup(&self, kind: QueryKind, options: QueryOptions) -> Result<DedupResult> {
+        let snap = self.store.snapshot()?;
+        Ok(dedup_exec::dedup(&snap, &self.info, kind, options, &self.costs())?)
     }
 
     pub(crate) fn info(&self) -> &CollectionInfo {

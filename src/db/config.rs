@@ -1,8 +1,7 @@
 //! Collection configuration: sketch parameters, tokenizer and index settings.
 
-use serde::{Deserialize, Serialize};
-
 use crate::codec::envelope::{from_postcard, to_postcard};
+use crate::codec::wire::{IndexConfigWire, SettingsWire};
 use crate::error::Error;
 use crate::sketch::params::SketchParams;
 use crate::sketch::tokenize::Tokenizer;
@@ -10,10 +9,21 @@ use crate::storage::StorageError;
 
 /// Which index a collection maintains besides its columnar pages.
 ///
-/// Persisted (postcard, inside the collection definition): variants may only be appended,
-/// never reordered. A build that meets a variant it does not know refuses the collection
-/// with a typed error rather than guessing.
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+/// ```
+/// use sketchdb::{CollectionConfig, IndexConfig, SketchParams};
+///
+/// // SimHash tables exact for every fingerprint within 3 bits:
+/// CollectionConfig::new(SketchParams::simhash(64, 1)?).with_index(IndexConfig::simhash_tables(3)).validate()?;
+/// // LSH tuned for Jaccard 0.7, with a banding of 16 bands of 8 rows:
+/// let lsh = IndexConfig::Lsh { threshold: 0.7, bands: Some(16), rows: Some(8) };
+/// CollectionConfig::new(SketchParams::minhash(128, 64, 1)?).with_index(lsh).validate()?;
+/// # Ok::<(), sketchdb::Error>(())
+/// ```
+///
+/// Persisted as the codec's `IndexConfigWire` (inside the collection definition's settings):
+/// variants may only be appended there, never reordered. A build that meets a variant it
+/// does not know refuses the collection with a typed error rather than guessing.
+#[derive(Clone, Copy, Debug, Default)]
 #[non_exhaustive]
 pub enum IndexConfig {
     /// No index: queries scan the columnar pages.
@@ -101,7 +111,18 @@ impl IndexConfig {
 }
 
 /// How a collection is configured: fixed when it is created.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// ```
+/// use sketchdb::{CollectionConfig, IndexConfig, SketchParams, Tokenizer};
+///
+/// let config = CollectionConfig::new(SketchParams::minhash(128, 32, 42)?)
+///     .with_tokenizer(Tokenizer::char_ngrams(4, 0)?)
+///     .with_index(IndexConfig::lsh(0.8));
+/// config.validate()?;
+/// assert_eq!(config.index, IndexConfig::lsh(0.8));
+/// # Ok::<(), sketchdb::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CollectionConfig {
     /// The sketch kind and parameters every record has.
@@ -141,17 +162,35 @@ impl CollectionConfig {
     }
 }
 
+impl From<IndexConfig> for IndexConfigWire {
+    fn from(c: IndexConfig) -> Self {
+        match c {
+            IndexConfig::None => IndexConfigWire::None,
+            IndexConfig::SimhashTables { radius } => IndexConfigWire::SimhashTables { radius },
+            IndexConfig::Lsh { threshold, bands, rows } => IndexConfigWire::Lsh { threshold, bands, rows },
+        }
+    }
+}
+
+impl From<IndexConfigWire> for IndexConfig {
+    fn from(w: IndexConfigWire) -> Self {
+        match w {
+            IndexConfigWire::None => IndexConfig::None,
+            IndexConfigWire::SimhashTables { radius } => IndexConfig::SimhashTables { radius },
+            IndexConfigWire::Lsh { threshold, bands, rows } => IndexConfig::Lsh { threshold, bands, rows },
+        }
+    }
+}
+
 /// The part of the configuration the storage layer keeps opaque (`CollectionDef::settings`).
-#[derive(Serialize, Deserialize)]
-struct Settings {
-    tokenizer: Tokenizer,
-    index: IndexConfig,
+fn settings_wire(config: &CollectionConfig) -> SettingsWire {
+    SettingsWire { tokenizer: config.tokenizer.into(), index: config.index.into() }
 }
 
 const SETTINGS: &str = "collection settings";
 
 pub(crate) fn encode_settings(config: &CollectionConfig) -> Result<Vec<u8>, Error> {
-    to_postcard(SETTINGS, &Settings { tokenizer: config.tokenizer, index: config.index }).map_err(|source| {
+    to_postcard(SETTINGS, &settings_wire(config)).map_err(|source| {
         Error::Storage(StorageError::CorruptMeta {
             table: "sketchdb.collections",
             key: "(new)".into(),
@@ -166,9 +205,8 @@ pub(crate) fn decode_settings(id: u32, params: SketchParams, bytes: &[u8]) -> Re
         key: id.to_string(),
         source: Box::new(source),
     };
-    let s: Settings = from_postcard(SETTINGS, bytes).map_err(corrupt)?;
-    s.tokenizer
-        .validate()
-        .map_err(|e| corrupt(crate::codec::error::CodecError::Sketch { what: SETTINGS, source: e }))?;
-    Ok(CollectionConfig { params, tokenizer: s.tokenizer, index: s.index })
+    let s: SettingsWire = from_postcard(SETTINGS, bytes).map_err(corrupt)?;
+    let tokenizer = Tokenizer::from(s.tokenizer);
+    tokenizer.validate().map_err(|e| corrupt(crate::codec::error::CodecError::Sketch { what: SETTINGS, source: e }))?;
+    Ok(CollectionConfig { params, tokenizer, index: s.index.into() })
 }

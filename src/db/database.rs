@@ -16,6 +16,19 @@ use crate::storage::store::{Durability, Store, StoreOptions};
 /// file. Reads run on snapshots (a reader sees one commit, whatever writers do meanwhile);
 /// one write transaction runs at a time. The file is closed when the last clone and the last
 /// [`Collection`] handle are dropped.
+///
+/// ```
+/// use sketchdb::{CollectionConfig, Database, SketchParams};
+///
+/// # let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("corpus.sketchdb");
+/// let db = Database::create(&path)?;
+/// db.create_collection("docs", CollectionConfig::new(SketchParams::minhash(64, 32, 1)?))?;
+/// drop(db);
+/// let db = Database::open(&path)?;
+/// assert_eq!(db.collection("docs")?.len()?, 0);
+/// # Ok::<(), sketchdb::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Database {
     store: Arc<Store>,

@@ -7,7 +7,9 @@ pub(crate) mod calibrate;
 pub(crate) mod collection;
 pub(crate) mod config;
 pub(crate) mod database;
-pub(crate) mod dedup;
-pub(crate) mod query;
 pub mod recipes;
 pub(crate) mod snapshot;
+pub(crate) mod stats;
+
+#[cfg(test)]
+mod wire_tests;

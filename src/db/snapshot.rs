@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use super::collection::{CollectionStats, IndexSummary};
+use super::stats::{CollectionStats, IndexSummary};
 use crate::codec::page::PageView;
 use crate::error::Result;
 use crate::sketch::params::SketchKind;
@@ -69,9 +69,9 @@ impl Snapshot {
         let s = self.snap.state(&self.info)?;
         let index = match crate::index::stats::index_stats(&self.snap, &self.info)? {
             (Some(l), _) => Some(IndexSummary::Lsh {
-                bands: l.params.bands,
-                rows: l.params.rows,
-                runs: l.runs,
+                bands: l.plan.params.bands,
+                rows: l.plan.params.rows,
+                runs: l.plan.runs,
                 band_hash: l.band_hash,
                 removed_rows: l.removed_rows,
             }),

@@ -12,17 +12,33 @@
 //! Rajaraman and Ullman, Mining of Massive Datasets, ch. 3, as in datasketch).
 
 use rayon::prelude::*;
-use serde::{Deserialize, Serialize};
 
 use super::error::IndexError;
+use crate::codec::wire::{LshParamsWire, Wire};
 
 /// An LSH banding: `bands` bands of `rows` rows each (using `bands * rows` slots).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct LshParams {
     /// The number of bands b.
     pub bands: u32,
     /// Rows per band r.
     pub rows: u32,
+}
+
+impl From<LshParams> for LshParamsWire {
+    fn from(p: LshParams) -> Self {
+        LshParamsWire { bands: p.bands, rows: p.rows }
+    }
+}
+
+impl From<LshParamsWire> for LshParams {
+    fn from(w: LshParamsWire) -> Self {
+        LshParams { bands: w.bands, rows: w.rows }
+    }
+}
+
+impl Wire for LshParams {
+    type Wire = LshParamsWire;
 }
 
 /// How often the row values of two sets agree at similarity s.

@@ -8,32 +8,39 @@ use crate::storage::catalog::CollectionInfo;
 use crate::storage::error::contain;
 use crate::storage::reader::ReadSnapshot;
 
-/// LSH index statistics.
+/// What the planner reads of an LSH index (its `Stats::lsh`).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct LshIndexStats {
+pub struct LshStats {
     /// The banding.
     pub params: LshParams,
-    /// sum(s^2) / sum(s) over buckets (0 when empty): the expected size of the bucket a
-    /// stored row's band key falls in.
+    /// The size-biased mean bucket size, sum(s^2) / sum(s) over buckets (0 when empty): the
+    /// expected size of the bucket a stored row's band key falls into.
     pub mean_hit_bucket: f64,
-    /// Runs a probe reads in every band.
+    /// The index's runs: a probe reads each band's bucket in every run.
     pub runs: u32,
+}
+
+/// LSH index statistics: the planner's part and what summaries add to it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct LshIndexStats {
+    /// What the planner reads.
+    pub plan: LshStats,
     /// The band-hash version of its keys.
     pub band_hash: u16,
     /// Removed rows whose entries the runs still hold (listed in `sketchdb.lsh_dead`).
     pub removed_rows: u64,
 }
 
-/// SimHash table statistics.
+/// SimHash table statistics (the planner's `Stats::simhash`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct SimhashIndexStats {
+pub struct SimhashStats {
     /// Tables.
     pub tables: u32,
-    /// The radius the tables guarantee.
+    /// The radius the tables guarantee (every fingerprint within it is found).
     pub radius: u32,
-    /// The shortest table prefix in bits.
+    /// Leading bits every table's probe matches exactly (the shortest table prefix).
     pub prefix_bits: u32,
-    /// Runs the tables are stored in.
+    /// Runs the tables are stored in: a cold probe reads each table's bucket in every run.
     pub runs: u32,
 }
 
@@ -42,18 +49,20 @@ pub(crate) struct SimhashIndexStats {
 pub(crate) fn index_stats(
     snap: &ReadSnapshot,
     info: &CollectionInfo,
-) -> Result<(Option<LshIndexStats>, Option<SimhashIndexStats>), StorageError> {
+) -> Result<(Option<LshIndexStats>, Option<SimhashStats>), StorageError> {
     contain("read index statistics", || {
         Ok(match IndexDef::load(snap.txn(), info)? {
             None => (None, None),
             Some(d) => match &d.spec {
                 IndexSpec::Lsh { scheme, .. } | IndexSpec::LshGroups { scheme, .. } => (
                     Some(LshIndexStats {
-                        params: scheme.params,
-                        mean_hit_bucket: if d.entries == 0 { 0.0 } else { d.sum_sq as f64 / d.entries as f64 },
-                        runs: match &d.spec {
-                            IndexSpec::Lsh { runs, .. } => runs.len() as u32,
-                            _ => 1,
+                        plan: LshStats {
+                            params: scheme.params,
+                            mean_hit_bucket: if d.entries == 0 { 0.0 } else { d.sum_sq as f64 / d.entries as f64 },
+                            runs: match &d.spec {
+                                IndexSpec::Lsh { runs, .. } => runs.len() as u32,
+                                _ => 1,
+                            },
                         },
                         band_hash: scheme.version,
                         removed_rows: match &d.spec {
@@ -65,7 +74,7 @@ pub(crate) fn index_stats(
                 ),
                 IndexSpec::Simhash { design, runs, .. } => (
                     None,
-                    Some(SimhashIndexStats {
+                    Some(SimhashStats {
                         tables: design.table_count() as u32,
                         radius: design.k(),
                         prefix_bits: design.min_prefix_bits(),
@@ -86,6 +95,6 @@ pub(crate) fn lsh_stats(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Op
 pub(crate) fn simhash_stats(
     snap: &ReadSnapshot,
     info: &CollectionInfo,
-) -> Result<Option<SimhashIndexStats>, StorageError> {
+) -> Result<Option<SimhashStats>, StorageError> {
     Ok(index_stats(snap, info)?.1)
 }

@@ -5,10 +5,9 @@
 //! figures measured on the development machine (2-core Xeon, AVX-512) and is only used until
 //! a calibration has been stored.
 
-use serde::{Deserialize, Serialize};
-
-use crate::index::lsh_params::{LshParams, expected_recall_above};
+use crate::index::lsh_params::expected_recall_above;
 use crate::index::maintain::banding_model;
+pub use crate::index::stats::{LshStats, SimhashStats};
 use crate::sketch::params::SketchKind;
 
 use super::plan::{Access, EarlyStop, Finish, Plan, PlanKind};
@@ -33,33 +32,8 @@ pub struct Stats {
     pub simhash: Option<SimhashStats>,
 }
 
-/// LSH index statistics.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct LshStats {
-    /// The banding.
-    pub params: LshParams,
-    /// The size-biased mean bucket size, sum(s^2) / sum(s) over buckets: the expected size of
-    /// the bucket a stored row's band key falls into (from the bucket-size histogram).
-    pub mean_hit_bucket: f64,
-    /// The index's runs: a probe reads each band's bucket in every run.
-    pub runs: u32,
-}
-
-/// SimHash table statistics.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SimhashStats {
-    /// Tables.
-    pub tables: u32,
-    /// The radius the tables guarantee (every fingerprint within it is found).
-    pub radius: u32,
-    /// Leading bits every table's probe matches exactly.
-    pub prefix_bits: u32,
-    /// Runs the tables are stored in: a cold probe reads each table's bucket in every run.
-    pub runs: u32,
-}
-
 /// Per-operation costs in nanoseconds.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CostModel {
     /// Decoding one row and estimating (full scan), per slot of the sketch.
     pub decode_per_slot: f64,
@@ -318,6 +292,7 @@ pub fn choose(query: &Query, stats: &Stats, costs: &CostModel) -> Choice {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::index::lsh_params::LshParams;
     use crate::planner::query::QueryOptions;
     use crate::sketch::params::SketchParams;
     use crate::sketch::sketch::Sketcher;

@@ -2,8 +2,14 @@
 
 use thiserror::Error;
 
-/// A query that cannot be answered as asked.
-#[derive(Debug, Clone, PartialEq, Error)]
+use crate::index::error::IndexError;
+use crate::sketch::error::SketchError;
+use crate::storage::StorageError;
+
+/// A query that cannot be answered as asked, or a failure below the planner while running
+/// it. The root [`crate::Error`] presents the wrapped lower-layer errors as its own
+/// `Sketch`, `Index` and `Storage` variants (one route per failure), the rest as `Query`.
+#[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum QueryError {
     /// The question does not fit the collection's sketch kind.
@@ -42,4 +48,14 @@ pub enum QueryError {
         /// Why.
         reason: String,
     },
+    /// The sketch layer refused the probe or a stored sketch (incompatible parameters, an
+    /// estimate that is undefined).
+    #[error(transparent)]
+    Sketch(#[from] SketchError),
+    /// The index layer refused an index operation.
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    /// Reading the snapshot failed.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
 }

@@ -7,7 +7,6 @@ use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
 
 use crate::codec::page::PageView;
-use crate::error::Result;
 use crate::sketch::estimate::Estimate;
 use crate::sketch::params::SketchKind;
 use crate::sketch::simhash::SimHash;
@@ -17,6 +16,8 @@ use crate::storage::reader::{ReadSnapshot, decode};
 
 use super::cost::Stats;
 use super::error::QueryError;
+
+type Result<T, E = QueryError> = std::result::Result<T, E>;
 use super::plan::{Access, EarlyStop, Finish, Plan};
 use super::query::{Query, QueryKind, QueryOptions};
 use super::scan::{BinColumns, OphProbe, Pruning, ScanCounters, scan_page};
@@ -243,7 +244,7 @@ fn full_scan(
     let hamming = matches!(query.kind, QueryKind::Hamming(_));
     let sim = simhash_value(&query.sketch);
     let words = info.def.params.slots();
-    let mut failed: Option<crate::error::Error> = None;
+    let mut failed: Option<QueryError> = None;
     snap.for_each_page(info, |first, view| {
         a.rows_touched += view.row_count() as u64;
         for i in (0..view.row_count()).filter(|&i| !view.is_deleted(i)) {
@@ -308,7 +309,7 @@ fn oph_scan(
     let mut counters = ScanCounters::default();
     let mut bar = out.bar();
     let mut prune = Pruning::new(&probe, bar, early);
-    let mut failed: Option<crate::error::Error> = None;
+    let mut failed: Option<QueryError> = None;
     snap.for_each_page(info, |_, view| {
         // Top-k raises its bar as it fills; re-derive the pruning counts when it moves.
         let now = out.bar();
@@ -333,8 +334,8 @@ fn oph_scan(
     failed.map_or(Ok(()), Err)
 }
 
-fn unavailable(plan: &'static str, reason: &str) -> crate::error::Error {
-    QueryError::PlanUnavailable { plan, reason: reason.into() }.into()
+fn unavailable(plan: &'static str, reason: &str) -> QueryError {
+    QueryError::PlanUnavailable { plan, reason: reason.into() }
 }
 
 /// LSH candidates from the first `bands` bands, each fetched and verified with the estimator.
@@ -435,8 +436,7 @@ pub(crate) fn execute(
             return Err(QueryError::PlanUnavailable {
                 plan: plan.access.label(),
                 reason: "an in-memory self-join answers a dedup, not a single query".into(),
-            }
-            .into());
+            });
         }
     }
     let hits = out.finish();

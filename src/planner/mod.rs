@@ -3,12 +3,14 @@
 
 pub(crate) mod cost;
 pub(crate) mod dedup;
+pub(crate) mod dedup_exec;
 pub(crate) mod error;
 pub(crate) mod exec;
 pub(crate) mod explain;
 mod kernels;
 pub(crate) mod plan;
 pub(crate) mod query;
+pub(crate) mod run;
 pub(crate) mod scan;
 
 #[cfg(test)]

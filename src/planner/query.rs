@@ -66,15 +66,59 @@ pub struct Query {
 }
 
 impl Query {
-    /// A threshold query with default options.
+    /// A threshold query with default options: every record whose estimated similarity
+    /// (Jaccard, or cosine for SimHash) is at least `t`, best first.
+    ///
+    /// ```
+    /// use sketchdb::{CollectionConfig, Database, Query, SketchParams};
+    ///
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Database::create(dir.path().join("t.sketchdb"))?;
+    /// let docs = db.create_collection("docs", CollectionConfig::new(SketchParams::minhash(128, 32, 7)?))?;
+    /// docs.insert_text("a", "the quick brown fox jumps over the lazy dog")?;
+    /// docs.insert_text("b", "an entirely different sentence about something else")?;
+    /// let hits = docs.query(&Query::threshold(docs.sketch_of("a")?, 0.5))?.hits;
+    /// assert_eq!(hits.len(), 1);
+    /// assert_eq!(hits[0].key_str(), Some("a"));
+    /// # Ok::<(), sketchdb::Error>(())
+    /// ```
     pub fn threshold(sketch: Sketch, t: f64) -> Self {
         Query { sketch, kind: QueryKind::Threshold(t), options: QueryOptions::default() }
     }
-    /// A top-k query with default options.
+    /// A top-k query with default options: the `k` most similar records, best first.
+    ///
+    /// ```
+    /// use sketchdb::{CollectionConfig, Database, Query, SketchParams};
+    ///
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Database::create(dir.path().join("k.sketchdb"))?;
+    /// let docs = db.create_collection("docs", CollectionConfig::new(SketchParams::oph(128, 16, 7)?))?;
+    /// for (key, text) in [("a", "one two three four five six"), ("b", "one two three four five seven"), ("c", "eight nine ten")] {
+    ///     docs.insert_text(key, text)?;
+    /// }
+    /// let hits = docs.query(&Query::top_k(docs.sketch_of("a")?, 2))?.hits;
+    /// assert_eq!(hits.len(), 2);
+    /// assert_eq!(hits[0].key_str(), Some("a"));
+    /// # Ok::<(), sketchdb::Error>(())
+    /// ```
     pub fn top_k(sketch: Sketch, k: usize) -> Self {
         Query { sketch, kind: QueryKind::TopK(k), options: QueryOptions::default() }
     }
-    /// A Hamming-radius query with default options.
+    /// A Hamming-radius query with default options (SimHash collections): every fingerprint
+    /// within `radius` bits, nearest first, each hit carrying its exact `distance`.
+    ///
+    /// ```
+    /// use sketchdb::{CollectionConfig, Database, IndexConfig, Query, SketchParams};
+    ///
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Database::create(dir.path().join("h.sketchdb"))?;
+    /// let config = CollectionConfig::new(SketchParams::simhash(64, 7)?).with_index(IndexConfig::simhash_tables(3));
+    /// let pages = db.create_collection("pages", config)?;
+    /// pages.insert_text("a", "the quick brown fox jumps over the lazy dog")?;
+    /// let hits = pages.query(&Query::hamming(pages.sketch_of("a")?, 3))?.hits;
+    /// assert_eq!(hits[0].distance, Some(0));
+    /// # Ok::<(), sketchdb::Error>(())
+    /// ```
     pub fn hamming(sketch: Sketch, radius: u32) -> Self {
         Query { sketch, kind: QueryKind::Hamming(radius), options: QueryOptions::default() }
     }

@@ -4,7 +4,6 @@
 //! sketches are comparable exactly when their parameters are equal. Collections persist their
 //! parameters; every comparison checks them field by field first.
 
-use serde::{Deserialize, Serialize};
 use std::fmt;
 
 use super::error::SketchError;
@@ -13,7 +12,7 @@ use super::error::SketchError;
 pub const MAX_SLOTS: u32 = 4096;
 
 /// The kinds of sketch sketchdb stores. The numeric codes are persisted: never renumber.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 #[repr(u8)]
 pub enum SketchKind {
@@ -74,7 +73,7 @@ impl fmt::Display for SketchKind {
 /// `MixMultiplyShift` (code 1), version 1, is specified in `storage-format.md` section
 /// "Hash family" and in the `sketch` module's documentation: a seeded murmur3 `fmix64` pre-mix
 /// followed by per-slot affine maps `a_i * x + b_i mod 2^64` with odd `a_i`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 #[repr(u16)]
 pub enum HashFamily {
@@ -119,7 +118,7 @@ impl fmt::Display for HashFamily {
 ///
 /// Construct through the per-kind constructors, which validate. Values decoded from storage
 /// must be checked with [`SketchParams::validate`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SketchParams {
     kind: SketchKind,
     family: HashFamily,
@@ -134,6 +133,20 @@ pub struct SketchParams {
 pub const DEFAULT_SEED: u64 = 0x5eed_5ce7_c4db_0001;
 
 impl SketchParams {
+    /// The value of the given fields, unvalidated (the codec's wire struct decodes through
+    /// it): check with [`SketchParams::validate`].
+    pub(crate) fn from_parts(
+        kind: SketchKind,
+        family: HashFamily,
+        family_version: u16,
+        seed: u64,
+        size: u32,
+        bits: u8,
+        universe: Option<u64>,
+    ) -> Self {
+        SketchParams { kind, family, family_version, seed, size, bits, universe }
+    }
+
     fn new(kind: SketchKind, seed: u64, size: u32, bits: u8, universe: Option<u64>) -> Result<Self, SketchError> {
         let p = SketchParams {
             kind,

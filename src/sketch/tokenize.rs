@@ -18,8 +18,6 @@
 //! Unicode version of the Rust standard library that built sketchdb; golden tests pin the
 //! results for ASCII and common non-ASCII text.
 
-use serde::{Deserialize, Serialize};
-
 use super::error::SketchError;
 use super::hash::token_hash;
 use super::tokens::TokenSet;
@@ -30,7 +28,7 @@ pub const DEFAULT_SHINGLE_WORDS: u32 = 5;
 pub const DEFAULT_TOKEN_SEED: u64 = 0;
 
 /// How text is cut into tokens before hashing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum TokenizerKind {
     /// w-word shingles.
@@ -46,7 +44,7 @@ pub enum TokenizerKind {
 }
 
 /// A tokenizer: how to cut text, plus the seed its xxh3-64 token hash uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Tokenizer {
     kind: TokenizerKind,
     seed: u64,
@@ -59,6 +57,12 @@ impl Default for Tokenizer {
 }
 
 impl Tokenizer {
+    /// The tokenizer of the given fields, unvalidated (the codec's wire struct decodes
+    /// through it): check with [`Tokenizer::validate`].
+    pub(crate) fn from_parts(kind: TokenizerKind, seed: u64) -> Self {
+        Tokenizer { kind, seed }
+    }
+
     /// w-word shingles hashed with `seed`.
     pub fn shingles(w: u32, seed: u64) -> Result<Self, SketchError> {
         if w == 0 || w > 64 {

@@ -121,7 +121,7 @@ pub fn lsh_candidates(
 /// The LSH statistics: banding and mean hit-bucket size.
 pub fn lsh_stats(collection: &Collection, db: &Database) -> Result<Option<(crate::LshParams, f64)>> {
     let snap = db.store().snapshot()?;
-    Ok(crate::index::stats::lsh_stats(&snap, collection.info())?.map(|s| (s.params, s.mean_hit_bucket)))
+    Ok(crate::index::stats::lsh_stats(&snap, collection.info())?.map(|s| (s.plan.params, s.plan.mean_hit_bucket)))
 }
 
 /// The SimHash statistics: (tables, radius, shortest prefix bits).

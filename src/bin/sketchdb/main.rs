@@ -9,6 +9,7 @@
 mod bench;
 mod cmd;
 mod error;
+mod export_header;
 mod input;
 mod output;
 mod session;

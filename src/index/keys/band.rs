@@ -284,6 +284,7 @@ pub struct BandKeyScheme {
     /// The XXH3 seed.
     pub seed: u64,
     /// Bands and rows per band.
+    #[serde(with = "crate::codec::wire::via")]
     pub params: LshParams,
     /// The row width of the signatures keyed.
     pub width: RowWidth,

@@ -9,9 +9,10 @@ use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
 
 use serde_json::{Value, json};
-use sketchdb::{BBitMinHash, Batch, CollectionConfig, MinHash, OphSketch, SimHash, Sketch, SketchParams, Tokenizer};
+use sketchdb::{BBitMinHash, Batch, CollectionConfig, MinHash, OphSketch, SimHash, Sketch, SketchParams};
 
 use crate::error::CliError;
+use crate::export_header::{params_from_json, params_to_json, tokenizer_from_json, tokenizer_to_json};
 use crate::input::parse_hex_fingerprint;
 use crate::session::Session;
 
@@ -66,8 +67,10 @@ pub fn export(session: &mut Session, name: &str, out: &Path) -> Result<(), CliEr
         Box::new(std::fs::File::create(out).map_err(|e| CliError::io(out, e))?)
     };
     let mut w = BufWriter::new(file);
+    let params = params_to_json(coll.params()).map_err(CliError::Input)?;
+    let tokenizer = tokenizer_to_json(&coll.config().tokenizer).map_err(CliError::Input)?;
     let header = json!({"sketchdb_export": EXPORT_VERSION, "collection": name,
-                        "params": coll.params(), "tokenizer": coll.config().tokenizer});
+                        "params": params, "tokenizer": tokenizer});
     let io = |e: std::io::Error| CliError::io(out, e);
     writeln!(w, "{header}").map_err(io)?;
     let mut n = 0u64;
@@ -132,10 +135,9 @@ pub fn import(session: &mut Session, input: &Path, into: Option<&str>, batch_siz
         }
         None => return Err(at(1, "not a sketchdb export: the header lacks `sketchdb_export`".into())),
     }
-    let params: SketchParams = serde_json::from_value(header.get("params").cloned().unwrap_or(Value::Null))
+    let params = params_from_json(header.get("params").cloned().unwrap_or(Value::Null))
         .map_err(|e| at(1, format!("header `params`: {e}")))?;
-    params.validate().map_err(|e| at(1, format!("header `params`: {e}")))?;
-    let tokenizer: Tokenizer = serde_json::from_value(header.get("tokenizer").cloned().unwrap_or(Value::Null))
+    let tokenizer = tokenizer_from_json(header.get("tokenizer").cloned().unwrap_or(Value::Null))
         .map_err(|e| at(1, format!("header `tokenizer`: {e}")))?;
     let name = into
         .map(str::to_string)

@@ -1,0 +1,92 @@
+//! The planner's entry points on one read snapshot: the statistics it plans from, the plan
+//! it would choose, running a query and EXPLAIN. Statistics, plan and execution all see the
+//! same commit.
+
+use crate::index::stats::index_stats;
+use crate::sketch::sketch::Sketch;
+use crate::storage::catalog::CollectionInfo;
+use crate::storage::reader::ReadSnapshot;
+
+use super::cost::{Choice, CostModel, Stats, choose, choose_plan};
+use super::error::QueryError;
+use super::exec::{Analyze, Hit, execute};
+use super::explain::Explain;
+use super::plan::Plan;
+use super::query::Query;
+
+/// The answer to a query: verified, scored hits best first, the plan that produced them and
+/// what execution did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueryResult {
+    /// The hits, best first (highest estimate; for Hamming queries, smallest distance).
+    pub hits: Vec<Hit>,
+    /// The plan that ran.
+    pub plan: Plan,
+    /// Execution counters and time.
+    pub analyze: Analyze,
+}
+
+/// The statistics the planner reads for the collection `info` at `snap` (kept current by
+/// every write).
+pub(crate) fn stats_in(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Stats, QueryError> {
+    let state = snap.state(info)?;
+    let (lsh, simhash) = index_stats(snap, info)?;
+    let p = &info.def.params;
+    Ok(Stats {
+        live: state.live,
+        deleted: state.deleted,
+        kind: p.kind(),
+        slots: p.slots(),
+        bits: p.bits(),
+        lsh: lsh.map(|l| l.plan),
+        simhash,
+    })
+}
+
+/// The planner's choice for `query`, without running it.
+pub(crate) fn plan(
+    snap: &ReadSnapshot,
+    info: &CollectionInfo,
+    query: &Query,
+    costs: &CostModel,
+) -> Result<Choice, QueryError> {
+    Ok(choose(query, &stats_in(snap, info)?, costs))
+}
+
+/// Plans (without EXPLAIN's text) and runs `query`.
+pub(crate) fn run(
+    snap: &ReadSnapshot,
+    info: &CollectionInfo,
+    query: &Query,
+    costs: &CostModel,
+) -> Result<QueryResult, QueryError> {
+    let stats = stats_in(snap, info)?;
+    let plan = choose_plan(query, &stats, costs);
+    let (hits, analyze) = execute(snap, info, query, &plan, &stats)?;
+    Ok(QueryResult { hits, plan, analyze })
+}
+
+/// EXPLAIN (and with `analyze`, EXPLAIN ANALYZE) of `query`.
+pub(crate) fn explain(
+    snap: &ReadSnapshot,
+    info: &CollectionInfo,
+    query: &Query,
+    costs: &CostModel,
+    analyze: bool,
+) -> Result<Explain, QueryError> {
+    let stats = stats_in(snap, info)?;
+    let choice = choose(query, &stats, costs);
+    let analyze = if analyze { Some(execute(snap, info, query, &choice.plan, &stats)?.1) } else { None };
+    Ok(Explain { choice, analyze })
+}
+
+/// The stored sketch of `key`, or [`QueryError::UnknownKey`].
+pub(crate) fn stored_sketch(snap: &ReadSnapshot, info: &CollectionInfo, key: &[u8]) -> Result<Sketch, QueryError> {
+    match snap.get(info, key)? {
+        Some(r) => Ok(r.sketch),
+        None => Err(QueryError::UnknownKey {
+            collection: info.def.name.clone(),
+            key: String::from_utf8_lossy(key).into_owned(),
+        }),
+    }
+}
