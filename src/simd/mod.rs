@@ -20,6 +20,9 @@ mod sketching;
 #[cfg(test)]
 mod test_rng;
 
+/// The caps that reach every tier of every dispatcher, for tests outside this module.
+#[cfg(test)]
+pub(crate) use dispatch::TEST_CAPS;
 pub(crate) use dispatch::{Features, Kernel, run_byte_compare};
 pub(crate) use hamming::{PackedKeys, distances_u64, distances_u128, within_packed_u64, within_u64, within_u128};
 pub(crate) use prefetch::{prefetch, prefetch_ref};
