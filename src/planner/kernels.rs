@@ -106,7 +106,7 @@ mod tests {
             })
             .collect();
         let card = (0..rows).map(|_| 1 + next() % 1000).collect();
-        let deleted = (0..rows).map(|_| next() % 7 == 0).collect();
+        let deleted = (0..rows).map(|_| next().is_multiple_of(7)).collect();
         Page { rows, bins, empty, card, deleted }
     }
 
