@@ -1,4 +1,5 @@
 //! Administration: verification and statistics.
+#![forbid(unsafe_code)]
 
 use crate::db::database::Database;
 use crate::error::Result;

@@ -1,4 +1,5 @@
 //! The crate's root error type, wrapping each layer's error.
+#![forbid(unsafe_code)]
 
 use thiserror::Error;
 

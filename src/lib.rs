@@ -47,6 +47,8 @@ mod db;
 mod error;
 mod index;
 mod planner;
+#[allow(unsafe_code)]
+mod simd;
 mod sketch;
 mod storage;
 #[doc(hidden)]

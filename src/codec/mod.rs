@@ -13,6 +13,7 @@
 //!
 //! Nothing here panics on any input: every decoder checks lengths before slicing and
 //! returns a [`CodecError`] (the page and envelope decoders are fuzzed and proptested).
+#![forbid(unsafe_code)]
 
 pub(crate) mod envelope;
 pub(crate) mod error;

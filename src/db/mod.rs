@@ -1,6 +1,7 @@
 //! The public face: [`Database`], [`Collection`], [`CollectionConfig`], batches, snapshots
 //! and scans. Storage and sketch logic live below; this layer validates configuration,
 //! builds sketches from tokens or text, and converts between public and internal types.
+#![forbid(unsafe_code)]
 
 pub(crate) mod batch;
 pub(crate) mod calibrate;

@@ -3,7 +3,7 @@
 
 use std::fmt::Debug;
 
-use super::popcnt;
+use crate::simd;
 
 mod sealed {
     pub trait Sealed {}
@@ -52,11 +52,11 @@ impl Fingerprint for u64 {
     }
     #[inline]
     fn within(query: Self, keys: &[Self], k: u32, out: &mut Vec<(u32, usize)>) {
-        popcnt::within_u64(query, keys, k, out);
+        simd::within_u64(query, keys, k, out);
     }
     #[inline]
     fn distances(query: Self, keys: &[Self], out: &mut [u32]) {
-        popcnt::distances_u64(query, keys, out);
+        simd::distances_u64(query, keys, out);
     }
 }
 
@@ -80,10 +80,10 @@ impl Fingerprint for u128 {
     }
     #[inline]
     fn within(query: Self, keys: &[Self], k: u32, out: &mut Vec<(u32, usize)>) {
-        popcnt::within_u128(query, keys, k, out);
+        simd::within_u128(query, keys, k, out);
     }
     #[inline]
     fn distances(query: Self, keys: &[Self], out: &mut [u32]) {
-        popcnt::distances_u128(query, keys, out);
+        simd::distances_u128(query, keys, out);
     }
 }

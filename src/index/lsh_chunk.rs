@@ -236,7 +236,7 @@ impl<'a> ChunkView<'a> {
     /// Asks for the cache line of entry `i`'s suffix ahead of the search.
     #[inline]
     pub(crate) fn prefetch_suffix(&self, i: usize) {
-        super::prefetch::prefetch(self.body, i * self.s);
+        crate::simd::prefetch(self.body, i * self.s);
     }
 
     /// The stored word of entry `i < n`.

@@ -5,6 +5,7 @@
 //! ([`meta`]), SimHash tables ([`simhash_tables`], [`simhash_runs`], [`simhash_write`], [`simhash_read`]), size-tiered run merging ([`tiers`]), LSH buckets ([`lsh`], [`lsh_chunk`],
 //! [`lsh_read`], [`lsh_delta`], [`lsh_dead`], [`lsh_write`], [`lsh_merge`], [`lsh_cache`]), the probes' cache ([`probe_cache`]), maintenance and rebuilds ([`maintain`]), planner statistics ([`stats`])
 //! and verification ([`verify`], [`verify_listing`], [`verify_simhash`]).
+#![forbid(unsafe_code)]
 
 pub(crate) mod error;
 pub(crate) mod fingerprint;
@@ -21,8 +22,6 @@ pub(crate) mod lsh_read;
 pub(crate) mod lsh_write;
 pub(crate) mod maintain;
 pub(crate) mod meta;
-mod popcnt;
-mod prefetch;
 pub(crate) mod probe_cache;
 mod radix;
 pub(crate) mod simhash_adds;

@@ -288,7 +288,7 @@ impl ProbeCache {
         if bits <= DIRECT_BITS
             && let Some(place) = self.direct.get(shelf).and_then(|c| c.get()).and_then(|s| s.get(slot as usize))
         {
-            super::prefetch::prefetch_ref(place);
+            crate::simd::prefetch_ref(place);
         }
     }
 

@@ -24,8 +24,8 @@ use redb::{CursorError, CursorMut, ReadableTable, Table};
 
 use super::fingerprint::Fingerprint;
 use super::keys::simhash_design::SimhashTableDesign;
-use super::popcnt;
 use super::simhash_adds::TableAdds;
+use crate::simd;
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 
@@ -144,8 +144,8 @@ impl<'a> BucketView<'a> {
     /// pass; `key_u64` restores a matching entry's key.
     pub(crate) fn within_u64(&self, g: Geometry, bucket: u32, query: u64, k: u32, out: &mut Vec<(u32, usize)>) {
         let base = g.base(bucket) as u64;
-        let keys = popcnt::PackedKeys { bytes: self.tail, n: self.n, s: self.suffix_bytes, base };
-        popcnt::within_packed_u64(query, keys, k, out);
+        let keys = simd::PackedKeys { bytes: self.tail, n: self.n, s: self.suffix_bytes, base };
+        simd::within_packed_u64(query, keys, k, out);
     }
 
     /// Entry i's full permuted key in a 64-bit table (i < the entry count).

@@ -1,5 +1,6 @@
 //! The query planner: `Query` (what is asked), `Plan` (how), a pure `choose` over collection
 //! statistics and a measured cost model, `exec` that runs a plan, and EXPLAIN.
+#![forbid(unsafe_code)]
 
 pub(crate) mod cost;
 pub(crate) mod dedup;

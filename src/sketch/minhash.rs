@@ -2,10 +2,10 @@
 
 use super::error::SketchError;
 use super::estimate::{Estimate, check_level, gamma_quantile, proportion, proportion_value};
-use super::hash::Permutations;
-use super::kernels::minhash_update;
+use super::hash::{Permutations, fmix64};
 use super::params::{SketchKind, SketchParams};
 use super::tokens::TokenSet;
+use crate::simd::minhash_update;
 
 /// A MinHash signature: for each of k permutations the minimum permuted value over the set,
 /// kept at full 64 bits or as its top 32 bits (`bits` = 32), plus the set's cardinality.
@@ -24,7 +24,7 @@ pub(crate) fn full_minima(perms: &Permutations, tokens: &TokenSet) -> Result<Vec
         return Err(SketchError::EmptySet);
     }
     let mut mins = vec![u64::MAX; perms.a.len()];
-    minhash_update(&mut mins, &perms.a, &perms.b, perms.pre, tokens.as_slice());
+    minhash_update(&mut mins, &perms.a, &perms.b, perms.pre, tokens.as_slice(), fmix64);
     Ok(mins)
 }
 

@@ -3,12 +3,12 @@
 //!
 //! The hash family is specified in [`hash`]'s docs (and `storage-format.md`); the tokenizer
 //! recipe in [`tokenize`]'s. Golden values in `tests/sketch_golden.rs` pin both.
+#![forbid(unsafe_code)]
 
 pub(crate) mod bbit;
 pub(crate) mod error;
 pub(crate) mod estimate;
 pub(crate) mod hash;
-mod kernels;
 pub(crate) mod minhash;
 pub(crate) mod oph;
 pub(crate) mod params;

@@ -3,8 +3,8 @@
 use super::error::SketchError;
 use super::estimate::{Estimate, check_level, clopper_pearson};
 use super::hash::fmix64;
-use super::kernels::simhash_accumulate;
 use super::params::{SketchKind, SketchParams};
+use crate::simd::simhash_accumulate;
 
 /// A 64- or 128-bit SimHash fingerprint.
 ///
@@ -26,7 +26,7 @@ impl SimHash {
         }
         let words = params.slots();
         let mut counters = vec![0i64; 64 * words];
-        simhash_accumulate(&mut counters, &keys[..words], features);
+        simhash_accumulate(&mut counters, &keys[..words], features, fmix64);
         Ok(SimHash { params, value: fold_signs(counters.iter().map(|&c| c > 0)) })
     }
 

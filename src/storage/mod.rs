@@ -12,6 +12,7 @@
 //!
 //! No redb type escapes this module; redb errors become [`StorageError::Backend`] with the
 //! redb error kept as its `source()`.
+#![forbid(unsafe_code)]
 
 pub(crate) mod backend;
 pub(crate) mod catalog;

@@ -1,4 +1,5 @@
 //! Hooks for tests, fuzz targets and benches. Not part of the stable API.
+#![forbid(unsafe_code)]
 
 use crate::db::collection::Collection;
 use crate::db::database::{Database, DatabaseBuilder};

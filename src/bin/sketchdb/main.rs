@@ -5,6 +5,7 @@
 //! `sketchdb.db`, or `$SKETCHDB_DB`); `sketchdb FILE` with no command opens the interactive
 //! shell on FILE. Errors print one line naming what and where, with exit code 1 (2 for
 //! command-line usage errors).
+#![forbid(unsafe_code)]
 
 mod bench;
 mod cmd;

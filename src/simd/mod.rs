@@ -1,0 +1,29 @@
+//! Every `unsafe` block of the crate, behind safe functions over slices.
+//!
+//! The lowest layer: it imports nothing from the crate. The default x86-64 target enables
+//! only SSE2, so the kernels are compiled again for wider instruction sets and the running
+//! CPU's features are detected once ([`dispatch`]); every variant gives bit-identical results
+//! to the plain body, which is also the fallback on other CPUs and targets.
+//!
+//! * [`dispatch`]: feature detection, the [`Kernel`] trait and the dispatch macro behind
+//!   [`run_byte_compare`] (the only dispatcher used from outside, for the planner's scan).
+//! * [`sketching`]: MinHash and SimHash accumulation for the sketch layer.
+//! * [`hamming`]: Hamming-distance filters over fingerprint slices and packed buckets.
+//! * [`prefetch`](mod@prefetch): cache-line prefetch hints for index probes.
+//!
+//! Each `unsafe` block carries a `// SAFETY:` comment; the rest of the crate forbids unsafe.
+
+mod dispatch;
+mod hamming;
+mod prefetch;
+mod sketching;
+#[cfg(test)]
+mod test_rng;
+
+/// The caps that reach every tier of every dispatcher, for tests outside this module.
+#[cfg(test)]
+pub(crate) use dispatch::TEST_CAPS;
+pub(crate) use dispatch::{Features, Kernel, run_byte_compare};
+pub(crate) use hamming::{PackedKeys, distances_u64, distances_u128, within_packed_u64, within_u64, within_u128};
+pub(crate) use prefetch::{prefetch, prefetch_ref};
+pub(crate) use sketching::{minhash_update, simhash_accumulate};
