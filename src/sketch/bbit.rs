@@ -14,6 +14,23 @@ use super::tokens::TokenSet;
 /// collide with probability 2^-b independently per slot; the low bits of the raw
 /// multiply-shift value would depend only on the low bits of the token.) Values are packed
 /// little-endian: slot i occupies bits `[i*b, (i+1)*b)` of word `i*b / 64`.
+///
+/// ```
+/// use sketchdb::{Sketch, SketchParams, Sketcher, TokenSet};
+///
+/// // 512 slots of 8 bits: 512 bytes per signature.
+/// let sketcher = Sketcher::new(SketchParams::bbit(512, 8, 7)?)?;
+/// let a = TokenSet::from_unsorted((0..1000).collect());
+/// let b = TokenSet::from_unsorted((200..1200).collect());
+/// let (Sketch::BBit(x), Sketch::BBit(y)) = (sketcher.sketch(&a)?, sketcher.sketch(&b)?) else {
+///     unreachable!("b-bit parameters give b-bit sketches")
+/// };
+/// assert_eq!(x.words().len(), 512 * 8 / 64);
+/// assert!(x.value(0) < 256);
+/// let j = x.jaccard(&y, 0.95)?; // true Jaccard 800 / 1200
+/// assert!(j.contains(j.value) && (j.value - 2.0 / 3.0).abs() < 0.15);
+/// # Ok::<(), sketchdb::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BBitMinHash {
     params: SketchParams,
@@ -69,6 +86,17 @@ impl BBitMinHash {
     }
 
     /// Reassembles a stored signature, checking it against its parameters.
+    ///
+    /// ```
+    /// use sketchdb::{BBitMinHash, SketchParams};
+    ///
+    /// // 64 slots of 1 bit fill one word.
+    /// let params = SketchParams::bbit(64, 1, 7)?;
+    /// let s = BBitMinHash::from_parts(params, vec![0b1011], 40)?;
+    /// assert_eq!((s.value(0), s.value(1), s.value(2)), (1, 1, 0));
+    /// assert!(BBitMinHash::from_parts(params, vec![0, 0], 40).is_err()); // one word, not two
+    /// # Ok::<(), sketchdb::Error>(())
+    /// ```
     pub fn from_parts(params: SketchParams, words: Vec<u64>, cardinality: u64) -> Result<Self, SketchError> {
         params.validate()?;
         if params.kind() != SketchKind::BBitMinHash {
@@ -146,6 +174,17 @@ impl BBitMinHash {
     /// The corrected resemblance R_b = (P_b - C1) / (1 - C2) of Li and Koenig's Theorem 1,
     /// with P_b the fraction of equal b-bit values; its interval is the Clopper-Pearson
     /// interval of P_b mapped through the same (increasing) correction and clamped to [0, 1].
+    ///
+    /// ```
+    /// use sketchdb::{BBitMinHash, SketchParams};
+    ///
+    /// let params = SketchParams::bbit(64, 8, 7)?;
+    /// let a = BBitMinHash::from_parts(params, vec![0x0102_0304_0506_0708; 8], 100)?;
+    /// let j = a.jaccard(&a.clone(), 0.95)?;
+    /// assert_eq!(a.matches(&a)?, 64);
+    /// assert_eq!(j.value, 1.0);
+    /// # Ok::<(), sketchdb::Error>(())
+    /// ```
     pub fn jaccard(&self, other: &BBitMinHash, level: f64) -> Result<Estimate, SketchError> {
         check_level(level)?;
         let m = self.matches(other)? as f64;

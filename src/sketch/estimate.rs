@@ -16,6 +16,19 @@ use super::error::SketchError;
 pub const DEFAULT_LEVEL: f64 = 0.95;
 
 /// A point estimate with a two-sided confidence interval at `level`.
+///
+/// ```
+/// use sketchdb::{SketchParams, Sketcher, TokenSet};
+///
+/// let sketcher = Sketcher::new(SketchParams::minhash(128, 32, 42)?)?;
+/// let a = sketcher.sketch(&TokenSet::from_unsorted((0..300).collect()))?;
+/// let b = sketcher.sketch(&TokenSet::from_unsorted((100..400).collect()))?;
+/// let e = a.similarity(&b, 0.9)?;
+/// println!("Jaccard {:.2} (90% CI {:.2}..{:.2}, {} slots)", e.value, e.lower, e.upper, e.samples);
+/// assert_eq!((e.level, e.samples), (0.9, 128.0));
+/// assert!(e.contains(e.value) && e.width() < 0.3);
+/// # Ok::<(), sketchdb::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Estimate {
     /// The point estimate.

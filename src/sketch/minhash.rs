@@ -11,6 +11,23 @@ use crate::simd::minhash_update;
 /// kept at full 64 bits or as its top 32 bits (`bits` = 32), plus the set's cardinality.
 ///
 /// Invariant: `values.len() == k` and, for 32-bit sketches, every value is below 2^32.
+///
+/// ```
+/// use sketchdb::{Sketch, SketchParams, Sketcher, TokenSet};
+///
+/// let sketcher = Sketcher::new(SketchParams::minhash(256, 64, 7)?)?;
+/// let a = TokenSet::from_unsorted((0..1000).collect());
+/// let b = TokenSet::from_unsorted((200..1200).collect());
+/// let (Sketch::MinHash(x), Sketch::MinHash(y)) = (sketcher.sketch(&a)?, sketcher.sketch(&b)?) else {
+///     unreachable!("MinHash parameters give MinHash sketches")
+/// };
+/// assert_eq!(x.values().len(), 256);
+/// assert_eq!(x.cardinality(), 1000);
+/// let j = x.jaccard(&y, 0.95)?; // true Jaccard 800 / 1200
+/// assert!(j.lower <= j.value && j.value <= j.upper);
+/// assert!((j.value - 2.0 / 3.0).abs() < 0.15);
+/// # Ok::<(), sketchdb::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MinHash {
     params: SketchParams,
@@ -40,6 +57,17 @@ impl MinHash {
     }
 
     /// Reassembles a stored signature, checking it against its parameters.
+    ///
+    /// ```
+    /// use sketchdb::{MinHash, SketchParams};
+    ///
+    /// let params = SketchParams::minhash(4, 32, 7)?;
+    /// let m = MinHash::from_parts(params, vec![5, 17, 3, 9], 12)?;
+    /// assert_eq!(m.values(), &[5, 17, 3, 9]);
+    /// // A 32-bit sketch keeps the top 32 bits of each minimum: a wider value is refused.
+    /// assert!(MinHash::from_parts(params, vec![1 << 40, 0, 0, 0], 12).is_err());
+    /// # Ok::<(), sketchdb::Error>(())
+    /// ```
     pub fn from_parts(params: SketchParams, values: Vec<u64>, cardinality: u64) -> Result<Self, SketchError> {
         params.validate()?;
         if params.kind() != SketchKind::MinHash {
@@ -78,6 +106,19 @@ impl MinHash {
 
     /// The Jaccard similarity: matching slots / k, with the exact Clopper-Pearson interval of
     /// the binomial law of the number of matches.
+    ///
+    /// ```
+    /// use sketchdb::{MinHash, SketchParams};
+    ///
+    /// let params = SketchParams::minhash(4, 64, 7)?;
+    /// let a = MinHash::from_parts(params, vec![1, 2, 3, 4], 10)?;
+    /// let b = MinHash::from_parts(params, vec![1, 2, 30, 40], 10)?;
+    /// assert_eq!(a.matches(&b)?, 2);
+    /// let j = a.jaccard(&b, 0.95)?;
+    /// assert_eq!(j.value, 0.5);
+    /// assert!(j.contains(0.5) && j.width() > 0.5); // four slots say little
+    /// # Ok::<(), sketchdb::Error>(())
+    /// ```
     pub fn jaccard(&self, other: &MinHash, level: f64) -> Result<Estimate, SketchError> {
         check_level(level)?;
         let m = self.matches(other)?;
@@ -97,6 +138,18 @@ impl MinHash {
     /// The estimate is (k - 1) / S (unbiased; 1 / S when k = 1) and the interval
     /// [G(a/2) / S, G(1 - a/2) / S] uses the quantiles G of Gamma(k, 1). The resolution of
     /// 32-bit minima limits it to sets far smaller than 2^32.
+    ///
+    /// ```
+    /// use sketchdb::{Sketch, SketchParams, Sketcher, TokenSet};
+    ///
+    /// let sketcher = Sketcher::new(SketchParams::minhash(512, 64, 7)?)?;
+    /// let Sketch::MinHash(m) = sketcher.sketch(&TokenSet::from_unsorted((0..10_000).collect()))? else {
+    ///     unreachable!()
+    /// };
+    /// let n = m.cardinality_estimate(0.99)?;
+    /// assert!(n.lower < 10_000.0 && 10_000.0 < n.upper);
+    /// # Ok::<(), sketchdb::Error>(())
+    /// ```
     pub fn cardinality_estimate(&self, level: f64) -> Result<Estimate, SketchError> {
         check_level(level)?;
         let scale = if self.params.bits() == 32 { 4_294_967_296.0 } else { 18_446_744_073_709_551_616.0 };

@@ -12,6 +12,25 @@ use super::tokens::TokenSet;
 /// Bins no token fell into are *empty*: flagged in the bitmap (bit i of word i / 64) and
 /// stored as 0. This raw form is what is stored and scanned; [`OphSketch::densify`] derives
 /// the fully filled signature used only for LSH band keys.
+///
+/// ```
+/// use sketchdb::{Sketch, SketchParams, Sketcher, TokenSet};
+///
+/// // 256 bins of 16 bits.
+/// let sketcher = Sketcher::new(SketchParams::oph(256, 16, 7)?)?;
+/// let a = TokenSet::from_unsorted((0..1000).collect());
+/// let b = TokenSet::from_unsorted((200..1200).collect());
+/// let (Sketch::Oph(x), Sketch::Oph(y)) = (sketcher.sketch(&a)?, sketcher.sketch(&b)?) else {
+///     unreachable!("OPH parameters give OPH sketches")
+/// };
+/// assert_eq!(x.bins().len(), 256);
+/// assert!(x.empty_bins() < 10); // 1000 tokens leave few of 256 bins empty
+/// let j = x.jaccard(&y, 0.95)?; // true Jaccard 800 / 1200
+/// assert!(j.contains(j.value) && (j.value - 2.0 / 3.0).abs() < 0.15);
+/// // The densified signature fills every bin, for LSH band keys.
+/// assert_eq!(x.densify()?.len(), 256);
+/// # Ok::<(), sketchdb::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OphSketch {
     params: SketchParams,
@@ -125,6 +144,19 @@ impl OphSketch {
 
     /// Reassembles a stored sketch, checking it against its parameters. An all-empty sketch is
     /// accepted only with cardinality 0 (see [`OphSketch::jaccard`] for what it estimates).
+    ///
+    /// ```
+    /// use sketchdb::{OphSketch, SketchParams};
+    ///
+    /// // Four 8-bit bins; bin 2 is empty (bit 2 of the bitmap) and stores 0.
+    /// let params = SketchParams::oph(4, 8, 7)?;
+    /// let s = OphSketch::from_parts(params, vec![9, 4, 0, 200], vec![0b0100], 3)?;
+    /// assert!(s.is_empty_bin(2) && !s.is_empty_bin(0));
+    /// assert_eq!(s.empty_bins(), 1);
+    /// // An empty bin must store 0.
+    /// assert!(OphSketch::from_parts(params, vec![9, 4, 1, 200], vec![0b0100], 3).is_err());
+    /// # Ok::<(), sketchdb::Error>(())
+    /// ```
     pub fn from_parts(
         params: SketchParams,
         bins: Vec<u32>,
@@ -217,6 +249,19 @@ impl OphSketch {
     /// bins non-empty in both.
     ///
     /// Two all-empty sketches (of empty sets) have no estimate: `SketchError::Undefined`.
+    ///
+    /// ```
+    /// use sketchdb::{OphSketch, SketchParams};
+    ///
+    /// let params = SketchParams::oph(4, 32, 7)?;
+    /// let a = OphSketch::from_parts(params, vec![9, 4, 0, 200], vec![0b0100], 3)?;
+    /// let b = OphSketch::from_parts(params, vec![9, 5, 0, 200], vec![0b0100], 3)?;
+    /// // (bins empty in both, equal non-empty bins, bins non-empty in both)
+    /// assert_eq!(a.bin_counts(&b)?, (1, 2, 3));
+    /// let j = a.jaccard(&b, 0.95)?;
+    /// assert!((j.value - 2.0 / 3.0).abs() < 1e-9);
+    /// # Ok::<(), sketchdb::Error>(())
+    /// ```
     pub fn jaccard(&self, other: &OphSketch, level: f64) -> Result<Estimate, SketchError> {
         check_level(level)?;
         let (n_emp, n_mat, both) = self.bin_counts(other)?;

@@ -12,6 +12,23 @@ use crate::simd::simhash_accumulate;
 /// fingerprint when the sum over features of (+w if bit j of `fmix64(h ^ key_w')` is set,
 /// else -w) is positive (a zero sum gives 0). Each bit is thus the sign of a projection on a
 /// pseudo-random ±1 hyperplane. Bits 0..64 are word 0, bits 64..128 word 1.
+///
+/// ```
+/// use sketchdb::{Sketch, SketchParams, Sketcher, Tokenizer};
+///
+/// let sketcher = Sketcher::new(SketchParams::simhash(64, 7)?)?;
+/// let words = Tokenizer::shingles(1, 0)?;
+/// let text = "a fingerprint of the words of a text, each word a feature weighted by its count";
+/// let Sketch::SimHash(a) = sketcher.sketch_text(&words, text)? else { unreachable!() };
+/// let Sketch::SimHash(b) = sketcher.sketch_text(&words, &text.replace("count", "counts"))? else {
+///     unreachable!()
+/// };
+/// assert_eq!(a.value() >> 64, 0); // a 64-bit fingerprint
+/// assert!(a.hamming(&b)? < 32); // near texts, near fingerprints
+/// let cos = a.cosine(&b, 0.95)?;
+/// assert!(cos.lower <= cos.value && cos.value <= cos.upper);
+/// # Ok::<(), sketchdb::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SimHash {
     params: SketchParams,
@@ -56,6 +73,16 @@ impl SimHash {
     }
 
     /// Reassembles a stored fingerprint; a 64-bit one must have its high word zero.
+    ///
+    /// ```
+    /// use sketchdb::{SimHash, SketchParams};
+    ///
+    /// let a = SimHash::from_parts(SketchParams::simhash(64, 7)?, 0b1011)?;
+    /// let b = SimHash::from_parts(SketchParams::simhash(64, 7)?, 0b0001)?;
+    /// assert_eq!(a.hamming(&b)?, 2);
+    /// assert!(SimHash::from_parts(SketchParams::simhash(64, 7)?, 1 << 64).is_err()); // above 64 bits
+    /// # Ok::<(), sketchdb::Error>(())
+    /// ```
     pub fn from_parts(params: SketchParams, value: u128) -> Result<Self, SketchError> {
         params.validate()?;
         if params.kind() != SketchKind::SimHash {
@@ -86,6 +113,18 @@ impl SimHash {
     /// probability theta / pi, so the Clopper-Pearson interval of h / f maps to an interval
     /// of the angle and, cos being decreasing on [0, pi], to one of the cosine. The ±1
     /// hyperplanes make theta / pi exact only as features grow many (a Gaussian limit).
+    ///
+    /// ```
+    /// use sketchdb::{SimHash, SketchParams};
+    ///
+    /// let params = SketchParams::simhash(128, 7)?;
+    /// let a = SimHash::from_parts(params, u128::MAX)?;
+    /// let b = SimHash::from_parts(params, u128::MAX >> 64)?; // 64 of 128 bits differ
+    /// let c = a.cosine(&b, 0.95)?;
+    /// assert!(c.value.abs() < 1e-9); // cos(pi / 2)
+    /// assert!(c.lower < 0.0 && 0.0 < c.upper);
+    /// # Ok::<(), sketchdb::Error>(())
+    /// ```
     pub fn cosine(&self, other: &SimHash, level: f64) -> Result<Estimate, SketchError> {
         check_level(level)?;
         let h = f64::from(self.hamming(other)?);

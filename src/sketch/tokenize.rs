@@ -44,6 +44,18 @@ pub enum TokenizerKind {
 }
 
 /// A tokenizer: how to cut text, plus the seed its xxh3-64 token hash uses.
+///
+/// ```
+/// use sketchdb::Tokenizer;
+///
+/// // Lower-cased words of letters and digits; punctuation separates them.
+/// let words = Tokenizer::shingles(1, 0)?;
+/// assert_eq!(words.tokens("Hello, hello WORLD").len(), 3);
+/// assert_eq!(words.token_set("Hello, hello WORLD").len(), 2);
+/// // The default cuts 5-word shingles; a shorter text is one shingle.
+/// assert_eq!(Tokenizer::default().tokens("too short to split").len(), 1);
+/// # Ok::<(), sketchdb::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Tokenizer {
     kind: TokenizerKind,
@@ -64,6 +76,16 @@ impl Tokenizer {
     }
 
     /// w-word shingles hashed with `seed`.
+    ///
+    /// ```
+    /// use sketchdb::Tokenizer;
+    ///
+    /// let pairs = Tokenizer::shingles(2, 0)?;
+    /// assert_eq!(pairs.tokens("one two three four").len(), 3); // one two, two three, three four
+    /// assert_ne!(pairs.tokens("one two"), Tokenizer::shingles(2, 1)?.tokens("one two")); // seeded
+    /// assert!(Tokenizer::shingles(0, 0).is_err());
+    /// # Ok::<(), sketchdb::Error>(())
+    /// ```
     pub fn shingles(w: u32, seed: u64) -> Result<Self, SketchError> {
         if w == 0 || w > 64 {
             return Err(SketchError::invalid("shingle_words", w, "1..=64 words per shingle"));
@@ -72,6 +94,15 @@ impl Tokenizer {
     }
 
     /// Character n-grams hashed with `seed`.
+    ///
+    /// ```
+    /// use sketchdb::Tokenizer;
+    ///
+    /// let grams = Tokenizer::char_ngrams(3, 0)?;
+    /// // "ab cd" (words joined by one space): "ab ", "b c", " cd"
+    /// assert_eq!(grams.tokens("AB,  cd").len(), 3);
+    /// # Ok::<(), sketchdb::Error>(())
+    /// ```
     pub fn char_ngrams(n: u32, seed: u64) -> Result<Self, SketchError> {
         if n == 0 || n > 256 {
             return Err(SketchError::invalid("ngram_chars", n, "1..=256 characters per gram"));
@@ -98,6 +129,17 @@ impl Tokenizer {
     }
 
     /// Every token of `text` in order, with repeats (term frequency is kept for SimHash).
+    ///
+    /// ```
+    /// use sketchdb::Tokenizer;
+    ///
+    /// let words = Tokenizer::shingles(1, 0)?;
+    /// let t = words.tokens("to be or not to be");
+    /// assert_eq!(t.len(), 6);
+    /// assert_eq!(t[0], t[4]); // "to" both times
+    /// assert!(words.tokens(" ,;. ").is_empty()); // no words, no tokens
+    /// # Ok::<(), sketchdb::Error>(())
+    /// ```
     pub fn tokens(&self, text: &str) -> Vec<u64> {
         let words = normalised_words(text);
         if words.is_empty() {

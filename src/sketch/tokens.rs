@@ -6,6 +6,17 @@ use super::error::SketchError;
 ///
 /// Set sketches (MinHash, b-bit, OPH) read a `TokenSet` so the set's cardinality, which b-bit
 /// MinHash and the set Hamming distance need, is exact.
+///
+/// ```
+/// use sketchdb::TokenSet;
+///
+/// let a = TokenSet::from_unsorted(vec![3, 1, 2, 3]);
+/// let b = TokenSet::from_sorted(vec![2, 3, 4])?;
+/// assert_eq!(a.as_slice(), &[1, 2, 3]);
+/// assert_eq!(a.intersection_len(&b), 2);
+/// assert_eq!(a.jaccard(&b), 0.5); // 2 shared of 4
+/// # Ok::<(), sketchdb::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TokenSet {
     tokens: Vec<u64>,
@@ -21,6 +32,15 @@ impl TokenSet {
 
     /// Wraps tokens that are already sorted and unique (as in the benchmark workloads),
     /// checking that they are in O(n).
+    ///
+    /// ```
+    /// use sketchdb::TokenSet;
+    ///
+    /// assert_eq!(TokenSet::from_sorted(vec![1, 5, 9])?.len(), 3);
+    /// assert!(TokenSet::from_sorted(vec![1, 5, 5]).is_err()); // a repeat
+    /// assert!(TokenSet::from_sorted(vec![5, 1]).is_err()); // out of order
+    /// # Ok::<(), sketchdb::Error>(())
+    /// ```
     pub fn from_sorted(tokens: Vec<u64>) -> Result<Self, SketchError> {
         if let Some(i) = tokens.windows(2).position(|w| w[0] >= w[1]) {
             return Err(SketchError::invalid(
