@@ -9,8 +9,12 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use sketchdb::{
-    BandKeyScheme, LshParams, LshRows, ProbeScratch, RowWidth, SimhashMemIndex, SimhashTableDesign, SketchParams,
-    Sketcher, TokenSet, band_key_u32, lsh_rows, simhash_brute_force,
+    SketchParams, Sketcher, TokenSet,
+    lsh::LshParams,
+    simhash::SimhashTableDesign,
+    testing::{
+        BandKeyScheme, LshRows, ProbeScratch, RowWidth, SimhashMemIndex, band_key_u32, lsh_rows, simhash_brute_force,
+    },
 };
 
 const N: usize = 10_000_000;

@@ -13,6 +13,7 @@ use std::io::{BufRead, BufReader};
 use std::time::Instant;
 
 use sketchdb::*;
+use sketchdb::plan::*;
 
 type R<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 

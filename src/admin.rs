@@ -1,9 +1,23 @@
-//! Administration: verification and statistics.
+//! Administration: verification, statistics and what compaction did.
+//!
+//! ```
+//! use sketchdb::{CollectionConfig, Database, SketchParams, admin};
+//!
+//! # let dir = tempfile::tempdir().unwrap();
+//! let db = Database::create(dir.path().join("a.sketchdb"))?;
+//! let docs = db.create_collection("docs", CollectionConfig::new(SketchParams::minhash(64, 32, 1)?))?;
+//! docs.insert_text("a", "one two three four five six")?;
+//! let report = admin::verify(&db)?;
+//! assert!(report.problems.is_empty());
+//! assert_eq!(admin::stats(&db)?.collections[0].1.live, 1);
+//! # Ok::<(), sketchdb::Error>(())
+//! ```
 #![forbid(unsafe_code)]
 
 use crate::db::database::Database;
 use crate::error::Result;
-use crate::storage::verify::VerifyReport;
+pub use crate::storage::compact::CompactionSummary;
+pub use crate::storage::verify::{Problem, VerifyReport};
 
 /// Checks the whole database: every page's crc and header and every row's decoding, the
 /// key <-> row id maps against the tombstones, each collection's counters, and redb's own

@@ -54,6 +54,7 @@ mod storage;
 #[doc(hidden)]
 pub mod testing;
 
+// The root: what an application needs. Expert modules below hold the rest.
 pub use codec::error::CodecError;
 pub use db::batch::Batch;
 pub use db::collection::Collection;
@@ -64,46 +65,97 @@ pub use db::snapshot::{PageColumns, Record, Scan, Snapshot};
 pub use db::stats::{CollectionStats, IndexSummary};
 pub use error::{Error, Result};
 pub use index::error::IndexError;
-pub use index::fingerprint::Fingerprint;
-pub use index::keys::band::{
-    BAND_HASH_VERSION, BandKeyScheme, KEY_BITS_V2, LshRows, RowWidth, band_key_u32, band_key_u64, band_key_v3, lsh_rows,
-};
-pub use index::keys::simhash_design::{
-    DEFAULT_SIMHASH_RADIUS, MAX_SIMHASH_TABLES, SIMHASH_PROBE_COST, SimhashBlock, SimhashTableDesign,
-};
-pub use index::lsh_params::{
-    CollisionModel, LshChoice, LshParams, LshWeights, candidate_probability, candidate_probability_with,
-    expected_recall_above, false_negative_area, false_positive_area, optimal_lsh_params,
-};
-#[doc(hidden)]
-pub use index::simhash_mem::SimhashMemIndex;
-#[doc(hidden)]
-pub use index::simhash_probe::{
-    ProbeScratch, RunView, SimhashMatch, SimhashPair, brute_force as simhash_brute_force, filter_bucket,
-    probe as simhash_probe, self_join as simhash_self_join,
-};
-pub use planner::cost::{Alternative, Choice, CostModel, LshStats, SimhashStats, Stats as PlannerStats, choose};
-pub use planner::dedup::choose_dedup;
 pub use planner::dedup_exec::{Cluster, DedupResult};
 pub use planner::error::QueryError;
-pub use planner::exec::{Analyze, Hit};
+pub use planner::exec::Hit;
 pub use planner::explain::Explain;
-pub use planner::plan::{Access, EarlyStop, Finish, Plan, PlanKind};
 pub use planner::query::{Query, QueryKind, QueryOptions};
 pub use planner::run::QueryResult;
-pub use sketch::bbit::{BBitMinHash, li_koenig_constants};
+pub use sketch::bbit::BBitMinHash;
 pub use sketch::error::SketchError;
-pub use sketch::estimate::{DEFAULT_LEVEL, Estimate, clopper_pearson, set_hamming_from_resemblance};
-pub use sketch::hash::token_hash;
+pub use sketch::estimate::Estimate;
 pub use sketch::minhash::MinHash;
-pub use sketch::oph::{OphCounts, OphSketch, oph_estimate};
-pub use sketch::params::{DEFAULT_SEED, HashFamily, MAX_SLOTS, SketchKind, SketchParams};
+pub use sketch::oph::OphSketch;
+pub use sketch::params::{HashFamily, SketchKind, SketchParams};
 pub use sketch::simhash::SimHash;
 pub use sketch::sketch::{Sketch, Sketcher};
-pub use sketch::tokenize::{DEFAULT_SHINGLE_WORDS, DEFAULT_TOKEN_SEED, Tokenizer, TokenizerKind};
+pub use sketch::tokenize::{Tokenizer, TokenizerKind};
 pub use sketch::tokens::TokenSet;
-pub use storage::compact::CompactionSummary;
 pub use storage::store::Durability;
-pub use storage::verify::{Problem, VerifyReport};
 pub use storage::writer::WriteSummary;
-pub use storage::{MAX_COLLECTION_NAME_LEN, MAX_KEY_LEN, StorageError};
+pub use storage::{MAX_KEY_LEN, StorageError};
+
+/// LSH banding for experts: choosing (bands, rows) for a threshold, and the collision
+/// probabilities behind the choice.
+///
+/// ```
+/// use sketchdb::lsh::{CollisionModel, LshWeights, candidate_probability, optimal_lsh_params};
+///
+/// let choice = optimal_lsh_params(128, 0.8, LshWeights::default(), CollisionModel::Exact)?;
+/// let p = choice.params;
+/// assert!(p.bands * p.rows <= 128);
+/// // A pair well above the threshold is very likely a candidate; one far below rarely is.
+/// assert!(candidate_probability(0.95, p) > 0.9);
+/// assert!(candidate_probability(0.3, p) < 0.05);
+/// # Ok::<(), sketchdb::Error>(())
+/// ```
+pub mod lsh {
+    pub use crate::index::lsh_params::{
+        CollisionModel, LshChoice, LshParams, LshWeights, candidate_probability, candidate_probability_with,
+        expected_recall_above, false_negative_area, false_positive_area, optimal_lsh_params,
+    };
+}
+
+/// SimHash table designs for experts: how a Hamming radius is covered by permuted tables.
+///
+/// ```
+/// use sketchdb::simhash::{DEFAULT_SIMHASH_RADIUS, SimhashTableDesign};
+///
+/// // Tables that find every 64-bit fingerprint within distance 3, sized for 1M rows.
+/// let design = SimhashTableDesign::design(1_000_000, DEFAULT_SIMHASH_RADIUS, 64)?;
+/// assert_eq!(design.k(), DEFAULT_SIMHASH_RADIUS);
+/// assert!(design.table_count() >= 1);
+/// # Ok::<(), sketchdb::Error>(())
+/// ```
+pub mod simhash {
+    pub use crate::index::fingerprint::Fingerprint;
+    pub use crate::index::keys::simhash_design::{
+        DEFAULT_SIMHASH_RADIUS, MAX_SIMHASH_TABLES, SimhashBlock, SimhashTableDesign,
+    };
+}
+
+/// Plans for experts: what the planner can choose, its cost model and the statistics it
+/// reads ([`crate::Collection::planner_stats`]); [`crate::Collection::explain`] shows the choice.
+///
+/// ```
+/// use sketchdb::plan::{CostModel, PlanKind};
+///
+/// assert_eq!(PlanKind::from_name("full-scan"), Some(PlanKind::FullScan));
+/// let costs = CostModel::default();
+/// assert!(costs.decode_per_slot > 0.0);
+/// ```
+pub mod plan {
+    pub use crate::index::stats::{LshStats, SimhashStats};
+    pub use crate::planner::cost::{Alternative, Choice, CostModel, Stats, choose};
+    pub use crate::planner::dedup::choose_dedup;
+    pub use crate::planner::exec::Analyze;
+    pub use crate::planner::plan::{Access, EarlyStop, Finish, Plan, PlanKind};
+}
+
+/// Estimators for experts: confidence intervals, the OPH estimator, the b-bit correction and
+/// the hash that turns tokens into set elements.
+///
+/// ```
+/// use sketchdb::estimate::{DEFAULT_LEVEL, clopper_pearson};
+///
+/// // 100 matching slots of 128: the interval brackets 100/128.
+/// let (lo, hi) = clopper_pearson(100.0, 128.0, DEFAULT_LEVEL);
+/// assert!(lo < 100.0 / 128.0 && 100.0 / 128.0 < hi);
+/// ```
+pub mod estimate {
+    pub use crate::sketch::bbit::li_koenig_constants;
+    pub use crate::sketch::estimate::{DEFAULT_LEVEL, Estimate, clopper_pearson, set_hamming_from_resemblance};
+    pub use crate::sketch::hash::token_hash;
+    pub use crate::sketch::oph::{OphCounts, oph_estimate};
+    pub use crate::sketch::params::MAX_SLOTS;
+}

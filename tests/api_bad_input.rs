@@ -155,7 +155,7 @@ fn bad_parameters_and_sketches_are_typed_errors() {
 /// (they used to underflow `bins - n_emp` or reach the incomplete beta with NaN).
 #[test]
 fn oph_estimator_refuses_impossible_counts_and_levels() {
-    use sketchdb::{OphCounts, oph_estimate};
+    use sketchdb::estimate::{OphCounts, oph_estimate};
     let ok = OphCounts { bins: 128, n_emp: 8, n_mat: 60, both: 100 };
     assert!(oph_estimate(ok, 8, 0, 0, 0.95).is_ok());
     for bad in [

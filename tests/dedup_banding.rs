@@ -9,6 +9,8 @@ use std::collections::BTreeSet;
 
 use common::Rng;
 use sketchdb::*;
+use sketchdb::lsh::*;
+use sketchdb::plan::{Stats as PlannerStats, *};
 
 /// Near-copies of a few base sets: clusters of similar records among unrelated ones.
 fn records(rng: &mut Rng, n: usize) -> Vec<(String, TokenSet)> {

@@ -15,7 +15,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use sketchdb::{Collection, Database, PlanKind, Query, QueryOptions, Sketch, admin, lsh_rows, testing};
+use sketchdb::{Collection, Database, Query, QueryOptions, Sketch, admin, plan::PlanKind, testing, testing::lsh_rows};
 
 fn fixture_copy(dir: &Path) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lsh_reverse_map.sketchdb");

@@ -12,8 +12,9 @@ use std::collections::{BTreeSet, HashMap};
 
 use common::Rng;
 use sketchdb::{
-    BAND_HASH_VERSION, BandKeyScheme, Batch, Collection, CollectionConfig, Database, IndexConfig, IndexSummary,
-    KEY_BITS_V2, Sketch, SketchParams, Sketcher, TokenSet, admin, lsh_rows, testing,
+    Batch, Collection, CollectionConfig, Database, IndexConfig, IndexSummary, Sketch, SketchParams, Sketcher, TokenSet,
+    admin, testing,
+    testing::{BAND_HASH_VERSION, BandKeyScheme, KEY_BITS_V2, lsh_rows},
 };
 
 fn stored(c: &Collection) -> Vec<(u64, Sketch)> {

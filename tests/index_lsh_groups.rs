@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use common::Rng;
 use sketchdb::{
     Batch, Collection, CollectionConfig, Database, IndexConfig, Sketch, SketchParams, Sketcher, TokenSet, admin,
-    lsh_rows, testing,
+    testing, testing::lsh_rows,
 };
 
 const GROUP_CHUNK_ENTRIES: usize = 1024;

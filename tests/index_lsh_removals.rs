@@ -11,8 +11,9 @@ use std::collections::BTreeSet;
 
 use common::Rng;
 use sketchdb::{
-    BandKeyScheme, Batch, Collection, CollectionConfig, Database, IndexConfig, IndexSummary, QueryKind, QueryOptions,
-    Sketch, SketchParams, Sketcher, TokenSet, admin, lsh_rows, testing,
+    Batch, Collection, CollectionConfig, Database, IndexConfig, IndexSummary, QueryKind, QueryOptions, Sketch,
+    SketchParams, Sketcher, TokenSet, admin, testing,
+    testing::{BandKeyScheme, lsh_rows},
 };
 
 const ROWS: usize = 400;

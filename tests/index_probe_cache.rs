@@ -8,8 +8,8 @@
 //! too.
 
 use sketchdb::{
-    Batch, Collection, CollectionConfig, Database, IndexConfig, PlanKind, Query, QueryOptions, SimHash, Sketch,
-    SketchParams, Sketcher, TokenSet, testing,
+    Batch, Collection, CollectionConfig, Database, IndexConfig, Query, QueryOptions, SimHash, Sketch, SketchParams,
+    Sketcher, TokenSet, plan::PlanKind, testing,
 };
 
 const INDEX: IndexConfig = IndexConfig::Lsh { threshold: 0.5, bands: Some(4), rows: Some(4) };

@@ -165,7 +165,7 @@ fn hamming_dedup_equals_brute_force_components() {
     }
     c.apply(&batch).expect("insert");
     let d = c.dedup(sketchdb::QueryKind::Hamming(k), sketchdb::QueryOptions::default()).expect("dedup");
-    assert!(matches!(d.plan.map(|p| p.access), Some(sketchdb::Access::SimhashProbe { .. })), "{:?}", d.plan);
+    assert!(matches!(d.plan.map(|p| p.access), Some(sketchdb::plan::Access::SimhashProbe { .. })), "{:?}", d.plan);
     let rows = stored(&c);
     let want = brute_pairs(&rows, k);
     assert_eq!(d.pairs, want.len() as u64);

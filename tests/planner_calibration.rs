@@ -2,6 +2,7 @@
 //! uses them after reopening.
 
 use sketchdb::*;
+use sketchdb::plan::{Stats as PlannerStats, *};
 
 #[test]
 fn calibration_is_stored_and_used_after_reopen() {

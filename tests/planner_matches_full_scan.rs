@@ -6,6 +6,7 @@ mod common;
 use common::Rng;
 use proptest::prelude::*;
 use sketchdb::*;
+use sketchdb::plan::*;
 
 fn tokens(rng: &mut Rng, base: &[u64], keep: u64, extra: usize) -> TokenSet {
     let mut t: Vec<u64> = base.iter().copied().filter(|_| rng.range(0, 99) < keep).collect();

@@ -6,6 +6,7 @@
 //! written specification (Python's `xxhash` package and a 10-line Python MinHash).
 
 use sketchdb::*;
+use sketchdb::estimate::*;
 
 /// FNV-1a over the values, to pin long outputs in one number.
 fn digest(v: &[u64]) -> u64 {

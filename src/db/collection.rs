@@ -240,14 +240,14 @@ impl Collection {
     /// Groups near-duplicates: every record is probed with `kind` (a similarity threshold, or
     /// a Hamming radius for SimHash); verified pairs are joined into connected components.
     ///
-    /// The plan comes from [`crate::choose_dedup`]. Where an index can answer the whole
+    /// The plan comes from [`crate::plan::choose_dedup`]. Where an index can answer the whole
     /// self-join, it does, in one pass: SimHash tables covering the radius give every pair
     /// within it (exact), and an LSH index the planner may probe gives the same candidate
     /// pairs as probing every record. Without an LSH index, a threshold dedup that need not
-    /// be exact bands the loaded signatures in memory ([`crate::Access::LshBanding`], the banding an
+    /// be exact bands the loaded signatures in memory ([`crate::plan::Access::LshBanding`], the banding an
     /// index for the threshold would get, eligible when its expected recall over [t, 1]
     /// reaches `options.recall_target`); a Hamming dedup without tables covering the radius
-    /// builds them in memory ([`crate::Access::SimhashInMemory`], exact). Otherwise every record
+    /// builds them in memory ([`crate::plan::Access::SimhashInMemory`], exact). Otherwise every record
     /// runs the planner's plan (`options.exact` asks for that for set sketches). Every
     /// candidate pair is verified with the estimator. Memory holds every live record's
     /// sketch and key, plus `8 * bands` bytes per record when banding.

@@ -20,9 +20,14 @@
 
 use std::fmt;
 
-use crate::{
-    Collection, CollectionConfig, DEFAULT_SEED, MAX_KEY_LEN, SimHash, Sketch, SketchError, SketchKind, SketchParams,
-};
+use crate::{Collection, CollectionConfig, MAX_KEY_LEN, SimHash, Sketch, SketchError, SketchKind, SketchParams};
+
+/// The hash seed new sketches use unless a configuration names another.
+pub use crate::sketch::params::DEFAULT_SEED;
+/// The default tokenizer's shingle width (words) and token-hash seed.
+pub use crate::sketch::tokenize::{DEFAULT_SHINGLE_WORDS, DEFAULT_TOKEN_SEED};
+/// The longest collection name, in bytes (UTF-8).
+pub use crate::storage::MAX_COLLECTION_NAME_LEN;
 
 /// Permutations (MinHash, b-bit) or bins (OPH) of the default configurations.
 pub const DEFAULT_SLOTS: u32 = 128;

@@ -40,7 +40,7 @@ pub enum IndexSummary {
         rows: u32,
         /// Runs the buckets are stored in.
         runs: u32,
-        /// The band-hash version of the stored keys ([`crate::BAND_HASH_VERSION`] for an
+        /// The band-hash version of the stored keys (`BAND_HASH_VERSION` for an
         /// index built by this release; an older one stays until `rebuild_index`).
         band_hash: u16,
         /// Removed rows whose entries the runs still hold: probes pass over them, and a

@@ -22,12 +22,24 @@ fn unhex(s: &str) -> Vec<u8> {
 #[test]
 fn collection_definitions_encode_as_before() {
     let cases = [
-        (SketchParams::minhash(128, 32, 42), "534b444d0100030014000000841079040704646f63730000012a80012000800803010203"),
-        (SketchParams::minhash(64, 64, 0x5eed_5ce7_c4db_0001), "534b444d010003001b00000044d8b3fa0704646f63730000018180eca6fc9cd7f65e404000800803010203"),
+        (
+            SketchParams::minhash(128, 32, 42),
+            "534b444d0100030014000000841079040704646f63730000012a80012000800803010203",
+        ),
+        (
+            SketchParams::minhash(64, 64, 0x5eed_5ce7_c4db_0001),
+            "534b444d010003001b00000044d8b3fa0704646f63730000018180eca6fc9cd7f65e404000800803010203",
+        ),
         (SketchParams::bbit(256, 1, 7), "534b444d01000300140000002f6d2fd80704646f63730100010780020100800803010203"),
-        (SketchParams::bbit_with_universe(100, 8, 1_000_000, 9), "534b444d0100030016000000e7cbb3650704646f637301000109640801c0843d800803010203"),
+        (
+            SketchParams::bbit_with_universe(100, 8, 1_000_000, 9),
+            "534b444d0100030016000000e7cbb3650704646f637301000109640801c0843d800803010203",
+        ),
         (SketchParams::oph(128, 8, 42), "534b444d0100030014000000caad84cf0704646f63730200012a80010800800803010203"),
-        (SketchParams::oph(4096, 32, u64::MAX), "534b444d010003001d0000000a3ffb150704646f6373020001ffffffffffffffffff0180202000800803010203"),
+        (
+            SketchParams::oph(4096, 32, u64::MAX),
+            "534b444d010003001d0000000a3ffb150704646f6373020001ffffffffffffffffff0180202000800803010203",
+        ),
         (SketchParams::simhash(64, 3), "534b444d0100030013000000cf1aa3500704646f637303000103404000800803010203"),
         (SketchParams::simhash(128, 300), "534b444d0100030015000000f7475cc60704646f6373030001ac0280018000800803010203"),
     ];
@@ -48,37 +60,105 @@ fn collection_settings_encode_as_before() {
         (Tokenizer::default(), IndexConfig::simhash_tables(3), "0005000103"),
         (Tokenizer::default(), IndexConfig::simhash_tables(300), "00050001ac02"),
         (Tokenizer::default(), IndexConfig::lsh(0.8), "000500029a9999999999e93f0000"),
-        (Tokenizer::default(), IndexConfig::Lsh { threshold: 0.5, bands: Some(16), rows: Some(8) }, "00050002000000000000e03f01100108"),
-        (Tokenizer::default(), IndexConfig::Lsh { threshold: 0.9, bands: Some(300), rows: None }, "00050002cdccccccccccec3f01ac0200"),
-        (Tokenizer::default(), IndexConfig::Lsh { threshold: 0.25, bands: None, rows: Some(2) }, "00050002000000000000d03f000102"),
+        (
+            Tokenizer::default(),
+            IndexConfig::Lsh { threshold: 0.5, bands: Some(16), rows: Some(8) },
+            "00050002000000000000e03f01100108",
+        ),
+        (
+            Tokenizer::default(),
+            IndexConfig::Lsh { threshold: 0.9, bands: Some(300), rows: None },
+            "00050002cdccccccccccec3f01ac0200",
+        ),
+        (
+            Tokenizer::default(),
+            IndexConfig::Lsh { threshold: 0.25, bands: None, rows: Some(2) },
+            "00050002000000000000d03f000102",
+        ),
         (Tokenizer::shingles(2, 0).unwrap(), IndexConfig::None, "00020000"),
         (Tokenizer::shingles(2, 0).unwrap(), IndexConfig::simhash_tables(3), "0002000103"),
         (Tokenizer::shingles(2, 0).unwrap(), IndexConfig::simhash_tables(300), "00020001ac02"),
         (Tokenizer::shingles(2, 0).unwrap(), IndexConfig::lsh(0.8), "000200029a9999999999e93f0000"),
-        (Tokenizer::shingles(2, 0).unwrap(), IndexConfig::Lsh { threshold: 0.5, bands: Some(16), rows: Some(8) }, "00020002000000000000e03f01100108"),
-        (Tokenizer::shingles(2, 0).unwrap(), IndexConfig::Lsh { threshold: 0.9, bands: Some(300), rows: None }, "00020002cdccccccccccec3f01ac0200"),
-        (Tokenizer::shingles(2, 0).unwrap(), IndexConfig::Lsh { threshold: 0.25, bands: None, rows: Some(2) }, "00020002000000000000d03f000102"),
+        (
+            Tokenizer::shingles(2, 0).unwrap(),
+            IndexConfig::Lsh { threshold: 0.5, bands: Some(16), rows: Some(8) },
+            "00020002000000000000e03f01100108",
+        ),
+        (
+            Tokenizer::shingles(2, 0).unwrap(),
+            IndexConfig::Lsh { threshold: 0.9, bands: Some(300), rows: None },
+            "00020002cdccccccccccec3f01ac0200",
+        ),
+        (
+            Tokenizer::shingles(2, 0).unwrap(),
+            IndexConfig::Lsh { threshold: 0.25, bands: None, rows: Some(2) },
+            "00020002000000000000d03f000102",
+        ),
         (Tokenizer::shingles(64, u64::MAX).unwrap(), IndexConfig::None, "0040ffffffffffffffffff0100"),
         (Tokenizer::shingles(64, u64::MAX).unwrap(), IndexConfig::simhash_tables(3), "0040ffffffffffffffffff010103"),
-        (Tokenizer::shingles(64, u64::MAX).unwrap(), IndexConfig::simhash_tables(300), "0040ffffffffffffffffff0101ac02"),
-        (Tokenizer::shingles(64, u64::MAX).unwrap(), IndexConfig::lsh(0.8), "0040ffffffffffffffffff01029a9999999999e93f0000"),
-        (Tokenizer::shingles(64, u64::MAX).unwrap(), IndexConfig::Lsh { threshold: 0.5, bands: Some(16), rows: Some(8) }, "0040ffffffffffffffffff0102000000000000e03f01100108"),
-        (Tokenizer::shingles(64, u64::MAX).unwrap(), IndexConfig::Lsh { threshold: 0.9, bands: Some(300), rows: None }, "0040ffffffffffffffffff0102cdccccccccccec3f01ac0200"),
-        (Tokenizer::shingles(64, u64::MAX).unwrap(), IndexConfig::Lsh { threshold: 0.25, bands: None, rows: Some(2) }, "0040ffffffffffffffffff0102000000000000d03f000102"),
+        (
+            Tokenizer::shingles(64, u64::MAX).unwrap(),
+            IndexConfig::simhash_tables(300),
+            "0040ffffffffffffffffff0101ac02",
+        ),
+        (
+            Tokenizer::shingles(64, u64::MAX).unwrap(),
+            IndexConfig::lsh(0.8),
+            "0040ffffffffffffffffff01029a9999999999e93f0000",
+        ),
+        (
+            Tokenizer::shingles(64, u64::MAX).unwrap(),
+            IndexConfig::Lsh { threshold: 0.5, bands: Some(16), rows: Some(8) },
+            "0040ffffffffffffffffff0102000000000000e03f01100108",
+        ),
+        (
+            Tokenizer::shingles(64, u64::MAX).unwrap(),
+            IndexConfig::Lsh { threshold: 0.9, bands: Some(300), rows: None },
+            "0040ffffffffffffffffff0102cdccccccccccec3f01ac0200",
+        ),
+        (
+            Tokenizer::shingles(64, u64::MAX).unwrap(),
+            IndexConfig::Lsh { threshold: 0.25, bands: None, rows: Some(2) },
+            "0040ffffffffffffffffff0102000000000000d03f000102",
+        ),
         (Tokenizer::char_ngrams(3, 7).unwrap(), IndexConfig::None, "01030700"),
         (Tokenizer::char_ngrams(3, 7).unwrap(), IndexConfig::simhash_tables(3), "0103070103"),
         (Tokenizer::char_ngrams(3, 7).unwrap(), IndexConfig::simhash_tables(300), "01030701ac02"),
         (Tokenizer::char_ngrams(3, 7).unwrap(), IndexConfig::lsh(0.8), "010307029a9999999999e93f0000"),
-        (Tokenizer::char_ngrams(3, 7).unwrap(), IndexConfig::Lsh { threshold: 0.5, bands: Some(16), rows: Some(8) }, "01030702000000000000e03f01100108"),
-        (Tokenizer::char_ngrams(3, 7).unwrap(), IndexConfig::Lsh { threshold: 0.9, bands: Some(300), rows: None }, "01030702cdccccccccccec3f01ac0200"),
-        (Tokenizer::char_ngrams(3, 7).unwrap(), IndexConfig::Lsh { threshold: 0.25, bands: None, rows: Some(2) }, "01030702000000000000d03f000102"),
+        (
+            Tokenizer::char_ngrams(3, 7).unwrap(),
+            IndexConfig::Lsh { threshold: 0.5, bands: Some(16), rows: Some(8) },
+            "01030702000000000000e03f01100108",
+        ),
+        (
+            Tokenizer::char_ngrams(3, 7).unwrap(),
+            IndexConfig::Lsh { threshold: 0.9, bands: Some(300), rows: None },
+            "01030702cdccccccccccec3f01ac0200",
+        ),
+        (
+            Tokenizer::char_ngrams(3, 7).unwrap(),
+            IndexConfig::Lsh { threshold: 0.25, bands: None, rows: Some(2) },
+            "01030702000000000000d03f000102",
+        ),
         (Tokenizer::char_ngrams(256, 300).unwrap(), IndexConfig::None, "018002ac0200"),
         (Tokenizer::char_ngrams(256, 300).unwrap(), IndexConfig::simhash_tables(3), "018002ac020103"),
         (Tokenizer::char_ngrams(256, 300).unwrap(), IndexConfig::simhash_tables(300), "018002ac0201ac02"),
         (Tokenizer::char_ngrams(256, 300).unwrap(), IndexConfig::lsh(0.8), "018002ac02029a9999999999e93f0000"),
-        (Tokenizer::char_ngrams(256, 300).unwrap(), IndexConfig::Lsh { threshold: 0.5, bands: Some(16), rows: Some(8) }, "018002ac0202000000000000e03f01100108"),
-        (Tokenizer::char_ngrams(256, 300).unwrap(), IndexConfig::Lsh { threshold: 0.9, bands: Some(300), rows: None }, "018002ac0202cdccccccccccec3f01ac0200"),
-        (Tokenizer::char_ngrams(256, 300).unwrap(), IndexConfig::Lsh { threshold: 0.25, bands: None, rows: Some(2) }, "018002ac0202000000000000d03f000102"),
+        (
+            Tokenizer::char_ngrams(256, 300).unwrap(),
+            IndexConfig::Lsh { threshold: 0.5, bands: Some(16), rows: Some(8) },
+            "018002ac0202000000000000e03f01100108",
+        ),
+        (
+            Tokenizer::char_ngrams(256, 300).unwrap(),
+            IndexConfig::Lsh { threshold: 0.9, bands: Some(300), rows: None },
+            "018002ac0202cdccccccccccec3f01ac0200",
+        ),
+        (
+            Tokenizer::char_ngrams(256, 300).unwrap(),
+            IndexConfig::Lsh { threshold: 0.25, bands: None, rows: Some(2) },
+            "018002ac0202000000000000d03f000102",
+        ),
     ];
     let params = SketchParams::minhash(128, 32, 42).unwrap();
     for (tokenizer, index, old) in cases {
@@ -102,10 +182,8 @@ fn band_key_schemes_encode_as_before() {
         (1, 20, 5, RowWidth::U16, "01f0bdf3d589cf959a12140503"),
     ];
     for (version, bands, rows, width, old) in cases {
-        let scheme = BandKeyScheme {
-            version,
-            ..BandKeyScheme::new(0x1234_5678_9abc_def0, LshParams { bands, rows }, width)
-        };
+        let scheme =
+            BandKeyScheme { version, ..BandKeyScheme::new(0x1234_5678_9abc_def0, LshParams { bands, rows }, width) };
         assert_eq!(hex(&postcard::to_allocvec(&scheme).unwrap()), old, "{scheme:?}");
         assert_eq!(postcard::from_bytes::<BandKeyScheme>(&unhex(old)).unwrap(), scheme);
     }

@@ -92,9 +92,6 @@ pub(crate) fn lsh_stats(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Op
 }
 
 /// The SimHash statistics, or `None` without SimHash tables.
-pub(crate) fn simhash_stats(
-    snap: &ReadSnapshot,
-    info: &CollectionInfo,
-) -> Result<Option<SimhashStats>, StorageError> {
+pub(crate) fn simhash_stats(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Option<SimhashStats>, StorageError> {
     Ok(index_stats(snap, info)?.1)
 }

@@ -182,9 +182,7 @@ pub(crate) fn dedup(
     match plan {
         // An LSH probe of every record becomes one pass over the buckets (the same
         // candidate pairs), each pair verified on the sketches already in memory.
-        Plan { access: Access::LshProbe { bands }, finish: Finish::Verify { threshold } }
-            if stats.lsh.is_some() =>
-        {
+        Plan { access: Access::LshProbe { bands }, finish: Finish::Verify { threshold } } if stats.lsh.is_some() => {
             let at = |row: u64| rows.binary_search_by_key(&row, |r| r.0).ok();
             for_each_lsh_pair(snap, info, bands, |a, b| -> Result<()> {
                 if let (Some(i), Some(j)) = (at(a), at(b))

@@ -39,7 +39,7 @@ pub struct QueryOptions {
     pub exact: bool,
     /// The least expected recall an approximate (LSH) plan must offer to be eligible: the
     /// banding's candidate probability averaged over similarities in `[threshold, 1]`
-    /// ([`crate::expected_recall_above`]).
+    /// ([`crate::lsh::expected_recall_above`]).
     pub recall_target: f64,
     /// Force an access path (for tests and experts); `choose` still reports the costs.
     pub force: Option<PlanKind>,

@@ -6,6 +6,18 @@ use crate::db::database::{Database, DatabaseBuilder};
 use crate::error::Result;
 pub use crate::storage::backend::{Backend, MemoryBackend};
 
+/// Index internals that tests and benches reach: band keys and their scheme, SimHash probes
+/// over in-memory runs.
+pub use crate::index::keys::band::{
+    BAND_HASH_VERSION, BandKeyScheme, KEY_BITS_V2, LshRows, RowWidth, band_key_u32, band_key_u64, band_key_v3, lsh_rows,
+};
+pub use crate::index::keys::simhash_design::SIMHASH_PROBE_COST;
+pub use crate::index::simhash_mem::SimhashMemIndex;
+pub use crate::index::simhash_probe::{
+    ProbeScratch, RunView, SimhashMatch, SimhashPair, brute_force as simhash_brute_force, filter_bucket,
+    probe as simhash_probe, self_join as simhash_self_join,
+};
+
 pub mod crash;
 pub mod faults;
 pub mod fuzz;
@@ -120,7 +132,7 @@ pub fn lsh_candidates(
 }
 
 /// The LSH statistics: banding and mean hit-bucket size.
-pub fn lsh_stats(collection: &Collection, db: &Database) -> Result<Option<(crate::LshParams, f64)>> {
+pub fn lsh_stats(collection: &Collection, db: &Database) -> Result<Option<(crate::lsh::LshParams, f64)>> {
     let snap = db.store().snapshot()?;
     Ok(crate::index::stats::lsh_stats(&snap, collection.info())?.map(|s| (s.plan.params, s.plan.mean_hit_bucket)))
 }
@@ -285,8 +297,8 @@ pub fn set_empty_lsh_band_hash_version(collection: &Collection, db: &Database, v
         return Ok(false);
     }
     scheme.version = version;
-    if version < 3 && matches!(scheme.width, crate::RowWidth::U8 | crate::RowWidth::U16) {
-        scheme.width = crate::RowWidth::U32;
+    if version < 3 && matches!(scheme.width, RowWidth::U8 | RowWidth::U16) {
+        scheme.width = RowWidth::U32;
     }
     def.store_in(&txn, collection.info())?;
     txn.commit().map_err(StorageError::backend("commit"))?;
@@ -349,7 +361,7 @@ pub fn legacy_lsh_values(collection: &Collection, db: &Database) -> Result<bool>
 }
 
 /// The collection's LSH band-key scheme (seed, banding, row width), if it has an LSH index.
-pub fn lsh_scheme(collection: &Collection, db: &Database) -> Result<Option<crate::BandKeyScheme>> {
+pub fn lsh_scheme(collection: &Collection, db: &Database) -> Result<Option<BandKeyScheme>> {
     let snap = db.store().snapshot()?;
     let def = crate::index::meta::IndexDef::load(snap.txn(), collection.info())?;
     Ok(def.and_then(|d| match &d.spec {

@@ -84,7 +84,7 @@ enum Command {
         /// Second key.
         b: String,
         /// Confidence level.
-        #[arg(long, default_value_t = sketchdb::DEFAULT_LEVEL)]
+        #[arg(long, default_value_t = sketchdb::estimate::DEFAULT_LEVEL)]
         level: f64,
     },
     /// Show the plan a query would use, the alternatives and their costs.

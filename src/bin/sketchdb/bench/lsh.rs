@@ -8,7 +8,8 @@ use std::time::Instant;
 use serde::Deserialize;
 use serde_json::json;
 use sketchdb::{
-    Batch, Collection, Database, IndexConfig, PlanKind, Query, QueryKind, QueryOptions, Sketch, Sketcher, TokenSet,
+    Batch, Collection, Database, IndexConfig, Query, QueryKind, QueryOptions, Sketch, Sketcher, TokenSet,
+    plan::PlanKind,
 };
 
 use super::data::{

@@ -114,7 +114,8 @@ pub fn run(w: &Workload) -> Result<(), CliError> {
             let force = match plan {
                 None => None,
                 Some(p) => Some(
-                    sketchdb::PlanKind::from_name(p).ok_or_else(|| CliError::Usage(format!("unknown plan `{p}`")))?,
+                    sketchdb::plan::PlanKind::from_name(p)
+                        .ok_or_else(|| CliError::Usage(format!("unknown plan `{p}`")))?,
                 ),
             };
             let load = data::Load { bulk: *bulk, batch: *batch as usize };

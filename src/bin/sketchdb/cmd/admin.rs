@@ -25,7 +25,7 @@ pub struct CreateArgs {
     #[arg(long)]
     pub bits: Option<u8>,
     /// Seed of the hash family.
-    #[arg(long, default_value_t = sketchdb::DEFAULT_SEED)]
+    #[arg(long, default_value_t = sketchdb::recipes::DEFAULT_SEED)]
     pub seed: u64,
     /// Words per shingle for text (default 5).
     #[arg(long, conflicts_with = "ngram")]
@@ -34,7 +34,7 @@ pub struct CreateArgs {
     #[arg(long)]
     pub ngram: Option<u32>,
     /// Seed of the xxh3-64 token hash.
-    #[arg(long, default_value_t = sketchdb::DEFAULT_TOKEN_SEED)]
+    #[arg(long, default_value_t = sketchdb::recipes::DEFAULT_TOKEN_SEED)]
     pub token_seed: u64,
     #[command(flatten)]
     pub index: IndexArgs,
@@ -89,7 +89,7 @@ impl CreateArgs {
         let params = default_params(kind, self.k, self.bits, self.seed)?;
         let tokenizer = match (self.shingle, self.ngram) {
             (_, Some(n)) => Tokenizer::char_ngrams(n, self.token_seed)?,
-            (w, None) => Tokenizer::shingles(w.unwrap_or(sketchdb::DEFAULT_SHINGLE_WORDS), self.token_seed)?,
+            (w, None) => Tokenizer::shingles(w.unwrap_or(sketchdb::recipes::DEFAULT_SHINGLE_WORDS), self.token_seed)?,
         };
         let config = CollectionConfig::new(params).with_tokenizer(tokenizer);
         Ok(match self.index.config() {

@@ -6,8 +6,11 @@ use clap::Args;
 use serde_json::json;
 use sketchdb::recipes::DEFAULT_SLOTS;
 use sketchdb::{
-    CollisionModel, DEFAULT_LEVEL, LshParams, LshWeights, candidate_probability_with, clopper_pearson,
-    false_negative_area, false_positive_area, optimal_lsh_params,
+    estimate::{DEFAULT_LEVEL, clopper_pearson},
+    lsh::{
+        CollisionModel, LshParams, LshWeights, candidate_probability_with, false_negative_area, false_positive_area,
+        optimal_lsh_params,
+    },
 };
 
 use crate::error::CliError;

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde_json::{Value, json};
 use sketchdb::recipes::{Content, Measure};
-use sketchdb::{Collection, DEFAULT_LEVEL, Hit, PlanKind, Query, QueryKind, QueryOptions, QueryResult, Sketch};
+use sketchdb::{
+    Collection, Hit, Query, QueryKind, QueryOptions, QueryResult, Sketch, estimate::DEFAULT_LEVEL, plan::PlanKind,
+};
 
 use crate::error::CliError;
 use crate::input::parse_hex_fingerprint;
