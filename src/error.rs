@@ -3,7 +3,7 @@
 use thiserror::Error;
 
 use crate::codec::error::CodecError;
-use crate::index::error::IndexError;
+use crate::index::IndexError;
 use crate::planner::error::QueryError;
 use crate::sketch::error::SketchError;
 use crate::storage::StorageError;
@@ -18,7 +18,7 @@ pub enum Error {
     /// From the index layer: bad index parameters, sketches that cannot be indexed, malformed
     /// table runs or stored designs.
     #[error(transparent)]
-    Index(#[from] IndexError),
+    Index(IndexError),
     /// From the planner: a query that does not fit the collection or a plan it cannot run.
     #[error(transparent)]
     Query(#[from] QueryError),
@@ -33,3 +33,13 @@ pub enum Error {
 
 /// `Result` with sketchdb's [`enum@Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// One route per failure: a storage error under the index is the storage error itself.
+impl From<IndexError> for Error {
+    fn from(e: IndexError) -> Self {
+        match e.into_storage() {
+            Ok(e) => Error::Storage(e),
+            Err(e) => Error::Index(e),
+        }
+    }
+}

@@ -61,24 +61,16 @@ pub use db::dedup::{Cluster, DedupResult};
 pub use db::query::QueryResult;
 pub use db::snapshot::{PageColumns, Record, Scan, Snapshot};
 pub use error::{Error, Result};
-pub use index::error::IndexError;
-pub use index::fingerprint::Fingerprint;
-pub use index::keys::band::{
-    BAND_HASH_VERSION, BandKeyScheme, KEY_BITS_V2, LshRows, RowWidth, band_key_u32, band_key_u64, band_key_v3, lsh_rows,
-};
-pub use index::keys::simhash_design::{
-    DEFAULT_SIMHASH_RADIUS, MAX_SIMHASH_TABLES, SIMHASH_PROBE_COST, SimhashBlock, SimhashTableDesign,
-};
-pub use index::lsh_params::{
-    CollisionModel, LshChoice, LshParams, LshWeights, candidate_probability, candidate_probability_with,
-    expected_recall_above, false_negative_area, false_positive_area, optimal_lsh_params,
+pub use index::{
+    BAND_HASH_VERSION, BandKeyScheme, CollisionModel, DEFAULT_SIMHASH_RADIUS, Fingerprint, IndexError, KEY_BITS_V2,
+    LshChoice, LshParams, LshRows, LshWeights, MAX_SIMHASH_TABLES, RowWidth, SIMHASH_PROBE_COST, SimhashBlock,
+    SimhashTableDesign, band_key_u32, band_key_u64, band_key_v3, candidate_probability, candidate_probability_with,
+    expected_recall_above, false_negative_area, false_positive_area, lsh_rows, optimal_lsh_params,
 };
 #[doc(hidden)]
-pub use index::simhash_mem::SimhashMemIndex;
-#[doc(hidden)]
-pub use index::simhash_probe::{
-    ProbeScratch, RunView, SimhashMatch, SimhashPair, brute_force as simhash_brute_force, filter_bucket,
-    probe as simhash_probe, self_join as simhash_self_join,
+pub use index::{
+    ProbeScratch, RunView, SimhashMatch, SimhashMemIndex, SimhashPair, filter_bucket, simhash_brute_force,
+    simhash_probe, simhash_self_join,
 };
 pub use planner::cost::{Alternative, Choice, CostModel, LshStats, SimhashStats, Stats as PlannerStats, choose};
 pub use planner::dedup::choose_dedup;

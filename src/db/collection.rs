@@ -6,7 +6,7 @@ use super::batch::Batch;
 use super::config::{CollectionConfig, IndexConfig, decode_settings, encode_settings};
 use super::snapshot::{PageColumns, Record, Scan, Snapshot};
 use crate::error::Result;
-use crate::index::maintain::IndexMaintainer;
+use crate::index::IndexMaintainer;
 use crate::sketch::params::SketchParams;
 use crate::sketch::sketch::{Sketch, Sketcher};
 use crate::sketch::tokens::TokenSet;
@@ -196,7 +196,7 @@ impl Collection {
         let config = self.config.with_index(index);
         config.validate()?;
         let settings = encode_settings(&config)?;
-        let info = crate::index::maintain::rebuild(&self.store, &self.info, index.request(), settings)?;
+        let info = crate::index::rebuild(&self.store, &self.info, index.request(), settings)?;
         self.info = Arc::new(info);
         self.config = config;
         Ok(())

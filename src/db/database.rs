@@ -86,18 +86,18 @@ impl Database {
     /// the budget, values are read and not kept. Lowering the budget
     /// below what is held lets every cache go. Answers never depend on it, only speed.
     pub fn set_probe_cache_budget(bytes: usize) {
-        crate::index::probe_cache::set_budget(bytes);
+        crate::index::set_probe_cache_budget(bytes);
     }
 
     /// The probe cache budget, in bytes, for this process.
     pub fn probe_cache_budget() -> usize {
-        crate::index::probe_cache::budget()
+        crate::index::probe_cache_budget()
     }
 
     /// Bytes the probe caches of this process hold now (at most the budget, plus values
     /// in use by probes running while the budget was lowered).
     pub fn probe_cache_held() -> usize {
-        crate::index::probe_cache::held()
+        crate::index::probe_cache_held()
     }
 
     /// Where the database lives.
@@ -116,7 +116,7 @@ impl Database {
         let settings = encode_settings(&config)?;
         let request = config.index.request();
         let info = self.store.create_collection(name, config.params, settings, &mut |txn, info| match request {
-            Some(r) => crate::index::maintain::create_index_in(txn, info, r),
+            Some(r) => crate::index::create_index_in(txn, info, r),
             None => Ok(()),
         })?;
         Collection::new(self.store.clone(), info)
@@ -143,9 +143,7 @@ impl Database {
     /// and shrinks the file. Needs no live snapshots or scans (`StorageError::Busy`).
     pub fn compact(&self) -> Result<CompactionSummary> {
         let infos = self.store.collections()?;
-        let hook_for = |_: &crate::storage::catalog::CollectionInfo| -> Box<dyn crate::storage::hook::IndexHook> {
-            Box::new(crate::index::maintain::IndexMaintainer::new())
-        };
+        let hook_for = |_: &crate::storage::catalog::CollectionInfo| crate::index::IndexMaintainer::new();
         Ok(self.store.compact(&infos, &hook_for)?)
     }
 

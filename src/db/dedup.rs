@@ -5,13 +5,9 @@ use std::collections::HashMap;
 
 use super::collection::Collection;
 use crate::error::Result;
-use crate::index::error::IndexError;
-use crate::index::keys::simhash_design::SimhashTableDesign;
-use crate::index::lsh_mem::BandedKeys;
-use crate::index::lsh_read::for_each_lsh_pair;
-use crate::index::maintain::lsh_scheme_for;
-use crate::index::simhash_mem::SimhashMemIndex;
-use crate::index::simhash_read::simhash_pairs;
+use crate::index::{
+    BandedKeys, IndexError, SimhashMemIndex, SimhashTableDesign, for_each_lsh_pair, lsh_scheme_for, simhash_pairs,
+};
 use crate::planner::cost::{Choice, Stats};
 use crate::planner::dedup::choose_dedup;
 use crate::planner::error::QueryError;
@@ -20,7 +16,6 @@ use crate::planner::explain::Explain;
 use crate::planner::plan::{Access, Finish, Plan};
 use crate::planner::query::{Query, QueryKind, QueryOptions};
 use crate::sketch::sketch::Sketch;
-use crate::storage::StorageError;
 use crate::storage::reader::decode;
 
 /// One group of near-duplicates: the connected component of verified pairs.
@@ -68,9 +63,9 @@ impl Collection {
         choose_dedup(&Query { sketch: first.clone(), kind, options }, stats, &self.costs())
     }
 
-    /// An index-layer error of this collection, as a storage error.
-    fn index_error(&self, source: IndexError) -> StorageError {
-        StorageError::Index { collection: self.name().to_string(), source: Box::new(source) }
+    /// An index-layer error of this collection.
+    fn index_error(&self, source: IndexError) -> IndexError {
+        IndexError::Collection { collection: self.name().to_string(), source: Box::new(source) }
     }
 
     /// Calls `on_pair` for every pair of `rows` sharing a band of the banding `bands` x

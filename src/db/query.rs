@@ -4,7 +4,7 @@
 
 use super::collection::Collection;
 use crate::error::Result;
-use crate::index::stats::index_stats;
+use crate::index::index_stats;
 use crate::planner::cost::{Choice, CostModel, LshStats, SimhashStats, Stats, choose, choose_plan};
 use crate::planner::error::QueryError;
 use crate::planner::exec::{Analyze, Hit, execute};

@@ -23,7 +23,7 @@
 //! unless [`set_budget`] says otherwise; values read once
 //! the budget is spent are not kept); the [`MAX_CACHES`] most recently used keys keep theirs.
 //! Values live on shelves (LSH: one per band, a slot per group, its value the group's
-//! entries of all runs, see [`super::lsh_cache`]; SimHash: one per table, a slot per bucket):
+//! entries of all runs, see [`super::lsh`]; SimHash: one per table, a slot per bucket):
 //! a slot's value sits in a place of its own, found by shelf and slot number without hashing
 //! or locking (one memory access before the value's bytes); shelves of more than
 //! `2^DIRECT_BITS` slots go through a map.
@@ -35,7 +35,8 @@ use std::sync::{Arc, OnceLock};
 use bytes::{Bytes, BytesMut};
 use parking_lot::{Mutex, RwLock};
 
-use super::meta::{IndexDef, IndexSpec};
+use super::defs::{IndexDef, IndexSpec};
+use crate::index::error::IndexError;
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::reader::{ReadSnapshot, RowRecord, open};
@@ -144,7 +145,7 @@ impl ProbeCache {
         snap: &ReadSnapshot,
         info: &CollectionInfo,
         version: u128,
-    ) -> Result<Option<Arc<ProbeCache>>, StorageError> {
+    ) -> Result<Option<Arc<ProbeCache>>, IndexError> {
         let Some(t) = open(snap.txn(), INDEX_DEFS)? else { return Ok(None) };
         let Some(v) = t.get(info.def.id).map_err(StorageError::backend("read index definition"))? else {
             return Ok(None);
@@ -218,7 +219,7 @@ impl ProbeCache {
         snap: &ReadSnapshot,
         info: &CollectionInfo,
         rows: &[u64],
-    ) -> Result<Vec<Arc<RowRecord>>, StorageError> {
+    ) -> Result<Vec<Arc<RowRecord>>, IndexError> {
         let width = info.spec.layout.record_width();
         let (mut found, mut missing) = (Vec::with_capacity(rows.len()), Vec::new());
         {
@@ -299,8 +300,8 @@ impl ProbeCache {
         shelf: usize,
         bits: u32,
         slot: u64,
-        read: impl FnOnce() -> Result<Option<Vec<u8>>, StorageError>,
-    ) -> Result<Option<Value<'c>>, StorageError> {
+        read: impl FnOnce() -> Result<Option<Vec<u8>>, IndexError>,
+    ) -> Result<Option<Value<'c>>, IndexError> {
         if bits <= DIRECT_BITS
             && let Some(cell) = self.direct.get(shelf)
         {
@@ -360,7 +361,7 @@ impl ProbeCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index::keys::simhash_design::SimhashTableDesign;
+    use crate::index::simhash::SimhashTableDesign;
 
     fn cache() -> ProbeCache {
         let design = SimhashTableDesign::design(0, 3, 64).expect("design");

@@ -1,9 +1,9 @@
 //! Per-collection index statistics for the planner, read from the index definition that
 //! every write keeps current in its own transaction.
 
-use super::lsh_params::LshParams;
-use super::meta::{IndexDef, IndexSpec};
-use crate::storage::StorageError;
+use super::defs::{IndexDef, IndexSpec};
+use super::lsh::LshParams;
+use crate::index::error::IndexError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::error::contain;
 use crate::storage::reader::ReadSnapshot;
@@ -42,7 +42,7 @@ pub(crate) struct SimhashIndexStats {
 pub(crate) fn index_stats(
     snap: &ReadSnapshot,
     info: &CollectionInfo,
-) -> Result<(Option<LshIndexStats>, Option<SimhashIndexStats>), StorageError> {
+) -> Result<(Option<LshIndexStats>, Option<SimhashIndexStats>), IndexError> {
     contain("read index statistics", || {
         Ok(match IndexDef::load(snap.txn(), info)? {
             None => (None, None),
@@ -78,7 +78,7 @@ pub(crate) fn index_stats(
 }
 
 /// The LSH statistics, or `None` without an LSH index.
-pub(crate) fn lsh_stats(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Option<LshIndexStats>, StorageError> {
+pub(crate) fn lsh_stats(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Option<LshIndexStats>, IndexError> {
     Ok(index_stats(snap, info)?.0)
 }
 
@@ -86,6 +86,6 @@ pub(crate) fn lsh_stats(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Op
 pub(crate) fn simhash_stats(
     snap: &ReadSnapshot,
     info: &CollectionInfo,
-) -> Result<Option<SimhashIndexStats>, StorageError> {
+) -> Result<Option<SimhashIndexStats>, IndexError> {
     Ok(index_stats(snap, info)?.1)
 }

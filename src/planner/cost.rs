@@ -7,8 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::index::lsh_params::{LshParams, expected_recall_above};
-use crate::index::maintain::banding_model;
+use crate::index::{LshParams, banding_model, expected_recall_above};
 use crate::sketch::params::SketchKind;
 
 use super::plan::{Access, EarlyStop, Finish, Plan, PlanKind};

@@ -112,31 +112,31 @@ impl Store {
     /// Creates a collection; fails if the name is taken.
     /// `init` runs inside the creating transaction (the index layer writes the index
     /// definition there, so a collection never exists without its index).
-    pub(crate) fn create_collection(
+    pub(crate) fn create_collection<E: From<StorageError>>(
         &self,
         name: &str,
         params: SketchParams,
         settings: Vec<u8>,
-        init: &mut dyn FnMut(&WriteTransaction, &CollectionInfo) -> Result<(), StorageError>,
-    ) -> Result<CollectionInfo, StorageError> {
+        init: &mut dyn FnMut(&WriteTransaction, &CollectionInfo) -> Result<(), E>,
+    ) -> Result<CollectionInfo, E> {
         contain("create collection", || self.create_collection_unguarded(name, params, settings, init))
     }
 
     /// The body of [`Self::create_collection`], run inside [`contain`] (redb panics become errors).
-    fn create_collection_unguarded(
+    fn create_collection_unguarded<E: From<StorageError>>(
         &self,
         name: &str,
         params: SketchParams,
         settings: Vec<u8>,
-        init: &mut dyn FnMut(&WriteTransaction, &CollectionInfo) -> Result<(), StorageError>,
-    ) -> Result<CollectionInfo, StorageError> {
+        init: &mut dyn FnMut(&WriteTransaction, &CollectionInfo) -> Result<(), E>,
+    ) -> Result<CollectionInfo, E> {
         validate_name(name)?;
         params.validate().map_err(|source| StorageError::Incompatible { collection: name.to_string(), source })?;
         let txn = self.begin_write()?;
         let info = {
             let mut names = txn.open_table(COLLECTION_NAMES).map_err(StorageError::backend("open table"))?;
             if names.get(name).map_err(StorageError::backend("read collection name"))?.is_some() {
-                return Err(StorageError::CollectionExists { name: name.to_string() });
+                return Err(StorageError::CollectionExists { name: name.to_string() }.into());
             }
             let mut meta = txn.open_table(META).map_err(StorageError::backend("open table"))?;
             let meta_err = |source| StorageError::CorruptMeta {

@@ -43,16 +43,16 @@ impl Store {
 
     /// Compacts every collection's pages and index (see [`IndexHook::optimize`]), then the
     /// file. `hook_for` gives each collection's index maintenance (moved rows change row ids).
-    pub(crate) fn compact(
+    pub(crate) fn compact<H: IndexHook>(
         &self,
         collections: &[CollectionInfo],
-        hook_for: &dyn Fn(&CollectionInfo) -> Box<dyn IndexHook>,
-    ) -> Result<CompactionSummary, StorageError> {
+        hook_for: &dyn Fn(&CollectionInfo) -> H,
+    ) -> Result<CompactionSummary, H::Error> {
         contain("compact", || {
             let mut summary = CompactionSummary { file_bytes_before: self.file_len(), ..Default::default() };
             for info in collections {
                 let mut hook = hook_for(info);
-                self.compact_collection(info, &mut summary, hook.as_mut())?;
+                self.compact_collection(info, &mut summary, &mut hook)?;
                 let mut hook = hook_for(info);
                 let txn = self.begin_write()?;
                 hook.begin(&txn, info)?;
@@ -67,12 +67,12 @@ impl Store {
         })
     }
 
-    fn compact_collection(
+    fn compact_collection<H: IndexHook + ?Sized>(
         &self,
         info: &CollectionInfo,
         summary: &mut CompactionSummary,
-        hook: &mut dyn IndexHook,
-    ) -> Result<(), StorageError> {
+        hook: &mut H,
+    ) -> Result<(), H::Error> {
         let mut holed = vec![];
         {
             let snap = self.snapshot()?;
@@ -114,7 +114,7 @@ impl Store {
                     let old =
                         keys.insert((id, key), new_row).map_err(StorageError::backend("move key"))?.map(|g| g.value());
                     if old != Some(old_row) {
-                        return Err(inconsistent(info, old_row, "a live row's key does not map to it"));
+                        return Err(inconsistent(info, old_row, "a live row's key does not map to it").into());
                     }
                     state.next_row += 1;
                     summary.rows_moved += 1;
@@ -130,7 +130,8 @@ impl Store {
         }
         state.deleted = state.deleted.saturating_sub(summary_purged(summary, purged_before));
         write_state(&txn, info, &state)?;
-        txn.commit().map_err(StorageError::backend("commit"))
+        txn.commit().map_err(StorageError::backend("commit"))?;
+        Ok(())
     }
 
     /// redb's file compaction, repeated until it reports nothing left to do.

@@ -260,22 +260,22 @@ pub(crate) fn state_in(txn: &WriteTransaction, info: &CollectionInfo) -> Result<
 impl super::store::Store {
     /// Applies `ops` to one collection in one transaction: all of them or, on any error,
     /// none.
-    pub(crate) fn apply<'a>(
+    pub(crate) fn apply<'a, H: IndexHook + ?Sized>(
         &self,
         info: &CollectionInfo,
         ops: impl IntoIterator<Item = WriteOp<'a>>,
-        hook: &mut dyn IndexHook,
-    ) -> Result<WriteSummary, StorageError> {
+        hook: &mut H,
+    ) -> Result<WriteSummary, H::Error> {
         contain("write", || self.apply_unguarded(info, ops, hook))
     }
 
     /// The body of [`Self::apply`], run inside [`contain`] (redb panics become errors).
-    fn apply_unguarded<'a>(
+    fn apply_unguarded<'a, H: IndexHook + ?Sized>(
         &self,
         info: &CollectionInfo,
         ops: impl IntoIterator<Item = WriteOp<'a>>,
-        hook: &mut dyn IndexHook,
-    ) -> Result<WriteSummary, StorageError> {
+        hook: &mut H,
+    ) -> Result<WriteSummary, H::Error> {
         let txn = self.begin_write()?;
         let mut state = state_in(&txn, info)?;
         hook.begin(&txn, info)?;
@@ -298,7 +298,8 @@ impl super::store::Store {
                 Some(Err(payload)) => Err(StorageError::EnginePanic {
                     op: "prepare index changes",
                     detail: panic_message(payload.as_ref()),
-                }),
+                }
+                .into()),
             }
         })?;
         hook.finish(&txn, info)?;
@@ -309,15 +310,15 @@ impl super::store::Store {
 
     /// Stores the records of `ops` and their keys, in order, telling `hook` of every row
     /// added and removed; updates `state` and `summary`.
-    fn write_ops(
+    fn write_ops<H: IndexHook + ?Sized>(
         &self,
         txn: &WriteTransaction,
         info: &CollectionInfo,
         ops: Vec<WriteOp<'_>>,
         state: &mut CollectionState,
         summary: &mut WriteSummary,
-        hook: &mut dyn IndexHook,
-    ) -> Result<(), StorageError> {
+        hook: &mut H,
+    ) -> Result<(), H::Error> {
         let id = info.def.id;
         let mut keys: KeysTable<'_> = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
         let appended = append_new_keys(&mut keys, info, &ops, state.next_row)?;
@@ -342,7 +343,8 @@ impl super::store::Store {
                             return Err(StorageError::DuplicateKey {
                                 collection: info.def.name.clone(),
                                 key: show_key(key),
-                            });
+                            }
+                            .into());
                         }
                         let gone = pages.delete(old_row, key)?;
                         hook.removed(old_row, &gone)?;
@@ -373,17 +375,18 @@ impl super::store::Store {
                 }
             }
         }
-        pages.flush()
+        pages.flush()?;
+        Ok(())
     }
 }
 
 /// Calls `f(row, sketch)` for every live row of the collection, in row order, reading the
 /// pages through the write transaction `txn` (index rebuilds).
-pub(crate) fn for_each_live_in(
+pub(crate) fn for_each_live_in<E: From<StorageError>>(
     txn: &WriteTransaction,
     info: &CollectionInfo,
-    mut f: impl FnMut(u64, &Sketch) -> Result<(), StorageError>,
-) -> Result<(), StorageError> {
+    mut f: impl FnMut(u64, &Sketch) -> Result<(), E>,
+) -> Result<(), E> {
     for_each_page_in(txn, info, |first, view| {
         for i in (0..view.row_count()).filter(|&i| !view.is_deleted(i)) {
             let sketch = super::reader::decode(info, view, first, i)?;
@@ -415,11 +418,11 @@ pub(crate) fn for_each_live_fingerprint_in(
 }
 
 /// Calls `f(first row, page)` for every page of the collection, in row order, each checked.
-fn for_each_page_in(
+fn for_each_page_in<E: From<StorageError>>(
     txn: &WriteTransaction,
     info: &CollectionInfo,
-    mut f: impl FnMut(u64, &PageView<'_>) -> Result<(), StorageError>,
-) -> Result<(), StorageError> {
+    mut f: impl FnMut(u64, &PageView<'_>) -> Result<(), E>,
+) -> Result<(), E> {
     let pages = txn.open_table(PAGES).map_err(StorageError::backend("open table"))?;
     let id = info.def.id;
     for entry in pages.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan pages"))? {

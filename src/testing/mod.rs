@@ -70,13 +70,13 @@ pub fn simhash_within_batch(
     radius: u32,
 ) -> Result<Vec<Vec<(u64, u32)>>> {
     let snap = db.store().snapshot()?;
-    Ok(crate::index::simhash_read::simhash_within_batch(&snap, collection.info(), fps, radius)?)
+    Ok(crate::index::simhash_within_batch(&snap, collection.info(), fps, radius)?)
 }
 
 /// Every pair of live rows within `radius`, each once as `(a, b, distance)` with a < b.
 pub fn simhash_pairs(collection: &Collection, db: &Database, radius: u32) -> Result<Vec<(u64, u64, u32)>> {
     let snap = db.store().snapshot()?;
-    Ok(crate::index::simhash_read::simhash_pairs(&snap, collection.info(), radius)?)
+    Ok(crate::index::simhash_pairs(&snap, collection.info(), radius)?)
 }
 
 /// A read snapshot held open across later commits.
@@ -94,7 +94,7 @@ pub fn lsh_candidates_in(
     sketch: &crate::sketch::sketch::Sketch,
     bands: u32,
 ) -> Result<Vec<u64>> {
-    Ok(crate::index::lsh_read::lsh_candidates(&snapshot.0, collection.info(), sketch, bands)?)
+    Ok(crate::index::lsh_candidates(&snapshot.0, collection.info(), sketch, bands)?)
 }
 
 /// [`simhash_within`] as of a held snapshot.
@@ -104,7 +104,7 @@ pub fn simhash_within_in(
     fp: u128,
     radius: u32,
 ) -> Result<Vec<(u64, u32)>> {
-    Ok(crate::index::simhash_read::simhash_within(&snapshot.0, collection.info(), fp, radius)?)
+    Ok(crate::index::simhash_within(&snapshot.0, collection.info(), fp, radius)?)
 }
 
 /// The LSH candidates of `sketch` from the first `bands` bands: distinct live row ids,
@@ -121,13 +121,13 @@ pub fn lsh_candidates(
 /// The LSH statistics: banding and mean hit-bucket size.
 pub fn lsh_stats(collection: &Collection, db: &Database) -> Result<Option<(crate::LshParams, f64)>> {
     let snap = db.store().snapshot()?;
-    Ok(crate::index::stats::lsh_stats(&snap, collection.info())?.map(|s| (s.params, s.mean_hit_bucket)))
+    Ok(crate::index::lsh_stats(&snap, collection.info())?.map(|s| (s.params, s.mean_hit_bucket)))
 }
 
 /// The SimHash statistics: (tables, radius, shortest prefix bits).
 pub fn simhash_stats(collection: &Collection, db: &Database) -> Result<Option<(u32, u32, u32)>> {
     let snap = db.store().snapshot()?;
-    Ok(crate::index::stats::simhash_stats(&snap, collection.info())?.map(|s| (s.tables, s.radius, s.prefix_bits)))
+    Ok(crate::index::simhash_stats(&snap, collection.info())?.map(|s| (s.tables, s.radius, s.prefix_bits)))
 }
 
 /// Plants an index inconsistency that redb's checksums cannot see: drops the first stored
@@ -169,8 +169,7 @@ pub fn drop_first_index_bucket(collection: &Collection, db: &Database) -> Result
 /// build did (the reverse-map variant); without it the entries are strays the definition does
 /// not own. Returns the entries written (0, changing nothing, without an LSH index).
 pub fn plant_lsh_reverse_map(collection: &Collection, db: &Database, as_earlier_build: bool) -> Result<u64> {
-    use crate::index::lsh::push_band_keys;
-    use crate::index::meta::{IndexDef, IndexSpec};
+    use crate::index::{IndexDef, IndexSpec, push_band_keys};
     use crate::storage::StorageError;
     use crate::storage::tables::LSH_ROWS;
     let live: Vec<(u64, crate::Sketch)> =
@@ -185,7 +184,7 @@ pub fn plant_lsh_reverse_map(collection: &Collection, db: &Database, as_earlier_
         let mut t = txn.open_table(LSH_ROWS).map_err(StorageError::backend("open table"))?;
         let mut bytes = Vec::new();
         for (row, sketch) in &live {
-            let keys = scheme.sketch_keys(sketch).map_err(crate::index::meta::index_err(info))?;
+            let keys = scheme.sketch_keys(sketch).map_err(crate::index::index_err(info))?;
             bytes.clear();
             push_band_keys(&keys, scheme.key_bits(), &mut bytes);
             t.insert((info.def.id, *row), bytes.as_slice()).map_err(StorageError::backend("write"))?;
@@ -211,7 +210,7 @@ pub fn lsh_reverse_entries(collection: &Collection, db: &Database) -> Result<u64
 /// Whether the collection's LSH index definition is the reverse-map variant of earlier builds
 /// (`None`: no LSH index).
 pub fn lsh_keeps_reverse_map(collection: &Collection, db: &Database) -> Result<Option<bool>> {
-    use crate::index::meta::{IndexDef, IndexSpec};
+    use crate::index::{IndexDef, IndexSpec};
     let snap = db.store().snapshot()?;
     let def = IndexDef::load(snap.txn(), collection.info())?;
     Ok(match def.as_deref().map(|d| &d.spec) {
@@ -254,7 +253,7 @@ pub fn extend_first_lsh_reverse_entry(collection: &Collection, db: &Database) ->
 /// (`IndexSpec::LshGroups`, same scheme) and stores one value in that layout's table, as a
 /// file written by such a build holds them. Returns false without an LSH index.
 pub fn plant_legacy_lsh_index(collection: &Collection, db: &Database) -> Result<bool> {
-    use crate::index::meta::{IndexDef, IndexSpec};
+    use crate::index::{IndexDef, IndexSpec};
     use crate::storage::StorageError;
     use crate::storage::tables::LSH_GROUPS_V1;
     let txn = db.store().begin_write()?;
@@ -275,7 +274,7 @@ pub fn plant_legacy_lsh_index(collection: &Collection, db: &Database) -> Result<
 /// 2: b-bit rows recorded as 4-byte values). Returns false, changing nothing, without an LSH
 /// index or when the index already holds entries.
 pub fn set_empty_lsh_band_hash_version(collection: &Collection, db: &Database, version: u16) -> Result<bool> {
-    use crate::index::meta::{IndexDef, IndexSpec};
+    use crate::index::{IndexDef, IndexSpec};
     use crate::storage::StorageError;
     let txn = db.store().begin_write()?;
     let Some(mut def) = IndexDef::load_in(&txn, collection.info())? else { return Ok(false) };
@@ -295,8 +294,7 @@ pub fn set_empty_lsh_band_hash_version(collection: &Collection, db: &Database, v
 /// Rewrites every LSH chunk value of the collection in chunk layout 1, as builds before
 /// layout 2 wrote them (same entries, same keys). Returns the values rewritten.
 pub fn rewrite_lsh_chunks_as_layout_1(collection: &Collection, db: &Database) -> Result<usize> {
-    use crate::index::lsh::{ChunkView, Groups};
-    use crate::index::meta::{IndexDef, IndexSpec};
+    use crate::index::{ChunkView, Groups, IndexDef, IndexSpec};
     use crate::storage::StorageError;
     use crate::storage::tables::LSH_BUCKETS;
     use redb::ReadableTable;
@@ -307,7 +305,7 @@ pub fn rewrite_lsh_chunks_as_layout_1(collection: &Collection, db: &Database) ->
     let mut n = 0;
     {
         let mut t = txn.open_table(LSH_BUCKETS).map_err(StorageError::backend("open table"))?;
-        let mut values: Vec<(crate::index::lsh::RunKey, Vec<u8>)> = Vec::new();
+        let mut values: Vec<(crate::index::RunKey, Vec<u8>)> = Vec::new();
         for e in t
             .range((id, 0u32, 0u32, 0u64, 0u32)..=(id, u32::MAX, u32::MAX, u64::MAX, u32::MAX))
             .map_err(StorageError::backend("scan"))?
@@ -326,7 +324,7 @@ pub fn rewrite_lsh_chunks_as_layout_1(collection: &Collection, db: &Database) ->
             let mut entries = Vec::new();
             view.decode_into(g, key.3, &mut entries);
             let mut split = Vec::new();
-            crate::index::lsh::append_split(g, &entries, &mut split);
+            crate::index::append_split(g, &entries, &mut split);
             t.insert(key, split.as_slice()).map_err(StorageError::backend("write"))?;
             n += 1;
         }
@@ -350,12 +348,12 @@ pub fn legacy_lsh_values(collection: &Collection, db: &Database) -> Result<bool>
 /// The collection's LSH band-key scheme (seed, banding, row width), if it has an LSH index.
 pub fn lsh_scheme(collection: &Collection, db: &Database) -> Result<Option<crate::BandKeyScheme>> {
     let snap = db.store().snapshot()?;
-    let def = crate::index::meta::IndexDef::load(snap.txn(), collection.info())?;
+    let def = crate::index::IndexDef::load(snap.txn(), collection.info())?;
     Ok(def.and_then(|d| match &d.spec {
-        crate::index::meta::IndexSpec::Lsh { scheme, .. } | crate::index::meta::IndexSpec::LshGroups { scheme, .. } => {
+        crate::index::IndexSpec::Lsh { scheme, .. } | crate::index::IndexSpec::LshGroups { scheme, .. } => {
             Some(*scheme)
         }
-        crate::index::meta::IndexSpec::Simhash { .. } => None,
+        crate::index::IndexSpec::Simhash { .. } => None,
     }))
 }
 
@@ -386,12 +384,12 @@ pub struct LshChunk {
 /// The collection's LSH runs (from its definition) and stored chunks in key order (`None`
 /// without an LSH index).
 pub fn lsh_group_chunks(collection: &Collection, db: &Database) -> Result<Option<(Vec<LshRunInfo>, Vec<LshChunk>)>> {
-    use crate::index::lsh::{ChunkView, Groups};
+    use crate::index::{ChunkView, Groups};
     use crate::storage::StorageError;
     use crate::storage::tables::LSH_BUCKETS;
     let snap = db.store().snapshot()?;
-    let def = crate::index::meta::IndexDef::load(snap.txn(), collection.info())?;
-    let Some(crate::index::meta::IndexSpec::Lsh { runs, scheme, .. }) = def.as_deref().map(|d| &d.spec) else {
+    let def = crate::index::IndexDef::load(snap.txn(), collection.info())?;
+    let Some(crate::index::IndexSpec::Lsh { runs, scheme, .. }) = def.as_deref().map(|d| &d.spec) else {
         return Ok(None);
     };
     let infos: Vec<LshRunInfo> = runs
@@ -429,7 +427,7 @@ pub fn lsh_group_chunks(collection: &Collection, db: &Database) -> Result<Option
 pub fn lsh_removed_rows(collection: &Collection, db: &Database) -> Result<Vec<(u64, Option<crate::Sketch>)>> {
     let snap = db.store().snapshot()?;
     let info = collection.info();
-    let listed = crate::index::lsh_dead::listed(snap.txn(), info)?;
+    let listed = crate::index::lsh_listed(snap.txn(), info)?;
     let mut held = std::collections::HashMap::new();
     snap.for_each_page(info, |first, view| {
         for i in (0..view.row_count()).filter(|&i| view.is_deleted(i)) {
@@ -451,7 +449,7 @@ pub fn unlist_first_lsh_removed_row(collection: &Collection, db: &Database) -> R
     let txn = db.store().begin_write()?;
     let row = {
         let mut t = txn.open_table(crate::storage::tables::LSH_DEAD).map_err(StorageError::backend("open table"))?;
-        let first = crate::index::lsh_dead::listed_in(&t, id, 0..u64::MAX)?.first().copied();
+        let first = crate::index::lsh_listed_in(&t, id, 0..u64::MAX)?.first().copied();
         if let Some(row) = first {
             t.remove((id, row)).map_err(StorageError::backend("remove"))?;
         }

@@ -3,7 +3,7 @@
 use crate::db::collection::Collection;
 use crate::db::database::Database;
 use crate::error::Result;
-use crate::index::meta::{IndexDef, IndexSpec};
+use crate::index::{IndexDef, IndexSpec};
 use crate::storage::StorageError;
 use crate::storage::tables::{INDEX_DEFS, SIMHASH_BUCKETS};
 
@@ -81,4 +81,55 @@ pub(crate) fn first_bucket(
         .transpose()
         .map_err(StorageError::backend("scan"))?
         .map(|(k, v)| (k.value(), v.value().to_vec())))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::index::SIMHASH_TEST_RUN_IDS as TEST_RUN_IDS;
+    use crate::{CollectionConfig, Database, IndexConfig, SimHash, Sketch, SketchParams, admin, testing};
+
+    /// When run numbers run out, every run merges into run 0 and numbering restarts: the
+    /// numbers stay below the limit, and probes still equal brute force over the records.
+    #[test]
+    fn used_up_run_numbers_restart_after_merging_into_run_0() {
+        TEST_RUN_IDS.with(|l| l.set(6));
+        let dir = tempfile::tempdir().expect("dir");
+        let db = Database::create(dir.path().join("db")).expect("create");
+        let params = SketchParams::simhash(64, 7).expect("params");
+        let cfg = CollectionConfig::new(params).with_index(IndexConfig::SimhashTables { radius: 3 });
+        let c = db.create_collection("fp", cfg).expect("collection");
+        let (mut x, mut last, mut restarted) = (0x1234_5678_9abc_def0u64, 0u64, false);
+        for i in 0..40u64 {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            let fp = if i % 3 == 0 { x } else { last ^ (1 << (i % 64)) };
+            last = fp;
+            let sketch = Sketch::SimHash(SimHash::from_parts(params, u128::from(fp)).expect("fp"));
+            c.insert(format!("{i}"), &sketch).expect("insert");
+            if i % 5 == 4 {
+                c.delete(format!("{}", i - 2)).expect("delete");
+            }
+            let runs = testing::simhash::simhash_runs(&c, &db).expect("runs");
+            assert!(runs.iter().all(|r| r.id < 6), "{runs:?}");
+            restarted |= i > 8 && runs.first().is_some_and(|r| r.id == 0);
+        }
+        TEST_RUN_IDS.with(|l| l.set(0));
+        assert!(restarted, "the numbers ran out and restarted");
+        let report = admin::verify(&db).expect("verify");
+        assert!(report.is_ok(), "{:?}", report.problems);
+        let stored: Vec<(u64, u128)> = c
+            .scan()
+            .expect("scan")
+            .map(|r| {
+                let r = r.expect("record");
+                let Sketch::SimHash(s) = r.sketch else { panic!("kind") };
+                (r.row_id, s.value())
+            })
+            .collect();
+        for &(_, q) in &stored {
+            let mut want: Vec<(u64, u32)> =
+                stored.iter().map(|&(row, v)| (row, (v ^ q).count_ones())).filter(|e| e.1 <= 3).collect();
+            want.sort_unstable_by_key(|&(row, d)| (d, row));
+            assert_eq!(testing::simhash_within(&c, &db, q, 3).expect("probe"), want);
+        }
+    }
 }

@@ -11,16 +11,17 @@
 //! that first reads the group.
 //!
 //! Sound because the cache is keyed by the definition's bytes, which fix the runs and their
-//! entries (see [`super::probe_cache`]). The stored chunks are checked as they are read; an
+//! entries (see [`crate::index::probe_cache`]). The stored chunks are checked as they are read; an
 //! index of one run at width `P` gives its chunks as stored.
 
+use crate::index::error::IndexError;
 use redb::ReadOnlyTable;
 
-use super::lsh::{At, ChunkView, Groups, RunKey, lsh_err};
-use super::lsh_chunk::{append_chunk, group_chunks};
-use super::meta::LshRun;
-use super::prefetch::prefetch;
-use super::probe_cache::{ProbeCache, Value};
+use super::format::{append_chunk, group_chunks};
+use super::table::{At, ChunkView, Groups, RunKey, lsh_err};
+use crate::index::defs::LshRun;
+use crate::index::prefetch::prefetch;
+use crate::index::probe_cache::{ProbeCache, Value};
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::reader::{ReadSnapshot, open};
@@ -58,7 +59,7 @@ impl<'c> LshProbe<'c> {
         g: Groups,
         band: u32,
         group: u64,
-    ) -> Result<Option<Value<'c>>, StorageError> {
+    ) -> Result<Option<Value<'c>>, IndexError> {
         self.cache.value(band as usize, g.bits, group, || {
             if table.is_none() {
                 *table = Some(open(snap.txn(), LSH_BUCKETS)?);
@@ -81,7 +82,7 @@ impl<'c> LshProbe<'c> {
         runs: &[LshRun],
         keys: &[u64],
         out: &mut Vec<u64>,
-    ) -> Result<(), StorageError> {
+    ) -> Result<(), IndexError> {
         let g = Groups::new(self.key_bits, merged_bits(runs));
         for (band, &key) in keys.iter().enumerate() {
             self.cache.prefetch_slot(band, g.bits, g.group(key));
@@ -128,7 +129,7 @@ fn read_merged(
     g: Groups,
     band: u32,
     group: u64,
-) -> Result<Option<Vec<u8>>, StorageError> {
+) -> Result<Option<Vec<u8>>, IndexError> {
     let as_stored = matches!(runs, [run] if run.group_bits == g.bits);
     let (mut bytes, mut entries) = (Vec::new(), Vec::new());
     for run in runs {
@@ -172,16 +173,9 @@ fn read_merged(
 
 /// A merged value the probe cache holds that does not parse (it was checked as read and
 /// encoded here, so this is a defect, reported rather than a panic).
-fn merged_err(
-    info: &CollectionInfo,
-    runs: &[LshRun],
-    band: usize,
-    g: Groups,
-    key: u64,
-    detail: String,
-) -> StorageError {
+fn merged_err(info: &CollectionInfo, runs: &[LshRun], band: usize, g: Groups, key: u64, detail: String) -> IndexError {
     let ids: Vec<u32> = runs.iter().map(|r| r.id).collect();
-    StorageError::Inconsistent {
+    IndexError::Corrupt {
         collection: info.def.name.clone(),
         row: None,
         detail: format!(

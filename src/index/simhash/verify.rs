@@ -2,27 +2,28 @@
 //! hold only rows of the run's range, each run holds its counted rows once per table, and
 //! over all runs each table holds exactly the live rows' entries.
 
+use crate::index::error::IndexError;
 use std::collections::BTreeMap;
 
 use redb::ReadTransaction;
 
-use super::meta::{IndexDef, IndexSpec};
-use super::simhash_runs::{split_field, table_field};
-use super::simhash_tables::{BucketView, Geometry};
-use super::verify::Out;
+use super::format::{BucketView, Geometry};
+use super::format::{split_field, table_field};
+use crate::index::defs::{IndexDef, IndexSpec};
+use crate::index::problems::Out;
 use crate::sketch::sketch::Sketch;
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::reader::open;
 use crate::storage::tables::{SIMHASH_BUCKETS, SIMHASH_BUCKETS_NAME};
 
-pub(super) fn check_simhash(
+pub(crate) fn check_simhash(
     txn: &ReadTransaction,
     info: &CollectionInfo,
     def: &IndexDef,
     live: &[(u64, Sketch)],
     out: &mut Out<'_>,
-) -> Result<(), StorageError> {
+) -> Result<(), IndexError> {
     let IndexSpec::Simhash { design, bucket_bits, runs, .. } = &def.spec else { return Ok(()) };
     if def.entries != live.len() as u64 {
         out.problem(

@@ -14,7 +14,7 @@
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use super::error::IndexError;
+use crate::index::error::IndexError;
 
 /// An LSH banding: `bands` bands of `rows` rows each (using `bands * rows` slots).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -16,12 +16,13 @@ use std::ops::Range;
 
 use redb::{ReadTransaction, ReadableTable, Table};
 
-use super::meta::{LshRun, run_holding};
+use crate::index::defs::{LshRun, run_holding};
+use crate::index::error::IndexError;
+use crate::index::error::inconsistent;
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::reader::open;
 use crate::storage::tables::{LSH_DEAD, LSH_DEAD_NAME};
-use crate::storage::writer::inconsistent;
 
 /// `sketchdb.lsh_dead` opened for writing.
 pub(crate) type DeadTable<'t> = Table<'t, (u32, u64), ()>;
@@ -43,7 +44,7 @@ pub(crate) fn mark_removed(
     info: &CollectionInfo,
     runs: &mut [LshRun],
     rows: &[u64],
-) -> Result<(), StorageError> {
+) -> Result<(), IndexError> {
     let id = info.def.id;
     for &row in rows {
         let Some(i) = run_holding(runs, row) else {
@@ -63,7 +64,7 @@ pub(crate) fn listed_in(
     table: &impl ReadableTable<(u32, u64), ()>,
     id: u32,
     rows: Range<u64>,
-) -> Result<Vec<u64>, StorageError> {
+) -> Result<Vec<u64>, IndexError> {
     let mut out = Vec::new();
     if rows.is_empty() {
         return Ok(out);
@@ -77,7 +78,7 @@ pub(crate) fn listed_in(
 
 /// Every row listed for `info`'s collection as of a read transaction, ascending (none when
 /// the file has no such table).
-pub(crate) fn listed(txn: &ReadTransaction, info: &CollectionInfo) -> Result<Vec<u64>, StorageError> {
+pub(crate) fn listed(txn: &ReadTransaction, info: &CollectionInfo) -> Result<Vec<u64>, IndexError> {
     match open(txn, LSH_DEAD)? {
         Some(t) => listed_in(&t, info.def.id, 0..u64::MAX),
         None => Ok(Vec::new()),
@@ -85,17 +86,18 @@ pub(crate) fn listed(txn: &ReadTransaction, info: &CollectionInfo) -> Result<Vec
 }
 
 /// Removes the listing of collection `id`'s rows in `rows`.
-pub(crate) fn unlist(table: &mut DeadTable<'_>, id: u32, rows: Range<u64>) -> Result<(), StorageError> {
+pub(crate) fn unlist(table: &mut DeadTable<'_>, id: u32, rows: Range<u64>) -> Result<(), IndexError> {
     if rows.is_empty() {
         return Ok(());
     }
     table
         .retain_in((id, rows.start)..(id, rows.end), |_, _| false)
-        .map_err(StorageError::backend("clear sketchdb.lsh_dead"))
+        .map_err(StorageError::backend("clear sketchdb.lsh_dead"))?;
+    Ok(())
 }
 
 /// The error naming `sketchdb.lsh_dead` for a listing that breaks an invariant.
-pub(crate) fn listing_err(info: &CollectionInfo, row: u64, detail: &str) -> StorageError {
+pub(crate) fn listing_err(info: &CollectionInfo, row: u64, detail: &str) -> IndexError {
     inconsistent(info, row, format!("{LSH_DEAD_NAME}: {detail}"))
 }
 
