@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use redb::{ReadTransaction, ReadableTable, WriteTransaction};
 use serde::{Deserialize, Serialize};
 
 use super::error::{IndexError, index_err};
@@ -15,8 +14,10 @@ use crate::codec::envelope::{self, RecordKind};
 use crate::codec::error::CodecError;
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
-use crate::storage::reader::open;
-use crate::storage::tables::{INDEX_DEFS, INDEX_DEFS_NAME};
+use crate::storage::index_tables::BytesRead;
+use crate::storage::index_tables::IndexTxn;
+use crate::storage::reader::ReadSnapshot;
+use crate::storage::tables::INDEX_DEFS_NAME;
 
 /// Which index, with everything that determines its keys. Persisted through
 /// [`IndexSpecWire`].
@@ -350,27 +351,24 @@ impl IndexDef {
     }
 
     /// The definition of `info`'s index inside a write transaction (`None`: no index).
-    pub(crate) fn load_in(txn: &WriteTransaction, info: &CollectionInfo) -> Result<Option<IndexDef>, IndexError> {
-        let t = txn.open_table(INDEX_DEFS).map_err(StorageError::backend("open table"))?;
-        let v = t.get(info.def.id).map_err(StorageError::backend("read index definition"))?;
+    pub(crate) fn load_in(txn: &IndexTxn<'_>, info: &CollectionInfo) -> Result<Option<IndexDef>, IndexError> {
+        let t = txn.index_defs()?;
+        let v = t.get(info.def.id, "read index definition")?;
         Ok(v.map(|v| IndexDef::decode(info.def.id, v.value())).transpose()?)
     }
 
     /// Writes the definition inside a write transaction.
-    pub(crate) fn store_in(&self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<(), IndexError> {
+    pub(crate) fn store_in(&self, txn: &IndexTxn<'_>, info: &CollectionInfo) -> Result<(), IndexError> {
         let bytes = self.encode(info.def.id)?;
-        txn.open_table(INDEX_DEFS)
-            .map_err(StorageError::backend("open table"))?
-            .insert(info.def.id, bytes.as_slice())
-            .map_err(StorageError::backend("write index definition"))?;
+        txn.index_defs()?.insert(info.def.id, &bytes, "write index definition")?;
         Ok(())
     }
 
     /// The definition as of a read transaction. Decoded definitions are cached by their
     /// bytes, so a probe pays one small read and a comparison, not a decode and validation.
-    pub(crate) fn load(txn: &ReadTransaction, info: &CollectionInfo) -> Result<Option<Arc<IndexDef>>, IndexError> {
-        let Some(t) = open(txn, INDEX_DEFS)? else { return Ok(None) };
-        let Some(v) = t.get(info.def.id).map_err(StorageError::backend("read index definition"))? else {
+    pub(crate) fn load(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Option<Arc<IndexDef>>, IndexError> {
+        let Some(t) = snap.index_defs()? else { return Ok(None) };
+        let Some(v) = t.get(info.def.id, "read index definition")? else {
             return Ok(None);
         };
         let bytes = v.value();

@@ -2,8 +2,6 @@
 //! collection: it reads the collection's index definition inside the write transaction, so
 //! a handle never maintains a stale design), index creation and rebuilds.
 
-use redb::WriteTransaction;
-
 use super::defs::{IndexDef, IndexSpec, legacy_lsh};
 use super::error::IndexError;
 use super::error::index_err;
@@ -16,12 +14,13 @@ use super::simhash::bucket_bits_for;
 use crate::index::error::inconsistent;
 use crate::sketch::params::{SketchKind, SketchParams};
 use crate::sketch::sketch::Sketch;
-use crate::storage::StorageError;
-use crate::storage::catalog::{CollectionInfo, drop_index_entries, rewrite_settings};
+use crate::storage::catalog::CollectionInfo;
+use crate::storage::catalog::rewrite_settings;
 use crate::storage::error::contain;
 use crate::storage::hook::{IndexHook, PrepareJob, Prepared};
+use crate::storage::index_tables::IndexTxn;
 use crate::storage::store::Store;
-use crate::storage::writer::{for_each_live_fingerprint_in, for_each_live_in, state_in};
+use crate::storage::writer::{for_each_live_fingerprint_in, for_each_live_in, index_state};
 
 /// The seed of every LSH band-key scheme this build creates (recorded in the scheme).
 pub(crate) const LSH_SEED: u64 = 0x736b_6574_6368_6462;
@@ -123,7 +122,7 @@ impl IndexMaintainer {
 
     /// Adds every live row of the collection (a rebuild): `rows` of them, as its state
     /// counts. SimHash tables take the fingerprints straight from the pages.
-    fn add_live(&mut self, txn: &WriteTransaction, info: &CollectionInfo, rows: u64) -> Result<(), IndexError> {
+    fn add_live(&mut self, txn: &IndexTxn<'_>, info: &CollectionInfo, rows: u64) -> Result<(), IndexError> {
         match &mut self.active {
             Active::Simhash(d) => {
                 d.reserve(usize::try_from(rows).unwrap_or(0));
@@ -144,7 +143,7 @@ fn fingerprint_of(sketch: &Sketch) -> u128 {
 impl IndexHook for IndexMaintainer {
     type Error = IndexError;
 
-    fn begin(&mut self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<(), IndexError> {
+    fn begin(&mut self, txn: &IndexTxn<'_>, info: &CollectionInfo) -> Result<(), IndexError> {
         self.def = IndexDef::load_in(txn, info)?;
         self.active = match self.def.as_ref().map(|d| &d.spec) {
             None => Active::None,
@@ -194,7 +193,7 @@ impl IndexHook for IndexMaintainer {
         Ok(())
     }
 
-    fn finish(&mut self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<(), IndexError> {
+    fn finish(&mut self, txn: &IndexTxn<'_>, info: &CollectionInfo) -> Result<(), IndexError> {
         let Some(def) = self.def.as_mut() else { return Ok(()) };
         match &mut self.active {
             Active::None => return Ok(()),
@@ -204,7 +203,7 @@ impl IndexHook for IndexMaintainer {
         def.store_in(txn, info)
     }
 
-    fn optimize(&mut self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<bool, IndexError> {
+    fn optimize(&mut self, txn: &IndexTxn<'_>, info: &CollectionInfo) -> Result<bool, IndexError> {
         let Some(def) = self.def.as_mut() else { return Ok(false) };
         let merged = match def.spec {
             IndexSpec::Simhash { .. } => super::simhash::merge_all(txn, info, def)?,
@@ -220,7 +219,7 @@ impl IndexHook for IndexMaintainer {
 
 /// Writes a new, empty index for `request` inside the creating transaction.
 pub(crate) fn create_index_in(
-    txn: &WriteTransaction,
+    txn: &IndexTxn<'_>,
     info: &CollectionInfo,
     request: IndexRequest,
 ) -> Result<(), IndexError> {
@@ -245,18 +244,18 @@ fn rebuild_unguarded(
     request: Option<IndexRequest>,
     settings: Vec<u8>,
 ) -> Result<CollectionInfo, IndexError> {
-    let txn = store.begin_write()?;
-    let state = state_in(&txn, info)?;
-    drop_index_entries(&txn, info.def.id)?;
-    let new_info = rewrite_settings(&txn, info, settings)?;
-    if let Some(request) = request {
-        let spec = spec_for(request, &info.def.params, state.live).map_err(index_err(info))?;
-        IndexDef { spec, entries: 0, sum_sq: 0 }.store_in(&txn, info)?;
-        let mut hook = IndexMaintainer::new();
-        hook.begin(&txn, info)?;
-        hook.add_live(&txn, info, state.live)?;
-        hook.finish(&txn, info)?;
-    }
-    txn.commit().map_err(StorageError::backend("commit"))?;
-    Ok(new_info)
+    store.write_index(|txn| {
+        let state = index_state(txn, info)?;
+        txn.drop_index_entries(info.def.id)?;
+        let new_info = rewrite_settings(txn, info, settings)?;
+        if let Some(request) = request {
+            let spec = spec_for(request, &info.def.params, state.live).map_err(index_err(info))?;
+            IndexDef { spec, entries: 0, sum_sq: 0 }.store_in(txn, info)?;
+            let mut hook = IndexMaintainer::new();
+            hook.begin(txn, info)?;
+            hook.add_live(txn, info, state.live)?;
+            hook.finish(txn, info)?;
+        }
+        Ok(new_info)
+    })
 }

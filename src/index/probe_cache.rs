@@ -37,10 +37,9 @@ use parking_lot::{Mutex, RwLock};
 
 use super::defs::{IndexDef, IndexSpec};
 use crate::index::error::IndexError;
-use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
-use crate::storage::reader::{ReadSnapshot, RowRecord, open};
-use crate::storage::tables::INDEX_DEFS;
+use crate::storage::index_tables::BytesRead;
+use crate::storage::reader::{ReadSnapshot, RowRecord};
 
 /// Bytes of values (and slots) all caches together may hold unless [`set_budget`] changed it.
 pub(crate) const DEFAULT_BUDGET: usize = 1 << 30;
@@ -146,8 +145,8 @@ impl ProbeCache {
         info: &CollectionInfo,
         version: u128,
     ) -> Result<Option<Arc<ProbeCache>>, IndexError> {
-        let Some(t) = open(snap.txn(), INDEX_DEFS)? else { return Ok(None) };
-        let Some(v) = t.get(info.def.id).map_err(StorageError::backend("read index definition"))? else {
+        let Some(t) = snap.index_defs()? else { return Ok(None) };
+        let Some(v) = t.get(info.def.id, "read index definition")? else {
             return Ok(None);
         };
         let bytes = v.value();

@@ -44,7 +44,7 @@ pub(crate) fn index_stats(
     info: &CollectionInfo,
 ) -> Result<(Option<LshIndexStats>, Option<SimhashIndexStats>), IndexError> {
     contain("read index statistics", || {
-        Ok(match IndexDef::load(snap.txn(), info)? {
+        Ok(match IndexDef::load(snap, info)? {
             None => (None, None),
             Some(d) => match &d.spec {
                 IndexSpec::Lsh { scheme, .. } | IndexSpec::LshGroups { scheme, .. } => (

@@ -5,21 +5,19 @@
 //! and bucket.
 
 use crate::index::error::IndexError;
-use redb::ReadTransaction;
 
 use super::defs::{IndexDef, IndexSpec};
 use super::lsh::{Removed, check_lsh, listed};
 use super::problems::{MAX_PROBLEMS, Out};
 use super::simhash::check_simhash;
 use crate::sketch::sketch::Sketch;
-use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::error::contain;
-use crate::storage::reader::{decode, open};
+use crate::storage::index_tables::BytesRead;
+use crate::storage::reader::ReadSnapshot;
+use crate::storage::reader::decode;
 use crate::storage::store::Store;
-use crate::storage::tables::{
-    LSH_BUCKETS, LSH_BUCKETS_NAME, LSH_DEAD_NAME, LSH_ROWS, LSH_ROWS_NAME, SIMHASH_BUCKETS, SIMHASH_BUCKETS_NAME,
-};
+use crate::storage::tables::{LSH_BUCKETS_NAME, LSH_DEAD_NAME, LSH_ROWS_NAME, SIMHASH_BUCKETS_NAME};
 use crate::storage::verify::{Problem, VerifyReport};
 
 /// Checks every collection's index against its rows, adding problems to `report`.
@@ -32,8 +30,8 @@ pub(crate) fn verify_indexes(store: &Store, report: &mut VerifyReport) -> Result
     for info in &collections {
         let snap = store.snapshot()?;
         let mut out = Out { report, name: info.def.name.clone(), count: 0 };
-        // redb panics on some damaged files: contained here, they become problems.
-        let def = match contain("read index definition", || IndexDef::load(snap.txn(), info)) {
+        // The storage engine panics on some damaged files: contained here, they become problems.
+        let def = match contain("read index definition", || IndexDef::load(&snap, info)) {
             Ok(d) => d,
             Err(e) if e.is_corruption() => {
                 out.problem(None, format!("index definition: {e}"));
@@ -42,7 +40,7 @@ pub(crate) fn verify_indexes(store: &Store, report: &mut VerifyReport) -> Result
             Err(e) => return Err(e),
         };
         // The rows listed as removed with entries still in LSH runs, ascending.
-        let dead = match contain("read sketchdb.lsh_dead", || listed(snap.txn(), info)) {
+        let dead = match contain("read sketchdb.lsh_dead", || listed(&snap, info)) {
             Ok(d) => d,
             Err(e) if e.is_corruption() => {
                 out.problem(None, format!("{LSH_DEAD_NAME}: {e}"));
@@ -79,9 +77,9 @@ pub(crate) fn verify_indexes(store: &Store, report: &mut VerifyReport) -> Result
             );
         }
         let r = contain("verify index", || match def.as_deref() {
-            None => check_empty(snap.txn(), info, &mut out),
+            None => check_empty(&snap, info, &mut out),
             Some(d @ IndexDef { spec: IndexSpec::Simhash { .. }, .. }) => {
-                check_simhash(snap.txn(), info, d, &live, &mut out)
+                check_simhash(&snap, info, d, &live, &mut out)
             }
             Some(d) => check_lsh(&snap, info, d, &live, Removed { listed: &dead, held: &removed }, &mut out),
         });
@@ -103,24 +101,20 @@ pub(crate) fn verify_indexes(store: &Store, report: &mut VerifyReport) -> Result
     Ok(())
 }
 
-fn check_empty(txn: &ReadTransaction, info: &CollectionInfo, out: &mut Out<'_>) -> Result<(), IndexError> {
+fn check_empty(snap: &ReadSnapshot, info: &CollectionInfo, out: &mut Out<'_>) -> Result<(), IndexError> {
     let id = info.def.id;
-    let backend = StorageError::backend;
-    if let Some(t) = open(txn, SIMHASH_BUCKETS)?
-        && t.range((id, 0u32, 0u32)..=(id, u32::MAX, u32::MAX)).map_err(backend("scan"))?.next().is_some()
+    if let Some(t) = snap.simhash_buckets()?
+        && t.any_in((id, 0u32, 0u32)..=(id, u32::MAX, u32::MAX), "scan")?
     {
         out.problem(None, format!("no index definition, but {SIMHASH_BUCKETS_NAME} has entries"));
     }
-    if let Some(t) = open(txn, LSH_BUCKETS)?
-        && t.range((id, 0u32, 0u32, 0u64, 0u32)..=(id, u32::MAX, u32::MAX, u64::MAX, u32::MAX))
-            .map_err(backend("scan"))?
-            .next()
-            .is_some()
+    if let Some(t) = snap.lsh_runs()?
+        && t.any_in((id, 0u32, 0u32, 0u64, 0u32)..=(id, u32::MAX, u32::MAX, u64::MAX, u32::MAX), "scan")?
     {
         out.problem(None, format!("no index definition, but {LSH_BUCKETS_NAME} has entries"));
     }
-    if let Some(t) = open(txn, LSH_ROWS)?
-        && t.range((id, 0u64)..=(id, u64::MAX)).map_err(backend("scan"))?.next().is_some()
+    if let Some(t) = snap.lsh_rows()?
+        && t.any_in((id, 0u64)..=(id, u64::MAX), "scan")?
     {
         out.problem(None, format!("no index definition, but {LSH_ROWS_NAME} has entries"));
     }

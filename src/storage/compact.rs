@@ -13,10 +13,12 @@
 use super::catalog::CollectionInfo;
 use super::error::{StorageError, contain};
 use super::hook::IndexHook;
+use super::index_tables::IndexTxn;
 use super::reader::decode;
+use super::rules::{corrupt_page, inconsistent};
 use super::store::Store;
 use super::tables::KEYS;
-use super::writer::{PageCache, corrupt_page, inconsistent, state_in, write_state};
+use super::writer::{PageCache, state_in, write_state};
 use crate::codec::page::PageView;
 
 /// What a compaction did.
@@ -55,8 +57,8 @@ impl Store {
                 self.compact_collection(info, &mut summary, &mut hook)?;
                 let mut hook = hook_for(info);
                 let txn = self.begin_write()?;
-                hook.begin(&txn, info)?;
-                if hook.optimize(&txn, info)? {
+                hook.begin(&IndexTxn(&txn), info)?;
+                if hook.optimize(&IndexTxn(&txn), info)? {
                     summary.indexes_optimized += 1;
                     txn.commit().map_err(StorageError::backend("commit"))?;
                 }
@@ -89,7 +91,7 @@ impl Store {
         let purged_before = summary.rows_purged;
         let txn = self.begin_write()?;
         let mut state = state_in(&txn, info)?;
-        hook.begin(&txn, info)?;
+        hook.begin(&IndexTxn(&txn), info)?;
         {
             let id = info.def.id;
             let mut keys = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
@@ -122,10 +124,10 @@ impl Store {
             }
             pages.flush()?;
         }
-        hook.finish(&txn, info)?;
+        hook.finish(&IndexTxn(&txn), info)?;
         // The purged rows' records are gone with this commit: an index still holding entries
         // of removed rows (an LSH run's) drops them in the same transaction.
-        if hook.optimize(&txn, info)? {
+        if hook.optimize(&IndexTxn(&txn), info)? {
             summary.indexes_optimized += 1;
         }
         state.deleted = state.deleted.saturating_sub(summary_purged(summary, purged_before));

@@ -7,10 +7,9 @@
 //! operation order, then [`IndexHook::finish`] once, inside the same transaction, before
 //! committing. An error from any of them aborts the whole transaction.
 
-use redb::WriteTransaction;
-
 use super::catalog::CollectionInfo;
 use super::error::StorageError;
+use super::index_tables::IndexTxn;
 use crate::sketch::sketch::Sketch;
 
 /// What a [`PrepareJob`] computed, handed back to the hook that made the job.
@@ -26,7 +25,7 @@ pub(crate) trait IndexHook {
     /// failures reach the caller through it too).
     type Error: From<StorageError>;
     /// The transaction began (before any other call): load the index definition.
-    fn begin(&mut self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<(), Self::Error>;
+    fn begin(&mut self, txn: &IndexTxn<'_>, info: &CollectionInfo) -> Result<(), Self::Error>;
     /// Called once after `begin`, before any `added`, with the sketches of the batch's inserts
     /// and upserts in operation order: if the whole batch is stored, `added` is called for
     /// exactly these, in this order, with rows `first_row`, `first_row + 1`, ... A hook may
@@ -46,11 +45,11 @@ pub(crate) trait IndexHook {
     /// entries to remove from the sketch, so none needs a reverse map.
     fn removed(&mut self, row: u64, sketch: &Sketch) -> Result<(), Self::Error>;
     /// Writes the index changes into `txn`.
-    fn finish(&mut self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<(), Self::Error>;
+    fn finish(&mut self, txn: &IndexTxn<'_>, info: &CollectionInfo) -> Result<(), Self::Error>;
     /// Compaction, in a transaction of its own (after `begin`): rewrites the index into its
     /// read-optimised form where it has one (an LSH index's or SimHash tables' runs merged into one). Returns
     /// whether anything changed.
-    fn optimize(&mut self, _txn: &WriteTransaction, _info: &CollectionInfo) -> Result<bool, Self::Error> {
+    fn optimize(&mut self, _txn: &IndexTxn<'_>, _info: &CollectionInfo) -> Result<bool, Self::Error> {
         Ok(false)
     }
 }

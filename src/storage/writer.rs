@@ -17,29 +17,18 @@ use std::collections::BTreeMap;
 
 use redb::{ReadableTable, Table, WriteTransaction};
 
-use super::MAX_KEY_LEN;
 use super::catalog::{CollectionInfo, page_fits, read_state};
 use super::error::{StorageError, contain, panic_message, show_key};
 use super::hook::IndexHook;
+use super::index_tables::IndexTxn;
 use super::key_append::{KeysTable, append_new_keys};
+use super::rules::{WriteOp, check_key, corrupt_page, inconsistent};
 use super::tables::{COLLECTION_STATE, COLLECTION_STATE_NAME, KEYS, PAGES};
-use crate::codec::error::CodecError;
 use crate::codec::meta::CollectionState;
 use crate::codec::page::{PageBuilder, PageView};
 use crate::codec::record::{decode_row, push_sketch};
 use crate::sketch::params::SketchKind;
 use crate::sketch::sketch::Sketch;
-
-/// One write of a batch.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum WriteOp<'a> {
-    /// Insert; the key must be absent.
-    Insert(&'a [u8], &'a Sketch),
-    /// Insert or replace.
-    Upsert(&'a [u8], &'a Sketch),
-    /// Delete if present.
-    Delete(&'a [u8]),
-}
 
 /// What a committed batch did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -57,32 +46,6 @@ pub struct WriteSummary {
     pub first_row: u64,
     /// Rows written (inserts plus upserts).
     pub new_rows: u64,
-}
-
-/// Checks a user key's length.
-pub(crate) fn check_key(info: &CollectionInfo, key: &[u8]) -> Result<(), StorageError> {
-    if key.is_empty() {
-        return Err(StorageError::EmptyKey { collection: info.def.name.clone() });
-    }
-    if key.len() > MAX_KEY_LEN {
-        return Err(StorageError::KeyTooLong { collection: info.def.name.clone(), len: key.len(), max: MAX_KEY_LEN });
-    }
-    Ok(())
-}
-
-/// Wraps a codec error as a corrupt page of `info` starting at row `page`.
-pub(crate) fn corrupt_page(info: &CollectionInfo, page: u64) -> impl FnOnce(CodecError) -> StorageError + '_ {
-    // The name is cloned only on error: this is built for every row written.
-    move |source| StorageError::CorruptPage {
-        collection: info.def.name.clone(),
-        collection_id: info.def.id,
-        page,
-        source: Box::new(source),
-    }
-}
-
-pub(crate) fn inconsistent(info: &CollectionInfo, row: u64, detail: impl ToString) -> StorageError {
-    StorageError::Inconsistent { collection: info.def.name.clone(), row: Some(row), detail: detail.to_string() }
 }
 
 /// The pages one write transaction touches, each built once. Pages are keyed by first row.
@@ -252,6 +215,11 @@ pub(crate) fn write_state(
 }
 
 /// Reads a collection's state inside a write transaction.
+/// The collection's state as of the index's write transaction.
+pub(crate) fn index_state(txn: &IndexTxn<'_>, info: &CollectionInfo) -> Result<CollectionState, StorageError> {
+    state_in(txn.0, info)
+}
+
 pub(crate) fn state_in(txn: &WriteTransaction, info: &CollectionInfo) -> Result<CollectionState, StorageError> {
     let t = txn.open_table(COLLECTION_STATE).map_err(StorageError::backend("open table"))?;
     read_state(&t, info)
@@ -278,7 +246,7 @@ impl super::store::Store {
     ) -> Result<WriteSummary, H::Error> {
         let txn = self.begin_write()?;
         let mut state = state_in(&txn, info)?;
-        hook.begin(&txn, info)?;
+        hook.begin(&IndexTxn(&txn), info)?;
         let mut summary = WriteSummary { first_row: state.next_row, ..WriteSummary::default() };
         let ops: Vec<WriteOp<'a>> = ops.into_iter().collect();
         let sketches: Vec<&Sketch> = ops
@@ -302,7 +270,7 @@ impl super::store::Store {
                 .into()),
             }
         })?;
-        hook.finish(&txn, info)?;
+        hook.finish(&IndexTxn(&txn), info)?;
         write_state(&txn, info, &state)?;
         txn.commit().map_err(StorageError::backend("commit"))?;
         Ok(summary)
@@ -383,11 +351,11 @@ impl super::store::Store {
 /// Calls `f(row, sketch)` for every live row of the collection, in row order, reading the
 /// pages through the write transaction `txn` (index rebuilds).
 pub(crate) fn for_each_live_in<E: From<StorageError>>(
-    txn: &WriteTransaction,
+    txn: &IndexTxn<'_>,
     info: &CollectionInfo,
     mut f: impl FnMut(u64, &Sketch) -> Result<(), E>,
 ) -> Result<(), E> {
-    for_each_page_in(txn, info, |first, view| {
+    for_each_page_in(txn.0, info, |first, view| {
         for i in (0..view.row_count()).filter(|&i| !view.is_deleted(i)) {
             let sketch = super::reader::decode(info, view, first, i)?;
             f(view.first_row() + i as u64, &sketch)?;
@@ -399,7 +367,7 @@ pub(crate) fn for_each_live_in<E: From<StorageError>>(
 /// Calls `f(row, fingerprint)` for every live row of a SimHash collection, in row order:
 /// [`for_each_live_in`] without building a sketch per row (a SimHash table rebuild).
 pub(crate) fn for_each_live_fingerprint_in(
-    txn: &WriteTransaction,
+    txn: &IndexTxn<'_>,
     info: &CollectionInfo,
     mut f: impl FnMut(u64, u128),
 ) -> Result<(), StorageError> {
@@ -407,7 +375,7 @@ pub(crate) fn for_each_live_fingerprint_in(
         return Err(inconsistent(info, 0, "a fingerprint scan of a collection that is not SimHash"));
     }
     // `parse_expected` checked the page's layout: one 8-byte value column per 64 bits.
-    for_each_page_in(txn, info, |_, view| {
+    for_each_page_in(txn.0, info, |_, view| {
         let wide = view.layout().value_cols > 1;
         for i in (0..view.row_count()).filter(|&i| !view.is_deleted(i)) {
             let hi = if wide { u128::from(view.value(1, i)) << 64 } else { 0 };

@@ -4,8 +4,7 @@ use crate::db::collection::Collection;
 use crate::db::database::Database;
 use crate::error::Result;
 use crate::index::{IndexDef, IndexSpec};
-use crate::storage::StorageError;
-use crate::storage::tables::{INDEX_DEFS, SIMHASH_BUCKETS};
+use crate::storage::index_tables::{BucketKey, BytesRead};
 
 /// A SimHash run as the index definition lists it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,7 +20,7 @@ pub struct SimhashRunInfo {
 /// The collection's SimHash runs, oldest first (empty without SimHash tables).
 pub fn simhash_runs(collection: &Collection, db: &Database) -> Result<Vec<SimhashRunInfo>> {
     let snap = db.store().snapshot()?;
-    let def = IndexDef::load(snap.txn(), collection.info())?;
+    let def = IndexDef::load(&snap, collection.info())?;
     Ok(match def.as_deref().map(|d| &d.spec) {
         Some(IndexSpec::Simhash { runs, .. }) => {
             runs.iter().map(|r| SimhashRunInfo { id: r.id, first_row: r.first_row, rows: r.rows }).collect()
@@ -35,52 +34,39 @@ pub fn simhash_runs(collection: &Collection, db: &Database) -> Result<Vec<Simhas
 /// then exactly those builds' keys. Returns whether it was rewritten.
 pub fn store_simhash_def_before_runs(collection: &Collection, db: &Database) -> Result<bool> {
     let info = collection.info();
-    let txn = db.store().begin_write()?;
-    let Some(def) = IndexDef::load_in(&txn, info)? else { return Ok(false) };
-    let Some(bytes) = def.encode_before_simhash_runs(info.def.id)? else { return Ok(false) };
-    txn.open_table(INDEX_DEFS)
-        .map_err(StorageError::backend("open table"))?
-        .insert(info.def.id, bytes.as_slice())
-        .map_err(StorageError::backend("write index definition"))?;
-    txn.commit().map_err(StorageError::backend("commit"))?;
-    Ok(true)
+    db.store().write_index(|txn| {
+        let Some(def) = IndexDef::load_in(txn, info)? else { return Ok(false) };
+        let Some(bytes) = def.encode_before_simhash_runs(info.def.id)? else { return Ok(false) };
+        txn.index_defs()?.insert(info.def.id, &bytes, "write index definition")?;
+        Ok(true)
+    })
 }
 
-/// Plants an inconsistency redb's checksums cannot see: moves the collection's first stored
+/// Plants an inconsistency the storage engine's checksums cannot see: moves the collection's first stored
 /// SimHash bucket to run number `run` (its table and bucket unchanged). Returns whether a
 /// bucket was moved.
 pub fn move_first_simhash_bucket(collection: &Collection, db: &Database, run: u32) -> Result<bool> {
     let id = collection.info().def.id;
-    let txn = db.store().begin_write()?;
-    let moved = {
-        let mut t = txn.open_table(SIMHASH_BUCKETS).map_err(StorageError::backend("open table"))?;
-        match first_bucket(&t, id)? {
+    db.store().write_index(|txn| {
+        let mut t = txn.simhash_buckets()?;
+        Ok(match first_bucket(&t, id)? {
             None => false,
             Some(((_, field, bucket), value)) => {
-                t.remove((id, field, bucket)).map_err(StorageError::backend("remove"))?;
+                t.remove((id, field, bucket), "remove")?;
                 let moved = run << 8 | (field & 0xff);
-                t.insert((id, moved, bucket), value.as_slice()).map_err(StorageError::backend("insert"))?;
+                t.insert((id, moved, bucket), &value, "insert")?;
                 true
             }
-        }
-    };
-    txn.commit().map_err(StorageError::backend("commit"))?;
-    Ok(moved)
+        })
+    })
 }
 
-type BucketKey = (u32, u32, u32);
-
 /// The collection's first stored SimHash bucket, key and value.
-pub(crate) fn first_bucket(
-    t: &impl redb::ReadableTable<BucketKey, &'static [u8]>,
-    id: u32,
-) -> Result<Option<(BucketKey, Vec<u8>)>> {
-    Ok(t.range((id, 0u32, 0u32)..=(id, u32::MAX, u32::MAX))
-        .map_err(StorageError::backend("scan"))?
+pub(crate) fn first_bucket(t: &impl BytesRead<BucketKey>, id: u32) -> Result<Option<(BucketKey, Vec<u8>)>> {
+    Ok(t.range((id, 0u32, 0u32)..=(id, u32::MAX, u32::MAX), "scan")?
         .next()
-        .transpose()
-        .map_err(StorageError::backend("scan"))?
-        .map(|(k, v)| (k.value(), v.value().to_vec())))
+        .transpose()?
+        .map(|(k, v)| (k, v.value().to_vec())))
 }
 
 #[cfg(test)]

@@ -15,20 +15,19 @@
 //! index of one run at width `P` gives its chunks as stored.
 
 use crate::index::error::IndexError;
-use redb::ReadOnlyTable;
 
 use super::format::{append_chunk, group_chunks};
 use super::table::{At, ChunkView, Groups, RunKey, lsh_err};
 use crate::index::defs::LshRun;
 use crate::index::prefetch::prefetch;
 use crate::index::probe_cache::{ProbeCache, Value};
-use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
-use crate::storage::reader::{ReadSnapshot, open};
-use crate::storage::tables::LSH_BUCKETS;
+use crate::storage::index_tables::BytesRead;
+use crate::storage::index_tables::BytesView;
+use crate::storage::reader::ReadSnapshot;
 
 /// A table of `sketchdb.lsh_runs`, opened on first need.
-type LazyTable = Option<Option<ReadOnlyTable<RunKey, &'static [u8]>>>;
+type LazyTable = Option<Option<BytesView<RunKey>>>;
 
 /// The group width of the probe cache's slots for `runs`: the widest run's.
 fn merged_bits(runs: &[LshRun]) -> u32 {
@@ -62,7 +61,7 @@ impl<'c> LshProbe<'c> {
     ) -> Result<Option<Value<'c>>, IndexError> {
         self.cache.value(band as usize, g.bits, group, || {
             if table.is_none() {
-                *table = Some(open(snap.txn(), LSH_BUCKETS)?);
+                *table = Some(snap.lsh_runs()?);
             }
             let Some(Some(t)) = table.as_ref() else { return Ok(None) };
             read_merged(t, info, runs, g, band, group)
@@ -123,7 +122,7 @@ impl<'c> LshProbe<'c> {
 /// The merged value of `group` (of width `g`, at least every run's) in `band` as stored in
 /// `runs`: `None` when no run has an entry there.
 fn read_merged(
-    table: &ReadOnlyTable<RunKey, &'static [u8]>,
+    table: &BytesView<RunKey>,
     info: &CollectionInfo,
     runs: &[LshRun],
     g: Groups,
@@ -144,9 +143,7 @@ fn read_merged(
         let hi =
             if shift == 0 { None } else { lo.checked_add(1u64 << g.suffix_bits()).filter(|&h| h <= rg.suffix_mask()) };
         let mut chunk = 0u32;
-        while let Some(v) =
-            table.get((info.def.id, band, run.id, of_run, chunk)).map_err(StorageError::backend("read lsh group"))?
-        {
+        while let Some(v) = table.get((info.def.id, band, run.id, of_run, chunk), "read lsh group")? {
             let view = ChunkView::parse(v.value(), rg).map_err(|d| lsh_err(info, at, d))?;
             if as_stored {
                 bytes.extend_from_slice(v.value());

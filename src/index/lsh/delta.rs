@@ -8,7 +8,6 @@
 //! keyed at flush.
 
 use rayon::prelude::*;
-use redb::WriteTransaction;
 
 use super::band::BandKeyScheme;
 use super::dead::mark_removed;
@@ -23,10 +22,10 @@ use crate::index::error::index_err;
 use crate::index::radix::{sort_hashed, sort_hashed_pairs};
 use crate::sketch::sketch::Sketch;
 use crate::storage::StorageError;
-use crate::storage::catalog::{CollectionInfo, drop_lsh_reverse_map};
+use crate::storage::catalog::CollectionInfo;
 use crate::storage::error::panic_message;
 use crate::storage::hook::{PrepareJob, Prepared};
-use crate::storage::tables::{LSH_BUCKETS, LSH_DEAD};
+use crate::storage::index_tables::IndexTxn;
 
 /// Batches of at least this many new sketches get a prepare job (below it, a thread costs
 /// more than it saves).
@@ -200,7 +199,7 @@ impl LshDelta {
     /// of an earlier build goes.
     pub(crate) fn flush(
         &mut self,
-        txn: &WriteTransaction,
+        txn: &IndexTxn<'_>,
         info: &CollectionInfo,
         def: &mut IndexDef,
     ) -> Result<(), IndexError> {
@@ -208,7 +207,7 @@ impl LshDelta {
             return Err(inconsistent(info, 0, "an LSH write met a definition that is not an LSH index"));
         };
         if *reverse_map {
-            drop_lsh_reverse_map(txn, info.def.id)?;
+            txn.drop_lsh_reverse_map(info.def.id)?;
             *reverse_map = false;
         }
         let n_bands = self.scheme.params.bands as usize;
@@ -216,8 +215,8 @@ impl LshDelta {
         let (added_keys, prepared) = self.added_keys(info)?;
         let live_rows = self.live_rows(&added_keys, n_bands);
         let adds = prepared.unwrap_or_else(|| sorted_by_band(n_bands, self.scheme.key_bits(), &live_rows));
-        let mut table = txn.open_table(LSH_BUCKETS).map_err(StorageError::backend("open table"))?;
-        let mut dead = txn.open_table(LSH_DEAD).map_err(StorageError::backend("open table"))?;
+        let mut table = txn.lsh_runs()?;
+        let mut dead = txn.lsh_dead()?;
         let last_end = runs.last().map(|r| r.end_row);
         // The new run is encoded on the worker threads while this thread lists the removals
         // (neither reads what the other writes).

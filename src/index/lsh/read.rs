@@ -16,8 +16,7 @@ use crate::sketch::sketch::Sketch;
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::error::{contain, contain_any};
-use crate::storage::reader::{ReadSnapshot, RowRecord, open};
-use crate::storage::tables::LSH_BUCKETS;
+use crate::storage::reader::{ReadSnapshot, RowRecord};
 
 fn not_lsh(info: &CollectionInfo) -> IndexError {
     IndexError::Collection {
@@ -50,7 +49,7 @@ pub(crate) fn lsh_candidates(
 ) -> Result<Vec<u64>, IndexError> {
     contain("lsh probe", || {
         let mut rows = probe(snap, info, sketch, bands)?.0;
-        let dead = listed(snap.txn(), info)?;
+        let dead = listed(snap, info)?;
         rows.retain(|r| dead.binary_search(r).is_err());
         Ok(rows)
     })
@@ -116,7 +115,7 @@ pub(crate) fn for_each_lsh_pair<E: From<IndexError> + From<StorageError>>(
     bands: u32,
     mut f: impl FnMut(u64, u64) -> Result<(), E>,
 ) -> Result<(), E> {
-    // redb panics are contained; a panic of `f` (the caller's code) is passed on.
+    // Storage-engine panics are contained; a panic of `f` (the caller's code) is passed on.
     let mut caller_panic = None;
     let r = contain_any("lsh self-join", || {
         lsh_pairs_unguarded(snap, info, bands, |a, b| {
@@ -138,11 +137,11 @@ fn lsh_pairs_unguarded<E: From<IndexError> + From<StorageError>>(
     bands: u32,
     mut f: impl FnMut(u64, u64) -> Result<(), E>,
 ) -> Result<(), E> {
-    let def = IndexDef::load(snap.txn(), info)?;
+    let def = IndexDef::load(snap, info)?;
     let (scheme, runs) = scheme_runs(info, def.as_deref())?;
-    let Some(table) = open(snap.txn(), LSH_BUCKETS)? else { return Ok(()) };
+    let Some(table) = snap.lsh_runs()? else { return Ok(()) };
     let span = runs.first().map_or(0, |r| r.first_row)..runs.last().map_or(0, |r| r.end_row);
-    let dead = DeadRows::new(listed(snap.txn(), info)?, span);
+    let dead = DeadRows::new(listed(snap, info)?, span);
     let mut keys_of: HashMap<u64, Vec<u64>> = HashMap::new();
     let mut entries: Vec<(u64, u64)> = Vec::new();
     let mut missing: Vec<u64> = Vec::new();

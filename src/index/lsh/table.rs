@@ -22,15 +22,11 @@
 //! A write transaction's changes are [`super::delta`]; how runs are written and merged is
 //! [`super::write`] and [`super::merge`].
 
-use std::ops::Bound;
-
-use redb::{CursorError, ReadableTable, Table};
-
 pub(crate) use super::format::{CHUNK_HEADER_LEN, ChunkView, GROUP_CHUNK_ENTRIES, Groups, run_group_bits};
 use super::format::{append_chunk, group_chunks};
 use crate::index::error::IndexError;
-use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
+use crate::storage::index_tables::{BytesRead, BytesTable};
 /// An inconsistency of a band's run as a whole (group 0).
 pub(crate) fn lsh_rows_err(info: &CollectionInfo, band: u32, run: u32, detail: &str) -> IndexError {
     lsh_err(info, At { band, run, group: 0 }, detail)
@@ -78,8 +74,8 @@ pub(crate) fn bucket_sums_by<T>(entries: &[T], key: impl Fn(&T) -> u64) -> (u64,
 }
 
 /// Key of `sketchdb.lsh_runs`: (collection id, band, run, group, chunk).
-pub(crate) type RunKey = (u32, u32, u32, u64, u32);
-pub(crate) type BucketTable<'t> = Table<'t, RunKey, &'static [u8]>;
+pub(crate) use crate::storage::index_tables::RunKey;
+pub(crate) type BucketTable<'t> = BytesTable<'t, RunKey>;
 
 /// (sum(s), sum(s^2)) over a group's buckets.
 pub(crate) type Sums = (u64, u128);
@@ -87,7 +83,7 @@ pub(crate) type Sums = (u64, u128);
 /// Calls `f(group, value)` for every chunk value of one band of one run, in key order,
 /// checking each group's chunks run `0..n` without gaps; returns the chunks read.
 fn for_each_chunk(
-    table: &impl ReadableTable<RunKey, &'static [u8]>,
+    table: &impl BytesRead<RunKey>,
     info: &CollectionInfo,
     g: Groups,
     band: u32,
@@ -95,13 +91,11 @@ fn for_each_chunk(
     mut f: impl FnMut(u64, &[u8]) -> Result<(), IndexError>,
 ) -> Result<u64, IndexError> {
     let id = info.def.id;
-    let range = table
-        .range((id, band, run, 0u64, 0u32)..=(id, band, run, u64::MAX, u32::MAX))
-        .map_err(StorageError::backend("read lsh run"))?;
+    let range = table.range((id, band, run, 0u64, 0u32)..=(id, band, run, u64::MAX, u32::MAX), "read lsh run")?;
     let (mut current, mut next, mut n) = (None, 0u32, 0u64);
     for e in range {
-        let (k, v) = e.map_err(StorageError::backend("read lsh run"))?;
-        let (_, _, _, group, chunk) = k.value();
+        let (k, v) = e?;
+        let (_, _, _, group, chunk) = k;
         let at = At { band, run, group };
         if current != Some(group) {
             current = Some(group);
@@ -136,7 +130,7 @@ fn decode_chunk(
 /// Reads every entry of one band of one run (all its groups, in key order) into `out`,
 /// checking each group's chunks run `0..n` without gaps; returns the chunks read.
 pub(crate) fn read_run_band(
-    table: &impl ReadableTable<RunKey, &'static [u8]>,
+    table: &impl BytesRead<RunKey>,
     info: &CollectionInfo,
     g: Groups,
     band: u32,
@@ -159,7 +153,7 @@ pub(crate) struct RawBand {
 impl RawBand {
     /// Reads one band of one run (as [`read_run_band`], without decoding).
     pub(crate) fn read(
-        table: &impl ReadableTable<RunKey, &'static [u8]>,
+        table: &impl BytesRead<RunKey>,
         info: &CollectionInfo,
         g: Groups,
         band: u32,
@@ -291,27 +285,19 @@ pub(crate) fn insert_run_band(
     encoded: &EncodedBand,
 ) -> Result<(), IndexError> {
     let id = info.def.id;
-    let mut cursor = table
-        .lower_bound_mut(Bound::Included((id, band, run, 0u64, 0u32)))
-        .map_err(StorageError::backend("position lsh run cursor"))?;
+    let mut cursor = table.appender((id, band, run, 0u64, 0u32), "position lsh run cursor")?;
     for (group, no, range) in &encoded.chunks {
-        cursor.insert_before((id, band, run, *group, *no), &encoded.bytes[range.clone()]).map_err(|e| match e {
-            CursorError::UnorderedKey => {
-                lsh_err(info, At { band, run, group: *group }, "a new run's chunk is already stored")
-            }
-            e => StorageError::backend("write lsh run")(e).into(),
-        })?;
+        if !cursor.append((id, band, run, *group, *no), &encoded.bytes[range.clone()], "write lsh run")? {
+            return Err(lsh_err(info, At { band, run, group: *group }, "a new run's chunk is already stored"));
+        }
     }
-    cursor.close().map_err(StorageError::backend("write lsh run"))?;
+    cursor.close("write lsh run")?;
     Ok(())
 }
 
 /// Removes every value of one band of a run.
 pub(crate) fn drop_run_band(table: &mut BucketTable<'_>, id: u32, band: u32, run: u32) -> Result<(), IndexError> {
-    table
-        .retain_in((id, band, run, 0u64, 0u32)..=(id, band, run, u64::MAX, u32::MAX), |_, _| false)
-        .map_err(StorageError::backend("drop lsh run"))?;
-    Ok(())
+    Ok(table.remove_range((id, band, run, 0u64, 0u32)..=(id, band, run, u64::MAX, u32::MAX), "drop lsh run")?)
 }
 
 #[cfg(test)]

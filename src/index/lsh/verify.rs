@@ -9,10 +9,10 @@ use crate::index::defs::{IndexDef, IndexSpec, LshRun, run_holding};
 use crate::index::error::IndexError;
 use crate::index::problems::Out;
 use crate::sketch::sketch::Sketch;
-use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
-use crate::storage::reader::{ReadSnapshot, open};
-use crate::storage::tables::{LSH_BUCKETS, LSH_BUCKETS_NAME, LSH_DEAD_NAME, LSH_ROWS, LSH_ROWS_NAME};
+use crate::storage::index_tables::BytesRead;
+use crate::storage::reader::ReadSnapshot;
+use crate::storage::tables::{LSH_BUCKETS_NAME, LSH_DEAD_NAME, LSH_ROWS_NAME};
 
 /// The rows `sketchdb.lsh_dead` lists for a collection (ascending) and the records of those
 /// its pages hold (ascending).
@@ -67,7 +67,6 @@ pub(crate) fn check_lsh(
         IndexSpec::Simhash { .. } => return Ok(()),
     };
     let id = info.def.id;
-    let txn = snap.txn();
     let n_bands = scheme.params.bands as usize;
     // Every live row's band keys, flat (rows x bands u64: a tenth of the memory maps would
     // take), in row order.
@@ -78,10 +77,10 @@ pub(crate) fn check_lsh(
     // The reverse map of an earlier build against the live rows (both ascend by row id); an
     // index without one owns no entries there.
     let mut next = 0usize;
-    if let Some(rev) = open(txn, LSH_ROWS)? {
-        for e in rev.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan"))? {
-            let (k, v) = e.map_err(StorageError::backend("scan"))?;
-            let row = k.value().1;
+    if let Some(rev) = snap.lsh_rows()? {
+        for e in rev.range((id, 0u64)..=(id, u64::MAX), "scan")? {
+            let (k, v) = e?;
+            let row = k.1;
             if !reverse_map {
                 out.problem(Some(row), format!("{LSH_ROWS_NAME}: entry, but the index keeps no reverse map"));
                 continue;
@@ -189,13 +188,10 @@ pub(crate) fn check_lsh(
             band_entries.append(seg_entries);
         }
     };
-    if let Some(t) = open(txn, LSH_BUCKETS)? {
-        for e in t
-            .range((id, 0u32, 0u32, 0u64, 0u32)..=(id, u32::MAX, u32::MAX, u64::MAX, u32::MAX))
-            .map_err(StorageError::backend("scan"))?
-        {
-            let (k, v) = e.map_err(StorageError::backend("scan"))?;
-            let (_, band, run, group, chunk) = k.value();
+    if let Some(t) = snap.lsh_runs()? {
+        for e in t.range((id, 0u32, 0u32, 0u64, 0u32)..=(id, u32::MAX, u32::MAX, u64::MAX, u32::MAX), "scan")? {
+            let (k, v) = e?;
+            let (_, band, run, group, chunk) = k;
             let where_ = format!("{LSH_BUCKETS_NAME}, band {band}, run {run}, group {group:#x}, chunk {chunk}");
             let Some(r) = run_of(run) else {
                 out.problem(None, format!("{where_}: no such run in the index definition"));

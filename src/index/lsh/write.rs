@@ -19,16 +19,13 @@
 use crate::index::error::IndexError;
 use std::ops::Range;
 
-use redb::WriteTransaction;
-
 use super::band::BandKeyScheme;
 use super::dead::{DeadRows, DeadTable, listed_in, listing_err, needs_rewrite, unlist};
 use super::table::{BucketTable, EncodedBand};
 use crate::index::defs::{IndexDef, IndexSpec, LshRun};
 use crate::index::error::inconsistent;
-use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
-use crate::storage::tables::{LSH_BUCKETS, LSH_DEAD};
+use crate::storage::index_tables::IndexTxn;
 
 /// Sets the definition's counters to the sums over its runs (a merged run's sum(s^2) counts
 /// buckets the two runs shared as one, so the sum changes with merges, not only with rows).
@@ -112,13 +109,13 @@ pub(crate) fn rewrite_dead_runs(
 /// entries (compaction): a probe then reads one bucket per band. Returns whether there was
 /// anything to do (more than one run, or removed rows' entries); `def` is updated, not
 /// stored.
-pub(crate) fn merge_all(txn: &WriteTransaction, info: &CollectionInfo, def: &mut IndexDef) -> Result<bool, IndexError> {
+pub(crate) fn merge_all(txn: &IndexTxn<'_>, info: &CollectionInfo, def: &mut IndexDef) -> Result<bool, IndexError> {
     let IndexSpec::Lsh { scheme, next_run, runs, .. } = &mut def.spec else { return Ok(false) };
     if runs.len() < 2 && runs.iter().all(|r| r.dead == 0) {
         return Ok(false);
     }
-    let mut buckets = txn.open_table(LSH_BUCKETS).map_err(StorageError::backend("open table"))?;
-    let mut dead = txn.open_table(LSH_DEAD).map_err(StorageError::backend("open table"))?;
+    let mut buckets = txn.lsh_runs()?;
+    let mut dead = txn.lsh_dead()?;
     let all = 0..runs.len();
     let mut tables = MergeTables { buckets: &mut buckets, dead: &mut dead };
     merge_into_one(&mut tables, info, *scheme, next_run, runs, all, None)?;

@@ -5,8 +5,6 @@
 use crate::index::error::IndexError;
 use std::sync::Arc;
 
-use redb::ReadOnlyTable;
-
 use super::design::SimhashTableDesign;
 use super::format::table_field;
 use super::format::{BucketView, Geometry};
@@ -19,10 +17,11 @@ use crate::index::prefetch::prefetch;
 use crate::index::probe_cache::ProbeCache;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::error::contain;
-use crate::storage::reader::{ReadSnapshot, RowRecord, open};
-use crate::storage::tables::SIMHASH_BUCKETS;
+use crate::storage::index_tables::BucketKey;
+use crate::storage::index_tables::BytesView;
+use crate::storage::reader::{ReadSnapshot, RowRecord};
 
-type BucketTable = ReadOnlyTable<(u32, u32, u32), &'static [u8]>;
+type BucketTable = BytesView<BucketKey>;
 
 /// An opened SimHash index of one snapshot: reuse it for many probes.
 pub(crate) struct SimhashProber<'i> {
@@ -81,7 +80,7 @@ impl<'i> SimhashProber<'i> {
         snap: &ReadSnapshot,
     ) -> Result<Option<&'t BucketTable>, IndexError> {
         if table.is_none() {
-            *table = Some(open(snap.txn(), SIMHASH_BUCKETS)?);
+            *table = Some(snap.simhash_buckets()?);
         }
         Ok(table.as_ref().and_then(Option::as_ref))
     }

@@ -12,8 +12,6 @@
 use crate::index::error::IndexError;
 use std::sync::mpsc;
 
-use redb::{CursorError, ReadableTable};
-
 use super::format::{BucketView, Geometry, encode_bucket, encoded_len, table_field};
 use super::tables::{BucketKey, BucketTable, bucket_err};
 use crate::index::defs::SimhashRun;
@@ -21,6 +19,7 @@ use crate::index::error::inconsistent;
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::error::panic_message;
+use crate::storage::index_tables::BytesRead;
 
 /// The key range of run `run`'s table `t`.
 fn table_range(id: u32, run: u32, t: u32) -> std::ops::RangeInclusive<BucketKey> {
@@ -31,7 +30,7 @@ fn table_range(id: u32, run: u32, t: u32) -> std::ops::RangeInclusive<BucketKey>
 /// Calls `f(bucket, entries)` for every bucket of table `t` holding entries in any of the
 /// runs `runs`, ascending, with the bucket's entries of all those runs as `(permuted key,
 /// row)`, sorted. The table's values are read into memory first (one table at a time).
-pub(crate) fn for_each_merged_bucket<T: ReadableTable<BucketKey, &'static [u8]>>(
+pub(crate) fn for_each_merged_bucket<T: BytesRead<BucketKey>>(
     table: &T,
     info: &CollectionInfo,
     runs: &[u32],
@@ -45,7 +44,7 @@ pub(crate) fn for_each_merged_bucket<T: ReadableTable<BucketKey, &'static [u8]>>
 
 /// Table `t`'s bucket `bucket` over all of `runs`, encoded as one bucket value (`None`:
 /// no run holds an entry there). One run's value is returned as stored.
-pub(crate) fn merged_bucket<T: ReadableTable<BucketKey, &'static [u8]>>(
+pub(crate) fn merged_bucket<T: BytesRead<BucketKey>>(
     table: &T,
     info: &CollectionInfo,
     runs: &[u32],
@@ -54,8 +53,7 @@ pub(crate) fn merged_bucket<T: ReadableTable<BucketKey, &'static [u8]>>(
     bucket: u32,
 ) -> Result<Option<Vec<u8>>, IndexError> {
     let id = info.def.id;
-    let read =
-        |run: u32| table.get((id, table_field(run, t), bucket)).map_err(StorageError::backend("read simhash bucket"));
+    let read = |run: u32| table.get((id, table_field(run, t), bucket), "read simhash bucket");
     if let [run] = runs {
         return Ok(read(*run)?.map(|v| v.value().to_vec()));
     }
@@ -106,7 +104,7 @@ fn spare(spares: &Spares) -> Vec<u8> {
 }
 
 /// Table `t`'s values of the runs `runs`, read into `bytes` (cleared first).
-fn read_raw<T: ReadableTable<BucketKey, &'static [u8]>>(
+fn read_raw<T: BytesRead<BucketKey>>(
     table: &T,
     id: u32,
     runs: &[u32],
@@ -117,10 +115,10 @@ fn read_raw<T: ReadableTable<BucketKey, &'static [u8]>>(
     let mut raw = RawTable { bytes, runs: Vec::with_capacity(runs.len()) };
     for &run in runs {
         let mut list = Vec::new();
-        for e in table.range(table_range(id, run, t)).map_err(StorageError::backend("scan simhash buckets"))? {
-            let (k, v) = e.map_err(StorageError::backend("scan simhash buckets"))?;
+        for e in table.range(table_range(id, run, t), "scan simhash buckets")? {
+            let (k, v) = e?;
             raw.bytes.extend_from_slice(v.value());
-            list.push((k.value().2, raw.bytes.len()));
+            list.push((k.2, raw.bytes.len()));
         }
         raw.runs.push(list);
     }
@@ -218,21 +216,18 @@ pub(crate) fn merge_runs(
         }
         for &run in &ids {
             let range = table_range(cid, run, t as u32);
-            table.retain_in(range, |_, _| false).map_err(StorageError::backend("drop simhash run"))?;
+            table.remove_range(range, "drop simhash run")?;
         }
         let field = table_field(id, t as u32);
-        let mut cursor = table
-            .lower_bound_mut(std::ops::Bound::Included((cid, field, 0)))
-            .map_err(StorageError::backend("position bucket cursor"))?;
+        let mut cursor = table.appender((cid, field, 0), "position bucket cursor")?;
         let mut start = 0;
         for &(bucket, end) in &merged.buckets {
-            cursor.insert_before((cid, field, bucket), &merged.bytes[start..end]).map_err(|e| match e {
-                CursorError::UnorderedKey => bucket_err(info, field, bucket, "a merged bucket is already stored"),
-                e => StorageError::backend("append simhash bucket")(e).into(),
-            })?;
+            if !cursor.append((cid, field, bucket), &merged.bytes[start..end], "append simhash bucket")? {
+                return Err(bucket_err(info, field, bucket, "a merged bucket is already stored"));
+            }
             start = end;
         }
-        cursor.close().map_err(StorageError::backend("append simhash buckets"))?;
+        cursor.close("append simhash buckets")?;
         spares.lock().push(merged.bytes);
         Ok(())
     };

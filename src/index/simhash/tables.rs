@@ -3,12 +3,12 @@
 //! rewrites one run's touched buckets, or appends a new run's buckets through a cursor.
 
 use crate::index::error::IndexError;
-use redb::{CursorError, CursorMut, ReadableTable, Table};
 
 use super::adds::TableAdds;
 use super::format::{BucketView, Geometry, encode_bucket, encoded_len, split_field};
-use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
+use crate::storage::index_tables::BytesRead;
+use crate::storage::index_tables::{Appender, BytesTable};
 
 /// The bucket width for a design chosen at `n_rows`: about 128 rows per bucket, at least
 /// [`crate::index::defs::MIN_BUCKET_BITS`] and at most [`crate::index::defs::MAX_BUCKET_BITS`].
@@ -19,15 +19,15 @@ pub(crate) fn bucket_bits_for(n_rows: u64) -> u32 {
 }
 
 /// `(collection id, table field, bucket)`: the field is [`super::runs::table_field`].
-pub(crate) type BucketKey = (u32, u32, u32);
-pub(crate) type BucketTable<'t> = Table<'t, BucketKey, &'static [u8]>;
+pub(crate) use crate::storage::index_tables::BucketKey;
+pub(crate) type BucketTable<'t> = BytesTable<'t, BucketKey>;
 
 /// Where rewritten buckets go.
 pub(crate) enum Out<'c, 't> {
     /// The table: each touched bucket is read, merged and written back.
     Table(&'c mut BucketTable<'t>),
     /// A cursor at the collection's (empty) key range: buckets are only appended.
-    Append(Box<CursorMut<'c, BucketKey, &'static [u8]>>),
+    Append(Box<Appender<'c, BucketKey>>),
 }
 
 impl Out<'_, '_> {
@@ -35,7 +35,7 @@ impl Out<'_, '_> {
     pub(crate) fn close(self) -> Result<(), IndexError> {
         match self {
             Out::Table(_) => Ok(()),
-            Out::Append(cursor) => Ok(cursor.close().map_err(StorageError::backend("append simhash buckets"))?),
+            Out::Append(cursor) => Ok(cursor.close("append simhash buckets")?),
         }
     }
 }
@@ -89,7 +89,7 @@ impl<'a> BucketWriter<'a> {
             }
             entries.clear();
             if let Out::Table(table) = out
-                && let Some(v) = table.get((id, t, bucket)).map_err(StorageError::backend("read simhash bucket"))?
+                && let Some(v) = table.get((id, t, bucket), "read simhash bucket")?
             {
                 let view = BucketView::parse(v.value(), g).map_err(|d| bucket_err(info, t, bucket, d))?;
                 view.entries_into(g, bucket, entries);
@@ -115,22 +115,20 @@ impl<'a> BucketWriter<'a> {
             };
             match out {
                 Out::Table(table) if merged.is_empty() => {
-                    table.remove((id, t, bucket)).map_err(StorageError::backend("remove simhash bucket"))?;
+                    table.remove((id, t, bucket), "remove simhash bucket")?;
                 }
                 Out::Table(table) => {
-                    let mut guard = table
-                        .insert_reserve((id, t, bucket), encoded_len(merged, g))
-                        .map_err(StorageError::backend("write simhash bucket"))?;
-                    encode_bucket(merged, g, guard.as_mut());
+                    table.insert_with((id, t, bucket), encoded_len(merged, g), "write simhash bucket", |out| {
+                        encode_bucket(merged, g, out)
+                    })?;
                 }
                 Out::Append(_) if merged.is_empty() => {}
                 Out::Append(cursor) => {
                     self.encoded.resize(encoded_len(merged, g), 0);
                     encode_bucket(merged, g, &mut self.encoded);
-                    cursor.insert_before((id, t, bucket), &self.encoded[..]).map_err(|e| match e {
-                        CursorError::UnorderedKey => bucket_err(info, t, bucket, "a new bucket is already stored"),
-                        e => StorageError::backend("append simhash bucket")(e).into(),
-                    })?;
+                    if !cursor.append((id, t, bucket), &self.encoded[..], "append simhash bucket")? {
+                        return Err(bucket_err(info, t, bucket, "a new bucket is already stored"));
+                    }
                 }
             }
         }

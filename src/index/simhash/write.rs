@@ -17,12 +17,10 @@
 //! its run by binary search.
 
 use crate::index::error::IndexError;
-use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 use rayon::prelude::*;
-use redb::WriteTransaction;
 
 use super::adds::TableAdds;
 use super::design::SimhashTableDesign;
@@ -32,9 +30,8 @@ use super::runs::merge_runs;
 use super::tables::{BucketTable, BucketWriter, Out};
 use crate::index::defs::{IndexDef, IndexSpec, SimhashRun, simhash_run_holding};
 use crate::index::error::inconsistent;
-use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
-use crate::storage::tables::SIMHASH_BUCKETS;
+use crate::storage::index_tables::IndexTxn;
 
 /// The SimHash table changes of one write transaction, applied at its end: the added
 /// `(row, fingerprint)`s (permuted into every table at flush, the tables on all cores), the
@@ -79,7 +76,7 @@ impl SimhashDelta {
     /// updates `def`'s runs and row counter; `def` is not stored.
     pub(crate) fn flush(
         &mut self,
-        txn: &WriteTransaction,
+        txn: &IndexTxn<'_>,
         info: &CollectionInfo,
         def: &mut IndexDef,
     ) -> Result<(), IndexError> {
@@ -105,7 +102,7 @@ impl SimhashDelta {
                 removes.iter_mut().for_each(|r| r.retain(|e| e.1 < first_new));
             }
         }
-        let mut table = txn.open_table(SIMHASH_BUCKETS).map_err(StorageError::backend("open table"))?;
+        let mut table = txn.simhash_buckets()?;
         if !removed.is_empty() {
             removes.par_iter_mut().for_each(|r| r.sort_unstable());
             remove_rows(&mut table, info, &self.geometry, runs, &removed, &removes)?;
@@ -211,13 +208,13 @@ thread_local! {
 
 /// Merges every run into one (compaction). Returns whether there was anything to do (more
 /// than one run); `def` is updated, not stored.
-pub(crate) fn merge_all(txn: &WriteTransaction, info: &CollectionInfo, def: &mut IndexDef) -> Result<bool, IndexError> {
+pub(crate) fn merge_all(txn: &IndexTxn<'_>, info: &CollectionInfo, def: &mut IndexDef) -> Result<bool, IndexError> {
     let IndexSpec::Simhash { design, bucket_bits, next_run, runs } = &mut def.spec else { return Ok(false) };
     if runs.len() < 2 {
         return Ok(false);
     }
     let geometry: Vec<Geometry> = (0..design.table_count()).map(|t| Geometry::of(design, *bucket_bits, t)).collect();
-    let mut table = txn.open_table(SIMHASH_BUCKETS).map_err(StorageError::backend("open table"))?;
+    let mut table = txn.simhash_buckets()?;
     let id = allocate_run(&mut table, info, &geometry, next_run, runs)?;
     if runs.len() > 1 {
         let merged = merge_runs(&mut table, info, &geometry, runs, id)?;
@@ -244,8 +241,7 @@ fn write_run(
 ) -> Result<(), IndexError> {
     let n = geometry.len();
     let first = (info.def.id, table_field(id, 0), 0u32);
-    let cursor = table.lower_bound_mut(Bound::Included(first));
-    let mut out = Out::Append(Box::new(cursor.map_err(StorageError::backend("position bucket cursor"))?));
+    let mut out = Out::Append(Box::new(table.appender(first, "position bucket cursor")?));
     let mut writer = BucketWriter::new(info);
     let field = |t: usize| table_field(id, t as u32);
     if added.len() < PARALLEL_MIN_ROWS {
