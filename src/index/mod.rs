@@ -51,9 +51,7 @@ pub(crate) use lsh::{
 pub(crate) use maintain::{
     IndexMaintainer, IndexRequest, banding_model, create_index_in, lsh_scheme_for, rebuild, spec_for,
 };
-pub(crate) use probe_cache::{
-    budget as probe_cache_budget, held as probe_cache_held, set_budget as set_probe_cache_budget,
-};
+pub(crate) use probe_cache::ProbeCaches;
 pub(crate) use simhash::{simhash_pairs, simhash_within, simhash_within_batch, simhash_within_records};
 pub(crate) use stats::{index_stats, lsh_stats, simhash_stats};
 pub(crate) use verify::verify_indexes;

@@ -11,6 +11,7 @@ use super::catalog::{CollectionInfo, read_state};
 use super::error::{StorageError, contain};
 use super::index_tables::{BucketKey, BytesView, GroupKey, RowKey, RowsView, RunKey};
 use super::rules::{check_key, corrupt_page, inconsistent};
+use super::store::{LayerState, layer_state};
 use super::tables::{
     COLLECTION_STATE, INDEX_DEFS, KEYS, LSH_BUCKETS, LSH_DEAD, LSH_GROUPS_V1, LSH_ROWS, PAGES, SIMHASH_BUCKETS,
 };
@@ -23,6 +24,7 @@ use crate::sketch::sketch::Sketch;
 pub(crate) struct ReadSnapshot {
     txn: ReadTransaction,
     store: u64,
+    layer: LayerState,
 }
 
 /// A record as read: key, row id and sketch.
@@ -52,11 +54,20 @@ type PageEntry = (u64, AccessGuard<'static, &'static [u8]>);
 impl super::store::Store {
     /// A snapshot of the last commit.
     pub(crate) fn snapshot(&self) -> Result<ReadSnapshot, StorageError> {
-        Ok(ReadSnapshot { txn: contain("begin read", || self.begin_read())?, store: self.id })
+        Ok(ReadSnapshot {
+            txn: contain("begin read", || self.begin_read())?,
+            store: self.id,
+            layer: self.layer.clone(),
+        })
     }
 }
 
 impl ReadSnapshot {
+    /// The per-database state of type `T` of the database read (see [`LayerState`]).
+    pub(crate) fn layer_state<T: std::any::Any + Send + Sync + Default>(&self) -> Option<std::sync::Arc<T>> {
+        layer_state(&self.layer)
+    }
+
     /// The read transaction (for the index layer's tables).
     pub(crate) fn txn(&self) -> &ReadTransaction {
         &self.txn
