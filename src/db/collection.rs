@@ -11,8 +11,8 @@ use crate::sketch::params::SketchParams;
 use crate::sketch::sketch::{Sketch, Sketcher};
 use crate::sketch::tokens::TokenSet;
 use crate::storage::catalog::CollectionInfo;
-use crate::storage::store::Store;
 use crate::storage::rules::WriteOp;
+use crate::storage::store::Store;
 use crate::storage::writer::WriteSummary;
 
 /// A handle to one collection. Cheap to clone, `Send + Sync`.
