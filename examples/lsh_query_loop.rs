@@ -12,8 +12,8 @@
 use std::io::{BufRead, BufReader};
 use std::time::Instant;
 
-use sketchdb::*;
 use sketchdb::plan::*;
+use sketchdb::*;
 
 type R<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
@@ -33,7 +33,7 @@ fn main() -> R<()> {
     // SKETCHDB_PROBE_CACHE_MB sets the probes' cache budget (0: every probe reads the index
     // from redb, as a first pass does).
     if let Some(mb) = std::env::var("SKETCHDB_PROBE_CACHE_MB").ok().and_then(|v| v.parse::<usize>().ok()) {
-        Database::set_probe_cache_budget(mb << 20);
+        db.set_probe_cache_budget(mb << 20);
     }
     let c = db.collection(&a[2])?;
     let mut queries = Vec::new();

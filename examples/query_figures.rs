@@ -6,8 +6,8 @@
 
 use std::time::Instant;
 
-use sketchdb::*;
 use sketchdb::plan::PlanKind;
+use sketchdb::*;
 
 fn splitmix(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);

@@ -29,7 +29,7 @@ pub use crate::storage::verify::{Problem, VerifyReport};
 /// Reads every page: it takes time proportional to the file.
 pub fn verify(db: &Database) -> Result<VerifyReport> {
     let mut report = db.store().verify()?;
-    crate::index::verify::verify_indexes(db.store(), &mut report)?;
+    crate::index::verify_indexes(db.store(), &mut report)?;
     Ok(report)
 }
 

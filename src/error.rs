@@ -4,7 +4,7 @@
 use thiserror::Error;
 
 use crate::codec::error::CodecError;
-use crate::index::error::IndexError;
+use crate::index::IndexError;
 use crate::planner::error::QueryError;
 use crate::sketch::error::SketchError;
 use crate::storage::StorageError;
@@ -19,7 +19,7 @@ pub enum Error {
     /// From the index layer: bad index parameters, sketches that cannot be indexed, malformed
     /// table runs or stored designs.
     #[error(transparent)]
-    Index(#[from] IndexError),
+    Index(IndexError),
     /// From the planner: a query that does not fit the collection or a plan it cannot run.
     #[error(transparent)]
     Query(QueryError),
@@ -41,9 +41,19 @@ impl From<QueryError> for Error {
     fn from(e: QueryError) -> Self {
         match e {
             QueryError::Sketch(e) => Error::Sketch(e),
-            QueryError::Index(e) => Error::Index(e),
+            QueryError::Index(e) => Error::from(e),
             QueryError::Storage(e) => Error::Storage(e),
             other => Error::Query(other),
+        }
+    }
+}
+
+/// One route per failure: a storage error under the index is the storage error itself.
+impl From<IndexError> for Error {
+    fn from(e: IndexError) -> Self {
+        match e.into_storage() {
+            Ok(e) => Error::Storage(e),
+            Err(e) => Error::Index(e),
         }
     }
 }

@@ -64,7 +64,7 @@ pub use db::recipes;
 pub use db::snapshot::{PageColumns, Record, Scan, Snapshot};
 pub use db::stats::{CollectionStats, IndexSummary};
 pub use error::{Error, Result};
-pub use index::error::IndexError;
+pub use index::IndexError;
 pub use planner::dedup_exec::{Cluster, DedupResult};
 pub use planner::error::QueryError;
 pub use planner::exec::Hit;
@@ -100,7 +100,7 @@ pub use storage::{MAX_KEY_LEN, StorageError};
 /// # Ok::<(), sketchdb::Error>(())
 /// ```
 pub mod lsh {
-    pub use crate::index::lsh_params::{
+    pub use crate::index::{
         CollisionModel, LshChoice, LshParams, LshWeights, candidate_probability, candidate_probability_with,
         expected_recall_above, false_negative_area, false_positive_area, optimal_lsh_params,
     };
@@ -118,10 +118,8 @@ pub mod lsh {
 /// # Ok::<(), sketchdb::Error>(())
 /// ```
 pub mod simhash {
-    pub use crate::index::fingerprint::Fingerprint;
-    pub use crate::index::keys::simhash_design::{
-        DEFAULT_SIMHASH_RADIUS, MAX_SIMHASH_TABLES, SimhashBlock, SimhashTableDesign,
-    };
+    pub use crate::index::Fingerprint;
+    pub use crate::index::{DEFAULT_SIMHASH_RADIUS, MAX_SIMHASH_TABLES, SimhashBlock, SimhashTableDesign};
 }
 
 /// Plans for experts: what the planner can choose, its cost model and the statistics it
@@ -135,7 +133,7 @@ pub mod simhash {
 /// assert!(costs.decode_per_slot > 0.0);
 /// ```
 pub mod plan {
-    pub use crate::index::stats::{LshStats, SimhashStats};
+    pub use crate::index::{LshStats, SimhashStats};
     pub use crate::planner::cost::{Alternative, Choice, CostModel, Stats, choose};
     pub use crate::planner::dedup::choose_dedup;
     pub use crate::planner::exec::Analyze;

@@ -8,9 +8,9 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::Rng;
-use sketchdb::*;
 use sketchdb::lsh::*;
 use sketchdb::plan::{Stats as PlannerStats, *};
+use sketchdb::*;
 
 /// Near-copies of a few base sets: clusters of similar records among unrelated ones.
 fn records(rng: &mut Rng, n: usize) -> Vec<(String, TokenSet)> {

@@ -175,10 +175,10 @@ fn verified_records_follow_upserts_deletes_and_compaction() {
     let moved = check("compacted");
     assert_eq!(moved.len(), first.len() - 1);
     // With nothing kept (budget 0) the answers are the same.
-    let budget = Database::probe_cache_budget();
-    Database::set_probe_cache_budget(0);
+    let budget = db.probe_cache_budget();
+    db.set_probe_cache_budget(0);
     assert_eq!(answers(&c, &probe, 0.6, PlanKind::LshProbe), moved);
-    Database::set_probe_cache_budget(budget);
+    db.set_probe_cache_budget(budget);
 }
 
 /// (key, row id, distance) of every hit of a radius-3 query run through a forced plan.
@@ -226,8 +226,8 @@ fn simhash_answers_follow_upserts_deletes_and_compaction() {
     let moved = check("compacted");
     assert_eq!(moved.len(), first.len() - 1);
     assert!(moved.iter().all(|h| !first.iter().any(|f| f.0 == h.0 && f.1 == h.1)), "rows moved: {moved:?}");
-    let budget = Database::probe_cache_budget();
-    Database::set_probe_cache_budget(0);
+    let budget = db.probe_cache_budget();
+    db.set_probe_cache_budget(0);
     assert_eq!(hamming_answers(&c, &probe, PlanKind::SimhashProbe), moved);
-    Database::set_probe_cache_budget(budget);
+    db.set_probe_cache_budget(budget);
 }

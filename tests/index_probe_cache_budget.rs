@@ -1,4 +1,4 @@
-//! The probe cache budget (process-wide, so this file is its own test process): with no
+//! The probe cache budget (per database): with no
 //! budget nothing is kept and the answers are the same; with a budget the caches hold at most
 //! that; lowering it lets the caches go.
 
@@ -42,22 +42,22 @@ fn the_budget_bounds_what_probes_keep_and_never_changes_answers() {
         out
     };
 
-    assert_eq!(Database::probe_cache_budget(), 1 << 30);
-    Database::set_probe_cache_budget(0);
-    assert_eq!(Database::probe_cache_held(), 0);
+    assert_eq!(db.probe_cache_budget(), 1 << 30);
+    db.set_probe_cache_budget(0);
+    assert_eq!(db.probe_cache_held(), 0);
     let uncached = answers(&db);
-    assert_eq!(Database::probe_cache_held(), 0, "nothing is kept without a budget");
+    assert_eq!(db.probe_cache_held(), 0, "nothing is kept without a budget");
     assert!(uncached.iter().any(|a| !a.is_empty()), "the probes find rows");
 
-    Database::set_probe_cache_budget(1 << 20);
+    db.set_probe_cache_budget(1 << 20);
     assert_eq!(answers(&db), uncached);
-    let held = Database::probe_cache_held();
+    let held = db.probe_cache_held();
     assert!(held > 0 && held <= 1 << 20, "held {held}");
     assert_eq!(answers(&db), uncached, "answers from the cache");
 
     // A budget below what is held lets the caches go.
-    Database::set_probe_cache_budget(held / 2);
-    assert_eq!(Database::probe_cache_held(), 0);
+    db.set_probe_cache_budget(held / 2);
+    assert_eq!(db.probe_cache_held(), 0);
     assert_eq!(answers(&db), uncached);
-    assert!(Database::probe_cache_held() <= held / 2);
+    assert!(db.probe_cache_held() <= held / 2);
 }

@@ -1,8 +1,8 @@
 //! Calibration measures the cost constants, stores them in the database, and the planner
 //! uses them after reopening.
 
-use sketchdb::*;
 use sketchdb::plan::{Stats as PlannerStats, *};
+use sketchdb::*;
 
 #[test]
 fn calibration_is_stored_and_used_after_reopen() {

@@ -5,8 +5,8 @@ mod common;
 
 use common::Rng;
 use proptest::prelude::*;
-use sketchdb::*;
 use sketchdb::plan::*;
+use sketchdb::*;
 
 fn tokens(rng: &mut Rng, base: &[u64], keep: u64, extra: usize) -> TokenSet {
     let mut t: Vec<u64> = base.iter().copied().filter(|_| rng.range(0, 99) < keep).collect();

@@ -5,8 +5,8 @@
 //! The token hashes and the first MinHash values were reproduced independently from the
 //! written specification (Python's `xxhash` package and a 10-line Python MinHash).
 
-use sketchdb::*;
 use sketchdb::estimate::*;
+use sketchdb::*;
 
 /// FNV-1a over the values, to pin long outputs in one number.
 fn digest(v: &[u64]) -> u64 {

@@ -7,7 +7,7 @@ use super::config::{CollectionConfig, IndexConfig, decode_settings, encode_setti
 use super::snapshot::{PageColumns, Record, Scan, Snapshot};
 use super::stats::CollectionStats;
 use crate::error::Result;
-use crate::index::maintain::IndexMaintainer;
+use crate::index::IndexMaintainer;
 use crate::planner::cost::{Choice, CostModel, Stats};
 use crate::planner::dedup_exec::{self, DedupResult};
 use crate::planner::explain::Explain;
@@ -18,8 +18,9 @@ use crate::sketch::params::SketchParams;
 use crate::sketch::sketch::{Sketch, Sketcher};
 use crate::sketch::tokens::TokenSet;
 use crate::storage::catalog::CollectionInfo;
+use crate::storage::rules::WriteOp;
 use crate::storage::store::Store;
-use crate::storage::writer::{WriteOp, WriteSummary};
+use crate::storage::writer::WriteSummary;
 
 /// A handle to one collection. Cheap to clone, `Send + Sync`.
 ///
@@ -168,7 +169,7 @@ impl Collection {
         let config = self.config.with_index(index);
         config.validate()?;
         let settings = encode_settings(&config)?;
-        let info = crate::index::maintain::rebuild(&self.store, &self.info, index.request(), settings)?;
+        let info = crate::index::rebuild(&self.store, &self.info, index.request(), settings)?;
         self.info = Arc::new(info);
         self.config = config;
         Ok(())

@@ -100,8 +100,8 @@ impl IndexConfig {
         IndexConfig::Lsh { threshold, bands: None, rows: None }
     }
 
-    pub(crate) fn request(&self) -> Option<crate::index::maintain::IndexRequest> {
-        use crate::index::maintain::IndexRequest;
+    pub(crate) fn request(&self) -> Option<crate::index::IndexRequest> {
+        use crate::index::IndexRequest;
         match *self {
             IndexConfig::None => None,
             IndexConfig::SimhashTables { radius } => Some(IndexRequest::Simhash { radius }),
@@ -156,7 +156,7 @@ impl CollectionConfig {
         self.params.validate()?;
         self.tokenizer.validate()?;
         if let Some(request) = self.index.request() {
-            crate::index::maintain::spec_for(request, &self.params, 0)?;
+            crate::index::spec_for(request, &self.params, 0)?;
         }
         Ok(())
     }

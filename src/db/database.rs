@@ -92,25 +92,25 @@ impl Database {
         DatabaseBuilder::default()
     }
 
-    /// Sets how many bytes index probes may keep in memory, for every database of this
-    /// process together (default 1 GiB). Probes keep the index values they read (LSH chunks,
+    /// Sets how many bytes index probes of this database may keep in memory (default 1 GiB;
+    /// each opened database has its own budget). Probes keep the index values they read (LSH chunks,
     /// SimHash buckets), and LSH verification the candidates' records, so that a repeated
     /// probe costs a few memory accesses instead of B-tree descents and page checks; past
     /// the budget, values are read and not kept. Lowering the budget
     /// below what is held lets every cache go. Answers never depend on it, only speed.
-    pub fn set_probe_cache_budget(bytes: usize) {
-        crate::index::probe_cache::set_budget(bytes);
+    pub fn set_probe_cache_budget(&self, bytes: usize) {
+        crate::index::ProbeCaches::of_store(&self.store).set_budget(bytes);
     }
 
-    /// The probe cache budget, in bytes, for this process.
-    pub fn probe_cache_budget() -> usize {
-        crate::index::probe_cache::budget()
+    /// The probe cache budget of this database, in bytes.
+    pub fn probe_cache_budget(&self) -> usize {
+        crate::index::ProbeCaches::of_store(&self.store).budget()
     }
 
-    /// Bytes the probe caches of this process hold now (at most the budget, plus values
+    /// Bytes the probe caches of this database hold now (at most the budget, plus values
     /// in use by probes running while the budget was lowered).
-    pub fn probe_cache_held() -> usize {
-        crate::index::probe_cache::held()
+    pub fn probe_cache_held(&self) -> usize {
+        crate::index::ProbeCaches::of_store(&self.store).held()
     }
 
     /// Where the database lives.
@@ -129,7 +129,7 @@ impl Database {
         let settings = encode_settings(&config)?;
         let request = config.index.request();
         let info = self.store.create_collection(name, config.params, settings, &mut |txn, info| match request {
-            Some(r) => crate::index::maintain::create_index_in(txn, info, r),
+            Some(r) => crate::index::create_index_in(txn, info, r),
             None => Ok(()),
         })?;
         Collection::new(self.store.clone(), info)
@@ -156,9 +156,7 @@ impl Database {
     /// and shrinks the file. Needs no live snapshots or scans (`StorageError::Busy`).
     pub fn compact(&self) -> Result<CompactionSummary> {
         let infos = self.store.collections()?;
-        let hook_for = |_: &crate::storage::catalog::CollectionInfo| -> Box<dyn crate::storage::hook::IndexHook> {
-            Box::new(crate::index::maintain::IndexMaintainer::new())
-        };
+        let hook_for = |_: &crate::storage::catalog::CollectionInfo| crate::index::IndexMaintainer::new();
         Ok(self.store.compact(&infos, &hook_for)?)
     }
 

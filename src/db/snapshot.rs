@@ -67,7 +67,7 @@ impl Snapshot {
     /// The collection's counters at this snapshot.
     pub fn stats(&self) -> Result<CollectionStats> {
         let s = self.snap.state(&self.info)?;
-        let index = match crate::index::stats::index_stats(&self.snap, &self.info)? {
+        let index = match crate::index::index_stats(&self.snap, &self.info)? {
             (Some(l), _) => Some(IndexSummary::Lsh {
                 bands: l.plan.params.bands,
                 rows: l.plan.params.rows,

@@ -5,8 +5,7 @@
 
 use crate::codec::meta::CollectionDef;
 use crate::db::config::{CollectionConfig, IndexConfig, decode_settings, encode_settings};
-use crate::index::keys::band::{BandKeyScheme, RowWidth};
-use crate::index::lsh_params::LshParams;
+use crate::index::{BandKeyScheme, LshParams, RowWidth};
 use crate::sketch::params::SketchParams;
 use crate::sketch::tokenize::Tokenizer;
 

@@ -2,24 +2,25 @@
 //! collection: it reads the collection's index definition inside the write transaction, so
 //! a handle never maintains a stale design), index creation and rebuilds.
 
-use redb::WriteTransaction;
-
+use super::defs::{IndexDef, IndexSpec, legacy_lsh};
 use super::error::IndexError;
-use super::keys::band::{BandKeyScheme, RowWidth};
-use super::keys::simhash_design::SimhashTableDesign;
-use super::lsh_delta::LshDelta;
-use super::lsh_params::{CollisionModel, LshParams, LshWeights, optimal_lsh_params};
-use super::meta::{IndexDef, IndexSpec, index_err};
-use super::simhash_tables::bucket_bits_for;
-use super::simhash_write::SimhashDelta;
+use super::error::index_err;
+use super::lsh::LshDelta;
+use super::lsh::{BandKeyScheme, RowWidth};
+use super::lsh::{CollisionModel, LshParams, LshWeights, optimal_lsh_params};
+use super::simhash::SimhashDelta;
+use super::simhash::SimhashTableDesign;
+use super::simhash::bucket_bits_for;
+use crate::index::error::inconsistent;
 use crate::sketch::params::{SketchKind, SketchParams};
 use crate::sketch::sketch::Sketch;
-use crate::storage::StorageError;
-use crate::storage::catalog::{CollectionInfo, drop_index_entries, rewrite_settings};
+use crate::storage::catalog::CollectionInfo;
+use crate::storage::catalog::rewrite_settings;
 use crate::storage::error::contain;
 use crate::storage::hook::{IndexHook, PrepareJob, Prepared};
+use crate::storage::index_tables::IndexTxn;
 use crate::storage::store::Store;
-use crate::storage::writer::{for_each_live_fingerprint_in, for_each_live_in, inconsistent, state_in};
+use crate::storage::writer::{for_each_live_fingerprint_in, for_each_live_in, index_state};
 
 /// The seed of every LSH band-key scheme this build creates (recorded in the scheme).
 pub(crate) const LSH_SEED: u64 = 0x736b_6574_6368_6462;
@@ -121,11 +122,11 @@ impl IndexMaintainer {
 
     /// Adds every live row of the collection (a rebuild): `rows` of them, as its state
     /// counts. SimHash tables take the fingerprints straight from the pages.
-    fn add_live(&mut self, txn: &WriteTransaction, info: &CollectionInfo, rows: u64) -> Result<(), StorageError> {
+    fn add_live(&mut self, txn: &IndexTxn<'_>, info: &CollectionInfo, rows: u64) -> Result<(), IndexError> {
         match &mut self.active {
             Active::Simhash(d) => {
                 d.reserve(usize::try_from(rows).unwrap_or(0));
-                for_each_live_fingerprint_in(txn, info, |row, fp| d.add(row, fp))
+                Ok(for_each_live_fingerprint_in(txn, info, |row, fp| d.add(row, fp))?)
             }
             _ => for_each_live_in(txn, info, |row, sketch| self.added(row, sketch)),
         }
@@ -140,7 +141,9 @@ fn fingerprint_of(sketch: &Sketch) -> u128 {
 }
 
 impl IndexHook for IndexMaintainer {
-    fn begin(&mut self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<(), StorageError> {
+    type Error = IndexError;
+
+    fn begin(&mut self, txn: &IndexTxn<'_>, info: &CollectionInfo) -> Result<(), IndexError> {
         self.def = IndexDef::load_in(txn, info)?;
         self.active = match self.def.as_ref().map(|d| &d.spec) {
             None => Active::None,
@@ -153,7 +156,7 @@ impl IndexHook for IndexMaintainer {
         Ok(())
     }
 
-    fn added(&mut self, row: u64, sketch: &Sketch) -> Result<(), StorageError> {
+    fn added(&mut self, row: u64, sketch: &Sketch) -> Result<(), IndexError> {
         match &mut self.active {
             Active::None => Ok(()),
             Active::Simhash(d) => {
@@ -174,14 +177,14 @@ impl IndexHook for IndexMaintainer {
         }
     }
 
-    fn prepared(&mut self, result: Prepared, info: &CollectionInfo) -> Result<(), StorageError> {
+    fn prepared(&mut self, result: Prepared, info: &CollectionInfo) -> Result<(), IndexError> {
         match &mut self.active {
             Active::Lsh(d) => d.prepared(result, info),
             _ => Err(inconsistent(info, 0, "an index without a prepare job was handed its result")),
         }
     }
 
-    fn removed(&mut self, row: u64, sketch: &Sketch) -> Result<(), StorageError> {
+    fn removed(&mut self, row: u64, sketch: &Sketch) -> Result<(), IndexError> {
         match &mut self.active {
             Active::None => {}
             Active::Simhash(d) => d.remove(row, fingerprint_of(sketch)),
@@ -190,7 +193,7 @@ impl IndexHook for IndexMaintainer {
         Ok(())
     }
 
-    fn finish(&mut self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<(), StorageError> {
+    fn finish(&mut self, txn: &IndexTxn<'_>, info: &CollectionInfo) -> Result<(), IndexError> {
         let Some(def) = self.def.as_mut() else { return Ok(()) };
         match &mut self.active {
             Active::None => return Ok(()),
@@ -200,11 +203,11 @@ impl IndexHook for IndexMaintainer {
         def.store_in(txn, info)
     }
 
-    fn optimize(&mut self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<bool, StorageError> {
+    fn optimize(&mut self, txn: &IndexTxn<'_>, info: &CollectionInfo) -> Result<bool, IndexError> {
         let Some(def) = self.def.as_mut() else { return Ok(false) };
         let merged = match def.spec {
-            IndexSpec::Simhash { .. } => super::simhash_write::merge_all(txn, info, def)?,
-            _ => super::lsh_write::merge_all(txn, info, def)?,
+            IndexSpec::Simhash { .. } => super::simhash::merge_all(txn, info, def)?,
+            _ => super::lsh::merge_all(txn, info, def)?,
         };
         if !merged {
             return Ok(false);
@@ -214,22 +217,12 @@ impl IndexHook for IndexMaintainer {
     }
 }
 
-/// The error for an LSH index in the single-run layout of earlier builds, which this build
-/// reads no further: rebuilding the index (`Collection::rebuild_index`) rewrites it as runs.
-pub(crate) fn legacy_lsh(info: &CollectionInfo) -> StorageError {
-    index_err(info)(IndexError::inconsistent(
-        "lsh index",
-        "stored in the single-run layout of an earlier build (sketchdb.lsh_buckets); rebuild the index \
-         (Collection::rebuild_index) to use or change it",
-    ))
-}
-
 /// Writes a new, empty index for `request` inside the creating transaction.
 pub(crate) fn create_index_in(
-    txn: &WriteTransaction,
+    txn: &IndexTxn<'_>,
     info: &CollectionInfo,
     request: IndexRequest,
-) -> Result<(), StorageError> {
+) -> Result<(), IndexError> {
     let spec = spec_for(request, &info.def.params, 0).map_err(index_err(info))?;
     IndexDef { spec, entries: 0, sum_sq: 0 }.store_in(txn, info)
 }
@@ -241,7 +234,7 @@ pub(crate) fn rebuild(
     info: &CollectionInfo,
     request: Option<IndexRequest>,
     settings: Vec<u8>,
-) -> Result<CollectionInfo, StorageError> {
+) -> Result<CollectionInfo, IndexError> {
     contain("rebuild index", || rebuild_unguarded(store, info, request, settings))
 }
 
@@ -250,19 +243,19 @@ fn rebuild_unguarded(
     info: &CollectionInfo,
     request: Option<IndexRequest>,
     settings: Vec<u8>,
-) -> Result<CollectionInfo, StorageError> {
-    let txn = store.begin_write()?;
-    let state = state_in(&txn, info)?;
-    drop_index_entries(&txn, info.def.id)?;
-    let new_info = rewrite_settings(&txn, info, settings)?;
-    if let Some(request) = request {
-        let spec = spec_for(request, &info.def.params, state.live).map_err(index_err(info))?;
-        IndexDef { spec, entries: 0, sum_sq: 0 }.store_in(&txn, info)?;
-        let mut hook = IndexMaintainer::new();
-        hook.begin(&txn, info)?;
-        hook.add_live(&txn, info, state.live)?;
-        hook.finish(&txn, info)?;
-    }
-    txn.commit().map_err(StorageError::backend("commit"))?;
-    Ok(new_info)
+) -> Result<CollectionInfo, IndexError> {
+    store.write_index(|txn| {
+        let state = index_state(txn, info)?;
+        txn.drop_index_entries(info.def.id)?;
+        let new_info = rewrite_settings(txn, info, settings)?;
+        if let Some(request) = request {
+            let spec = spec_for(request, &info.def.params, state.live).map_err(index_err(info))?;
+            IndexDef { spec, entries: 0, sum_sq: 0 }.store_in(txn, info)?;
+            let mut hook = IndexMaintainer::new();
+            hook.begin(txn, info)?;
+            hook.add_live(txn, info, state.live)?;
+            hook.finish(txn, info)?;
+        }
+        Ok(new_info)
+    })
 }

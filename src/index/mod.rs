@@ -1,43 +1,61 @@
-//! Indexes. The pure half: key derivation ([`keys`]), LSH parameter choice
-//! ([`lsh_params`]), exact SimHash radius probing over sorted runs ([`simhash_probe`]) and an
-//! in-memory SimHash table index ([`simhash_mem`]). The persisted half, in redb tables next
-//! to the records and maintained in the same write transactions: the index definition
-//! ([`meta`]), SimHash tables ([`simhash_tables`], [`simhash_runs`], [`simhash_write`], [`simhash_read`]), size-tiered run merging ([`tiers`]), LSH buckets ([`lsh`], [`lsh_chunk`],
-//! [`lsh_read`], [`lsh_delta`], [`lsh_dead`], [`lsh_write`], [`lsh_merge`], [`lsh_cache`]), the probes' cache ([`probe_cache`]), maintenance and rebuilds ([`maintain`]), planner statistics ([`stats`])
-//! and verification ([`verify`], [`verify_listing`], [`verify_simhash`]).
+//! Indexes: LSH banding ([`lsh`]) and SimHash permuted tables ([`simhash`]), each in its own
+//! folder with its own byte format; and what they share: the persisted index definition
+//! ([`defs`]), maintenance inside the records' write transactions ([`maintain`]), planner
+//! statistics ([`stats`]), size tiers of runs ([`tiers`]), the probes' cache
+//! ([`probe_cache`]), fingerprints ([`fingerprint`]), radix sorts ([`radix`]), verification
+//! ([`verify`], [`problems`]) and the index error ([`error`]).
+//!
+//! This file is the face of the index: db, planner, admin and the testing hooks use the items
+//! re-exported here, never a path inside. Layers inside, lowest first: `error`,
+//! `fingerprint`, `radix`, `tiers`, `problems` -> `lsh::{params, band,
+//! format}`, `simhash::{design, format}` -> `defs` -> `probe_cache` -> the rest of `lsh` and
+//! `simhash` -> `maintain`, `stats`, `verify`.
 #![forbid(unsafe_code)]
 
-pub(crate) mod error;
-pub(crate) mod fingerprint;
-pub(crate) mod keys;
-pub(crate) mod lsh;
-pub(crate) mod lsh_cache;
-mod lsh_chunk;
-pub(crate) mod lsh_dead;
-pub(crate) mod lsh_delta;
-pub(crate) mod lsh_mem;
-pub(crate) mod lsh_merge;
-pub(crate) mod lsh_params;
-pub(crate) mod lsh_read;
-pub(crate) mod lsh_write;
-pub(crate) mod maintain;
-pub(crate) mod meta;
-pub(crate) mod probe_cache;
+mod defs;
+mod error;
+mod fingerprint;
+mod lsh;
+mod maintain;
+mod probe_cache;
+mod problems;
 mod radix;
-pub(crate) mod simhash_adds;
-pub(crate) mod simhash_mem;
-pub(crate) mod simhash_probe;
-pub(crate) mod simhash_read;
-pub(crate) mod simhash_runs;
-pub(crate) mod simhash_tables;
-pub(crate) mod simhash_write;
-pub(crate) mod stats;
+mod simhash;
+mod stats;
 mod tiers;
-pub(crate) mod verify;
-mod verify_listing;
-mod verify_simhash;
+mod verify;
 
 #[cfg(test)]
 mod packed_tests;
+
+pub use error::IndexError;
+pub use fingerprint::Fingerprint;
+pub use lsh::{
+    BAND_HASH_VERSION, BandKeyScheme, CollisionModel, KEY_BITS_V2, LshChoice, LshParams, LshRows, LshWeights, RowWidth,
+    band_key_u32, band_key_u64, band_key_v3, candidate_probability, candidate_probability_with, expected_recall_above,
+    false_negative_area, false_positive_area, lsh_rows, optimal_lsh_params,
+};
+pub use simhash::{
+    DEFAULT_SIMHASH_RADIUS, MAX_SIMHASH_TABLES, ProbeScratch, RunView, SIMHASH_PROBE_COST, SimhashBlock, SimhashMatch,
+    SimhashMemIndex, SimhashPair, SimhashTableDesign, brute_force as simhash_brute_force, filter_bucket,
+    probe as simhash_probe, self_join as simhash_self_join,
+};
+
+pub(crate) use defs::{IndexDef, IndexSpec, SimhashRun};
+pub(crate) use error::index_err;
+pub(crate) use lsh::{
+    BandedKeys, ChunkView, Groups, RunKey, append_split, for_each_lsh_pair, listed as lsh_listed,
+    listed_in as lsh_listed_in, lsh_candidate_records, lsh_candidates, push_band_keys,
+};
+pub(crate) use maintain::{
+    IndexMaintainer, IndexRequest, banding_model, create_index_in, lsh_scheme_for, rebuild, spec_for,
+};
+pub(crate) use probe_cache::ProbeCaches;
+pub(crate) use simhash::{simhash_pairs, simhash_within, simhash_within_batch, simhash_within_records};
+pub use stats::{LshStats, SimhashStats};
+pub(crate) use stats::{index_stats, lsh_stats, simhash_stats};
+pub(crate) use verify::verify_indexes;
+
+/// The limit on SimHash run numbers a unit test imposes (0: none).
 #[cfg(test)]
-mod tests;
+pub(crate) use simhash::TEST_RUN_IDS as SIMHASH_TEST_RUN_IDS;

@@ -4,10 +4,10 @@
 
 use proptest::prelude::*;
 
+use super::lsh::append_split;
+use super::lsh::encode_chunk;
 use super::lsh::{ChunkView, Groups};
-use super::lsh_chunk::append_split;
-use super::lsh_chunk::encode_chunk;
-use super::simhash_tables::{BucketView, Geometry, encode_bucket, encoded_len};
+use super::simhash::{BucketView, Geometry, encode_bucket, encoded_len};
 
 fn exercise_chunk(bytes: &[u8], g: Groups, probes: &[u64]) {
     if let Ok(view) = ChunkView::parse(bytes, g) {

@@ -1,4 +1,4 @@
-//! A process-wide cache of index values for probes, valid across transactions.
+//! The cache of index values for probes of one opened database, valid across transactions.
 //!
 //! What an index holds is a function of the collection, its definition's bytes and, for
 //! SimHash tables, the collection's `(next_row, live)`:
@@ -18,12 +18,14 @@
 //! key and so a new, empty cache; snapshots of older commits keep using theirs while it
 //! lasts.
 //!
-//! The cache holds copies of values, packed into slabs of up to 1 MiB so that the values of
-//! one probe share few pages, at most the budget's bytes in all ([`DEFAULT_BUDGET`]
-//! unless [`set_budget`] says otherwise; values read once
+//! Each opened database has its own [`ProbeCaches`] (kept in the store's per-database state):
+//! its budget and held bytes are its own, so two databases in one process never evict or
+//! count against each other. The cache holds copies of values, packed into slabs of up to
+//! 1 MiB so that the values of one probe share few pages, at most the budget's bytes in all
+//! ([`DEFAULT_BUDGET`] unless [`ProbeCaches::set_budget`] says otherwise; values read once
 //! the budget is spent are not kept); the [`MAX_CACHES`] most recently used keys keep theirs.
 //! Values live on shelves (LSH: one per band, a slot per group, its value the group's
-//! entries of all runs, see [`super::lsh_cache`]; SimHash: one per table, a slot per bucket):
+//! entries of all runs, see [`super::lsh`]; SimHash: one per table, a slot per bucket):
 //! a slot's value sits in a place of its own, found by shelf and slot number without hashing
 //! or locking (one memory access before the value's bytes); shelves of more than
 //! `2^DIRECT_BITS` slots go through a map.
@@ -35,16 +37,16 @@ use std::sync::{Arc, OnceLock};
 use bytes::{Bytes, BytesMut};
 use parking_lot::{Mutex, RwLock};
 
-use super::meta::{IndexDef, IndexSpec};
-use crate::storage::StorageError;
+use super::defs::{IndexDef, IndexSpec};
+use crate::index::error::IndexError;
 use crate::storage::catalog::CollectionInfo;
-use crate::storage::reader::{ReadSnapshot, RowRecord, open};
-use crate::storage::tables::INDEX_DEFS;
+use crate::storage::index_tables::BytesRead;
+use crate::storage::reader::{ReadSnapshot, RowRecord};
+use crate::storage::store::Store;
 
-/// Bytes of values (and slots) all caches together may hold unless [`set_budget`] changed it.
+/// Bytes of values (and slots) one database's caches may hold unless
+/// [`ProbeCaches::set_budget`] changed it.
 pub(crate) const DEFAULT_BUDGET: usize = 1 << 30;
-/// Bytes of values (and slots) all caches together may hold.
-static BUDGET: AtomicUsize = AtomicUsize::new(DEFAULT_BUDGET);
 /// Keys whose caches are kept.
 pub(crate) const MAX_CACHES: usize = 8;
 /// Shelves of at most `2^DIRECT_BITS` slots get a place per slot.
@@ -52,28 +54,56 @@ const DIRECT_BITS: u32 = 18;
 /// Bookkeeping bytes counted per cached value.
 const VALUE_OVERHEAD: usize = 64;
 
-/// Bytes currently held by all caches.
-static HELD: AtomicUsize = AtomicUsize::new(0);
-/// Live caches, least recently used first.
-static CACHES: Mutex<Vec<Arc<ProbeCache>>> = Mutex::new(Vec::new());
+/// One database's budget and the bytes its caches hold (shared by the caches, which give
+/// their bytes back when dropped).
+struct Budget {
+    bytes: AtomicUsize,
+    held: AtomicUsize,
+}
 
-/// Sets the process-wide budget. When it is below what the caches hold, every cache is let
-/// go (its memory returns once the probes using it finish) and probes start afresh.
-pub(crate) fn set_budget(bytes: usize) {
-    BUDGET.store(bytes, Ordering::Relaxed);
-    if HELD.load(Ordering::Relaxed) > bytes {
-        CACHES.lock().clear();
+/// The probe caches of one opened database: its budget, held bytes and live caches.
+pub(crate) struct ProbeCaches {
+    budget: Arc<Budget>,
+    /// Live caches, least recently used first.
+    caches: Mutex<Vec<Arc<ProbeCache>>>,
+}
+
+impl Default for ProbeCaches {
+    fn default() -> Self {
+        let budget = Budget { bytes: AtomicUsize::new(DEFAULT_BUDGET), held: AtomicUsize::new(0) };
+        ProbeCaches { budget: Arc::new(budget), caches: Mutex::new(Vec::new()) }
     }
 }
 
-/// The process-wide budget.
-pub(crate) fn budget() -> usize {
-    BUDGET.load(Ordering::Relaxed)
-}
+impl ProbeCaches {
+    /// The caches of the database `store` opened.
+    pub(crate) fn of_store(store: &Store) -> Arc<ProbeCaches> {
+        store.layer_state::<ProbeCaches>().unwrap_or_default()
+    }
 
-/// Bytes all caches hold now.
-pub(crate) fn held() -> usize {
-    HELD.load(Ordering::Relaxed)
+    /// The caches of the database `snap` reads.
+    fn of_snapshot(snap: &ReadSnapshot) -> Arc<ProbeCaches> {
+        snap.layer_state::<ProbeCaches>().unwrap_or_default()
+    }
+
+    /// Sets the budget. When it is below what the caches hold, every cache is let go (its
+    /// memory returns once the probes using it finish) and probes start afresh.
+    pub(crate) fn set_budget(&self, bytes: usize) {
+        self.budget.bytes.store(bytes, Ordering::Relaxed);
+        if self.budget.held.load(Ordering::Relaxed) > bytes {
+            self.caches.lock().clear();
+        }
+    }
+
+    /// The budget.
+    pub(crate) fn budget(&self) -> usize {
+        self.budget.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Bytes the caches hold now.
+    pub(crate) fn held(&self) -> usize {
+        self.budget.held.load(Ordering::Relaxed)
+    }
 }
 
 /// A value's place: the value, `None` when the index has no such value. Its 40 bytes (a
@@ -112,6 +142,8 @@ impl std::ops::Deref for Value<'_> {
 
 /// The decoded definition of one index version and the values probes have read from it.
 pub(crate) struct ProbeCache {
+    /// The database's budget this cache counts against.
+    budget: Arc<Budget>,
     store: u64,
     collection: u32,
     def_bytes: Vec<u8>,
@@ -133,7 +165,7 @@ pub(crate) struct ProbeCache {
 
 impl Drop for ProbeCache {
     fn drop(&mut self) {
-        HELD.fetch_sub(*self.held.get_mut(), Ordering::Relaxed);
+        self.budget.held.fetch_sub(*self.held.get_mut(), Ordering::Relaxed);
     }
 }
 
@@ -144,14 +176,15 @@ impl ProbeCache {
         snap: &ReadSnapshot,
         info: &CollectionInfo,
         version: u128,
-    ) -> Result<Option<Arc<ProbeCache>>, StorageError> {
-        let Some(t) = open(snap.txn(), INDEX_DEFS)? else { return Ok(None) };
-        let Some(v) = t.get(info.def.id).map_err(StorageError::backend("read index definition"))? else {
+    ) -> Result<Option<Arc<ProbeCache>>, IndexError> {
+        let Some(t) = snap.index_defs()? else { return Ok(None) };
+        let Some(v) = t.get(info.def.id, "read index definition")? else {
             return Ok(None);
         };
         let bytes = v.value();
         let (store, collection) = (snap.store_id(), info.def.id);
-        let mut caches = CACHES.lock();
+        let registry = ProbeCaches::of_snapshot(snap);
+        let mut caches = registry.caches.lock();
         if let Some(i) = caches.iter().position(|c| {
             c.store == store && c.collection == collection && c.version == version && c.def_bytes == bytes
         }) {
@@ -166,6 +199,7 @@ impl ProbeCache {
             IndexSpec::LshGroups { .. } => 0,
         };
         let c = Arc::new(ProbeCache {
+            budget: registry.budget.clone(),
             store,
             collection,
             def_bytes: bytes.to_vec(),
@@ -188,18 +222,19 @@ impl ProbeCache {
 
     /// Reserves `len` bytes of the budget for this cache; false when they do not fit.
     fn reserve(&self, len: usize) -> bool {
-        if HELD.fetch_add(len, Ordering::Relaxed) + len <= BUDGET.load(Ordering::Relaxed) {
+        let budget = &self.budget;
+        if budget.held.fetch_add(len, Ordering::Relaxed) + len <= budget.bytes.load(Ordering::Relaxed) {
             self.held.fetch_add(len, Ordering::Relaxed);
             true
         } else {
-            HELD.fetch_sub(len, Ordering::Relaxed);
+            budget.held.fetch_sub(len, Ordering::Relaxed);
             false
         }
     }
 
     /// Returns reserved bytes that were not used.
     fn release(&self, len: usize) {
-        HELD.fetch_sub(len, Ordering::Relaxed);
+        self.budget.held.fetch_sub(len, Ordering::Relaxed);
         self.held.fetch_sub(len, Ordering::Relaxed);
     }
 
@@ -218,7 +253,7 @@ impl ProbeCache {
         snap: &ReadSnapshot,
         info: &CollectionInfo,
         rows: &[u64],
-    ) -> Result<Vec<Arc<RowRecord>>, StorageError> {
+    ) -> Result<Vec<Arc<RowRecord>>, IndexError> {
         let width = info.spec.layout.record_width();
         let (mut found, mut missing) = (Vec::with_capacity(rows.len()), Vec::new());
         {
@@ -270,7 +305,7 @@ impl ProbeCache {
             return None;
         }
         if slab.capacity() - slab.len() < bytes.len() {
-            let size = (BUDGET.load(Ordering::Relaxed) / 64).clamp(4 << 10, SLAB).max(bytes.len());
+            let size = (self.budget.bytes.load(Ordering::Relaxed) / 64).clamp(4 << 10, SLAB).max(bytes.len());
             if !self.reserve(size) {
                 self.release(VALUE_OVERHEAD);
                 return None;
@@ -299,8 +334,8 @@ impl ProbeCache {
         shelf: usize,
         bits: u32,
         slot: u64,
-        read: impl FnOnce() -> Result<Option<Vec<u8>>, StorageError>,
-    ) -> Result<Option<Value<'c>>, StorageError> {
+        read: impl FnOnce() -> Result<Option<Vec<u8>>, IndexError>,
+    ) -> Result<Option<Value<'c>>, IndexError> {
         if bits <= DIRECT_BITS
             && let Some(cell) = self.direct.get(shelf)
         {
@@ -360,12 +395,13 @@ impl ProbeCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index::keys::simhash_design::SimhashTableDesign;
+    use crate::index::simhash::SimhashTableDesign;
 
     fn cache() -> ProbeCache {
         let design = SimhashTableDesign::design(0, 3, 64).expect("design");
         let spec = IndexSpec::Simhash { design, bucket_bits: 16, next_run: 0, runs: Vec::new() };
         ProbeCache {
+            budget: ProbeCaches::default().budget,
             store: 0,
             collection: 0,
             def_bytes: Vec::new(),

@@ -1,9 +1,9 @@
 //! Per-collection index statistics for the planner, read from the index definition that
 //! every write keeps current in its own transaction.
 
-use super::lsh_params::LshParams;
-use super::meta::{IndexDef, IndexSpec};
-use crate::storage::StorageError;
+use super::defs::{IndexDef, IndexSpec};
+use super::lsh::LshParams;
+use crate::index::error::IndexError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::error::contain;
 use crate::storage::reader::ReadSnapshot;
@@ -49,9 +49,9 @@ pub struct SimhashStats {
 pub(crate) fn index_stats(
     snap: &ReadSnapshot,
     info: &CollectionInfo,
-) -> Result<(Option<LshIndexStats>, Option<SimhashStats>), StorageError> {
+) -> Result<(Option<LshIndexStats>, Option<SimhashStats>), IndexError> {
     contain("read index statistics", || {
-        Ok(match IndexDef::load(snap.txn(), info)? {
+        Ok(match IndexDef::load(snap, info)? {
             None => (None, None),
             Some(d) => match &d.spec {
                 IndexSpec::Lsh { scheme, .. } | IndexSpec::LshGroups { scheme, .. } => (
@@ -87,11 +87,11 @@ pub(crate) fn index_stats(
 }
 
 /// The LSH statistics, or `None` without an LSH index.
-pub(crate) fn lsh_stats(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Option<LshIndexStats>, StorageError> {
+pub(crate) fn lsh_stats(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Option<LshIndexStats>, IndexError> {
     Ok(index_stats(snap, info)?.0)
 }
 
 /// The SimHash statistics, or `None` without SimHash tables.
-pub(crate) fn simhash_stats(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Option<SimhashStats>, StorageError> {
+pub(crate) fn simhash_stats(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Option<SimhashStats>, IndexError> {
     Ok(index_stats(snap, info)?.1)
 }

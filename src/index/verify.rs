@@ -4,55 +4,34 @@
 //! the reverse map) and the definition's counters. Each problem names collection, index table, table or band,
 //! and bucket.
 
-use redb::ReadTransaction;
+use crate::index::error::IndexError;
 
-use super::keys::band::BandKeyScheme;
-use super::lsh::{ChunkView, Groups, band_keys_of, bucket_sums};
-use super::lsh_dead::listed;
-use super::meta::{IndexDef, IndexSpec};
-use super::verify_listing::{Removed, check_listing};
-use super::verify_simhash::check_simhash;
+use super::defs::{IndexDef, IndexSpec};
+use super::lsh::{Removed, check_lsh, listed};
+use super::problems::{MAX_PROBLEMS, Out};
+use super::simhash::check_simhash;
 use crate::sketch::sketch::Sketch;
-use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::error::contain;
-use crate::storage::reader::{ReadSnapshot, decode, open};
+use crate::storage::index_tables::BytesRead;
+use crate::storage::reader::ReadSnapshot;
+use crate::storage::reader::decode;
 use crate::storage::store::Store;
-use crate::storage::tables::{
-    LSH_BUCKETS, LSH_BUCKETS_NAME, LSH_DEAD_NAME, LSH_ROWS, LSH_ROWS_NAME, SIMHASH_BUCKETS, SIMHASH_BUCKETS_NAME,
-};
+use crate::storage::tables::{LSH_BUCKETS_NAME, LSH_DEAD_NAME, LSH_ROWS_NAME, SIMHASH_BUCKETS_NAME};
 use crate::storage::verify::{Problem, VerifyReport};
 
-/// Problems reported per collection at most (the rest are counted in one last problem).
-const MAX_PROBLEMS: usize = 50;
-
-pub(super) struct Out<'a> {
-    report: &'a mut VerifyReport,
-    name: String,
-    count: usize,
-}
-
-impl Out<'_> {
-    pub(super) fn problem(&mut self, row: Option<u64>, detail: String) {
-        self.count += 1;
-        if self.count <= MAX_PROBLEMS {
-            self.report.problems.push(Problem { collection: Some(self.name.clone()), page: None, row, detail });
-        }
-    }
-}
-
 /// Checks every collection's index against its rows, adding problems to `report`.
-pub(crate) fn verify_indexes(store: &Store, report: &mut VerifyReport) -> Result<(), StorageError> {
+pub(crate) fn verify_indexes(store: &Store, report: &mut VerifyReport) -> Result<(), IndexError> {
     let collections = match store.collections() {
         Ok(c) => c,
         Err(e) if e.is_corruption() => return Ok(()), // reported by the storage checks
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
     for info in &collections {
         let snap = store.snapshot()?;
         let mut out = Out { report, name: info.def.name.clone(), count: 0 };
-        // redb panics on some damaged files: contained here, they become problems.
-        let def = match contain("read index definition", || IndexDef::load(snap.txn(), info)) {
+        // The storage engine panics on some damaged files: contained here, they become problems.
+        let def = match contain("read index definition", || IndexDef::load(&snap, info)) {
             Ok(d) => d,
             Err(e) if e.is_corruption() => {
                 out.problem(None, format!("index definition: {e}"));
@@ -61,7 +40,7 @@ pub(crate) fn verify_indexes(store: &Store, report: &mut VerifyReport) -> Result
             Err(e) => return Err(e),
         };
         // The rows listed as removed with entries still in LSH runs, ascending.
-        let dead = match contain("read sketchdb.lsh_dead", || listed(snap.txn(), info)) {
+        let dead = match contain("read sketchdb.lsh_dead", || listed(&snap, info)) {
             Ok(d) => d,
             Err(e) if e.is_corruption() => {
                 out.problem(None, format!("{LSH_DEAD_NAME}: {e}"));
@@ -98,9 +77,9 @@ pub(crate) fn verify_indexes(store: &Store, report: &mut VerifyReport) -> Result
             );
         }
         let r = contain("verify index", || match def.as_deref() {
-            None => check_empty(snap.txn(), info, &mut out),
+            None => check_empty(&snap, info, &mut out),
             Some(d @ IndexDef { spec: IndexSpec::Simhash { .. }, .. }) => {
-                check_simhash(snap.txn(), info, d, &live, &mut out)
+                check_simhash(&snap, info, d, &live, &mut out)
             }
             Some(d) => check_lsh(&snap, info, d, &live, Removed { listed: &dead, held: &removed }, &mut out),
         });
@@ -122,268 +101,22 @@ pub(crate) fn verify_indexes(store: &Store, report: &mut VerifyReport) -> Result
     Ok(())
 }
 
-fn check_empty(txn: &ReadTransaction, info: &CollectionInfo, out: &mut Out<'_>) -> Result<(), StorageError> {
+fn check_empty(snap: &ReadSnapshot, info: &CollectionInfo, out: &mut Out<'_>) -> Result<(), IndexError> {
     let id = info.def.id;
-    let backend = StorageError::backend;
-    if let Some(t) = open(txn, SIMHASH_BUCKETS)?
-        && t.range((id, 0u32, 0u32)..=(id, u32::MAX, u32::MAX)).map_err(backend("scan"))?.next().is_some()
+    if let Some(t) = snap.simhash_buckets()?
+        && t.any_in((id, 0u32, 0u32)..=(id, u32::MAX, u32::MAX), "scan")?
     {
         out.problem(None, format!("no index definition, but {SIMHASH_BUCKETS_NAME} has entries"));
     }
-    if let Some(t) = open(txn, LSH_BUCKETS)?
-        && t.range((id, 0u32, 0u32, 0u64, 0u32)..=(id, u32::MAX, u32::MAX, u64::MAX, u32::MAX))
-            .map_err(backend("scan"))?
-            .next()
-            .is_some()
+    if let Some(t) = snap.lsh_runs()?
+        && t.any_in((id, 0u32, 0u32, 0u64, 0u32)..=(id, u32::MAX, u32::MAX, u64::MAX, u32::MAX), "scan")?
     {
         out.problem(None, format!("no index definition, but {LSH_BUCKETS_NAME} has entries"));
     }
-    if let Some(t) = open(txn, LSH_ROWS)?
-        && t.range((id, 0u64)..=(id, u64::MAX)).map_err(backend("scan"))?.next().is_some()
+    if let Some(t) = snap.lsh_rows()?
+        && t.any_in((id, 0u64)..=(id, u64::MAX), "scan")?
     {
         out.problem(None, format!("no index definition, but {LSH_ROWS_NAME} has entries"));
     }
     Ok(())
-}
-
-fn check_lsh(
-    snap: &ReadSnapshot,
-    info: &CollectionInfo,
-    def: &IndexDef,
-    live: &[(u64, Sketch)],
-    removed: Removed<'_>,
-    out: &mut Out<'_>,
-) -> Result<(), StorageError> {
-    let (scheme, runs, reverse_map) = match &def.spec {
-        IndexSpec::Lsh { scheme, runs, reverse_map, .. } => (scheme, runs, *reverse_map),
-        IndexSpec::LshGroups { .. } => {
-            out.problem(None, super::maintain::legacy_lsh(info).to_string());
-            return Ok(());
-        }
-        IndexSpec::Simhash { .. } => return Ok(()),
-    };
-    let id = info.def.id;
-    let txn = snap.txn();
-    let n_bands = scheme.params.bands as usize;
-    // Every live row's band keys, flat (rows x bands u64: a tenth of the memory maps would
-    // take), in row order.
-    let mut rows: Vec<u64> = Vec::with_capacity(live.len());
-    let mut keys: Vec<u64> = Vec::with_capacity(live.len() * n_bands);
-    band_rows(scheme, live, "row", (&mut rows, &mut keys), out);
-    let keys_of = |i: usize| &keys[i * n_bands..(i + 1) * n_bands];
-    // The reverse map of an earlier build against the live rows (both ascend by row id); an
-    // index without one owns no entries there.
-    let mut next = 0usize;
-    if let Some(rev) = open(txn, LSH_ROWS)? {
-        for e in rev.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan"))? {
-            let (k, v) = e.map_err(StorageError::backend("scan"))?;
-            let row = k.value().1;
-            if !reverse_map {
-                out.problem(Some(row), format!("{LSH_ROWS_NAME}: entry, but the index keeps no reverse map"));
-                continue;
-            }
-            while next < rows.len() && rows[next] < row {
-                out.problem(Some(rows[next]), format!("{LSH_ROWS_NAME}: live row has no entry"));
-                next += 1;
-            }
-            if rows.get(next) != Some(&row) {
-                out.problem(Some(row), format!("{LSH_ROWS_NAME}: entry for a row that is not live"));
-                continue;
-            }
-            match band_keys_of(v.value(), n_bands, scheme.key_bits()) {
-                Err(d) => out.problem(Some(row), d),
-                Ok(stored) if stored != keys_of(next) => {
-                    out.problem(Some(row), format!("{LSH_ROWS_NAME}: band keys differ from the row's"))
-                }
-                Ok(_) => {}
-            }
-            next += 1;
-        }
-    }
-    if reverse_map {
-        for &row in &rows[next..] {
-            out.problem(Some(row), format!("{LSH_ROWS_NAME}: live row has no entry"));
-        }
-    }
-    check_listing(runs, &removed, out);
-    // The listed removed rows' entries are expected too (only a merge drops them).
-    let what = format!("removed row listed in {LSH_DEAD_NAME}");
-    band_rows(scheme, removed.held, &what, (&mut rows, &mut keys), out);
-    let keys_of = |i: usize| &keys[i * n_bands..(i + 1) * n_bands];
-    // Stored buckets: every run's groups, band by band (the table is in (band, run) order);
-    // a band's entries of all runs together must equal the live rows' keys of that band.
-    let (mut entries, mut sum_sq) = (0u64, 0u128);
-    let mut run_sums: Vec<(u64, u128)> = vec![(0, 0); runs.len()];
-    let run_of = |run: u32| runs.iter().position(|r| r.id == run);
-    let mut checked_bands = 0u32;
-    // Compares one band's stored entries (ascending) with the live rows' keys of that band.
-    let compare_band = |band: u32, stored: &[(u64, u64)], out: &mut Out<'_>| {
-        let mut want: Vec<(u64, u64)> = (0..rows.len()).map(|i| (keys_of(i)[band as usize], rows[i])).collect();
-        want.sort_unstable();
-        let where_ = |key: u64| format!("{LSH_BUCKETS_NAME}, band {band}, bucket {key:#018x}");
-        let (mut a, mut b) = (0usize, 0usize);
-        while a < stored.len() || b < want.len() {
-            match (stored.get(a), want.get(b)) {
-                (Some(x), Some(y)) if x == y => {
-                    a += 1;
-                    b += 1;
-                }
-                (Some(x), y) if y.is_none_or(|y| x < y) => {
-                    out.problem(
-                        Some(x.1),
-                        format!(
-                            "{}: row {} is neither a live row nor a listed removed row with this band key (or is stored twice)",
-                            where_(x.0),
-                            x.1
-                        ),
-                    );
-                    a += 1;
-                }
-                (_, Some(y)) => {
-                    out.problem(Some(y.1), format!("{}: missing row {}", where_(y.0), y.1));
-                    b += 1;
-                }
-                _ => break,
-            }
-        }
-    };
-    let mut band_entries: Vec<(u64, u64)> = Vec::new();
-    // The (band, run) being read, its entries so far, and the group being read with its
-    // next chunk number.
-    let mut seg: Option<(u32, usize)> = None;
-    let mut seg_entries: Vec<(u64, u64)> = Vec::new();
-    let mut cur_group: Option<u64> = None;
-    let mut next_chunk = 0u32;
-    let mut chunk_entries = Vec::new();
-    let mut end_segment = |seg: Option<(u32, usize)>,
-                           seg_entries: &mut Vec<(u64, u64)>,
-                           band_entries: &mut Vec<(u64, u64)>,
-                           out: &mut Out<'_>| {
-        if let Some((band, r)) = seg {
-            let run = &runs[r];
-            if seg_entries.windows(2).any(|w| w[1] <= w[0]) {
-                out.problem(
-                    None,
-                    format!(
-                        "{LSH_BUCKETS_NAME}, band {band}, run {}: entries not strictly ascending by (band key, row)",
-                        run.id
-                    ),
-                );
-            }
-            if let Some(&(_, row)) = seg_entries.iter().find(|e| e.1 < run.first_row || e.1 >= run.end_row) {
-                out.problem(
-                    Some(row),
-                    format!(
-                        "{LSH_BUCKETS_NAME}, band {band}, run {}: row {row} outside the run's rows {}..{}",
-                        run.id, run.first_row, run.end_row
-                    ),
-                );
-            }
-            let (s, q) = bucket_sums(seg_entries);
-            run_sums[r].0 += s;
-            run_sums[r].1 += q;
-            band_entries.append(seg_entries);
-        }
-    };
-    if let Some(t) = open(txn, LSH_BUCKETS)? {
-        for e in t
-            .range((id, 0u32, 0u32, 0u64, 0u32)..=(id, u32::MAX, u32::MAX, u64::MAX, u32::MAX))
-            .map_err(StorageError::backend("scan"))?
-        {
-            let (k, v) = e.map_err(StorageError::backend("scan"))?;
-            let (_, band, run, group, chunk) = k.value();
-            let where_ = format!("{LSH_BUCKETS_NAME}, band {band}, run {run}, group {group:#x}, chunk {chunk}");
-            let Some(r) = run_of(run) else {
-                out.problem(None, format!("{where_}: no such run in the index definition"));
-                continue;
-            };
-            let g = Groups::new(scheme.key_bits(), runs[r].group_bits);
-            if band >= scheme.params.bands || !g.holds(group) {
-                out.problem(None, format!("{where_}: no such band or group under the recorded scheme and run"));
-                continue;
-            }
-            if seg != Some((band, r)) {
-                end_segment(seg, &mut seg_entries, &mut band_entries, out);
-                seg = Some((band, r));
-                cur_group = None;
-            }
-            while checked_bands < band {
-                band_entries.sort_unstable();
-                compare_band(checked_bands, &band_entries, out);
-                band_entries.clear();
-                checked_bands += 1;
-            }
-            if cur_group != Some(group) {
-                cur_group = Some(group);
-                next_chunk = 0;
-            }
-            if chunk != next_chunk {
-                out.problem(None, format!("{where_}: chunk numbers must run 0, 1, ... (expected {next_chunk})"));
-            }
-            next_chunk = chunk.saturating_add(1);
-            let view = match ChunkView::parse(v.value(), g) {
-                Ok(view) => view,
-                Err(d) => {
-                    out.problem(None, format!("{where_}: {d}"));
-                    continue;
-                }
-            };
-            if !view.suffixes_fit(g) {
-                out.problem(None, format!("{where_}: a key suffix exceeds {} bits", g.suffix_bits()));
-            }
-            chunk_entries.clear();
-            view.decode_into(g, group, &mut chunk_entries);
-            seg_entries.extend_from_slice(&chunk_entries);
-        }
-    }
-    end_segment(seg, &mut seg_entries, &mut band_entries, out);
-    while checked_bands < scheme.params.bands {
-        band_entries.sort_unstable();
-        compare_band(checked_bands, &band_entries, out);
-        band_entries.clear();
-        checked_bands += 1;
-    }
-    for (run, &(s, q)) in runs.iter().zip(&run_sums) {
-        entries += s;
-        sum_sq += q;
-        if (s, q) != (run.entries, run.sum_sq) {
-            out.problem(
-                None,
-                format!(
-                    "lsh run {}: definition says sum(s) = {}, sum(s^2) = {}; its buckets give {s}, {q}",
-                    run.id, run.entries, run.sum_sq
-                ),
-            );
-        }
-    }
-    if entries != def.entries || sum_sq != def.sum_sq {
-        out.problem(
-            None,
-            format!(
-                "lsh counters: definition says sum(s) = {}, sum(s^2) = {}; buckets give {entries}, {sum_sq}",
-                def.entries, def.sum_sq
-            ),
-        );
-    }
-    Ok(())
-}
-
-/// Appends the rows of `list` to `rows` and their band keys to `keys` (flat, in the same
-/// order); a row that cannot be banded is a problem naming it as `what`.
-fn band_rows(
-    scheme: &BandKeyScheme,
-    list: &[(u64, Sketch)],
-    what: &str,
-    (rows, keys): (&mut Vec<u64>, &mut Vec<u64>),
-    out: &mut Out<'_>,
-) {
-    for (row, s) in list {
-        match scheme.sketch_keys(s) {
-            Ok(k) => {
-                rows.push(*row);
-                keys.extend_from_slice(&k);
-            }
-            Err(e) => out.problem(Some(*row), format!("{what} cannot be banded: {e}")),
-        }
-    }
 }

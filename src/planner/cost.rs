@@ -5,9 +5,8 @@
 //! figures measured on the development machine (2-core Xeon, AVX-512) and is only used until
 //! a calibration has been stored.
 
-use crate::index::lsh_params::expected_recall_above;
-use crate::index::maintain::banding_model;
-pub use crate::index::stats::{LshStats, SimhashStats};
+pub use crate::index::{LshStats, SimhashStats};
+use crate::index::{banding_model, expected_recall_above};
 use crate::sketch::params::SketchKind;
 
 use super::plan::{Access, EarlyStop, Finish, Plan, PlanKind};
@@ -292,7 +291,7 @@ pub fn choose(query: &Query, stats: &Stats, costs: &CostModel) -> Choice {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index::lsh_params::LshParams;
+    use crate::index::LshParams;
     use crate::planner::query::QueryOptions;
     use crate::sketch::params::SketchParams;
     use crate::sketch::sketch::Sketcher;

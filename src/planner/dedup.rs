@@ -19,9 +19,7 @@
 //! choice is between a quadratic and a linear cost, so it does not hinge on those constants:
 //! the in-memory joins win from a few hundred records on.
 
-use crate::index::keys::simhash_design::SimhashTableDesign;
-use crate::index::lsh_params::expected_recall_above;
-use crate::index::maintain::{banding_model, lsh_scheme_for};
+use crate::index::{SimhashTableDesign, banding_model, expected_recall_above, lsh_scheme_for};
 use crate::sketch::params::SketchKind;
 
 use super::cost::{Alternative, Choice, CostModel, Stats, choose, finish_of};

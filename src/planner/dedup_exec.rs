@@ -3,15 +3,10 @@
 
 use std::collections::HashMap;
 
-use crate::index::error::IndexError;
-use crate::index::keys::simhash_design::SimhashTableDesign;
-use crate::index::lsh_mem::BandedKeys;
-use crate::index::lsh_read::for_each_lsh_pair;
-use crate::index::maintain::lsh_scheme_for;
-use crate::index::simhash_mem::SimhashMemIndex;
-use crate::index::simhash_read::simhash_pairs;
+use crate::index::{
+    BandedKeys, IndexError, SimhashMemIndex, SimhashTableDesign, for_each_lsh_pair, lsh_scheme_for, simhash_pairs,
+};
 use crate::sketch::sketch::Sketch;
-use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::reader::{ReadSnapshot, decode};
 
@@ -71,9 +66,9 @@ fn choice(stats: &Stats, kind: QueryKind, options: QueryOptions, first: &Sketch,
     choose_dedup(&Query { sketch: first.clone(), kind, options }, stats, costs)
 }
 
-/// An index-layer error of the collection `info`, as the storage error users see.
+/// An index-layer error of the collection `info`, naming it.
 fn index_error(info: &CollectionInfo, source: IndexError) -> QueryError {
-    StorageError::Index { collection: info.name().to_string(), source: Box::new(source) }.into()
+    IndexError::Collection { collection: info.name().to_string(), source: Box::new(source) }.into()
 }
 
 /// Calls `on_pair` for every pair of `rows` sharing a band of the banding `bands` x

@@ -2,7 +2,7 @@
 
 use thiserror::Error;
 
-use crate::index::error::IndexError;
+use crate::index::IndexError;
 use crate::sketch::error::SketchError;
 use crate::storage::StorageError;
 

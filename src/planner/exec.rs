@@ -21,8 +21,7 @@ type Result<T, E = QueryError> = std::result::Result<T, E>;
 use super::plan::{Access, EarlyStop, Finish, Plan};
 use super::query::{Query, QueryKind, QueryOptions};
 use super::scan::{BinColumns, OphProbe, Pruning, ScanCounters, scan_page};
-use crate::index::lsh_read::lsh_candidate_records;
-use crate::index::simhash_read::simhash_within_records;
+use crate::index::{lsh_candidate_records, simhash_within_records};
 
 /// One verified result.
 #[derive(Clone, Debug, PartialEq)]

@@ -2,7 +2,7 @@
 //! it would choose, running a query and EXPLAIN. Statistics, plan and execution all see the
 //! same commit.
 
-use crate::index::stats::index_stats;
+use crate::index::index_stats;
 use crate::sketch::sketch::Sketch;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::reader::ReadSnapshot;

@@ -5,15 +5,15 @@
 //! the `keys`, `rows` and `pages` tables, all keyed by its u32 id. Ids are never reused, so
 //! a handle to a dropped collection can never reach a newer one of the same name.
 
-use redb::{ReadableTable, ReadableTableMetadata, WriteTransaction};
+use redb::{ReadableTable, ReadableTableMetadata};
 
 use super::MAX_COLLECTION_NAME_LEN;
 use super::error::{StorageError, contain};
+use super::index_tables::IndexTxn;
 use super::store::Store;
 use super::tables::{
-    CATALOG_KEY, COLLECTION_NAMES, COLLECTION_STATE, COLLECTION_STATE_NAME, COLLECTIONS, COLLECTIONS_NAME, INDEX_DEFS,
-    KEYS, LSH_BUCKETS, LSH_DEAD, LSH_DEAD_NAME, LSH_GROUPS_V1, LSH_GROUPS_V1_NAME, LSH_ROWS, LSH_ROWS_NAME, META,
-    META_NAME, PAGES, SIMHASH_BUCKETS,
+    CATALOG_KEY, COLLECTION_NAMES, COLLECTION_STATE, COLLECTION_STATE_NAME, COLLECTIONS, COLLECTIONS_NAME, KEYS, META,
+    META_NAME, PAGES,
 };
 use crate::codec::layout::ColumnLayout;
 use crate::codec::meta::{CatalogRecord, CollectionDef, CollectionState};
@@ -112,31 +112,31 @@ impl Store {
     /// Creates a collection; fails if the name is taken.
     /// `init` runs inside the creating transaction (the index layer writes the index
     /// definition there, so a collection never exists without its index).
-    pub(crate) fn create_collection(
+    pub(crate) fn create_collection<E: From<StorageError>>(
         &self,
         name: &str,
         params: SketchParams,
         settings: Vec<u8>,
-        init: &mut dyn FnMut(&WriteTransaction, &CollectionInfo) -> Result<(), StorageError>,
-    ) -> Result<CollectionInfo, StorageError> {
+        init: &mut dyn FnMut(&IndexTxn<'_>, &CollectionInfo) -> Result<(), E>,
+    ) -> Result<CollectionInfo, E> {
         contain("create collection", || self.create_collection_unguarded(name, params, settings, init))
     }
 
     /// The body of [`Self::create_collection`], run inside [`contain`] (redb panics become errors).
-    fn create_collection_unguarded(
+    fn create_collection_unguarded<E: From<StorageError>>(
         &self,
         name: &str,
         params: SketchParams,
         settings: Vec<u8>,
-        init: &mut dyn FnMut(&WriteTransaction, &CollectionInfo) -> Result<(), StorageError>,
-    ) -> Result<CollectionInfo, StorageError> {
+        init: &mut dyn FnMut(&IndexTxn<'_>, &CollectionInfo) -> Result<(), E>,
+    ) -> Result<CollectionInfo, E> {
         validate_name(name)?;
         params.validate().map_err(|source| StorageError::Incompatible { collection: name.to_string(), source })?;
         let txn = self.begin_write()?;
         let info = {
             let mut names = txn.open_table(COLLECTION_NAMES).map_err(StorageError::backend("open table"))?;
             if names.get(name).map_err(StorageError::backend("read collection name"))?.is_some() {
-                return Err(StorageError::CollectionExists { name: name.to_string() });
+                return Err(StorageError::CollectionExists { name: name.to_string() }.into());
             }
             let mut meta = txn.open_table(META).map_err(StorageError::backend("open table"))?;
             let meta_err = |source| StorageError::CorruptMeta {
@@ -182,7 +182,7 @@ impl Store {
                 .map_err(StorageError::backend("write collection"))?;
             CollectionInfo::from_def(def)
         };
-        init(&txn, &info)?;
+        init(&IndexTxn(&txn), &info)?;
         txn.commit().map_err(StorageError::backend("commit"))?;
         Ok(info)
     }
@@ -257,61 +257,16 @@ impl Store {
             pages
                 .retain_in((id, 0u64)..=(id, u64::MAX), |_, _| false)
                 .map_err(StorageError::backend("drop collection"))?;
-            drop_index_entries(&txn, id)?;
+            IndexTxn(&txn).drop_index_entries(id)?;
         }
         txn.commit().map_err(StorageError::backend("commit"))
     }
 }
 
-/// Removes every index entry of collection `id` (its definition, SimHash buckets, LSH
-/// buckets, removed-row listing and reverse map), inside `txn`: used by drop and by index rebuilds.
-pub(crate) fn drop_index_entries(txn: &WriteTransaction, id: u32) -> Result<(), StorageError> {
-    let rm = || StorageError::backend("remove index entries");
-    txn.open_table(INDEX_DEFS).map_err(StorageError::backend("open table"))?.remove(id).map_err(rm())?;
-    txn.open_table(SIMHASH_BUCKETS)
-        .map_err(StorageError::backend("open table"))?
-        .retain_in((id, 0u32, 0u32)..=(id, u32::MAX, u32::MAX), |_, _| false)
-        .map_err(rm())?;
-    txn.open_table(LSH_BUCKETS)
-        .map_err(StorageError::backend("open table"))?
-        .retain_in((id, 0u32, 0u32, 0u64, 0u32)..=(id, u32::MAX, u32::MAX, u64::MAX, u32::MAX), |_, _| false)
-        .map_err(rm())?;
-    // The single-run layout of earlier builds: cleared where a file has it, never created.
-    if has_table(txn, LSH_GROUPS_V1_NAME)? {
-        txn.open_table(LSH_GROUPS_V1)
-            .map_err(StorageError::backend("open table"))?
-            .retain_in((id, 0u32, 0u64, 0u32)..=(id, u32::MAX, u64::MAX, u32::MAX), |_, _| false)
-            .map_err(rm())?;
-    }
-    if has_table(txn, LSH_DEAD_NAME)? {
-        txn.open_table(LSH_DEAD)
-            .map_err(StorageError::backend("open table"))?
-            .retain_in((id, 0u64)..=(id, u64::MAX), |_, _| false)
-            .map_err(rm())?;
-    }
-    drop_lsh_reverse_map(txn, id)
-}
-
-/// Removes collection `id`'s entries from `sketchdb.lsh_rows`, the LSH reverse map earlier
-/// builds kept (cleared where a file has the table, never created).
-pub(crate) fn drop_lsh_reverse_map(txn: &WriteTransaction, id: u32) -> Result<(), StorageError> {
-    if has_table(txn, LSH_ROWS_NAME)? {
-        txn.open_table(LSH_ROWS)
-            .map_err(StorageError::backend("open table"))?
-            .retain_in((id, 0u64)..=(id, u64::MAX), |_, _| false)
-            .map_err(StorageError::backend("remove lsh reverse map"))?;
-    }
-    Ok(())
-}
-
-fn has_table(txn: &WriteTransaction, name: &str) -> Result<bool, StorageError> {
-    Ok(txn.list_tables().map_err(StorageError::backend("list tables"))?.any(|t| redb::TableHandle::name(&t) == name))
-}
-
 /// Rewrites a collection's definition with new db-layer settings (same id, name, params
 /// and capacity), inside `txn`; returns the new info.
 pub(crate) fn rewrite_settings(
-    txn: &WriteTransaction,
+    txn: &IndexTxn<'_>,
     info: &CollectionInfo,
     settings: Vec<u8>,
 ) -> Result<CollectionInfo, StorageError> {
@@ -321,7 +276,8 @@ pub(crate) fn rewrite_settings(
         key: def.id.to_string(),
         source: Box::new(source),
     })?;
-    txn.open_table(COLLECTIONS)
+    txn.0
+        .open_table(COLLECTIONS)
         .map_err(StorageError::backend("open table"))?
         .insert(def.id, bytes.as_slice())
         .map_err(StorageError::backend("write collection"))?;

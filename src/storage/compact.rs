@@ -13,10 +13,12 @@
 use super::catalog::CollectionInfo;
 use super::error::{StorageError, contain};
 use super::hook::IndexHook;
+use super::index_tables::IndexTxn;
 use super::reader::decode;
+use super::rules::{corrupt_page, inconsistent};
 use super::store::Store;
 use super::tables::KEYS;
-use super::writer::{PageCache, corrupt_page, inconsistent, state_in, write_state};
+use super::writer::{PageCache, state_in, write_state};
 use crate::codec::page::PageView;
 
 /// What a compaction did.
@@ -43,20 +45,20 @@ impl Store {
 
     /// Compacts every collection's pages and index (see [`IndexHook::optimize`]), then the
     /// file. `hook_for` gives each collection's index maintenance (moved rows change row ids).
-    pub(crate) fn compact(
+    pub(crate) fn compact<H: IndexHook>(
         &self,
         collections: &[CollectionInfo],
-        hook_for: &dyn Fn(&CollectionInfo) -> Box<dyn IndexHook>,
-    ) -> Result<CompactionSummary, StorageError> {
+        hook_for: &dyn Fn(&CollectionInfo) -> H,
+    ) -> Result<CompactionSummary, H::Error> {
         contain("compact", || {
             let mut summary = CompactionSummary { file_bytes_before: self.file_len(), ..Default::default() };
             for info in collections {
                 let mut hook = hook_for(info);
-                self.compact_collection(info, &mut summary, hook.as_mut())?;
+                self.compact_collection(info, &mut summary, &mut hook)?;
                 let mut hook = hook_for(info);
                 let txn = self.begin_write()?;
-                hook.begin(&txn, info)?;
-                if hook.optimize(&txn, info)? {
+                hook.begin(&IndexTxn(&txn), info)?;
+                if hook.optimize(&IndexTxn(&txn), info)? {
                     summary.indexes_optimized += 1;
                     txn.commit().map_err(StorageError::backend("commit"))?;
                 }
@@ -67,12 +69,12 @@ impl Store {
         })
     }
 
-    fn compact_collection(
+    fn compact_collection<H: IndexHook + ?Sized>(
         &self,
         info: &CollectionInfo,
         summary: &mut CompactionSummary,
-        hook: &mut dyn IndexHook,
-    ) -> Result<(), StorageError> {
+        hook: &mut H,
+    ) -> Result<(), H::Error> {
         let mut holed = vec![];
         {
             let snap = self.snapshot()?;
@@ -89,7 +91,7 @@ impl Store {
         let purged_before = summary.rows_purged;
         let txn = self.begin_write()?;
         let mut state = state_in(&txn, info)?;
-        hook.begin(&txn, info)?;
+        hook.begin(&IndexTxn(&txn), info)?;
         {
             let id = info.def.id;
             let mut keys = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
@@ -114,7 +116,7 @@ impl Store {
                     let old =
                         keys.insert((id, key), new_row).map_err(StorageError::backend("move key"))?.map(|g| g.value());
                     if old != Some(old_row) {
-                        return Err(inconsistent(info, old_row, "a live row's key does not map to it"));
+                        return Err(inconsistent(info, old_row, "a live row's key does not map to it").into());
                     }
                     state.next_row += 1;
                     summary.rows_moved += 1;
@@ -122,15 +124,16 @@ impl Store {
             }
             pages.flush()?;
         }
-        hook.finish(&txn, info)?;
+        hook.finish(&IndexTxn(&txn), info)?;
         // The purged rows' records are gone with this commit: an index still holding entries
         // of removed rows (an LSH run's) drops them in the same transaction.
-        if hook.optimize(&txn, info)? {
+        if hook.optimize(&IndexTxn(&txn), info)? {
             summary.indexes_optimized += 1;
         }
         state.deleted = state.deleted.saturating_sub(summary_purged(summary, purged_before));
         write_state(&txn, info, &state)?;
-        txn.commit().map_err(StorageError::backend("commit"))
+        txn.commit().map_err(StorageError::backend("commit"))?;
+        Ok(())
     }
 
     /// redb's file compaction, repeated until it reports nothing left to do.

@@ -162,16 +162,6 @@ pub enum StorageError {
         #[source]
         source: SketchError,
     },
-    /// An index could not take a record or a stored index definition is unusable (a sketch
-    /// that cannot be banded, a design that fails its invariants, ...).
-    #[error("index of collection `{collection}`: {source}")]
-    Index {
-        /// The collection.
-        collection: String,
-        /// The index layer's error.
-        #[source]
-        source: Box<crate::index::error::IndexError>,
-    },
     /// The storage engine panicked, which it does on some damaged files (redb 4.5 reaches
     /// `unreachable!()` on a b-tree page with an unknown type byte). sketchdb catches the
     /// panic at the storage boundary and reports it as damage; `admin::verify` names it too.
@@ -228,7 +218,7 @@ pub(crate) fn contain_any<T>(op: &'static str, f: impl FnOnce() -> T) -> Result<
 }
 
 /// [`contain_any`] for a fallible `f`.
-pub(crate) fn contain<T>(op: &'static str, f: impl FnOnce() -> Result<T, StorageError>) -> Result<T, StorageError> {
+pub(crate) fn contain<T, E: From<StorageError>>(op: &'static str, f: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
     contain_any(op, f)?
 }
 

@@ -7,10 +7,9 @@
 //! operation order, then [`IndexHook::finish`] once, inside the same transaction, before
 //! committing. An error from any of them aborts the whole transaction.
 
-use redb::WriteTransaction;
-
 use super::catalog::CollectionInfo;
 use super::error::StorageError;
+use super::index_tables::IndexTxn;
 use crate::sketch::sketch::Sketch;
 
 /// What a [`PrepareJob`] computed, handed back to the hook that made the job.
@@ -22,8 +21,11 @@ pub(crate) type PrepareJob<'a> = Box<dyn FnOnce() -> Prepared + Send + 'a>;
 
 /// Index maintenance for one write transaction of one collection.
 pub(crate) trait IndexHook {
+    /// The hook's error: the index layer's, which wraps storage errors (the writer's own
+    /// failures reach the caller through it too).
+    type Error: From<StorageError>;
     /// The transaction began (before any other call): load the index definition.
-    fn begin(&mut self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<(), StorageError>;
+    fn begin(&mut self, txn: &IndexTxn<'_>, info: &CollectionInfo) -> Result<(), Self::Error>;
     /// Called once after `begin`, before any `added`, with the sketches of the batch's inserts
     /// and upserts in operation order: if the whole batch is stored, `added` is called for
     /// exactly these, in this order, with rows `first_row`, `first_row + 1`, ... A hook may
@@ -34,20 +36,20 @@ pub(crate) trait IndexHook {
     }
     /// The result of the job [`IndexHook::prepare`] returned (after every `added` and
     /// `removed`, before `finish`).
-    fn prepared(&mut self, _result: Prepared, _info: &CollectionInfo) -> Result<(), StorageError> {
+    fn prepared(&mut self, _result: Prepared, _info: &CollectionInfo) -> Result<(), Self::Error> {
         Ok(())
     }
     /// Row `row` now holds `sketch`.
-    fn added(&mut self, row: u64, sketch: &Sketch) -> Result<(), StorageError>;
+    fn added(&mut self, row: u64, sketch: &Sketch) -> Result<(), Self::Error>;
     /// Row `row`, which held `sketch` (read from its page), is gone: an index derives the
     /// entries to remove from the sketch, so none needs a reverse map.
-    fn removed(&mut self, row: u64, sketch: &Sketch) -> Result<(), StorageError>;
+    fn removed(&mut self, row: u64, sketch: &Sketch) -> Result<(), Self::Error>;
     /// Writes the index changes into `txn`.
-    fn finish(&mut self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<(), StorageError>;
+    fn finish(&mut self, txn: &IndexTxn<'_>, info: &CollectionInfo) -> Result<(), Self::Error>;
     /// Compaction, in a transaction of its own (after `begin`): rewrites the index into its
     /// read-optimised form where it has one (an LSH index's or SimHash tables' runs merged into one). Returns
     /// whether anything changed.
-    fn optimize(&mut self, _txn: &WriteTransaction, _info: &CollectionInfo) -> Result<bool, StorageError> {
+    fn optimize(&mut self, _txn: &IndexTxn<'_>, _info: &CollectionInfo) -> Result<bool, Self::Error> {
         Ok(false)
     }
 }

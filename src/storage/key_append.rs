@@ -20,7 +20,7 @@ use redb::{ReadableTable, Table};
 
 use super::StorageError;
 use super::catalog::CollectionInfo;
-use super::writer::{WriteOp, check_key, inconsistent};
+use super::rules::{WriteOp, check_key, inconsistent};
 
 /// Batches with fewer candidate keys than this use the per-op path only (the cursor's setup
 /// is not worth it).

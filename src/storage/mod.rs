@@ -7,7 +7,11 @@
 //! * [`writer`]: write transactions: inserts, upserts, deletes, all-or-nothing batches;
 //!   [`key_append`] writes a batch's keys that sort after all others through one cursor.
 //! * [`reader`]: read snapshots: gets and page scans.
+//! * [`rules`]: what a write is made of, and the key check and error builders reads and
+//!   writes share.
 //! * [`compact`]: page compaction and redb file compaction.
+//! * [`index_tables`]: typed handles on the index's tables, the index layer's only access
+//!   to the engine ([`index_tables::IndexTxn`] is the write transaction its hook receives).
 //! * [`verify`]: the storage-level consistency checks behind `admin::verify`.
 //!
 //! No redb type escapes this module; redb errors become [`StorageError::Backend`] with the
@@ -20,8 +24,10 @@ pub(crate) mod compact;
 pub(crate) mod costs;
 pub(crate) mod error;
 pub(crate) mod hook;
+pub(crate) mod index_tables;
 pub(crate) mod key_append;
 pub(crate) mod reader;
+pub(crate) mod rules;
 pub(crate) mod store;
 pub(crate) mod tables;
 pub(crate) mod verify;

@@ -9,8 +9,12 @@ use redb::{AccessGuard, ReadOnlyTable, ReadTransaction};
 
 use super::catalog::{CollectionInfo, read_state};
 use super::error::{StorageError, contain};
-use super::tables::{COLLECTION_STATE, KEYS, PAGES};
-use super::writer::{check_key, corrupt_page, inconsistent};
+use super::index_tables::{BucketKey, BytesView, GroupKey, RowKey, RowsView, RunKey};
+use super::rules::{check_key, corrupt_page, inconsistent};
+use super::store::{LayerState, layer_state};
+use super::tables::{
+    COLLECTION_STATE, INDEX_DEFS, KEYS, LSH_BUCKETS, LSH_DEAD, LSH_GROUPS_V1, LSH_ROWS, PAGES, SIMHASH_BUCKETS,
+};
 use crate::codec::meta::CollectionState;
 use crate::codec::page::PageView;
 use crate::codec::record::decode_row;
@@ -20,6 +24,7 @@ use crate::sketch::sketch::Sketch;
 pub(crate) struct ReadSnapshot {
     txn: ReadTransaction,
     store: u64,
+    layer: LayerState,
 }
 
 /// A record as read: key, row id and sketch.
@@ -49,11 +54,20 @@ type PageEntry = (u64, AccessGuard<'static, &'static [u8]>);
 impl super::store::Store {
     /// A snapshot of the last commit.
     pub(crate) fn snapshot(&self) -> Result<ReadSnapshot, StorageError> {
-        Ok(ReadSnapshot { txn: contain("begin read", || self.begin_read())?, store: self.id })
+        Ok(ReadSnapshot {
+            txn: contain("begin read", || self.begin_read())?,
+            store: self.id,
+            layer: self.layer.clone(),
+        })
     }
 }
 
 impl ReadSnapshot {
+    /// The per-database state of type `T` of the database read (see [`LayerState`]).
+    pub(crate) fn layer_state<T: std::any::Any + Send + Sync + Default>(&self) -> Option<std::sync::Arc<T>> {
+        layer_state(&self.layer)
+    }
+
     /// The read transaction (for the index layer's tables).
     pub(crate) fn txn(&self) -> &ReadTransaction {
         &self.txn
@@ -254,4 +268,32 @@ pub(crate) fn decode(info: &CollectionInfo, view: &PageView<'_>, page: u64, i: u
         row: view.first_row() + i as u64,
         source: Box::new(source),
     })
+}
+
+/// The index tables of a snapshot (`None`: the file never had the table).
+impl ReadSnapshot {
+    /// `sketchdb.lsh_runs`.
+    pub(crate) fn lsh_runs(&self) -> Result<Option<BytesView<RunKey>>, StorageError> {
+        Ok(open(self.txn(), LSH_BUCKETS)?.map(BytesView))
+    }
+    /// `sketchdb.simhash_buckets`.
+    pub(crate) fn simhash_buckets(&self) -> Result<Option<BytesView<BucketKey>>, StorageError> {
+        Ok(open(self.txn(), SIMHASH_BUCKETS)?.map(BytesView))
+    }
+    /// `sketchdb.index_defs`.
+    pub(crate) fn index_defs(&self) -> Result<Option<BytesView<u32>>, StorageError> {
+        Ok(open(self.txn(), INDEX_DEFS)?.map(BytesView))
+    }
+    /// `sketchdb.lsh_rows` (the reverse map of earlier builds).
+    pub(crate) fn lsh_rows(&self) -> Result<Option<BytesView<RowKey>>, StorageError> {
+        Ok(open(self.txn(), LSH_ROWS)?.map(BytesView))
+    }
+    /// `sketchdb.lsh_dead`.
+    pub(crate) fn lsh_dead(&self) -> Result<Option<RowsView>, StorageError> {
+        Ok(open(self.txn(), LSH_DEAD)?.map(RowsView))
+    }
+    /// `sketchdb.lsh_buckets` (the single-run layout of earlier builds).
+    pub(crate) fn lsh_groups_v1(&self) -> Result<Option<BytesView<GroupKey>>, StorageError> {
+        Ok(open(self.txn(), LSH_GROUPS_V1)?.map(BytesView))
+    }
 }

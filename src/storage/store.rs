@@ -1,6 +1,9 @@
 //! The opened database file: atomic creation, the format-record check at open, durability,
 //! and the transaction entry points every other storage module uses.
 
+use std::any::Any;
+use std::sync::{Arc, OnceLock};
+
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -59,6 +62,19 @@ pub(crate) struct Store {
     /// This handle's identity, unique in the process: what was read from one open database
     /// can be cached under it without being confused with another's.
     pub(crate) id: u64,
+    /// State the index layer keeps per opened database (its probe caches), shared with
+    /// this handle's snapshots.
+    pub(crate) layer: LayerState,
+}
+
+/// One slot of per-database state for a layer above storage, made on first use: storage
+/// holds it without knowing its type.
+pub(crate) type LayerState = Arc<OnceLock<Arc<dyn Any + Send + Sync>>>;
+
+/// The state in `slot`, made with `T::default()` on first use; `None` if the slot holds
+/// another type.
+pub(crate) fn layer_state<T: Any + Send + Sync + Default>(slot: &LayerState) -> Option<Arc<T>> {
+    slot.get_or_init(|| Arc::new(T::default())).clone().downcast::<T>().ok()
 }
 
 /// A process-unique [`Store::id`].
@@ -85,6 +101,11 @@ pub(crate) fn temp_path(path: &Path) -> PathBuf {
 }
 
 impl Store {
+    /// The per-database state of type `T` (see [`LayerState`]).
+    pub(crate) fn layer_state<T: Any + Send + Sync + Default>(&self) -> Option<Arc<T>> {
+        layer_state(&self.layer)
+    }
+
     fn builder(opts: &StoreOptions) -> redb::Builder {
         let mut b = redb::Builder::new();
         if let Some(bytes) = opts.cache_size {
@@ -161,6 +182,7 @@ impl Store {
             durability: opts.durability,
             costs: Default::default(),
             id: next_store_id(),
+            layer: LayerState::default(),
         })
     }
 
@@ -175,6 +197,7 @@ impl Store {
             durability: opts.durability,
             costs: Default::default(),
             id: next_store_id(),
+            layer: LayerState::default(),
         })
     }
 
@@ -190,6 +213,7 @@ impl Store {
             durability: opts.durability,
             costs: Default::default(),
             id: next_store_id(),
+            layer: LayerState::default(),
         })
     }
 

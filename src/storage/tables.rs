@@ -26,7 +26,7 @@ pub(crate) const PAGES: TableDefinition<(u32, u64), &[u8]> = TableDefinition::ne
 pub(crate) const INDEX_DEFS: TableDefinition<u32, &[u8]> = TableDefinition::new("sketchdb.index_defs");
 /// `(u32, u32, u32) -> &[u8]`: (collection id, SimHash table number, bucket) -> packed
 /// bucket (8-byte header with the entry count, sorted key suffixes, row ids; layout in
-/// `index::simhash_tables`). Bucket = the top `bucket_bits` bits of the table's permuted key.
+/// `index::simhash::format`). Bucket = the top `bucket_bits` bits of the table's permuted key.
 pub(crate) const SIMHASH_BUCKETS: TableDefinition<(u32, u32, u32), &[u8]> =
     TableDefinition::new("sketchdb.simhash_buckets");
 /// `(u32, u32, u32, u64, u32) -> &[u8]`: (collection id, band, run, group, chunk) -> packed

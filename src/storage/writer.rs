@@ -17,29 +17,18 @@ use std::collections::BTreeMap;
 
 use redb::{ReadableTable, Table, WriteTransaction};
 
-use super::MAX_KEY_LEN;
 use super::catalog::{CollectionInfo, page_fits, read_state};
 use super::error::{StorageError, contain, panic_message, show_key};
 use super::hook::IndexHook;
+use super::index_tables::IndexTxn;
 use super::key_append::{KeysTable, append_new_keys};
+use super::rules::{WriteOp, check_key, corrupt_page, inconsistent};
 use super::tables::{COLLECTION_STATE, COLLECTION_STATE_NAME, KEYS, PAGES};
-use crate::codec::error::CodecError;
 use crate::codec::meta::CollectionState;
 use crate::codec::page::{PageBuilder, PageView};
 use crate::codec::record::{decode_row, push_sketch};
 use crate::sketch::params::SketchKind;
 use crate::sketch::sketch::Sketch;
-
-/// One write of a batch.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum WriteOp<'a> {
-    /// Insert; the key must be absent.
-    Insert(&'a [u8], &'a Sketch),
-    /// Insert or replace.
-    Upsert(&'a [u8], &'a Sketch),
-    /// Delete if present.
-    Delete(&'a [u8]),
-}
 
 /// What a committed batch did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -57,32 +46,6 @@ pub struct WriteSummary {
     pub first_row: u64,
     /// Rows written (inserts plus upserts).
     pub new_rows: u64,
-}
-
-/// Checks a user key's length.
-pub(crate) fn check_key(info: &CollectionInfo, key: &[u8]) -> Result<(), StorageError> {
-    if key.is_empty() {
-        return Err(StorageError::EmptyKey { collection: info.def.name.clone() });
-    }
-    if key.len() > MAX_KEY_LEN {
-        return Err(StorageError::KeyTooLong { collection: info.def.name.clone(), len: key.len(), max: MAX_KEY_LEN });
-    }
-    Ok(())
-}
-
-/// Wraps a codec error as a corrupt page of `info` starting at row `page`.
-pub(crate) fn corrupt_page(info: &CollectionInfo, page: u64) -> impl FnOnce(CodecError) -> StorageError + '_ {
-    // The name is cloned only on error: this is built for every row written.
-    move |source| StorageError::CorruptPage {
-        collection: info.def.name.clone(),
-        collection_id: info.def.id,
-        page,
-        source: Box::new(source),
-    }
-}
-
-pub(crate) fn inconsistent(info: &CollectionInfo, row: u64, detail: impl ToString) -> StorageError {
-    StorageError::Inconsistent { collection: info.def.name.clone(), row: Some(row), detail: detail.to_string() }
 }
 
 /// The pages one write transaction touches, each built once. Pages are keyed by first row.
@@ -252,6 +215,11 @@ pub(crate) fn write_state(
 }
 
 /// Reads a collection's state inside a write transaction.
+/// The collection's state as of the index's write transaction.
+pub(crate) fn index_state(txn: &IndexTxn<'_>, info: &CollectionInfo) -> Result<CollectionState, StorageError> {
+    state_in(txn.0, info)
+}
+
 pub(crate) fn state_in(txn: &WriteTransaction, info: &CollectionInfo) -> Result<CollectionState, StorageError> {
     let t = txn.open_table(COLLECTION_STATE).map_err(StorageError::backend("open table"))?;
     read_state(&t, info)
@@ -260,25 +228,25 @@ pub(crate) fn state_in(txn: &WriteTransaction, info: &CollectionInfo) -> Result<
 impl super::store::Store {
     /// Applies `ops` to one collection in one transaction: all of them or, on any error,
     /// none.
-    pub(crate) fn apply<'a>(
+    pub(crate) fn apply<'a, H: IndexHook + ?Sized>(
         &self,
         info: &CollectionInfo,
         ops: impl IntoIterator<Item = WriteOp<'a>>,
-        hook: &mut dyn IndexHook,
-    ) -> Result<WriteSummary, StorageError> {
+        hook: &mut H,
+    ) -> Result<WriteSummary, H::Error> {
         contain("write", || self.apply_unguarded(info, ops, hook))
     }
 
     /// The body of [`Self::apply`], run inside [`contain`] (redb panics become errors).
-    fn apply_unguarded<'a>(
+    fn apply_unguarded<'a, H: IndexHook + ?Sized>(
         &self,
         info: &CollectionInfo,
         ops: impl IntoIterator<Item = WriteOp<'a>>,
-        hook: &mut dyn IndexHook,
-    ) -> Result<WriteSummary, StorageError> {
+        hook: &mut H,
+    ) -> Result<WriteSummary, H::Error> {
         let txn = self.begin_write()?;
         let mut state = state_in(&txn, info)?;
-        hook.begin(&txn, info)?;
+        hook.begin(&IndexTxn(&txn), info)?;
         let mut summary = WriteSummary { first_row: state.next_row, ..WriteSummary::default() };
         let ops: Vec<WriteOp<'a>> = ops.into_iter().collect();
         let sketches: Vec<&Sketch> = ops
@@ -298,10 +266,11 @@ impl super::store::Store {
                 Some(Err(payload)) => Err(StorageError::EnginePanic {
                     op: "prepare index changes",
                     detail: panic_message(payload.as_ref()),
-                }),
+                }
+                .into()),
             }
         })?;
-        hook.finish(&txn, info)?;
+        hook.finish(&IndexTxn(&txn), info)?;
         write_state(&txn, info, &state)?;
         txn.commit().map_err(StorageError::backend("commit"))?;
         Ok(summary)
@@ -309,15 +278,15 @@ impl super::store::Store {
 
     /// Stores the records of `ops` and their keys, in order, telling `hook` of every row
     /// added and removed; updates `state` and `summary`.
-    fn write_ops(
+    fn write_ops<H: IndexHook + ?Sized>(
         &self,
         txn: &WriteTransaction,
         info: &CollectionInfo,
         ops: Vec<WriteOp<'_>>,
         state: &mut CollectionState,
         summary: &mut WriteSummary,
-        hook: &mut dyn IndexHook,
-    ) -> Result<(), StorageError> {
+        hook: &mut H,
+    ) -> Result<(), H::Error> {
         let id = info.def.id;
         let mut keys: KeysTable<'_> = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
         let appended = append_new_keys(&mut keys, info, &ops, state.next_row)?;
@@ -342,7 +311,8 @@ impl super::store::Store {
                             return Err(StorageError::DuplicateKey {
                                 collection: info.def.name.clone(),
                                 key: show_key(key),
-                            });
+                            }
+                            .into());
                         }
                         let gone = pages.delete(old_row, key)?;
                         hook.removed(old_row, &gone)?;
@@ -373,18 +343,19 @@ impl super::store::Store {
                 }
             }
         }
-        pages.flush()
+        pages.flush()?;
+        Ok(())
     }
 }
 
 /// Calls `f(row, sketch)` for every live row of the collection, in row order, reading the
 /// pages through the write transaction `txn` (index rebuilds).
-pub(crate) fn for_each_live_in(
-    txn: &WriteTransaction,
+pub(crate) fn for_each_live_in<E: From<StorageError>>(
+    txn: &IndexTxn<'_>,
     info: &CollectionInfo,
-    mut f: impl FnMut(u64, &Sketch) -> Result<(), StorageError>,
-) -> Result<(), StorageError> {
-    for_each_page_in(txn, info, |first, view| {
+    mut f: impl FnMut(u64, &Sketch) -> Result<(), E>,
+) -> Result<(), E> {
+    for_each_page_in(txn.0, info, |first, view| {
         for i in (0..view.row_count()).filter(|&i| !view.is_deleted(i)) {
             let sketch = super::reader::decode(info, view, first, i)?;
             f(view.first_row() + i as u64, &sketch)?;
@@ -396,7 +367,7 @@ pub(crate) fn for_each_live_in(
 /// Calls `f(row, fingerprint)` for every live row of a SimHash collection, in row order:
 /// [`for_each_live_in`] without building a sketch per row (a SimHash table rebuild).
 pub(crate) fn for_each_live_fingerprint_in(
-    txn: &WriteTransaction,
+    txn: &IndexTxn<'_>,
     info: &CollectionInfo,
     mut f: impl FnMut(u64, u128),
 ) -> Result<(), StorageError> {
@@ -404,7 +375,7 @@ pub(crate) fn for_each_live_fingerprint_in(
         return Err(inconsistent(info, 0, "a fingerprint scan of a collection that is not SimHash"));
     }
     // `parse_expected` checked the page's layout: one 8-byte value column per 64 bits.
-    for_each_page_in(txn, info, |_, view| {
+    for_each_page_in(txn.0, info, |_, view| {
         let wide = view.layout().value_cols > 1;
         for i in (0..view.row_count()).filter(|&i| !view.is_deleted(i)) {
             let hi = if wide { u128::from(view.value(1, i)) << 64 } else { 0 };
@@ -415,11 +386,11 @@ pub(crate) fn for_each_live_fingerprint_in(
 }
 
 /// Calls `f(first row, page)` for every page of the collection, in row order, each checked.
-fn for_each_page_in(
+fn for_each_page_in<E: From<StorageError>>(
     txn: &WriteTransaction,
     info: &CollectionInfo,
-    mut f: impl FnMut(u64, &PageView<'_>) -> Result<(), StorageError>,
-) -> Result<(), StorageError> {
+    mut f: impl FnMut(u64, &PageView<'_>) -> Result<(), E>,
+) -> Result<(), E> {
     let pages = txn.open_table(PAGES).map_err(StorageError::backend("open table"))?;
     let id = info.def.id;
     for entry in pages.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan pages"))? {

@@ -14,7 +14,7 @@
 //! its 512-byte sectors, or a prefix cut at any byte). Keeping any subset models reordering:
 //! a later write may reach the disk while an earlier one does not. Writes that are kept are
 //! applied in issue order, so an overlapping byte holds the newest kept value (the page cache
-//! never writes stale data after fresh data). These are exactly the media assumptions redb
+//! never writes stale data after fresh data). These are exactly the media assumptions the storage engine
 //! documents (single-byte writes atomic, durable after fsync, powersafe overwrite).
 //!
 //! **I/O failures.** An [`IoFault`] fails the Nth call (any of `len`, `read`, `write`,

@@ -9,7 +9,7 @@ use super::rng::{ByteEntropy, Entropy};
 use crate::codec::meta::{CatalogRecord, CollectionDef, CollectionState, FormatRecord};
 use crate::codec::page::{PageBuilder, PageView};
 use crate::codec::record::{decode_row, push_sketch};
-use crate::index::meta::IndexDef;
+use crate::index::IndexDef;
 use crate::sketch::bbit::BBitMinHash;
 use crate::sketch::minhash::MinHash;
 use crate::sketch::oph::OphSketch;
@@ -110,8 +110,7 @@ pub fn fuzz_meta_decode(data: &[u8]) {
 /// Index definitions of every kind this build writes or reads: LSH (variant 4), SimHash
 /// tables as runs (variant 5) and as one set (variant 0, earlier builds).
 fn sample_index_defs() -> Vec<Vec<u8>> {
-    use crate::index::maintain::{IndexRequest, spec_for};
-    use crate::index::meta::{IndexSpec, SimhashRun};
+    use crate::index::{IndexRequest, IndexSpec, SimhashRun, spec_for};
     let mut out = vec![];
     for (i, p) in sample_params().into_iter().enumerate() {
         let request = if p.kind() == crate::sketch::params::SketchKind::SimHash {

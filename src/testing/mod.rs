@@ -8,14 +8,12 @@ pub use crate::storage::backend::{Backend, MemoryBackend};
 
 /// Index internals that tests and benches reach: band keys and their scheme, SimHash probes
 /// over in-memory runs.
-pub use crate::index::keys::band::{
+pub use crate::index::{
     BAND_HASH_VERSION, BandKeyScheme, KEY_BITS_V2, LshRows, RowWidth, band_key_u32, band_key_u64, band_key_v3, lsh_rows,
 };
-pub use crate::index::keys::simhash_design::SIMHASH_PROBE_COST;
-pub use crate::index::simhash_mem::SimhashMemIndex;
-pub use crate::index::simhash_probe::{
-    ProbeScratch, RunView, SimhashMatch, SimhashPair, brute_force as simhash_brute_force, filter_bucket,
-    probe as simhash_probe, self_join as simhash_self_join,
+pub use crate::index::{
+    ProbeScratch, RunView, SIMHASH_PROBE_COST, SimhashMatch, SimhashMemIndex, SimhashPair, filter_bucket,
+    simhash_brute_force, simhash_probe, simhash_self_join,
 };
 
 pub mod crash;
@@ -48,8 +46,8 @@ pub fn read_raw_page(collection: &Collection, db: &Database, page: u64) -> Resul
     Ok(db.store().snapshot()?.raw_page(collection.info(), page)?)
 }
 
-/// Overwrites a stored page's bytes verbatim (no checks): to plant corruption that redb's
-/// own checksums do not see.
+/// Overwrites a stored page's bytes verbatim (no checks): to plant corruption that the storage
+/// engine's own checksums do not see.
 pub fn write_raw_page(collection: &Collection, db: &Database, page: u64, bytes: &[u8]) -> Result<()> {
     let store = db.store();
     let txn = store.begin_write()?;
@@ -83,13 +81,13 @@ pub fn simhash_within_batch(
     radius: u32,
 ) -> Result<Vec<Vec<(u64, u32)>>> {
     let snap = db.store().snapshot()?;
-    Ok(crate::index::simhash_read::simhash_within_batch(&snap, collection.info(), fps, radius)?)
+    Ok(crate::index::simhash_within_batch(&snap, collection.info(), fps, radius)?)
 }
 
 /// Every pair of live rows within `radius`, each once as `(a, b, distance)` with a < b.
 pub fn simhash_pairs(collection: &Collection, db: &Database, radius: u32) -> Result<Vec<(u64, u64, u32)>> {
     let snap = db.store().snapshot()?;
-    Ok(crate::index::simhash_read::simhash_pairs(&snap, collection.info(), radius)?)
+    Ok(crate::index::simhash_pairs(&snap, collection.info(), radius)?)
 }
 
 /// A read snapshot held open across later commits.
@@ -107,7 +105,7 @@ pub fn lsh_candidates_in(
     sketch: &crate::sketch::sketch::Sketch,
     bands: u32,
 ) -> Result<Vec<u64>> {
-    Ok(crate::index::lsh_read::lsh_candidates(&snapshot.0, collection.info(), sketch, bands)?)
+    Ok(crate::index::lsh_candidates(&snapshot.0, collection.info(), sketch, bands)?)
 }
 
 /// [`simhash_within`] as of a held snapshot.
@@ -117,7 +115,7 @@ pub fn simhash_within_in(
     fp: u128,
     radius: u32,
 ) -> Result<Vec<(u64, u32)>> {
-    Ok(crate::index::simhash_read::simhash_within(&snapshot.0, collection.info(), fp, radius)?)
+    Ok(crate::index::simhash_within(&snapshot.0, collection.info(), fp, radius)?)
 }
 
 /// The LSH candidates of `sketch` from the first `bands` bands: distinct live row ids,
@@ -134,47 +132,38 @@ pub fn lsh_candidates(
 /// The LSH statistics: banding and mean hit-bucket size.
 pub fn lsh_stats(collection: &Collection, db: &Database) -> Result<Option<(crate::lsh::LshParams, f64)>> {
     let snap = db.store().snapshot()?;
-    Ok(crate::index::stats::lsh_stats(&snap, collection.info())?.map(|s| (s.plan.params, s.plan.mean_hit_bucket)))
+    Ok(crate::index::lsh_stats(&snap, collection.info())?.map(|s| (s.plan.params, s.plan.mean_hit_bucket)))
 }
 
 /// The SimHash statistics: (tables, radius, shortest prefix bits).
 pub fn simhash_stats(collection: &Collection, db: &Database) -> Result<Option<(u32, u32, u32)>> {
     let snap = db.store().snapshot()?;
-    Ok(crate::index::stats::simhash_stats(&snap, collection.info())?.map(|s| (s.tables, s.radius, s.prefix_bits)))
+    Ok(crate::index::simhash_stats(&snap, collection.info())?.map(|s| (s.tables, s.radius, s.prefix_bits)))
 }
 
-/// Plants an index inconsistency that redb's checksums cannot see: drops the first stored
+/// Plants an index inconsistency that the storage engine's checksums cannot see: drops the first stored
 /// LSH bucket chunk or SimHash bucket of the collection. Returns whether one was found.
 pub fn drop_first_index_bucket(collection: &Collection, db: &Database) -> Result<bool> {
-    use crate::storage::StorageError;
-    use crate::storage::tables::{LSH_BUCKETS, SIMHASH_BUCKETS};
-    use redb::ReadableTable;
+    use crate::storage::index_tables::BytesRead;
     let id = collection.info().def.id;
-    let txn = db.store().begin_write()?;
-    let found = {
-        let mut t = txn.open_table(LSH_BUCKETS).map_err(StorageError::backend("open table"))?;
+    db.store().write_index(|txn| {
+        let mut t = txn.lsh_runs()?;
         let first = t
-            .range((id, 0u32, 0u32, 0u64, 0u32)..=(id, u32::MAX, u32::MAX, u64::MAX, u32::MAX))
-            .map_err(StorageError::backend("scan"))?
+            .range((id, 0u32, 0u32, 0u64, 0u32)..=(id, u32::MAX, u32::MAX, u64::MAX, u32::MAX), "scan")?
             .next()
-            .transpose()
-            .map_err(StorageError::backend("scan"))?
-            .map(|(k, _)| k.value());
-        let mut found = false;
+            .transpose()?
+            .map(|(k, _)| k);
         if let Some(k) = first {
-            t.remove(k).map_err(StorageError::backend("remove"))?;
-            found = true;
-        } else {
-            let mut t = txn.open_table(SIMHASH_BUCKETS).map_err(StorageError::backend("open table"))?;
-            if let Some((k, _)) = simhash::first_bucket(&t, id)? {
-                t.remove(k).map_err(StorageError::backend("remove"))?;
-                found = true;
-            }
+            t.remove(k, "remove")?;
+            return Ok(true);
         }
-        found
-    };
-    txn.commit().map_err(StorageError::backend("commit"))?;
-    Ok(found)
+        let mut t = txn.simhash_buckets()?;
+        if let Some((k, _)) = simhash::first_bucket(&t, id)? {
+            t.remove(k, "remove")?;
+            return Ok(true);
+        }
+        Ok(false)
+    })
 }
 
 /// Writes every live row's band keys to `sketchdb.lsh_rows`, as builds before index wire
@@ -182,51 +171,44 @@ pub fn drop_first_index_bucket(collection: &Collection, db: &Database) -> Result
 /// build did (the reverse-map variant); without it the entries are strays the definition does
 /// not own. Returns the entries written (0, changing nothing, without an LSH index).
 pub fn plant_lsh_reverse_map(collection: &Collection, db: &Database, as_earlier_build: bool) -> Result<u64> {
-    use crate::index::lsh::push_band_keys;
-    use crate::index::meta::{IndexDef, IndexSpec};
-    use crate::storage::StorageError;
-    use crate::storage::tables::LSH_ROWS;
+    use crate::index::{IndexDef, IndexSpec, push_band_keys};
     let live: Vec<(u64, crate::Sketch)> =
         collection.scan()?.map(|r| r.map(|r| (r.row_id, r.sketch))).collect::<Result<_>>()?;
     let info = collection.info();
-    let txn = db.store().begin_write()?;
-    let Some(mut def) = IndexDef::load_in(&txn, info)? else { return Ok(0) };
-    let IndexSpec::Lsh { scheme, reverse_map, .. } = &mut def.spec else { return Ok(0) };
-    let scheme = *scheme;
-    *reverse_map = as_earlier_build;
-    {
-        let mut t = txn.open_table(LSH_ROWS).map_err(StorageError::backend("open table"))?;
+    db.store().write_index(|txn| {
+        let Some(mut def) = IndexDef::load_in(txn, info)? else { return Ok(0) };
+        let IndexSpec::Lsh { scheme, reverse_map, .. } = &mut def.spec else { return Ok(0) };
+        let scheme = *scheme;
+        *reverse_map = as_earlier_build;
+        let mut t = txn.lsh_rows()?;
         let mut bytes = Vec::new();
         for (row, sketch) in &live {
-            let keys = scheme.sketch_keys(sketch).map_err(crate::index::meta::index_err(info))?;
+            let keys = scheme.sketch_keys(sketch).map_err(crate::index::index_err(info))?;
             bytes.clear();
             push_band_keys(&keys, scheme.key_bits(), &mut bytes);
-            t.insert((info.def.id, *row), bytes.as_slice()).map_err(StorageError::backend("write"))?;
+            t.insert((info.def.id, *row), &bytes, "write")?;
         }
-    }
-    def.store_in(&txn, info)?;
-    txn.commit().map_err(StorageError::backend("commit"))?;
-    Ok(live.len() as u64)
+        def.store_in(txn, info)?;
+        Ok(live.len() as u64)
+    })
 }
 
 /// The collection's entries in `sketchdb.lsh_rows`, the reverse map of earlier builds.
 pub fn lsh_reverse_entries(collection: &Collection, db: &Database) -> Result<u64> {
-    use crate::storage::StorageError;
-    use crate::storage::reader::open;
-    use crate::storage::tables::LSH_ROWS;
+    use crate::storage::index_tables::BytesRead;
     let id = collection.info().def.id;
     let snap = db.store().snapshot()?;
-    let Some(t) = open(snap.txn(), LSH_ROWS)? else { return Ok(0) };
-    let range = t.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan"))?;
+    let Some(t) = snap.lsh_rows()? else { return Ok(0) };
+    let range = t.range((id, 0u64)..=(id, u64::MAX), "scan")?;
     Ok(range.count() as u64)
 }
 
 /// Whether the collection's LSH index definition is the reverse-map variant of earlier builds
 /// (`None`: no LSH index).
 pub fn lsh_keeps_reverse_map(collection: &Collection, db: &Database) -> Result<Option<bool>> {
-    use crate::index::meta::{IndexDef, IndexSpec};
+    use crate::index::{IndexDef, IndexSpec};
     let snap = db.store().snapshot()?;
-    let def = IndexDef::load(snap.txn(), collection.info())?;
+    let def = IndexDef::load(&snap, collection.info())?;
     Ok(match def.as_deref().map(|d| &d.spec) {
         Some(IndexSpec::Lsh { reverse_map, .. }) => Some(*reverse_map),
         _ => None,
@@ -236,51 +218,40 @@ pub fn lsh_keeps_reverse_map(collection: &Collection, db: &Database) -> Result<O
 /// Plants a damaged LSH reverse entry: appends one byte to the first `sketchdb.lsh_rows`
 /// value of the collection. Returns the row it belongs to, if there was one.
 pub fn extend_first_lsh_reverse_entry(collection: &Collection, db: &Database) -> Result<Option<u64>> {
-    use crate::storage::StorageError;
-    use crate::storage::tables::LSH_ROWS;
-    use redb::ReadableTable;
+    use crate::storage::index_tables::BytesRead;
     let id = collection.info().def.id;
-    let txn = db.store().begin_write()?;
-    let row = {
-        let mut t = txn.open_table(LSH_ROWS).map_err(StorageError::backend("open table"))?;
-        let first = t
-            .range((id, 0u64)..=(id, u64::MAX))
-            .map_err(StorageError::backend("scan"))?
-            .next()
-            .transpose()
-            .map_err(StorageError::backend("scan"))?
-            .map(|(k, v)| (k.value().1, v.value().to_vec()));
-        match first {
+    db.store().write_index(|txn| {
+        let mut t = txn.lsh_rows()?;
+        let first =
+            t.range((id, 0u64)..=(id, u64::MAX), "scan")?.next().transpose()?.map(|(k, v)| (k.1, v.value().to_vec()));
+        Ok(match first {
             Some((row, mut bytes)) => {
                 bytes.push(0);
-                t.insert((id, row), bytes.as_slice()).map_err(StorageError::backend("write"))?;
+                t.insert((id, row), &bytes, "write")?;
                 Some(row)
             }
             None => None,
-        }
-    };
-    txn.commit().map_err(StorageError::backend("commit"))?;
-    Ok(row)
+        })
+    })
 }
 
 /// Rewrites the collection's LSH index definition in the single-run layout of earlier builds
 /// (`IndexSpec::LshGroups`, same scheme) and stores one value in that layout's table, as a
 /// file written by such a build holds them. Returns false without an LSH index.
 pub fn plant_legacy_lsh_index(collection: &Collection, db: &Database) -> Result<bool> {
-    use crate::index::meta::{IndexDef, IndexSpec};
-    use crate::storage::StorageError;
-    use crate::storage::tables::LSH_GROUPS_V1;
-    let txn = db.store().begin_write()?;
-    let Some(def) = IndexDef::load_in(&txn, collection.info())? else { return Ok(false) };
-    let IndexSpec::Lsh { scheme, threshold, .. } = def.spec else { return Ok(false) };
-    let legacy = IndexDef { spec: IndexSpec::LshGroups { scheme, threshold, group_bits: 10 }, ..def };
-    legacy.store_in(&txn, collection.info())?;
-    txn.open_table(LSH_GROUPS_V1)
-        .map_err(StorageError::backend("open table"))?
-        .insert((collection.info().def.id, 0u32, 0u64, 0u32), [1u8, 7, 1, 0, 0, 0, 0, 0].as_slice())
-        .map_err(StorageError::backend("write"))?;
-    txn.commit().map_err(StorageError::backend("commit"))?;
-    Ok(true)
+    use crate::index::{IndexDef, IndexSpec};
+    db.store().write_index(|txn| {
+        let Some(def) = IndexDef::load_in(txn, collection.info())? else { return Ok(false) };
+        let IndexSpec::Lsh { scheme, threshold, .. } = def.spec else { return Ok(false) };
+        let legacy = IndexDef { spec: IndexSpec::LshGroups { scheme, threshold, group_bits: 10 }, ..def };
+        legacy.store_in(txn, collection.info())?;
+        txn.lsh_groups_v1()?.insert(
+            (collection.info().def.id, 0u32, 0u64, 0u32),
+            &[1u8, 7, 1, 0, 0, 0, 0, 0],
+            "write",
+        )?;
+        Ok(true)
+    })
 }
 
 /// Sets the band-hash version of the collection's LSH index while it is still empty, as a
@@ -288,50 +259,42 @@ pub fn plant_legacy_lsh_index(collection: &Collection, db: &Database) -> Result<
 /// 2: b-bit rows recorded as 4-byte values). Returns false, changing nothing, without an LSH
 /// index or when the index already holds entries.
 pub fn set_empty_lsh_band_hash_version(collection: &Collection, db: &Database, version: u16) -> Result<bool> {
-    use crate::index::meta::{IndexDef, IndexSpec};
-    use crate::storage::StorageError;
-    let txn = db.store().begin_write()?;
-    let Some(mut def) = IndexDef::load_in(&txn, collection.info())? else { return Ok(false) };
-    let IndexSpec::Lsh { scheme, runs, .. } = &mut def.spec else { return Ok(false) };
-    if !runs.is_empty() {
-        return Ok(false);
-    }
-    scheme.version = version;
-    if version < 3 && matches!(scheme.width, RowWidth::U8 | RowWidth::U16) {
-        scheme.width = RowWidth::U32;
-    }
-    def.store_in(&txn, collection.info())?;
-    txn.commit().map_err(StorageError::backend("commit"))?;
-    Ok(true)
+    use crate::index::{IndexDef, IndexSpec};
+    db.store().write_index(|txn| {
+        let Some(mut def) = IndexDef::load_in(txn, collection.info())? else { return Ok(false) };
+        let IndexSpec::Lsh { scheme, runs, .. } = &mut def.spec else { return Ok(false) };
+        if !runs.is_empty() {
+            return Ok(false);
+        }
+        scheme.version = version;
+        if version < 3 && matches!(scheme.width, RowWidth::U8 | RowWidth::U16) {
+            scheme.width = RowWidth::U32;
+        }
+        def.store_in(txn, collection.info())?;
+        Ok(true)
+    })
 }
 
 /// Rewrites every LSH chunk value of the collection in chunk layout 1, as builds before
 /// layout 2 wrote them (same entries, same keys). Returns the values rewritten.
 pub fn rewrite_lsh_chunks_as_layout_1(collection: &Collection, db: &Database) -> Result<usize> {
-    use crate::index::lsh::{ChunkView, Groups};
-    use crate::index::meta::{IndexDef, IndexSpec};
-    use crate::storage::StorageError;
-    use crate::storage::tables::LSH_BUCKETS;
-    use redb::ReadableTable;
-    let txn = db.store().begin_write()?;
-    let Some(def) = IndexDef::load_in(&txn, collection.info())? else { return Ok(0) };
-    let IndexSpec::Lsh { scheme, runs, .. } = &def.spec else { return Ok(0) };
-    let id = collection.info().def.id;
-    let mut n = 0;
-    {
-        let mut t = txn.open_table(LSH_BUCKETS).map_err(StorageError::backend("open table"))?;
-        let mut values: Vec<(crate::index::lsh::RunKey, Vec<u8>)> = Vec::new();
-        for e in t
-            .range((id, 0u32, 0u32, 0u64, 0u32)..=(id, u32::MAX, u32::MAX, u64::MAX, u32::MAX))
-            .map_err(StorageError::backend("scan"))?
-        {
-            let (k, v) = e.map_err(StorageError::backend("scan"))?;
-            values.push((k.value(), v.value().to_vec()));
+    use crate::index::{ChunkView, Groups, IndexDef, IndexError, IndexSpec};
+    use crate::storage::index_tables::BytesRead;
+    db.store().write_index(|txn| {
+        let Some(def) = IndexDef::load_in(txn, collection.info())? else { return Ok(0) };
+        let IndexSpec::Lsh { scheme, runs, .. } = &def.spec else { return Ok(0) };
+        let id = collection.info().def.id;
+        let mut n = 0;
+        let mut t = txn.lsh_runs()?;
+        let mut values: Vec<(crate::index::RunKey, Vec<u8>)> = Vec::new();
+        for e in t.range((id, 0u32, 0u32, 0u64, 0u32)..=(id, u32::MAX, u32::MAX, u64::MAX, u32::MAX), "scan")? {
+            let (k, v) = e?;
+            values.push((k, v.value().to_vec()));
         }
         for (key, bytes) in values {
             let bits = runs.iter().find(|r| r.id == key.2).map_or(0, |r| r.group_bits);
             let g = Groups::new(scheme.key_bits(), bits);
-            let view = ChunkView::parse(&bytes, g).map_err(|d| StorageError::Inconsistent {
+            let view = ChunkView::parse(&bytes, g).map_err(|d| IndexError::Corrupt {
                 collection: collection.info().def.name.clone(),
                 row: None,
                 detail: d,
@@ -339,36 +302,32 @@ pub fn rewrite_lsh_chunks_as_layout_1(collection: &Collection, db: &Database) ->
             let mut entries = Vec::new();
             view.decode_into(g, key.3, &mut entries);
             let mut split = Vec::new();
-            crate::index::lsh::append_split(g, &entries, &mut split);
-            t.insert(key, split.as_slice()).map_err(StorageError::backend("write"))?;
+            crate::index::append_split(g, &entries, &mut split);
+            t.insert(key, &split, "write")?;
             n += 1;
         }
-    }
-    txn.commit().map_err(StorageError::backend("commit"))?;
-    Ok(n)
+        Ok(n)
+    })
 }
 
 /// Whether the single-run layout's table holds any value of the collection.
 pub fn legacy_lsh_values(collection: &Collection, db: &Database) -> Result<bool> {
-    use crate::storage::StorageError;
-    use crate::storage::tables::LSH_GROUPS_V1;
+    use crate::storage::index_tables::BytesRead;
     let snap = db.store().snapshot()?;
     let id = collection.info().def.id;
-    let Some(t) = crate::storage::reader::open(snap.txn(), LSH_GROUPS_V1)? else { return Ok(false) };
-    let mut range =
-        t.range((id, 0u32, 0u64, 0u32)..=(id, u32::MAX, u64::MAX, u32::MAX)).map_err(StorageError::backend("scan"))?;
-    Ok(range.next().is_some())
+    let Some(t) = snap.lsh_groups_v1()? else { return Ok(false) };
+    Ok(t.any_in((id, 0u32, 0u64, 0u32)..=(id, u32::MAX, u64::MAX, u32::MAX), "scan")?)
 }
 
 /// The collection's LSH band-key scheme (seed, banding, row width), if it has an LSH index.
 pub fn lsh_scheme(collection: &Collection, db: &Database) -> Result<Option<BandKeyScheme>> {
     let snap = db.store().snapshot()?;
-    let def = crate::index::meta::IndexDef::load(snap.txn(), collection.info())?;
+    let def = crate::index::IndexDef::load(&snap, collection.info())?;
     Ok(def.and_then(|d| match &d.spec {
-        crate::index::meta::IndexSpec::Lsh { scheme, .. } | crate::index::meta::IndexSpec::LshGroups { scheme, .. } => {
+        crate::index::IndexSpec::Lsh { scheme, .. } | crate::index::IndexSpec::LshGroups { scheme, .. } => {
             Some(*scheme)
         }
-        crate::index::meta::IndexSpec::Simhash { .. } => None,
+        crate::index::IndexSpec::Simhash { .. } => None,
     }))
 }
 
@@ -399,12 +358,11 @@ pub struct LshChunk {
 /// The collection's LSH runs (from its definition) and stored chunks in key order (`None`
 /// without an LSH index).
 pub fn lsh_group_chunks(collection: &Collection, db: &Database) -> Result<Option<(Vec<LshRunInfo>, Vec<LshChunk>)>> {
-    use crate::index::lsh::{ChunkView, Groups};
-    use crate::storage::StorageError;
-    use crate::storage::tables::LSH_BUCKETS;
+    use crate::index::{ChunkView, Groups};
+    use crate::storage::index_tables::BytesRead;
     let snap = db.store().snapshot()?;
-    let def = crate::index::meta::IndexDef::load(snap.txn(), collection.info())?;
-    let Some(crate::index::meta::IndexSpec::Lsh { runs, scheme, .. }) = def.as_deref().map(|d| &d.spec) else {
+    let def = crate::index::IndexDef::load(&snap, collection.info())?;
+    let Some(crate::index::IndexSpec::Lsh { runs, scheme, .. }) = def.as_deref().map(|d| &d.spec) else {
         return Ok(None);
     };
     let infos: Vec<LshRunInfo> = runs
@@ -420,13 +378,10 @@ pub fn lsh_group_chunks(collection: &Collection, db: &Database) -> Result<Option
         .collect();
     let id = collection.info().def.id;
     let mut out = Vec::new();
-    if let Some(t) = crate::storage::reader::open(snap.txn(), LSH_BUCKETS)? {
-        for e in t
-            .range((id, 0u32, 0u32, 0u64, 0u32)..=(id, u32::MAX, u32::MAX, u64::MAX, u32::MAX))
-            .map_err(StorageError::backend("scan"))?
-        {
-            let (k, v) = e.map_err(StorageError::backend("scan"))?;
-            let (_, band, run, group, chunk) = k.value();
+    if let Some(t) = snap.lsh_runs()? {
+        for e in t.range((id, 0u32, 0u32, 0u64, 0u32)..=(id, u32::MAX, u32::MAX, u64::MAX, u32::MAX), "scan")? {
+            let (k, v) = e?;
+            let (_, band, run, group, chunk) = k;
             let bits = runs.iter().find(|r| r.id == run).map_or(0, |r| r.group_bits);
             let entries = ChunkView::parse(v.value(), Groups::new(scheme.key_bits(), bits)).map_or(0, |c| c.len());
             let layout = v.value().first().copied().unwrap_or(0);
@@ -442,7 +397,7 @@ pub fn lsh_group_chunks(collection: &Collection, db: &Database) -> Result<Option
 pub fn lsh_removed_rows(collection: &Collection, db: &Database) -> Result<Vec<(u64, Option<crate::Sketch>)>> {
     let snap = db.store().snapshot()?;
     let info = collection.info();
-    let listed = crate::index::lsh_dead::listed(snap.txn(), info)?;
+    let listed = crate::index::lsh_listed(&snap, info)?;
     let mut held = std::collections::HashMap::new();
     snap.for_each_page(info, |first, view| {
         for i in (0..view.row_count()).filter(|&i| view.is_deleted(i)) {
@@ -459,19 +414,15 @@ pub fn lsh_removed_rows(collection: &Collection, db: &Database) -> Result<Vec<(u
 /// Removes the first row of the collection's `sketchdb.lsh_dead` listing, leaving its entries
 /// and its run's count (damage verify must name); returns the row, `None` when none is listed.
 pub fn unlist_first_lsh_removed_row(collection: &Collection, db: &Database) -> Result<Option<u64>> {
-    use crate::storage::StorageError;
     let id = collection.info().def.id;
-    let txn = db.store().begin_write()?;
-    let row = {
-        let mut t = txn.open_table(crate::storage::tables::LSH_DEAD).map_err(StorageError::backend("open table"))?;
-        let first = crate::index::lsh_dead::listed_in(&t, id, 0..u64::MAX)?.first().copied();
+    db.store().write_index(|txn| {
+        let mut t = txn.lsh_dead()?;
+        let first = crate::index::lsh_listed_in(&t, id, 0..u64::MAX)?.first().copied();
         if let Some(row) = first {
-            t.remove((id, row)).map_err(StorageError::backend("remove"))?;
+            t.remove_rows(id, row..row + 1, "remove")?;
         }
-        first
-    };
-    txn.commit().map_err(StorageError::backend("commit"))?;
-    Ok(row)
+        Ok(first)
+    })
 }
 
 /// The live records among `rows` (ascending) read in one pass, as (row id, key): the batch

@@ -4,10 +4,10 @@
 
 use rayon::prelude::*;
 
-use super::error::IndexError;
-use super::fingerprint::Fingerprint;
-use super::keys::simhash_design::SimhashTableDesign;
-use super::simhash_probe::{ProbeScratch, RunView, SimhashMatch, SimhashPair, filter_bucket, self_join};
+use super::design::SimhashTableDesign;
+use super::probe::{ProbeScratch, RunView, SimhashMatch, SimhashPair, filter_bucket, self_join};
+use crate::index::error::IndexError;
+use crate::index::fingerprint::Fingerprint;
 
 /// The most directory bits per table (2^24 + 1 offsets of 4 bytes = 64 MiB).
 const MAX_DIR_BITS: u32 = 24;

@@ -13,8 +13,8 @@
 
 use rayon::prelude::*;
 
-use super::error::IndexError;
 use crate::codec::wire::{LshParamsWire, Wire};
+use crate::index::error::IndexError;
 
 /// An LSH banding: `bands` bands of `rows` rows each (using `bands * rows` slots).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -7,9 +7,9 @@
 //! by position. Otherwise the entries are `(key, row)` pairs sorted by [`sort_pairs`]. A
 //! comparison sort of pairs was 45% of a 10M-row rebuild.
 
-use super::keys::simhash_design::TablePermutation;
-use super::radix::{radix_by_prefix, sort_nearly_sorted};
-use super::simhash_tables::Geometry;
+use super::design::TablePermutation;
+use super::format::Geometry;
+use crate::index::radix::{radix_by_prefix, sort_nearly_sorted};
 
 /// Widest bucket prefix whose buckets are counted (a table of `2^bits` counters).
 const COUNTING_SORT_MAX_BITS: u32 = 24;
@@ -166,8 +166,8 @@ pub(crate) fn sort_pairs(adds: &mut Vec<(u128, u64)>, g: Geometry) {
 #[cfg(test)]
 mod tests {
     use super::{Geometry, TableAdds, sort_pairs};
-    use crate::index::keys::simhash_design::SimhashTableDesign;
     use crate::index::radix::tests::xorshift;
+    use crate::index::simhash::SimhashTableDesign;
 
     /// The counting sort gives exactly the plain sort's order: small and large inputs, few
     /// and many buckets, equal keys with different rows, the fallbacks (too few entries,

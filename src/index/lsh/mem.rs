@@ -8,8 +8,8 @@
 
 use rayon::prelude::*;
 
-use super::error::IndexError;
-use super::keys::band::BandKeyScheme;
+use super::band::BandKeyScheme;
+use crate::index::error::IndexError;
 use crate::sketch::error::SketchError;
 use crate::sketch::sketch::Sketch;
 
@@ -92,8 +92,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::index::keys::band::RowWidth;
-    use crate::index::lsh_params::LshParams;
+    use crate::index::lsh::{LshParams, RowWidth};
     use crate::sketch::oph::OphSketch;
     use crate::sketch::params::SketchParams;
     use crate::sketch::sketch::Sketcher;

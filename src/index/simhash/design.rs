@@ -31,8 +31,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::super::error::IndexError;
-use super::super::fingerprint::Fingerprint;
+use crate::index::error::IndexError;
+use crate::index::fingerprint::Fingerprint;
 
 /// The radius k used when none is given.
 pub const DEFAULT_SIMHASH_RADIUS: u32 = 3;

@@ -9,19 +9,20 @@
 
 use rayon::prelude::*;
 
-use super::keys::band::BandKeyScheme;
-use super::lsh::{
+use super::band::BandKeyScheme;
+use super::dead::DeadRows;
+use super::format::{WORD_ROWS, word_entry};
+use super::table::lsh_rows_err;
+use super::table::{
     BucketTable, CHUNK_HEADER_LEN, EncodedBand, Groups, RawBand, Sums, bucket_sums_by, drop_run_band, insert_run_band,
     run_group_bits,
 };
-use super::lsh_chunk::{WORD_ROWS, word_entry};
-use super::lsh_dead::DeadRows;
-use super::lsh_write::lsh_rows_err;
-use super::meta::LshRun;
+use crate::index::defs::LshRun;
+use crate::index::error::IndexError;
+use crate::index::error::inconsistent;
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::error::panic_message;
-use crate::storage::writer::inconsistent;
 
 /// Bands merged at once: their stored bytes and the merged encodings are held in memory
 /// together (at 1M rows per run, about 6 MB per band and run).
@@ -43,7 +44,7 @@ pub(crate) fn merge_runs(
     span: &[LshRun],
     unwritten: Option<Vec<EncodedBand>>,
     dead: &DeadRows,
-) -> Result<LshRun, StorageError> {
+) -> Result<LshRun, IndexError> {
     let (Some(first_run), Some(last_run)) = (span.first(), span.last()) else {
         return Err(inconsistent(info, 0, "an LSH merge of no runs"));
     };
@@ -88,7 +89,7 @@ pub(crate) fn merge_runs(
                     .map(|(band, raw)| {
                         merge_band(info, &raw, g, band, id, rows.clone(), dead).map(|(e, s)| (band, e, s))
                     })
-                    .collect::<Result<Vec<_>, StorageError>>()
+                    .collect::<Result<Vec<_>, IndexError>>()
             });
             if let Some(previous) = merging.replace(job) {
                 write_merged(table, info, id, stored, joined(previous)?, &mut sums)?;
@@ -106,7 +107,7 @@ pub(crate) fn merge_runs(
 }
 
 /// The result of a merge job; its panic as an error.
-fn joined<T>(job: std::thread::ScopedJoinHandle<'_, Result<T, StorageError>>) -> Result<T, StorageError> {
+fn joined<T>(job: std::thread::ScopedJoinHandle<'_, Result<T, IndexError>>) -> Result<T, IndexError> {
     job.join().map_err(|payload| StorageError::EnginePanic {
         op: "merge lsh runs",
         detail: panic_message(payload.as_ref()),
@@ -122,7 +123,7 @@ fn write_merged(
     span: &[LshRun],
     merged: Vec<(u32, EncodedBand, Sums)>,
     sums: &mut Sums,
-) -> Result<(), StorageError> {
+) -> Result<(), IndexError> {
     for (band, e, (s, q)) in &merged {
         sums.0 += s;
         sums.1 += q;
@@ -141,13 +142,8 @@ trait Entry: Copy + Ord {
     /// The band key.
     fn key(&self) -> u64;
     /// Appends the entries of chunk `i` of `raw`.
-    fn decode(
-        raw: &RawBand,
-        info: &CollectionInfo,
-        i: usize,
-        base: u64,
-        out: &mut Vec<Self>,
-    ) -> Result<(), StorageError>;
+    fn decode(raw: &RawBand, info: &CollectionInfo, i: usize, base: u64, out: &mut Vec<Self>)
+    -> Result<(), IndexError>;
     /// The (band key, row) pair.
     fn pair(self, base: u64) -> (u64, u64);
     /// `self < other`, without a branch.
@@ -159,7 +155,7 @@ impl Entry for (u64, u64) {
     fn key(&self) -> u64 {
         self.0
     }
-    fn decode(raw: &RawBand, info: &CollectionInfo, i: usize, _: u64, out: &mut Vec<Self>) -> Result<(), StorageError> {
+    fn decode(raw: &RawBand, info: &CollectionInfo, i: usize, _: u64, out: &mut Vec<Self>) -> Result<(), IndexError> {
         raw.decode_chunk_into(info, i, out)
     }
     #[inline]
@@ -184,7 +180,7 @@ impl Entry for u64 {
         i: usize,
         base: u64,
         out: &mut Vec<Self>,
-    ) -> Result<(), StorageError> {
+    ) -> Result<(), IndexError> {
         raw.decode_chunk_words_into(info, i, base, out)
     }
     #[inline]
@@ -215,7 +211,7 @@ impl<'r, E: Entry> Cursor<'r, E> {
     }
 
     /// The next entry's band key, decoding the next chunk when the current one is used up.
-    fn peek(&mut self, info: &CollectionInfo) -> Result<Option<u64>, StorageError> {
+    fn peek(&mut self, info: &CollectionInfo) -> Result<Option<u64>, IndexError> {
         while self.pos == self.buf.len() && self.chunk < self.raw.chunk_count() {
             self.buf.clear();
             self.pos = 0;
@@ -226,7 +222,7 @@ impl<'r, E: Entry> Cursor<'r, E> {
     }
 
     /// Moves the leading entries whose key is below `end` (all when `None`) to `out`.
-    fn take_below(&mut self, info: &CollectionInfo, end: Option<u64>, out: &mut Vec<E>) -> Result<(), StorageError> {
+    fn take_below(&mut self, info: &CollectionInfo, end: Option<u64>, out: &mut Vec<E>) -> Result<(), IndexError> {
         while self.peek(info)?.is_some() {
             let rest = &self.buf[self.pos..];
             let n = match end {
@@ -255,7 +251,7 @@ pub(crate) fn merge_band(
     id: u32,
     rows: std::ops::Range<u64>,
     dead: &DeadRows,
-) -> Result<(EncodedBand, Sums), StorageError> {
+) -> Result<(EncodedBand, Sums), IndexError> {
     if g.key_bits() <= 32 && rows.end.saturating_sub(rows.start) <= WORD_ROWS {
         merge_band_of::<u64>(info, raws, g, band, id, rows.start, dead)
     } else {
@@ -272,7 +268,7 @@ fn merge_band_of<E: Entry>(
     id: u32,
     base: u64,
     dead: &DeadRows,
-) -> Result<(EncodedBand, Sums), StorageError> {
+) -> Result<(EncodedBand, Sums), IndexError> {
     let disorder = || lsh_rows_err(info, band, id, "merged runs hold an entry twice or out of order");
     let mut cursors: Vec<Cursor<'_, E>> = raws.iter().map(|raw| Cursor::new(raw, base)).collect();
     // The merged encoding is about as long as the runs' together (the same entries; headers
@@ -357,7 +353,7 @@ mod tests {
 
     use super::*;
     use crate::codec::meta::CollectionDef;
-    use crate::index::lsh::{bucket_sums, encode_run_band};
+    use crate::index::lsh::table::{bucket_sums, encode_run_band};
     use crate::sketch::params::SketchParams;
 
     fn info() -> CollectionInfo {

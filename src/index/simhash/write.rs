@@ -1,4 +1,4 @@
-//! Writing SimHash tables as runs ([`super::simhash_runs`]).
+//! Writing SimHash tables as runs ([`super::runs`]).
 //!
 //! A write transaction never rewrites what earlier transactions stored, except to remove
 //! rows and to merge:
@@ -8,7 +8,7 @@
 //! * a removed row's entries are taken out of the one run whose row range holds it (each
 //!   touched bucket of that run read, filtered and rewritten); a run left with no rows is
 //!   dropped;
-//! * then runs merge by size tiers ([`super::tiers::merge_span`]), so a write costs about
+//! * then runs merge by size tiers ([`crate::index::tiers::merge_span`]), so a write costs about
 //!   its own rows times `log_4(N / B)`, where rewriting every touched bucket cost the whole
 //!   index once batches touch most buckets.
 //!
@@ -16,22 +16,22 @@
 //! run list (rows are appended in id order and only neighbours merge), so a removal finds
 //! its run by binary search.
 
-use std::ops::Bound;
+use crate::index::error::IndexError;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 use rayon::prelude::*;
-use redb::WriteTransaction;
 
-use super::keys::simhash_design::SimhashTableDesign;
-use super::meta::{IndexDef, IndexSpec, SimhashRun, simhash_run_holding};
-use super::simhash_adds::TableAdds;
-use super::simhash_runs::{RUN_IDS, merge_runs, table_field};
-use super::simhash_tables::{BucketTable, BucketWriter, Geometry, Out};
-use crate::storage::StorageError;
+use super::adds::TableAdds;
+use super::design::SimhashTableDesign;
+use super::format::Geometry;
+use super::format::{RUN_IDS, table_field};
+use super::runs::merge_runs;
+use super::tables::{BucketTable, BucketWriter, Out};
+use crate::index::defs::{IndexDef, IndexSpec, SimhashRun, simhash_run_holding};
+use crate::index::error::inconsistent;
 use crate::storage::catalog::CollectionInfo;
-use crate::storage::tables::SIMHASH_BUCKETS;
-use crate::storage::writer::inconsistent;
+use crate::storage::index_tables::IndexTxn;
 
 /// The SimHash table changes of one write transaction, applied at its end: the added
 /// `(row, fingerprint)`s (permuted into every table at flush, the tables on all cores), the
@@ -76,10 +76,10 @@ impl SimhashDelta {
     /// updates `def`'s runs and row counter; `def` is not stored.
     pub(crate) fn flush(
         &mut self,
-        txn: &WriteTransaction,
+        txn: &IndexTxn<'_>,
         info: &CollectionInfo,
         def: &mut IndexDef,
-    ) -> Result<(), StorageError> {
+    ) -> Result<(), IndexError> {
         let IndexSpec::Simhash { next_run, runs, .. } = &mut def.spec else {
             return Err(inconsistent(info, 0, "SimHash changes for an index that is not SimHash tables"));
         };
@@ -102,7 +102,7 @@ impl SimhashDelta {
                 removes.iter_mut().for_each(|r| r.retain(|e| e.1 < first_new));
             }
         }
-        let mut table = txn.open_table(SIMHASH_BUCKETS).map_err(StorageError::backend("open table"))?;
+        let mut table = txn.simhash_buckets()?;
         if !removed.is_empty() {
             removes.par_iter_mut().for_each(|r| r.sort_unstable());
             remove_rows(&mut table, info, &self.geometry, runs, &removed, &removes)?;
@@ -116,7 +116,8 @@ impl SimhashDelta {
             write_run(&mut table, info, &self.design, &self.geometry, id, &added)?;
             runs.push(SimhashRun { id, first_row, rows: added.len() as u64 });
         }
-        let span = |runs: &[SimhashRun]| super::tiers::merge_span(&runs.iter().map(|r| r.rows).collect::<Vec<_>>());
+        let span =
+            |runs: &[SimhashRun]| crate::index::tiers::merge_span(&runs.iter().map(|r| r.rows).collect::<Vec<_>>());
         while span(runs).is_some() {
             // Renumbering (numbers used up) merges every run, so the span is taken after.
             let id = allocate_run(&mut table, info, &self.geometry, next_run, runs)?;
@@ -139,7 +140,7 @@ fn remove_rows(
     runs: &mut Vec<SimhashRun>,
     removed: &[u64],
     removes: &[Vec<(u32, u64)>],
-) -> Result<(), StorageError> {
+) -> Result<(), IndexError> {
     let mut writer = BucketWriter::new(info);
     let none = TableAdds::Pairs(Vec::new());
     let mut i = 0;
@@ -175,7 +176,7 @@ fn allocate_run(
     geometry: &[Geometry],
     next_run: &mut u32,
     runs: &mut Vec<SimhashRun>,
-) -> Result<u32, StorageError> {
+) -> Result<u32, IndexError> {
     if *next_run >= run_ids() {
         if !runs.is_empty() {
             let merged = merge_runs(table, info, geometry, runs, 0)?;
@@ -207,17 +208,13 @@ thread_local! {
 
 /// Merges every run into one (compaction). Returns whether there was anything to do (more
 /// than one run); `def` is updated, not stored.
-pub(crate) fn merge_all(
-    txn: &WriteTransaction,
-    info: &CollectionInfo,
-    def: &mut IndexDef,
-) -> Result<bool, StorageError> {
+pub(crate) fn merge_all(txn: &IndexTxn<'_>, info: &CollectionInfo, def: &mut IndexDef) -> Result<bool, IndexError> {
     let IndexSpec::Simhash { design, bucket_bits, next_run, runs } = &mut def.spec else { return Ok(false) };
     if runs.len() < 2 {
         return Ok(false);
     }
     let geometry: Vec<Geometry> = (0..design.table_count()).map(|t| Geometry::of(design, *bucket_bits, t)).collect();
-    let mut table = txn.open_table(SIMHASH_BUCKETS).map_err(StorageError::backend("open table"))?;
+    let mut table = txn.simhash_buckets()?;
     let id = allocate_run(&mut table, info, &geometry, next_run, runs)?;
     if runs.len() > 1 {
         let merged = merge_runs(&mut table, info, &geometry, runs, id)?;
@@ -241,11 +238,10 @@ fn write_run(
     geometry: &[Geometry],
     id: u32,
     added: &[(u64, u128)],
-) -> Result<(), StorageError> {
+) -> Result<(), IndexError> {
     let n = geometry.len();
     let first = (info.def.id, table_field(id, 0), 0u32);
-    let cursor = table.lower_bound_mut(Bound::Included(first));
-    let mut out = Out::Append(Box::new(cursor.map_err(StorageError::backend("position bucket cursor"))?));
+    let mut out = Out::Append(Box::new(table.appender(first, "position bucket cursor")?));
     let mut writer = BucketWriter::new(info);
     let field = |t: usize| table_field(id, t as u32);
     if added.len() < PARALLEL_MIN_ROWS {
@@ -290,55 +286,4 @@ fn write_run(
         }
         out.close()
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::TEST_RUN_IDS;
-    use crate::{CollectionConfig, Database, IndexConfig, SimHash, Sketch, SketchParams, admin, testing};
-
-    /// When run numbers run out, every run merges into run 0 and numbering restarts: the
-    /// numbers stay below the limit, and probes still equal brute force over the records.
-    #[test]
-    fn used_up_run_numbers_restart_after_merging_into_run_0() {
-        TEST_RUN_IDS.with(|l| l.set(6));
-        let dir = tempfile::tempdir().expect("dir");
-        let db = Database::create(dir.path().join("db")).expect("create");
-        let params = SketchParams::simhash(64, 7).expect("params");
-        let cfg = CollectionConfig::new(params).with_index(IndexConfig::SimhashTables { radius: 3 });
-        let c = db.create_collection("fp", cfg).expect("collection");
-        let (mut x, mut last, mut restarted) = (0x1234_5678_9abc_def0u64, 0u64, false);
-        for i in 0..40u64 {
-            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
-            let fp = if i % 3 == 0 { x } else { last ^ (1 << (i % 64)) };
-            last = fp;
-            let sketch = Sketch::SimHash(SimHash::from_parts(params, u128::from(fp)).expect("fp"));
-            c.insert(format!("{i}"), &sketch).expect("insert");
-            if i % 5 == 4 {
-                c.delete(format!("{}", i - 2)).expect("delete");
-            }
-            let runs = testing::simhash::simhash_runs(&c, &db).expect("runs");
-            assert!(runs.iter().all(|r| r.id < 6), "{runs:?}");
-            restarted |= i > 8 && runs.first().is_some_and(|r| r.id == 0);
-        }
-        TEST_RUN_IDS.with(|l| l.set(0));
-        assert!(restarted, "the numbers ran out and restarted");
-        let report = admin::verify(&db).expect("verify");
-        assert!(report.is_ok(), "{:?}", report.problems);
-        let stored: Vec<(u64, u128)> = c
-            .scan()
-            .expect("scan")
-            .map(|r| {
-                let r = r.expect("record");
-                let Sketch::SimHash(s) = r.sketch else { panic!("kind") };
-                (r.row_id, s.value())
-            })
-            .collect();
-        for &(_, q) in &stored {
-            let mut want: Vec<(u64, u32)> =
-                stored.iter().map(|&(row, v)| (row, (v ^ q).count_ones())).filter(|e| e.1 <= 3).collect();
-            want.sort_unstable_by_key(|&(row, d)| (d, row));
-            assert_eq!(testing::simhash_within(&c, &db, q, 3).expect("probe"), want);
-        }
-    }
 }

@@ -1,6 +1,6 @@
 //! The LSH changes of one write transaction ([`LshDelta`]) and how they are flushed:
-//! removals (listed, [`super::lsh_dead`]), the added rows' new run, then merges and the
-//! rewrite of runs with many removed rows ([`super::lsh_write`]).
+//! removals (listed, [`super::dead`]), the added rows' new run, then merges and the
+//! rewrite of runs with many removed rows ([`super::write`]).
 //!
 //! A large batch's band keys and per-band sorted entries are computed by a prepare job
 //! ([`LshDelta::prepare`]) on the other cores while the writer stores the records; rows
@@ -8,23 +8,24 @@
 //! keyed at flush.
 
 use rayon::prelude::*;
-use redb::WriteTransaction;
 
-use super::error::IndexError;
-use super::keys::band::BandKeyScheme;
-use super::lsh::{EncodedBand, Groups, Sums, bucket_sums, encode_run_band, insert_run_band, run_group_bits};
-use super::lsh_chunk::{WORD_ROWS, word, word_entry};
-use super::lsh_dead::mark_removed;
-use super::lsh_write::{MergeTables, lsh_rows_err, merge_into_one, merge_span, recount, rewrite_dead_runs};
-use super::meta::{IndexDef, IndexSpec, LshRun, index_err};
-use super::radix::{sort_hashed, sort_hashed_pairs};
+use super::band::BandKeyScheme;
+use super::dead::mark_removed;
+use super::format::{WORD_ROWS, word, word_entry};
+use super::table::lsh_rows_err;
+use super::table::{EncodedBand, Groups, Sums, bucket_sums, encode_run_band, insert_run_band, run_group_bits};
+use super::write::{MergeTables, merge_into_one, merge_span, recount, rewrite_dead_runs};
+use crate::index::defs::{IndexDef, IndexSpec, LshRun};
+use crate::index::error::IndexError;
+use crate::index::error::inconsistent;
+use crate::index::error::index_err;
+use crate::index::radix::{sort_hashed, sort_hashed_pairs};
 use crate::sketch::sketch::Sketch;
 use crate::storage::StorageError;
-use crate::storage::catalog::{CollectionInfo, drop_lsh_reverse_map};
+use crate::storage::catalog::CollectionInfo;
 use crate::storage::error::panic_message;
 use crate::storage::hook::{PrepareJob, Prepared};
-use crate::storage::tables::{LSH_BUCKETS, LSH_DEAD};
-use crate::storage::writer::inconsistent;
+use crate::storage::index_tables::IndexTxn;
 
 /// Batches of at least this many new sketches get a prepare job (below it, a thread costs
 /// more than it saves).
@@ -153,7 +154,7 @@ impl LshDelta {
     }
 
     /// Takes the result of the job [`Self::prepare`] returned.
-    pub(crate) fn prepared(&mut self, result: Prepared, info: &CollectionInfo) -> Result<(), StorageError> {
+    pub(crate) fn prepared(&mut self, result: Prepared, info: &CollectionInfo) -> Result<(), IndexError> {
         match result.downcast::<Result<PreparedAdds, IndexError>>() {
             Ok(r) if self.expected.is_some() => {
                 self.prepared = Some(*r);
@@ -198,15 +199,15 @@ impl LshDelta {
     /// of an earlier build goes.
     pub(crate) fn flush(
         &mut self,
-        txn: &WriteTransaction,
+        txn: &IndexTxn<'_>,
         info: &CollectionInfo,
         def: &mut IndexDef,
-    ) -> Result<(), StorageError> {
+    ) -> Result<(), IndexError> {
         let IndexSpec::Lsh { next_run, runs, reverse_map, .. } = &mut def.spec else {
             return Err(inconsistent(info, 0, "an LSH write met a definition that is not an LSH index"));
         };
         if *reverse_map {
-            drop_lsh_reverse_map(txn, info.def.id)?;
+            txn.drop_lsh_reverse_map(info.def.id)?;
             *reverse_map = false;
         }
         let n_bands = self.scheme.params.bands as usize;
@@ -214,8 +215,8 @@ impl LshDelta {
         let (added_keys, prepared) = self.added_keys(info)?;
         let live_rows = self.live_rows(&added_keys, n_bands);
         let adds = prepared.unwrap_or_else(|| sorted_by_band(n_bands, self.scheme.key_bits(), &live_rows));
-        let mut table = txn.open_table(LSH_BUCKETS).map_err(StorageError::backend("open table"))?;
-        let mut dead = txn.open_table(LSH_DEAD).map_err(StorageError::backend("open table"))?;
+        let mut table = txn.lsh_runs()?;
+        let mut dead = txn.lsh_dead()?;
         let last_end = runs.last().map(|r| r.end_row);
         // The new run is encoded on the worker threads while this thread lists the removals
         // (neither reads what the other writes).
@@ -259,7 +260,7 @@ impl LshDelta {
     /// The band keys of every added row, flat in `added_rows` order, and the job's entries
     /// per band when they are exactly the live added rows'.
     #[allow(clippy::type_complexity)]
-    fn added_keys(&mut self, info: &CollectionInfo) -> Result<(Vec<u64>, Option<Vec<Vec<(u64, u64)>>>), StorageError> {
+    fn added_keys(&mut self, info: &CollectionInfo) -> Result<(Vec<u64>, Option<Vec<Vec<(u64, u64)>>>), IndexError> {
         let n_bands = self.scheme.params.bands as usize;
         let (mut keys, mut by_band) = (Vec::new(), None);
         if self.covered > 0 {
@@ -280,7 +281,7 @@ impl LshDelta {
         // fails the transaction.
         let scheme = self.scheme;
         let rest = self.added.par_iter().map(|s| scheme.sketch_keys(s).map_err(index_err(info)));
-        keys.extend(rest.collect::<Result<Vec<Vec<u64>>, StorageError>>()?.concat());
+        keys.extend(rest.collect::<Result<Vec<Vec<u64>>, IndexError>>()?.concat());
         Ok((keys, by_band))
     }
 
@@ -310,7 +311,7 @@ impl LshDelta {
         last_end: Option<u64>,
         span: Option<(u64, u64)>,
         adds: Vec<Vec<(u64, u64)>>,
-    ) -> Result<Option<(LshRun, Vec<EncodedBand>)>, StorageError> {
+    ) -> Result<Option<(LshRun, Vec<EncodedBand>)>, IndexError> {
         let Some((first_row, last_row)) = span else { return Ok(None) };
         if last_end.is_some_and(|end| first_row < end) {
             return Err(inconsistent(info, first_row, "an added row lies below the newest LSH run's rows"));

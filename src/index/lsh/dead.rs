@@ -14,17 +14,16 @@
 
 use std::ops::Range;
 
-use redb::{ReadTransaction, ReadableTable, Table};
-
-use super::meta::{LshRun, run_holding};
-use crate::storage::StorageError;
+use crate::index::defs::{LshRun, run_holding};
+use crate::index::error::IndexError;
+use crate::index::error::inconsistent;
 use crate::storage::catalog::CollectionInfo;
-use crate::storage::reader::open;
-use crate::storage::tables::{LSH_DEAD, LSH_DEAD_NAME};
-use crate::storage::writer::inconsistent;
+use crate::storage::index_tables::{RowsRead, RowsTable};
+use crate::storage::reader::ReadSnapshot;
+use crate::storage::tables::LSH_DEAD_NAME;
 
 /// `sketchdb.lsh_dead` opened for writing.
-pub(crate) type DeadTable<'t> = Table<'t, (u32, u64), ()>;
+pub(crate) type DeadTable<'t> = RowsTable<'t>;
 
 /// A run is rewritten alone once its removed rows reach this fraction's inverse of the rows
 /// it holds: probes then read at most about 1/7 more entries than the live rows', and a
@@ -43,14 +42,14 @@ pub(crate) fn mark_removed(
     info: &CollectionInfo,
     runs: &mut [LshRun],
     rows: &[u64],
-) -> Result<(), StorageError> {
+) -> Result<(), IndexError> {
     let id = info.def.id;
     for &row in rows {
         let Some(i) = run_holding(runs, row) else {
             return Err(inconsistent(info, row, "a removed row lies in no LSH run"));
         };
         let run = &mut runs[i];
-        if table.insert((id, row), ()).map_err(StorageError::backend("list removed lsh row"))?.is_some() {
+        if table.insert((id, row), "list removed lsh row")? {
             return Err(inconsistent(info, row, "a removed row is already listed in sketchdb.lsh_dead"));
         }
         run.dead += 1;
@@ -59,43 +58,26 @@ pub(crate) fn mark_removed(
 }
 
 /// The rows of `rows` listed for collection `id`, ascending.
-pub(crate) fn listed_in(
-    table: &impl ReadableTable<(u32, u64), ()>,
-    id: u32,
-    rows: Range<u64>,
-) -> Result<Vec<u64>, StorageError> {
-    let mut out = Vec::new();
-    if rows.is_empty() {
-        return Ok(out);
-    }
-    let scan = StorageError::backend("read sketchdb.lsh_dead");
-    for e in table.range((id, rows.start)..(id, rows.end)).map_err(scan)? {
-        out.push(e.map_err(StorageError::backend("read sketchdb.lsh_dead"))?.0.value().1);
-    }
-    Ok(out)
+pub(crate) fn listed_in(table: &impl RowsRead, id: u32, rows: Range<u64>) -> Result<Vec<u64>, IndexError> {
+    Ok(table.rows_in(id, rows, "read sketchdb.lsh_dead")?)
 }
 
 /// Every row listed for `info`'s collection as of a read transaction, ascending (none when
 /// the file has no such table).
-pub(crate) fn listed(txn: &ReadTransaction, info: &CollectionInfo) -> Result<Vec<u64>, StorageError> {
-    match open(txn, LSH_DEAD)? {
+pub(crate) fn listed(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Vec<u64>, IndexError> {
+    match snap.lsh_dead()? {
         Some(t) => listed_in(&t, info.def.id, 0..u64::MAX),
         None => Ok(Vec::new()),
     }
 }
 
 /// Removes the listing of collection `id`'s rows in `rows`.
-pub(crate) fn unlist(table: &mut DeadTable<'_>, id: u32, rows: Range<u64>) -> Result<(), StorageError> {
-    if rows.is_empty() {
-        return Ok(());
-    }
-    table
-        .retain_in((id, rows.start)..(id, rows.end), |_, _| false)
-        .map_err(StorageError::backend("clear sketchdb.lsh_dead"))
+pub(crate) fn unlist(table: &mut DeadTable<'_>, id: u32, rows: Range<u64>) -> Result<(), IndexError> {
+    Ok(table.remove_rows(id, rows, "clear sketchdb.lsh_dead")?)
 }
 
 /// The error naming `sketchdb.lsh_dead` for a listing that breaks an invariant.
-pub(crate) fn listing_err(info: &CollectionInfo, row: u64, detail: &str) -> StorageError {
+pub(crate) fn listing_err(info: &CollectionInfo, row: u64, detail: &str) -> IndexError {
     inconsistent(info, row, format!("{LSH_DEAD_NAME}: {detail}"))
 }
 

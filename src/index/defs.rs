@@ -5,18 +5,19 @@
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use redb::{ReadTransaction, ReadableTable, WriteTransaction};
 use serde::{Deserialize, Serialize};
 
-use super::error::IndexError;
-use super::keys::band::BandKeyScheme;
-use super::keys::simhash_design::SimhashTableDesign;
+use super::error::{IndexError, index_err};
+use super::lsh::BandKeyScheme;
+use super::simhash::SimhashTableDesign;
 use crate::codec::envelope::{self, RecordKind};
 use crate::codec::error::CodecError;
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
-use crate::storage::reader::open;
-use crate::storage::tables::{INDEX_DEFS, INDEX_DEFS_NAME};
+use crate::storage::index_tables::BytesRead;
+use crate::storage::index_tables::IndexTxn;
+use crate::storage::reader::ReadSnapshot;
+use crate::storage::tables::INDEX_DEFS_NAME;
 
 /// Which index, with everything that determines its keys. Persisted through
 /// [`IndexSpecWire`].
@@ -207,7 +208,7 @@ pub(crate) fn run_holding(runs: &[LshRun], row: u64) -> Option<usize> {
 /// One run of SimHash tables: every table's entries of the live rows from `first_row` up to
 /// the next run's first row (the last run's range is open). Keys in
 /// `sketchdb.simhash_buckets` carry the run number above the table number
-/// ([`super::simhash_runs::table_field`]).
+/// ([`super::simhash::table_field`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct SimhashRun {
     /// Run number (below the index's `next_run` and below 2^24).
@@ -264,7 +265,7 @@ impl IndexDef {
                     return Err(IndexError::inconsistent("simhash index", format!("bucket_bits {bucket_bits}")));
                 }
                 let bad = |detail: String| Err(IndexError::inconsistent("simhash index", detail));
-                if *next_run > super::simhash_runs::RUN_IDS {
+                if *next_run > super::simhash::RUN_IDS {
                     return bad(format!("next run {next_run}"));
                 }
                 for (i, r) in runs.iter().enumerate() {
@@ -350,27 +351,24 @@ impl IndexDef {
     }
 
     /// The definition of `info`'s index inside a write transaction (`None`: no index).
-    pub(crate) fn load_in(txn: &WriteTransaction, info: &CollectionInfo) -> Result<Option<IndexDef>, StorageError> {
-        let t = txn.open_table(INDEX_DEFS).map_err(StorageError::backend("open table"))?;
-        let v = t.get(info.def.id).map_err(StorageError::backend("read index definition"))?;
-        v.map(|v| IndexDef::decode(info.def.id, v.value())).transpose()
+    pub(crate) fn load_in(txn: &IndexTxn<'_>, info: &CollectionInfo) -> Result<Option<IndexDef>, IndexError> {
+        let t = txn.index_defs()?;
+        let v = t.get(info.def.id, "read index definition")?;
+        Ok(v.map(|v| IndexDef::decode(info.def.id, v.value())).transpose()?)
     }
 
     /// Writes the definition inside a write transaction.
-    pub(crate) fn store_in(&self, txn: &WriteTransaction, info: &CollectionInfo) -> Result<(), StorageError> {
+    pub(crate) fn store_in(&self, txn: &IndexTxn<'_>, info: &CollectionInfo) -> Result<(), IndexError> {
         let bytes = self.encode(info.def.id)?;
-        txn.open_table(INDEX_DEFS)
-            .map_err(StorageError::backend("open table"))?
-            .insert(info.def.id, bytes.as_slice())
-            .map_err(StorageError::backend("write index definition"))?;
+        txn.index_defs()?.insert(info.def.id, &bytes, "write index definition")?;
         Ok(())
     }
 
     /// The definition as of a read transaction. Decoded definitions are cached by their
     /// bytes, so a probe pays one small read and a comparison, not a decode and validation.
-    pub(crate) fn load(txn: &ReadTransaction, info: &CollectionInfo) -> Result<Option<Arc<IndexDef>>, StorageError> {
-        let Some(t) = open(txn, INDEX_DEFS)? else { return Ok(None) };
-        let Some(v) = t.get(info.def.id).map_err(StorageError::backend("read index definition"))? else {
+    pub(crate) fn load(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Option<Arc<IndexDef>>, IndexError> {
+        let Some(t) = snap.index_defs()? else { return Ok(None) };
+        let Some(v) = t.get(info.def.id, "read index definition")? else {
             return Ok(None);
         };
         let bytes = v.value();
@@ -392,11 +390,16 @@ const DEF_CACHE_LEN: usize = 16;
 /// a cached entry can never stand for other bytes.
 static DEF_CACHE: Mutex<Vec<(Vec<u8>, Arc<IndexDef>)>> = Mutex::new(Vec::new());
 
-/// Wraps an index-layer error as a storage error of `info`.
-pub(crate) fn index_err(info: &CollectionInfo) -> impl FnOnce(IndexError) -> StorageError + '_ {
-    move |e| StorageError::Index { collection: info.def.name.clone(), source: Box::new(e) }
+/// The error for an LSH index in the single-run layout of earlier builds, which this build
+/// reads no further: rebuilding the index (`Collection::rebuild_index`) rewrites it as runs.
+pub(crate) fn legacy_lsh(info: &CollectionInfo) -> IndexError {
+    index_err(info)(IndexError::inconsistent(
+        "lsh index",
+        "stored in the single-run layout of an earlier build (sketchdb.lsh_buckets); rebuild the index \
+         (Collection::rebuild_index) to use or change it",
+    ))
 }
 
 #[cfg(test)]
-#[path = "meta_tests.rs"]
+#[path = "defs_tests.rs"]
 mod tests;

@@ -1,26 +1,27 @@
 //! Probing the persisted LSH buckets: candidate row ids for a signature.
 
-use super::keys::band::BandKeyScheme;
+use super::band::BandKeyScheme;
+use crate::index::error::IndexError;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::lsh::{Groups, read_run_band};
-use super::lsh_cache::LshProbe;
-use super::lsh_dead::{DeadRows, listed};
-use super::meta::{IndexDef, IndexSpec, LshRun, index_err};
-use super::probe_cache::ProbeCache;
+use super::cache::LshProbe;
+use super::dead::{DeadRows, listed};
+use super::table::{Groups, read_run_band};
+use crate::index::defs::{IndexDef, IndexSpec, LshRun};
+use crate::index::error::inconsistent;
+use crate::index::error::index_err;
+use crate::index::probe_cache::ProbeCache;
 use crate::sketch::sketch::Sketch;
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::error::{contain, contain_any};
-use crate::storage::reader::{ReadSnapshot, RowRecord, open};
-use crate::storage::tables::LSH_BUCKETS;
-use crate::storage::writer::inconsistent;
+use crate::storage::reader::{ReadSnapshot, RowRecord};
 
-fn not_lsh(info: &CollectionInfo) -> StorageError {
-    StorageError::Index {
+fn not_lsh(info: &CollectionInfo) -> IndexError {
+    IndexError::Collection {
         collection: info.def.name.clone(),
-        source: Box::new(super::error::IndexError::invalid("index", "none or SimHash", "an LSH index")),
+        source: Box::new(IndexError::invalid("index", "none or SimHash", "an LSH index")),
     }
 }
 
@@ -29,10 +30,10 @@ fn not_lsh(info: &CollectionInfo) -> StorageError {
 fn scheme_runs<'d>(
     info: &CollectionInfo,
     def: Option<&'d IndexDef>,
-) -> Result<(BandKeyScheme, &'d [LshRun]), StorageError> {
+) -> Result<(BandKeyScheme, &'d [LshRun]), IndexError> {
     match def.map(|d| &d.spec) {
         Some(IndexSpec::Lsh { scheme, runs, .. }) => Ok((*scheme, runs)),
-        Some(IndexSpec::LshGroups { .. }) => Err(super::maintain::legacy_lsh(info)),
+        Some(IndexSpec::LshGroups { .. }) => Err(crate::index::defs::legacy_lsh(info)),
         _ => Err(not_lsh(info)),
     }
 }
@@ -45,10 +46,10 @@ pub(crate) fn lsh_candidates(
     info: &CollectionInfo,
     sketch: &Sketch,
     bands: u32,
-) -> Result<Vec<u64>, StorageError> {
+) -> Result<Vec<u64>, IndexError> {
     contain("lsh probe", || {
         let mut rows = probe(snap, info, sketch, bands)?.0;
-        let dead = listed(snap.txn(), info)?;
+        let dead = listed(snap, info)?;
         rows.retain(|r| dead.binary_search(r).is_err());
         Ok(rows)
     })
@@ -61,7 +62,7 @@ fn probe(
     info: &CollectionInfo,
     sketch: &Sketch,
     bands: u32,
-) -> Result<(Vec<u64>, Arc<ProbeCache>), StorageError> {
+) -> Result<(Vec<u64>, Arc<ProbeCache>), IndexError> {
     let cache = ProbeCache::of(snap, info, 0)?;
     let def = cache.as_ref().map(|c| c.def.clone());
     let (scheme, runs) = scheme_runs(info, def.as_deref())?;
@@ -89,7 +90,7 @@ pub(crate) fn lsh_candidate_records(
     info: &CollectionInfo,
     sketch: &Sketch,
     bands: u32,
-) -> Result<(usize, Vec<Arc<RowRecord>>), StorageError> {
+) -> Result<(usize, Vec<Arc<RowRecord>>), IndexError> {
     contain("lsh probe", || {
         let (rows, cache) = probe(snap, info, sketch, bands)?;
         let records = cache.records(snap, info, &rows)?;
@@ -108,13 +109,13 @@ pub(crate) fn lsh_candidate_records(
 /// at a time in row order, and kept for the pass), so nothing proportional to the number of
 /// pairs is held: m identical signatures share a bucket in every band, and their m(m-1)/2
 /// pairs are passed on once, in band 0.
-pub(crate) fn for_each_lsh_pair<E: From<StorageError>>(
+pub(crate) fn for_each_lsh_pair<E: From<IndexError> + From<StorageError>>(
     snap: &ReadSnapshot,
     info: &CollectionInfo,
     bands: u32,
     mut f: impl FnMut(u64, u64) -> Result<(), E>,
 ) -> Result<(), E> {
-    // redb panics are contained; a panic of `f` (the caller's code) is passed on.
+    // Storage-engine panics are contained; a panic of `f` (the caller's code) is passed on.
     let mut caller_panic = None;
     let r = contain_any("lsh self-join", || {
         lsh_pairs_unguarded(snap, info, bands, |a, b| {
@@ -130,17 +131,17 @@ pub(crate) fn for_each_lsh_pair<E: From<StorageError>>(
     r?
 }
 
-fn lsh_pairs_unguarded<E: From<StorageError>>(
+fn lsh_pairs_unguarded<E: From<IndexError> + From<StorageError>>(
     snap: &ReadSnapshot,
     info: &CollectionInfo,
     bands: u32,
     mut f: impl FnMut(u64, u64) -> Result<(), E>,
 ) -> Result<(), E> {
-    let def = IndexDef::load(snap.txn(), info)?;
+    let def = IndexDef::load(snap, info)?;
     let (scheme, runs) = scheme_runs(info, def.as_deref())?;
-    let Some(table) = open(snap.txn(), LSH_BUCKETS)? else { return Ok(()) };
+    let Some(table) = snap.lsh_runs()? else { return Ok(()) };
     let span = runs.first().map_or(0, |r| r.first_row)..runs.last().map_or(0, |r| r.end_row);
-    let dead = DeadRows::new(listed(snap.txn(), info)?, span);
+    let dead = DeadRows::new(listed(snap, info)?, span);
     let mut keys_of: HashMap<u64, Vec<u64>> = HashMap::new();
     let mut entries: Vec<(u64, u64)> = Vec::new();
     let mut missing: Vec<u64> = Vec::new();

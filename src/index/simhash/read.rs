@@ -2,25 +2,26 @@
 //! self-join, on a read snapshot. Exact: every live row within the radius, each once (the
 //! canonical-table rule), identical fingerprints never merged.
 
+use crate::index::error::IndexError;
 use std::sync::Arc;
 
-use redb::ReadOnlyTable;
-
-use super::fingerprint::Fingerprint;
-use super::keys::simhash_design::SimhashTableDesign;
-use super::meta::IndexSpec;
-use super::probe_cache::ProbeCache;
-use super::simhash_probe::{SimhashMatch, join_prefix_runs};
-use super::simhash_runs::{for_each_merged_bucket, merged_bucket, table_field};
-use super::simhash_tables::{BucketView, Geometry, bucket_err};
+use super::design::SimhashTableDesign;
+use super::format::table_field;
+use super::format::{BucketView, Geometry};
+use super::probe::{SimhashMatch, join_prefix_runs};
+use super::runs::{for_each_merged_bucket, merged_bucket};
+use super::tables::bucket_err;
+use crate::index::defs::IndexSpec;
+use crate::index::fingerprint::Fingerprint;
+use crate::index::probe_cache::ProbeCache;
 use crate::simd::prefetch;
-use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::error::contain;
-use crate::storage::reader::{ReadSnapshot, RowRecord, open};
-use crate::storage::tables::SIMHASH_BUCKETS;
+use crate::storage::index_tables::BucketKey;
+use crate::storage::index_tables::BytesView;
+use crate::storage::reader::{ReadSnapshot, RowRecord};
 
-type BucketTable = ReadOnlyTable<(u32, u32, u32), &'static [u8]>;
+type BucketTable = BytesView<BucketKey>;
 
 /// An opened SimHash index of one snapshot: reuse it for many probes.
 pub(crate) struct SimhashProber<'i> {
@@ -42,16 +43,16 @@ pub(crate) struct SimhashProber<'i> {
     hits: Vec<SimhashMatch>,
 }
 
-fn not_simhash(info: &CollectionInfo) -> StorageError {
-    StorageError::Index {
+fn not_simhash(info: &CollectionInfo) -> IndexError {
+    IndexError::Collection {
         collection: info.def.name.clone(),
-        source: Box::new(super::error::IndexError::invalid("index", "none or LSH", "a SimHash table index")),
+        source: Box::new(IndexError::invalid("index", "none or LSH", "a SimHash table index")),
     }
 }
 
 impl<'i> SimhashProber<'i> {
     /// Opens the collection's SimHash index; `None` when it has none.
-    pub(crate) fn open(snap: &'i ReadSnapshot, info: &'i CollectionInfo) -> Result<Option<Self>, StorageError> {
+    pub(crate) fn open(snap: &'i ReadSnapshot, info: &'i CollectionInfo) -> Result<Option<Self>, IndexError> {
         let state = snap.state(info)?;
         let version = u128::from(state.next_row) << 64 | u128::from(state.live);
         let Some(cache) = ProbeCache::of(snap, info, version)? else { return Ok(None) };
@@ -77,9 +78,9 @@ impl<'i> SimhashProber<'i> {
     fn table<'t>(
         table: &'t mut Option<Option<BucketTable>>,
         snap: &ReadSnapshot,
-    ) -> Result<Option<&'t BucketTable>, StorageError> {
+    ) -> Result<Option<&'t BucketTable>, IndexError> {
         if table.is_none() {
-            *table = Some(open(snap.txn(), SIMHASH_BUCKETS)?);
+            *table = Some(snap.simhash_buckets()?);
         }
         Ok(table.as_ref().and_then(Option::as_ref))
     }
@@ -88,22 +89,18 @@ impl<'i> SimhashProber<'i> {
         self.design.k()
     }
 
-    fn check_radius(&self, radius: u32) -> Result<(), StorageError> {
+    fn check_radius(&self, radius: u32) -> Result<(), IndexError> {
         if radius <= self.radius() {
             return Ok(());
         }
-        Err(StorageError::Index {
+        Err(IndexError::Collection {
             collection: self.info.def.name.clone(),
-            source: Box::new(super::error::IndexError::invalid(
-                "radius",
-                radius,
-                "at most the radius the tables were designed for",
-            )),
+            source: Box::new(IndexError::invalid("radius", radius, "at most the radius the tables were designed for")),
         })
     }
 
     /// Every live row within `radius` (<= the design's k) of `fp`, sorted by (distance, row).
-    pub(crate) fn within(&mut self, fp: u128, radius: u32) -> Result<Vec<(u64, u32)>, StorageError> {
+    pub(crate) fn within(&mut self, fp: u128, radius: u32) -> Result<Vec<(u64, u32)>, IndexError> {
         self.check_radius(radius)?;
         self.hits.clear();
         if self.design.f() == 64 {
@@ -117,7 +114,7 @@ impl<'i> SimhashProber<'i> {
         Ok(out)
     }
 
-    fn probe<F: Fingerprint>(&mut self, fp: u128) -> Result<(), StorageError> {
+    fn probe<F: Fingerprint>(&mut self, fp: u128) -> Result<(), IndexError> {
         let (info, snap, runs) = (self.info, self.snap, &self.runs);
         let design = &self.design;
         let cache = &self.cache;
@@ -171,7 +168,7 @@ impl<'i> SimhashProber<'i> {
 
     /// Every pair of live rows within `radius` (<= k), each once as (a, b, distance) with
     /// a < b, sorted by (distance, a, b).
-    pub(crate) fn pairs(&mut self, radius: u32) -> Result<Vec<(u64, u64, u32)>, StorageError> {
+    pub(crate) fn pairs(&mut self, radius: u32) -> Result<Vec<(u64, u64, u32)>, IndexError> {
         self.check_radius(radius)?;
         let mut out = Vec::new();
         let Some(table) = Self::table(&mut self.table, self.snap)? else { return Ok(out) };
@@ -200,7 +197,7 @@ pub(crate) fn simhash_within(
     info: &CollectionInfo,
     fp: u128,
     radius: u32,
-) -> Result<Vec<(u64, u32)>, StorageError> {
+) -> Result<Vec<(u64, u32)>, IndexError> {
     contain("simhash probe", || {
         let mut p = SimhashProber::open(snap, info)?.ok_or_else(|| not_simhash(info))?;
         p.within(fp, radius)
@@ -216,7 +213,7 @@ pub(crate) fn simhash_within_records(
     info: &CollectionInfo,
     fp: u128,
     radius: u32,
-) -> Result<(usize, Vec<Arc<RowRecord>>), StorageError> {
+) -> Result<(usize, Vec<Arc<RowRecord>>), IndexError> {
     contain("simhash probe", || {
         let mut p = SimhashProber::open(snap, info)?.ok_or_else(|| not_simhash(info))?;
         let matches = p.within(fp, radius)?;
@@ -233,7 +230,7 @@ pub(crate) fn simhash_within_batch(
     info: &CollectionInfo,
     fps: &[u128],
     radius: u32,
-) -> Result<Vec<Vec<(u64, u32)>>, StorageError> {
+) -> Result<Vec<Vec<(u64, u32)>>, IndexError> {
     contain("simhash probe", || {
         let mut p = SimhashProber::open(snap, info)?.ok_or_else(|| not_simhash(info))?;
         fps.iter().map(|&fp| p.within(fp, radius)).collect()
@@ -245,7 +242,7 @@ pub(crate) fn simhash_pairs(
     snap: &ReadSnapshot,
     info: &CollectionInfo,
     radius: u32,
-) -> Result<Vec<(u64, u64, u32)>, StorageError> {
+) -> Result<Vec<(u64, u64, u32)>, IndexError> {
     contain("simhash self-join", || {
         let mut p = SimhashProber::open(snap, info)?.ok_or_else(|| not_simhash(info))?;
         p.pairs(radius)

@@ -2,27 +2,26 @@
 //! hold only rows of the run's range, each run holds its counted rows once per table, and
 //! over all runs each table holds exactly the live rows' entries.
 
+use crate::index::error::IndexError;
 use std::collections::BTreeMap;
 
-use redb::ReadTransaction;
-
-use super::meta::{IndexDef, IndexSpec};
-use super::simhash_runs::{split_field, table_field};
-use super::simhash_tables::{BucketView, Geometry};
-use super::verify::Out;
+use super::format::{BucketView, Geometry};
+use super::format::{split_field, table_field};
+use crate::index::defs::{IndexDef, IndexSpec};
+use crate::index::problems::Out;
 use crate::sketch::sketch::Sketch;
-use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
-use crate::storage::reader::open;
-use crate::storage::tables::{SIMHASH_BUCKETS, SIMHASH_BUCKETS_NAME};
+use crate::storage::index_tables::BytesRead;
+use crate::storage::reader::ReadSnapshot;
+use crate::storage::tables::SIMHASH_BUCKETS_NAME;
 
-pub(super) fn check_simhash(
-    txn: &ReadTransaction,
+pub(crate) fn check_simhash(
+    snap: &ReadSnapshot,
     info: &CollectionInfo,
     def: &IndexDef,
     live: &[(u64, Sketch)],
     out: &mut Out<'_>,
-) -> Result<(), StorageError> {
+) -> Result<(), IndexError> {
     let IndexSpec::Simhash { design, bucket_bits, runs, .. } = &def.spec else { return Ok(()) };
     if def.entries != live.len() as u64 {
         out.problem(
@@ -32,16 +31,16 @@ pub(super) fn check_simhash(
     }
     let n = design.table_count();
     let id = info.def.id;
-    let Some(table) = open(txn, SIMHASH_BUCKETS)? else {
+    let Some(table) = snap.simhash_buckets()? else {
         if !live.is_empty() {
             out.problem(None, format!("{SIMHASH_BUCKETS_NAME} is missing ({} live rows)", live.len()));
         }
         return Ok(());
     };
     // Keys of runs the definition does not list, or of tables the design does not have.
-    for e in table.range((id, 0u32, 0u32)..=(id, u32::MAX, u32::MAX)).map_err(StorageError::backend("scan"))? {
-        let (k, _) = e.map_err(StorageError::backend("scan"))?;
-        let (_, field, bucket) = k.value();
+    for e in table.range((id, 0u32, 0u32)..=(id, u32::MAX, u32::MAX), "scan")? {
+        let (k, _) = e?;
+        let (_, field, bucket) = k;
         let (run, t) = split_field(field);
         let where_ = format!("{SIMHASH_BUCKETS_NAME}, run {run}, table {t}, bucket {bucket:#x}");
         if !runs.iter().any(|r| r.id == run) {
@@ -59,9 +58,9 @@ pub(super) fn check_simhash(
             let field = table_field(r.id, t as u32);
             let end = runs.get(ri + 1).map_or(u64::MAX, |r| r.first_row);
             let mut held = 0u64;
-            for e in table.range((id, field, 0u32)..=(id, field, u32::MAX)).map_err(StorageError::backend("scan"))? {
-                let (k, v) = e.map_err(StorageError::backend("scan"))?;
-                let bucket = k.value().2;
+            for e in table.range((id, field, 0u32)..=(id, field, u32::MAX), "scan")? {
+                let (k, v) = e?;
+                let bucket = k.2;
                 let where_ = format!("{SIMHASH_BUCKETS_NAME}, run {}, table {t}, bucket {bucket:#x}", r.id);
                 let view = match BucketView::parse(v.value(), g) {
                     Err(d) => {

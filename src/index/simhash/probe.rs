@@ -7,9 +7,9 @@
 //! canonical table, so no set is needed to deduplicate rows across tables. Fingerprints are
 //! never deduplicated: two rows with identical fingerprints are two results.
 
-use super::error::IndexError;
-use super::fingerprint::Fingerprint;
-use super::keys::simhash_design::SimhashTableDesign;
+use super::design::SimhashTableDesign;
+use crate::index::error::IndexError;
+use crate::index::fingerprint::Fingerprint;
 
 /// A row within the radius of a query. Orders by (distance, row).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

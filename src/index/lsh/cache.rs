@@ -11,23 +11,23 @@
 //! that first reads the group.
 //!
 //! Sound because the cache is keyed by the definition's bytes, which fix the runs and their
-//! entries (see [`super::probe_cache`]). The stored chunks are checked as they are read; an
+//! entries (see [`crate::index::probe_cache`]). The stored chunks are checked as they are read; an
 //! index of one run at width `P` gives its chunks as stored.
 
-use redb::ReadOnlyTable;
+use crate::index::error::IndexError;
 
-use super::lsh::{At, ChunkView, Groups, RunKey, lsh_err};
-use super::lsh_chunk::{append_chunk, group_chunks};
-use super::meta::LshRun;
-use super::probe_cache::{ProbeCache, Value};
+use super::format::{append_chunk, group_chunks};
+use super::table::{At, ChunkView, Groups, RunKey, lsh_err};
+use crate::index::defs::LshRun;
+use crate::index::probe_cache::{ProbeCache, Value};
 use crate::simd::prefetch;
-use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
-use crate::storage::reader::{ReadSnapshot, open};
-use crate::storage::tables::LSH_BUCKETS;
+use crate::storage::index_tables::BytesRead;
+use crate::storage::index_tables::BytesView;
+use crate::storage::reader::ReadSnapshot;
 
 /// A table of `sketchdb.lsh_runs`, opened on first need.
-type LazyTable = Option<Option<ReadOnlyTable<RunKey, &'static [u8]>>>;
+type LazyTable = Option<Option<BytesView<RunKey>>>;
 
 /// The group width of the probe cache's slots for `runs`: the widest run's.
 fn merged_bits(runs: &[LshRun]) -> u32 {
@@ -58,10 +58,10 @@ impl<'c> LshProbe<'c> {
         g: Groups,
         band: u32,
         group: u64,
-    ) -> Result<Option<Value<'c>>, StorageError> {
+    ) -> Result<Option<Value<'c>>, IndexError> {
         self.cache.value(band as usize, g.bits, group, || {
             if table.is_none() {
-                *table = Some(open(snap.txn(), LSH_BUCKETS)?);
+                *table = Some(snap.lsh_runs()?);
             }
             let Some(Some(t)) = table.as_ref() else { return Ok(None) };
             read_merged(t, info, runs, g, band, group)
@@ -81,7 +81,7 @@ impl<'c> LshProbe<'c> {
         runs: &[LshRun],
         keys: &[u64],
         out: &mut Vec<u64>,
-    ) -> Result<(), StorageError> {
+    ) -> Result<(), IndexError> {
         let g = Groups::new(self.key_bits, merged_bits(runs));
         for (band, &key) in keys.iter().enumerate() {
             self.cache.prefetch_slot(band, g.bits, g.group(key));
@@ -122,13 +122,13 @@ impl<'c> LshProbe<'c> {
 /// The merged value of `group` (of width `g`, at least every run's) in `band` as stored in
 /// `runs`: `None` when no run has an entry there.
 fn read_merged(
-    table: &ReadOnlyTable<RunKey, &'static [u8]>,
+    table: &BytesView<RunKey>,
     info: &CollectionInfo,
     runs: &[LshRun],
     g: Groups,
     band: u32,
     group: u64,
-) -> Result<Option<Vec<u8>>, StorageError> {
+) -> Result<Option<Vec<u8>>, IndexError> {
     let as_stored = matches!(runs, [run] if run.group_bits == g.bits);
     let (mut bytes, mut entries) = (Vec::new(), Vec::new());
     for run in runs {
@@ -143,9 +143,7 @@ fn read_merged(
         let hi =
             if shift == 0 { None } else { lo.checked_add(1u64 << g.suffix_bits()).filter(|&h| h <= rg.suffix_mask()) };
         let mut chunk = 0u32;
-        while let Some(v) =
-            table.get((info.def.id, band, run.id, of_run, chunk)).map_err(StorageError::backend("read lsh group"))?
-        {
+        while let Some(v) = table.get((info.def.id, band, run.id, of_run, chunk), "read lsh group")? {
             let view = ChunkView::parse(v.value(), rg).map_err(|d| lsh_err(info, at, d))?;
             if as_stored {
                 bytes.extend_from_slice(v.value());
@@ -172,16 +170,9 @@ fn read_merged(
 
 /// A merged value the probe cache holds that does not parse (it was checked as read and
 /// encoded here, so this is a defect, reported rather than a panic).
-fn merged_err(
-    info: &CollectionInfo,
-    runs: &[LshRun],
-    band: usize,
-    g: Groups,
-    key: u64,
-    detail: String,
-) -> StorageError {
+fn merged_err(info: &CollectionInfo, runs: &[LshRun], band: usize, g: Groups, key: u64, detail: String) -> IndexError {
     let ids: Vec<u32> = runs.iter().map(|r| r.id).collect();
-    StorageError::Inconsistent {
+    IndexError::Corrupt {
         collection: info.def.name.clone(),
         row: None,
         detail: format!(

@@ -45,8 +45,8 @@ use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 use zerocopy::IntoBytes;
 
-use super::super::error::IndexError;
-use super::super::lsh_params::LshParams;
+use super::params::LshParams;
+use crate::index::error::IndexError;
 use crate::sketch::bbit::BBitMinHash;
 use crate::sketch::sketch::Sketch;
 

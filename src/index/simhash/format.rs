@@ -1,8 +1,10 @@
-//! Persisted SimHash permuted tables: one packed redb value per (table, bucket).
+//! The byte format of SimHash index values and keys: the packed bucket value ([`BucketView`],
+//! [`encode_bucket`]) and the key's table field, which carries the run ([`table_field`]).
 //!
-//! Table `sketchdb.simhash_buckets`, key `(collection id, table t, bucket)`, where the
-//! bucket is the top `B_t = min(bucket_bits, p_t)` bits of the row's permuted key in table
-//! t. The value (all integers little-endian; `storage-format.md`, "Index tables"):
+//! Table `sketchdb.simhash_buckets`, key `(collection id, run << 8 | table t, bucket)`, where
+//! the bucket is the top `B_t = min(bucket_bits, p_t)` bits of the row's permuted key in table
+//! t (at most 256 tables, at most 2^24 run numbers; files written before runs existed hold
+//! exactly run 0). The value (all integers little-endian; `storage-format.md`, "Index tables"):
 //!
 //! ```text
 //! offset  width      field
@@ -16,31 +18,31 @@
 //! ```
 //!
 //! Entries are sorted by (permuted key, row id); a row appears once per table of its run.
-//! The key's table field also carries the run ([`super::simhash_runs`]); writing runs is
-//! [`super::simhash_write`]'s. [`BucketWriter`] rewrites one run's touched buckets, or
-//! appends a new run's buckets through a cursor.
 
-use redb::{CursorError, CursorMut, ReadableTable, Table};
-
-use super::fingerprint::Fingerprint;
-use super::keys::simhash_design::SimhashTableDesign;
-use super::simhash_adds::TableAdds;
+use super::design::SimhashTableDesign;
+use crate::index::fingerprint::Fingerprint;
 use crate::simd;
-use crate::storage::StorageError;
-use crate::storage::catalog::CollectionInfo;
+
+/// Run numbers: 0 ..= 2^24 - 1 (the key field's bits above the table number).
+pub(crate) const RUN_IDS: u32 = 1 << 24;
+
+/// The key field of run `run`'s table `t`.
+#[inline]
+pub(crate) fn table_field(run: u32, t: u32) -> u32 {
+    debug_assert!(run < RUN_IDS && t < 256);
+    run << 8 | t
+}
+
+/// `(run, table)` of a key field.
+#[inline]
+pub(crate) fn split_field(field: u32) -> (u32, u32) {
+    (field >> 8, field & 0xff)
+}
 
 /// Bytes of the bucket value header.
 pub(crate) const BUCKET_HEADER_LEN: usize = 8;
 /// The bucket value layout version (byte 0).
 pub(crate) const BUCKET_LAYOUT: u8 = 1;
-
-/// The bucket width for a design chosen at `n_rows`: about 128 rows per bucket, at least
-/// [`super::meta::MIN_BUCKET_BITS`] and at most [`super::meta::MAX_BUCKET_BITS`].
-pub(crate) fn bucket_bits_for(n_rows: u64) -> u32 {
-    let per = (n_rows / 128).max(1);
-    let bits = 64 - (per - 1).leading_zeros().min(63);
-    bits.clamp(super::meta::MIN_BUCKET_BITS, super::meta::MAX_BUCKET_BITS)
-}
 
 /// Table t's bucket geometry.
 #[derive(Clone, Copy, Debug)]
@@ -234,136 +236,6 @@ pub(crate) fn encoded_len(entries: &[(u128, u64)], g: Geometry) -> usize {
     BUCKET_HEADER_LEN + entries.len() * (g.suffix_bytes + w)
 }
 
-/// `(collection id, table field, bucket)`: the field is [`super::simhash_runs::table_field`].
-pub(crate) type BucketKey = (u32, u32, u32);
-pub(crate) type BucketTable<'t> = Table<'t, BucketKey, &'static [u8]>;
-
-/// Where rewritten buckets go.
-pub(crate) enum Out<'c, 't> {
-    /// The table: each touched bucket is read, merged and written back.
-    Table(&'c mut BucketTable<'t>),
-    /// A cursor at the collection's (empty) key range: buckets are only appended.
-    Append(Box<CursorMut<'c, BucketKey, &'static [u8]>>),
-}
-
-impl Out<'_, '_> {
-    /// Finishes the appends (a cursor's inserts are buffered until then).
-    pub(crate) fn close(self) -> Result<(), StorageError> {
-        match self {
-            Out::Table(_) => Ok(()),
-            Out::Append(cursor) => cursor.close().map_err(StorageError::backend("append simhash buckets")),
-        }
-    }
-}
-
-/// Rewrites the touched buckets of one table at a time; its vectors are reused across
-/// buckets and tables.
-pub(crate) struct BucketWriter<'a> {
-    info: &'a CollectionInfo,
-    /// An encoded bucket, for the appending cursor.
-    encoded: Vec<u8>,
-    entries: Vec<(u128, u64)>,
-    fresh: Vec<(u128, u64)>,
-    gone: Vec<u64>,
-}
-
-impl<'a> BucketWriter<'a> {
-    pub(crate) fn new(info: &'a CollectionInfo) -> Self {
-        BucketWriter { info, encoded: Vec::new(), entries: Vec::new(), fresh: Vec::new(), gone: Vec::new() }
-    }
-
-    /// Merges one table's sorted additions and its removals (`(bucket, row)`, sorted) into
-    /// its stored buckets of key field `t` ([`super::simhash_runs::table_field`]: one run's
-    /// table), in bucket order.
-    pub(crate) fn table(
-        &mut self,
-        out: &mut Out<'_, '_>,
-        t: u32,
-        g: Geometry,
-        adds: &TableAdds,
-        removes: &[(u32, u64)],
-    ) -> Result<(), StorageError> {
-        let (info, id) = (self.info, self.info.def.id);
-        let (mut cursor, mut j) = (adds.cursor(), 0);
-        loop {
-            let next_add = cursor.peek(g);
-            let bucket = match (next_add, removes.get(j)) {
-                (Some(a), Some(r)) => a.min(r.0),
-                (Some(a), None) => a,
-                (None, Some(r)) => r.0,
-                (None, None) => return Ok(()),
-            };
-            let (entries, fresh, gone) = (&mut self.entries, &mut self.fresh, &mut self.gone);
-            fresh.clear();
-            if next_add == Some(bucket) {
-                cursor.take_into(g, bucket, fresh);
-            }
-            gone.clear();
-            while let Some(&(_, r)) = removes.get(j).filter(|x| x.0 == bucket) {
-                gone.push(r);
-                j += 1;
-            }
-            entries.clear();
-            if let Out::Table(table) = out
-                && let Some(v) = table.get((id, t, bucket)).map_err(StorageError::backend("read simhash bucket"))?
-            {
-                let view = BucketView::parse(v.value(), g).map_err(|d| bucket_err(info, t, bucket, d))?;
-                view.entries_into(g, bucket, entries);
-            }
-            if !gone.is_empty() {
-                let before = entries.len() + fresh.len();
-                entries.retain(|e| gone.binary_search(&e.1).is_err());
-                fresh.retain(|e| gone.binary_search(&e.1).is_err());
-                let removed = before - entries.len() - fresh.len();
-                if removed != gone.len() {
-                    let detail = format!("{} rows to remove, {removed} found in the bucket", gone.len());
-                    return Err(bucket_err(info, t, bucket, detail));
-                }
-            }
-            // Stored and added entries are two sorted runs: the stable sort merges them in
-            // linear time. With nothing stored, the added entries are written as they are.
-            let merged: &[(u128, u64)] = if entries.is_empty() {
-                fresh
-            } else {
-                entries.extend_from_slice(fresh);
-                entries.sort();
-                entries
-            };
-            match out {
-                Out::Table(table) if merged.is_empty() => {
-                    table.remove((id, t, bucket)).map_err(StorageError::backend("remove simhash bucket"))?;
-                }
-                Out::Table(table) => {
-                    let mut guard = table
-                        .insert_reserve((id, t, bucket), encoded_len(merged, g))
-                        .map_err(StorageError::backend("write simhash bucket"))?;
-                    encode_bucket(merged, g, guard.as_mut());
-                }
-                Out::Append(_) if merged.is_empty() => {}
-                Out::Append(cursor) => {
-                    self.encoded.resize(encoded_len(merged, g), 0);
-                    encode_bucket(merged, g, &mut self.encoded);
-                    cursor.insert_before((id, t, bucket), &self.encoded[..]).map_err(|e| match e {
-                        CursorError::UnorderedKey => bucket_err(info, t, bucket, "a new bucket is already stored"),
-                        e => StorageError::backend("append simhash bucket")(e),
-                    })?;
-                }
-            }
-        }
-    }
-}
-
-/// An inconsistency in the bucket of key field `field` (run and table) and `bucket`.
-pub(crate) fn bucket_err(
-    info: &CollectionInfo,
-    field: u32,
-    bucket: u32,
-    detail: impl std::fmt::Display,
-) -> StorageError {
-    let (run, table) = super::simhash_runs::split_field(field);
-    StorageError::Inconsistent {
-        collection: info.def.name.clone(),
-        row: None,
-        detail: format!("index table sketchdb.simhash_buckets, run {run}, table {table}, bucket {bucket:#x}: {detail}"),
-    }
-}
+#[cfg(test)]
+#[path = "format_tests.rs"]
+mod tests;

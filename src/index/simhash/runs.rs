@@ -2,39 +2,24 @@
 //! merging runs.
 //!
 //! Each write transaction stores the rows it adds as one new run, a full set of permuted
-//! tables over those rows; runs merge in size tiers ([`super::tiers`]). A key of
+//! tables over those rows; runs merge in size tiers ([`crate::index::tiers`]). A key of
 //! `sketchdb.simhash_buckets` is `(collection id, run << 8 | table, bucket)` (at most 256
 //! tables, at most 2^24 run numbers), so a run's keys are contiguous, table after table,
 //! and a new run, numbered above every stored one, is appended after them through one
 //! cursor. Files written before runs existed hold one set of tables with the field equal to
 //! the table number: exactly run 0.
 
+use crate::index::error::IndexError;
 use std::sync::mpsc;
 
-use redb::{CursorError, ReadableTable};
-
-use super::meta::SimhashRun;
-use super::simhash_tables::{BucketKey, BucketTable, BucketView, Geometry, bucket_err, encode_bucket, encoded_len};
+use super::format::{BucketView, Geometry, encode_bucket, encoded_len, table_field};
+use super::tables::{BucketKey, BucketTable, bucket_err};
+use crate::index::defs::SimhashRun;
+use crate::index::error::inconsistent;
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::error::panic_message;
-use crate::storage::writer::inconsistent;
-
-/// Run numbers: 0 ..= 2^24 - 1 (the key field's bits above the table number).
-pub(crate) const RUN_IDS: u32 = 1 << 24;
-
-/// The key field of run `run`'s table `t`.
-#[inline]
-pub(crate) fn table_field(run: u32, t: u32) -> u32 {
-    debug_assert!(run < RUN_IDS && t < 256);
-    run << 8 | t
-}
-
-/// `(run, table)` of a key field.
-#[inline]
-pub(crate) fn split_field(field: u32) -> (u32, u32) {
-    (field >> 8, field & 0xff)
-}
+use crate::storage::index_tables::BytesRead;
 
 /// The key range of run `run`'s table `t`.
 fn table_range(id: u32, run: u32, t: u32) -> std::ops::RangeInclusive<BucketKey> {
@@ -45,31 +30,30 @@ fn table_range(id: u32, run: u32, t: u32) -> std::ops::RangeInclusive<BucketKey>
 /// Calls `f(bucket, entries)` for every bucket of table `t` holding entries in any of the
 /// runs `runs`, ascending, with the bucket's entries of all those runs as `(permuted key,
 /// row)`, sorted. The table's values are read into memory first (one table at a time).
-pub(crate) fn for_each_merged_bucket<T: ReadableTable<BucketKey, &'static [u8]>>(
+pub(crate) fn for_each_merged_bucket<T: BytesRead<BucketKey>>(
     table: &T,
     info: &CollectionInfo,
     runs: &[u32],
     t: u32,
     g: Geometry,
-    f: impl FnMut(u32, &[(u128, u64)]) -> Result<(), StorageError>,
-) -> Result<(), StorageError> {
+    f: impl FnMut(u32, &[(u128, u64)]) -> Result<(), IndexError>,
+) -> Result<(), IndexError> {
     let raw = read_raw(table, info.def.id, runs, t, Vec::new())?;
     for_each_raw_bucket(info, runs, t, g, &raw, f)
 }
 
 /// Table `t`'s bucket `bucket` over all of `runs`, encoded as one bucket value (`None`:
 /// no run holds an entry there). One run's value is returned as stored.
-pub(crate) fn merged_bucket<T: ReadableTable<BucketKey, &'static [u8]>>(
+pub(crate) fn merged_bucket<T: BytesRead<BucketKey>>(
     table: &T,
     info: &CollectionInfo,
     runs: &[u32],
     t: u32,
     g: Geometry,
     bucket: u32,
-) -> Result<Option<Vec<u8>>, StorageError> {
+) -> Result<Option<Vec<u8>>, IndexError> {
     let id = info.def.id;
-    let read =
-        |run: u32| table.get((id, table_field(run, t), bucket)).map_err(StorageError::backend("read simhash bucket"));
+    let read = |run: u32| table.get((id, table_field(run, t), bucket), "read simhash bucket");
     if let [run] = runs {
         return Ok(read(*run)?.map(|v| v.value().to_vec()));
     }
@@ -120,21 +104,21 @@ fn spare(spares: &Spares) -> Vec<u8> {
 }
 
 /// Table `t`'s values of the runs `runs`, read into `bytes` (cleared first).
-fn read_raw<T: ReadableTable<BucketKey, &'static [u8]>>(
+fn read_raw<T: BytesRead<BucketKey>>(
     table: &T,
     id: u32,
     runs: &[u32],
     t: u32,
     mut bytes: Vec<u8>,
-) -> Result<RawTable, StorageError> {
+) -> Result<RawTable, IndexError> {
     bytes.clear();
     let mut raw = RawTable { bytes, runs: Vec::with_capacity(runs.len()) };
     for &run in runs {
         let mut list = Vec::new();
-        for e in table.range(table_range(id, run, t)).map_err(StorageError::backend("scan simhash buckets"))? {
-            let (k, v) = e.map_err(StorageError::backend("scan simhash buckets"))?;
+        for e in table.range(table_range(id, run, t), "scan simhash buckets")? {
+            let (k, v) = e?;
             raw.bytes.extend_from_slice(v.value());
-            list.push((k.value().2, raw.bytes.len()));
+            list.push((k.2, raw.bytes.len()));
         }
         raw.runs.push(list);
     }
@@ -149,8 +133,8 @@ fn for_each_raw_bucket(
     t: u32,
     g: Geometry,
     raw: &RawTable,
-    mut f: impl FnMut(u32, &[(u128, u64)]) -> Result<(), StorageError>,
-) -> Result<(), StorageError> {
+    mut f: impl FnMut(u32, &[(u128, u64)]) -> Result<(), IndexError>,
+) -> Result<(), IndexError> {
     // Per run: the next bucket's index in its list, and where its value starts.
     let mut at = vec![0usize; raw.runs.len()];
     let mut start: Vec<usize> = Vec::with_capacity(raw.runs.len());
@@ -190,7 +174,7 @@ fn merge_raw(
     t: u32,
     g: Geometry,
     raw: &RawTable,
-) -> Result<MergedTable, StorageError> {
+) -> Result<MergedTable, IndexError> {
     let mut bytes = spare(spares);
     bytes.reserve(raw.bytes.len());
     let mut out = MergedTable { bytes, buckets: Vec::new(), entries: 0 };
@@ -217,7 +201,7 @@ pub(crate) fn merge_runs(
     geometry: &[Geometry],
     span: &[SimhashRun],
     id: u32,
-) -> Result<SimhashRun, StorageError> {
+) -> Result<SimhashRun, IndexError> {
     let cid = info.def.id;
     let ids: Vec<u32> = span.iter().map(|r| r.id).collect();
     let rows: u64 = span.iter().map(|r| r.rows).sum();
@@ -225,34 +209,31 @@ pub(crate) fn merge_runs(
     let n = geometry.len();
     let spares = Spares::default();
     let spares = &spares;
-    let write = |table: &mut BucketTable<'_>, t: usize, merged: MergedTable| -> Result<(), StorageError> {
+    let write = |table: &mut BucketTable<'_>, t: usize, merged: MergedTable| -> Result<(), IndexError> {
         if merged.entries != rows {
             let detail = format!("runs {ids:?} count {rows} rows, table {t} holds {} entries", merged.entries);
             return Err(inconsistent(info, first_row, detail));
         }
         for &run in &ids {
             let range = table_range(cid, run, t as u32);
-            table.retain_in(range, |_, _| false).map_err(StorageError::backend("drop simhash run"))?;
+            table.remove_range(range, "drop simhash run")?;
         }
         let field = table_field(id, t as u32);
-        let mut cursor = table
-            .lower_bound_mut(std::ops::Bound::Included((cid, field, 0)))
-            .map_err(StorageError::backend("position bucket cursor"))?;
+        let mut cursor = table.appender((cid, field, 0), "position bucket cursor")?;
         let mut start = 0;
         for &(bucket, end) in &merged.buckets {
-            cursor.insert_before((cid, field, bucket), &merged.bytes[start..end]).map_err(|e| match e {
-                CursorError::UnorderedKey => bucket_err(info, field, bucket, "a merged bucket is already stored"),
-                e => StorageError::backend("append simhash bucket")(e),
-            })?;
+            if !cursor.append((cid, field, bucket), &merged.bytes[start..end], "append simhash bucket")? {
+                return Err(bucket_err(info, field, bucket, "a merged bucket is already stored"));
+            }
             start = end;
         }
-        cursor.close().map_err(StorageError::backend("append simhash buckets"))?;
+        cursor.close("append simhash buckets")?;
         spares.lock().push(merged.bytes);
         Ok(())
     };
     std::thread::scope(|s| {
         let (to_worker, raw_tables) = mpsc::sync_channel::<(usize, RawTable)>(1);
-        let (to_writer, merged_tables) = mpsc::sync_channel::<Result<MergedTable, StorageError>>(1);
+        let (to_writer, merged_tables) = mpsc::sync_channel::<Result<MergedTable, IndexError>>(1);
         let ids = &ids;
         let worker = s.spawn(move || {
             for (t, raw) in raw_tables {
@@ -264,12 +245,12 @@ pub(crate) fn merge_runs(
                 }
             }
         });
-        let merged_of = |t: usize| -> Result<MergedTable, StorageError> {
+        let merged_of = |t: usize| -> Result<MergedTable, IndexError> {
             merged_tables
                 .recv()
                 .map_err(|_| inconsistent(info, first_row, format!("the merge of table {t} stopped")))?
         };
-        let result = (|| {
+        let result = (|| -> Result<(), IndexError> {
             for t in 0..n {
                 let raw = read_raw(&*table, cid, ids, t as u32, spare(spares))?;
                 if to_worker.send((t, raw)).is_err() {

@@ -2,12 +2,12 @@
 //! values of the reverse map earlier builds kept.
 //!
 //! * `sketchdb.lsh_runs`, key `(collection id, band, run, group, chunk)`: an index is a list of
-//!   runs ([`super::meta::LshRun`]); each run holds the entries of a row range, with its own
+//!   runs ([`crate::index::defs::LshRun`]); each run holds the entries of a row range, with its own
 //!   group width `P = group_bits`: the group is the top `P` bits of the band key. A group's
 //!   entries, (band key, row id) pairs sorted ascending, are split evenly over chunks `0..c`
 //!   (no gaps; `c = ceil(entries / GROUP_CHUNK_ENTRIES)`). A chunk value (all integers
 //!   little-endian; `storage-format.md`, "Index tables") has one of the two layouts of
-//!   [`super::lsh_chunk`].
+//!   [`super::format`].
 //!
 //! * `sketchdb.lsh_rows`, key `(collection id, row id)`: the row's band keys in band order,
 //!   each as its top K bits in K / 8 bytes LE (`bands * K / 8` bytes). Builds before index
@@ -16,49 +16,24 @@
 //!   its stored signature under the recorded scheme.
 //!
 //! * `sketchdb.lsh_dead`, key `(collection id, row id)`: removed rows whose entries a run
-//!   still holds ([`super::lsh_dead`]); a removal is recorded there and in its run's count,
+//!   still holds ([`super::dead`]); a removal is recorded there and in its run's count,
 //!   and the entries go when a merge rewrites the run.
 //!
-//! A write transaction's changes are [`super::lsh_delta`]; how runs are written and merged is
-//! [`super::lsh_write`] and [`super::lsh_merge`].
+//! A write transaction's changes are [`super::delta`]; how runs are written and merged is
+//! [`super::write`] and [`super::merge`].
 
-use std::ops::Bound;
-
-use redb::{CursorError, ReadableTable, Table};
-
-pub(crate) use super::lsh_chunk::append_split;
-pub(crate) use super::lsh_chunk::{
-    CHUNK_HEADER_LEN, ChunkView, GROUP_CHUNK_ENTRIES, Groups, MAX_GROUP_BITS, run_group_bits,
-};
-use super::lsh_chunk::{append_chunk, group_chunks, le};
-use crate::storage::StorageError;
+pub(crate) use super::format::{CHUNK_HEADER_LEN, ChunkView, GROUP_CHUNK_ENTRIES, Groups, run_group_bits};
+use super::format::{append_chunk, group_chunks};
+use crate::index::error::IndexError;
 use crate::storage::catalog::CollectionInfo;
-
-/// The band keys of a `sketchdb.lsh_rows` value: exactly `bands` keys of `key_bits` (64 or
-/// 32) significant bits, each its top bits in `key_bits / 8` bytes LE, or what is wrong
-/// with it.
-pub(crate) fn band_keys_of(bytes: &[u8], bands: usize, key_bits: u32) -> Result<Vec<u64>, String> {
-    let width = key_bits as usize / 8;
-    if width == 0 || bytes.len() != width * bands {
-        return Err(format!(
-            "sketchdb.lsh_rows holds {} bytes, not the {bands} band keys of {key_bits} bits of the banding",
-            bytes.len()
-        ));
-    }
-    Ok(bytes.chunks_exact(width).map(|b| le(b) << (64 - key_bits)).collect())
+use crate::storage::index_tables::{BytesRead, BytesTable};
+/// An inconsistency of a band's run as a whole (group 0).
+pub(crate) fn lsh_rows_err(info: &CollectionInfo, band: u32, run: u32, detail: &str) -> IndexError {
+    lsh_err(info, At { band, run, group: 0 }, detail)
 }
 
-/// Appends the `sketchdb.lsh_rows` encoding of band keys of `key_bits` significant bits
-/// (the inverse of [`band_keys_of`]).
-pub(crate) fn push_band_keys(keys: &[u64], key_bits: u32, out: &mut Vec<u8>) {
-    let width = key_bits as usize / 8;
-    for &k in keys {
-        out.extend_from_slice(&(k >> (64 - key_bits)).to_le_bytes()[..width]);
-    }
-}
-
-pub(crate) fn lsh_err(info: &CollectionInfo, at: At, detail: impl std::fmt::Display) -> StorageError {
-    StorageError::Inconsistent {
+pub(crate) fn lsh_err(info: &CollectionInfo, at: At, detail: impl std::fmt::Display) -> IndexError {
+    IndexError::Corrupt {
         collection: info.def.name.clone(),
         row: None,
         detail: format!(
@@ -99,8 +74,8 @@ pub(crate) fn bucket_sums_by<T>(entries: &[T], key: impl Fn(&T) -> u64) -> (u64,
 }
 
 /// Key of `sketchdb.lsh_runs`: (collection id, band, run, group, chunk).
-pub(crate) type RunKey = (u32, u32, u32, u64, u32);
-pub(crate) type BucketTable<'t> = Table<'t, RunKey, &'static [u8]>;
+pub(crate) use crate::storage::index_tables::RunKey;
+pub(crate) type BucketTable<'t> = BytesTable<'t, RunKey>;
 
 /// (sum(s), sum(s^2)) over a group's buckets.
 pub(crate) type Sums = (u64, u128);
@@ -108,21 +83,19 @@ pub(crate) type Sums = (u64, u128);
 /// Calls `f(group, value)` for every chunk value of one band of one run, in key order,
 /// checking each group's chunks run `0..n` without gaps; returns the chunks read.
 fn for_each_chunk(
-    table: &impl ReadableTable<RunKey, &'static [u8]>,
+    table: &impl BytesRead<RunKey>,
     info: &CollectionInfo,
     g: Groups,
     band: u32,
     run: u32,
-    mut f: impl FnMut(u64, &[u8]) -> Result<(), StorageError>,
-) -> Result<u64, StorageError> {
+    mut f: impl FnMut(u64, &[u8]) -> Result<(), IndexError>,
+) -> Result<u64, IndexError> {
     let id = info.def.id;
-    let range = table
-        .range((id, band, run, 0u64, 0u32)..=(id, band, run, u64::MAX, u32::MAX))
-        .map_err(StorageError::backend("read lsh run"))?;
+    let range = table.range((id, band, run, 0u64, 0u32)..=(id, band, run, u64::MAX, u32::MAX), "read lsh run")?;
     let (mut current, mut next, mut n) = (None, 0u32, 0u64);
     for e in range {
-        let (k, v) = e.map_err(StorageError::backend("read lsh run"))?;
-        let (_, _, _, group, chunk) = k.value();
+        let (k, v) = e?;
+        let (_, _, _, group, chunk) = k;
         let at = At { band, run, group };
         if current != Some(group) {
             current = Some(group);
@@ -148,7 +121,7 @@ fn decode_chunk(
     at: At,
     bytes: &[u8],
     out: &mut Vec<(u64, u64)>,
-) -> Result<(), StorageError> {
+) -> Result<(), IndexError> {
     let view = ChunkView::parse(bytes, g).map_err(|d| lsh_err(info, at, d))?;
     view.decode_into(g, at.group, out);
     Ok(())
@@ -157,13 +130,13 @@ fn decode_chunk(
 /// Reads every entry of one band of one run (all its groups, in key order) into `out`,
 /// checking each group's chunks run `0..n` without gaps; returns the chunks read.
 pub(crate) fn read_run_band(
-    table: &impl ReadableTable<RunKey, &'static [u8]>,
+    table: &impl BytesRead<RunKey>,
     info: &CollectionInfo,
     g: Groups,
     band: u32,
     run: u32,
     out: &mut Vec<(u64, u64)>,
-) -> Result<u64, StorageError> {
+) -> Result<u64, IndexError> {
     for_each_chunk(table, info, g, band, run, |group, bytes| decode_chunk(info, g, At { band, run, group }, bytes, out))
 }
 
@@ -180,12 +153,12 @@ pub(crate) struct RawBand {
 impl RawBand {
     /// Reads one band of one run (as [`read_run_band`], without decoding).
     pub(crate) fn read(
-        table: &impl ReadableTable<RunKey, &'static [u8]>,
+        table: &impl BytesRead<RunKey>,
         info: &CollectionInfo,
         g: Groups,
         band: u32,
         run: u32,
-    ) -> Result<RawBand, StorageError> {
+    ) -> Result<RawBand, IndexError> {
         let mut raw = RawBand { g, band, run, chunks: Vec::new(), bytes: Vec::new() };
         for_each_chunk(table, info, g, band, run, |group, bytes| {
             let at = raw.bytes.len();
@@ -228,7 +201,7 @@ impl RawBand {
         i: usize,
         base: u64,
         out: &mut Vec<u64>,
-    ) -> Result<(), StorageError> {
+    ) -> Result<(), IndexError> {
         let (group, range) = &self.chunks[i];
         let at = At { band: self.band, run: self.run, group: *group };
         let view = ChunkView::parse(&self.bytes[range.clone()], self.g).map_err(|d| lsh_err(info, at, d))?;
@@ -246,7 +219,7 @@ impl RawBand {
         info: &CollectionInfo,
         i: usize,
         out: &mut Vec<(u64, u64)>,
-    ) -> Result<(), StorageError> {
+    ) -> Result<(), IndexError> {
         let (group, range) = &self.chunks[i];
         decode_chunk(
             info,
@@ -310,49 +283,26 @@ pub(crate) fn insert_run_band(
     band: u32,
     run: u32,
     encoded: &EncodedBand,
-) -> Result<(), StorageError> {
+) -> Result<(), IndexError> {
     let id = info.def.id;
-    let mut cursor = table
-        .lower_bound_mut(Bound::Included((id, band, run, 0u64, 0u32)))
-        .map_err(StorageError::backend("position lsh run cursor"))?;
+    let mut cursor = table.appender((id, band, run, 0u64, 0u32), "position lsh run cursor")?;
     for (group, no, range) in &encoded.chunks {
-        cursor.insert_before((id, band, run, *group, *no), &encoded.bytes[range.clone()]).map_err(|e| match e {
-            CursorError::UnorderedKey => {
-                lsh_err(info, At { band, run, group: *group }, "a new run's chunk is already stored")
-            }
-            e => StorageError::backend("write lsh run")(e),
-        })?;
+        if !cursor.append((id, band, run, *group, *no), &encoded.bytes[range.clone()], "write lsh run")? {
+            return Err(lsh_err(info, At { band, run, group: *group }, "a new run's chunk is already stored"));
+        }
     }
-    cursor.close().map_err(StorageError::backend("write lsh run"))
+    cursor.close("write lsh run")?;
+    Ok(())
 }
 
 /// Removes every value of one band of a run.
-pub(crate) fn drop_run_band(table: &mut BucketTable<'_>, id: u32, band: u32, run: u32) -> Result<(), StorageError> {
-    table
-        .retain_in((id, band, run, 0u64, 0u32)..=(id, band, run, u64::MAX, u32::MAX), |_, _| false)
-        .map_err(StorageError::backend("drop lsh run"))
+pub(crate) fn drop_run_band(table: &mut BucketTable<'_>, id: u32, band: u32, run: u32) -> Result<(), IndexError> {
+    Ok(table.remove_range((id, band, run, 0u64, 0u32)..=(id, band, run, u64::MAX, u32::MAX), "drop lsh run")?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn reverse_entries_round_trip_at_each_key_width() {
-        let keys = [0u64, 0xffff_ffff_0000_0000, 0x1234_5678_0000_0000, 0x8000_0000_0000_0000];
-        for key_bits in [64, 32] {
-            let mut bytes = Vec::new();
-            push_band_keys(&keys, key_bits, &mut bytes);
-            assert_eq!(bytes.len(), keys.len() * key_bits as usize / 8);
-            assert_eq!(band_keys_of(&bytes, keys.len(), key_bits).expect("decode"), keys);
-            let err = band_keys_of(&bytes[1..], keys.len(), key_bits).unwrap_err();
-            assert!(err.contains("sketchdb.lsh_rows holds"), "{err}");
-        }
-        let full = [0x0123_4567_89ab_cdefu64];
-        let mut bytes = Vec::new();
-        push_band_keys(&full, 64, &mut bytes);
-        assert_eq!(bytes, 0x0123_4567_89ab_cdefu64.to_le_bytes());
-    }
 
     #[test]
     fn sums_count_runs_of_equal_keys() {

@@ -4,8 +4,7 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::index::keys::band::RowWidth;
-use crate::index::lsh_params::LshParams;
+use crate::index::lsh::{LshParams, RowWidth};
 
 fn lsh(reverse_map: bool, dead: u64) -> IndexDef {
     let scheme = BandKeyScheme::new(7, LshParams { bands: 39, rows: 13 }, RowWidth::U8);

@@ -4,10 +4,10 @@
 
 use proptest::prelude::*;
 
-use super::fingerprint::Fingerprint;
-use super::keys::simhash_design::SimhashTableDesign;
-use super::simhash_mem::SimhashMemIndex;
-use super::simhash_probe::{RunView, SimhashMatch, SimhashPair, brute_force, probe, self_join};
+use super::design::SimhashTableDesign;
+use super::mem::SimhashMemIndex;
+use super::probe::{RunView, SimhashMatch, SimhashPair, brute_force, probe, self_join};
+use crate::index::fingerprint::Fingerprint;
 
 /// splitmix64: a tiny fixed-seed generator for test data.
 struct Rng(u64);
@@ -221,7 +221,7 @@ fn identical_fingerprints_are_all_returned() {
 
 #[test]
 fn build_and_probe_reject_bad_inputs() {
-    use super::error::IndexError;
+    use crate::index::error::IndexError;
     let d64 = SimhashTableDesign::with_blocks(64, 3, 4).expect("design");
     let err = SimhashMemIndex::<u128>::build(d64.clone(), &[(1, 5)]).unwrap_err();
     assert_eq!(err, IndexError::SizeMismatch { what: "fingerprint bits", expected: 64, got: 128 });

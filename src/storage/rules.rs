@@ -1,0 +1,46 @@
+//! What a write is made of ([`WriteOp`]) and the checks and error builders every read and
+//! write path shares (key lengths, damaged pages, tables that disagree).
+
+use super::MAX_KEY_LEN;
+use super::catalog::CollectionInfo;
+use super::error::StorageError;
+use crate::codec::error::CodecError;
+use crate::sketch::sketch::Sketch;
+
+/// One write of a batch.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum WriteOp<'a> {
+    /// Insert; the key must be absent.
+    Insert(&'a [u8], &'a Sketch),
+    /// Insert or replace.
+    Upsert(&'a [u8], &'a Sketch),
+    /// Delete if present.
+    Delete(&'a [u8]),
+}
+
+/// Checks a user key's length.
+pub(crate) fn check_key(info: &CollectionInfo, key: &[u8]) -> Result<(), StorageError> {
+    if key.is_empty() {
+        return Err(StorageError::EmptyKey { collection: info.def.name.clone() });
+    }
+    if key.len() > MAX_KEY_LEN {
+        return Err(StorageError::KeyTooLong { collection: info.def.name.clone(), len: key.len(), max: MAX_KEY_LEN });
+    }
+    Ok(())
+}
+
+/// Wraps a codec error as a corrupt page of `info` starting at row `page`.
+pub(crate) fn corrupt_page(info: &CollectionInfo, page: u64) -> impl FnOnce(CodecError) -> StorageError + '_ {
+    // The name is cloned only on error: this is built for every row written.
+    move |source| StorageError::CorruptPage {
+        collection: info.def.name.clone(),
+        collection_id: info.def.id,
+        page,
+        source: Box::new(source),
+    }
+}
+
+/// Tables of `info` disagree at `row`.
+pub(crate) fn inconsistent(info: &CollectionInfo, row: u64, detail: impl ToString) -> StorageError {
+    StorageError::Inconsistent { collection: info.def.name.clone(), row: Some(row), detail: detail.to_string() }
+}
