@@ -20,7 +20,8 @@ use super::error::QueryError;
 type Result<T, E = QueryError> = std::result::Result<T, E>;
 use super::plan::{Access, EarlyStop, Finish, Plan};
 use super::query::{Query, QueryKind, QueryOptions};
-use super::scan::{BinColumns, OphProbe, Pruning, ScanCounters, scan_page};
+use super::kernels::scan_page;
+use super::scan::{BinColumns, OphProbe, Pruning, ScanCounters};
 use crate::index::{lsh_candidate_records, simhash_within_records};
 
 /// One verified result.

@@ -211,9 +211,8 @@ fn value_at(col: &[u8], width: usize, i: usize) -> u32 {
     }
 }
 
-pub(crate) use super::kernels::scan_page;
 
-/// The portable body of [`scan_page`], compiled once per CPU feature level.
+/// The portable body of [`super::kernels::scan_page`], compiled once per CPU feature level.
 #[inline(always)]
 pub(crate) fn scan_page_portable<C: BinColumns>(
     probe: &OphProbe,

@@ -3,7 +3,8 @@
 use proptest::prelude::*;
 
 use super::plan::EarlyStop;
-use super::scan::{BinColumns, OphProbe, Pruning, ScanCounters, scan_page};
+use super::kernels::scan_page;
+use super::scan::{BinColumns, OphProbe, Pruning, ScanCounters};
 use crate::sketch::oph::OphSketch;
 use crate::sketch::params::SketchParams;
 use crate::sketch::sketch::{Sketch, Sketcher};

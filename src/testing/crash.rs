@@ -13,7 +13,6 @@ use std::collections::HashSet;
 use super::faults::{CrashPoint, FaultyBackend, IoFault};
 use super::model::{Harness, Model, Step, Workload, check_db, diff, read_model};
 use super::rng::{Entropy, SplitMix, mix};
-use super::{create_on, open_on};
 use crate::db::database::Database;
 use crate::storage::store::Durability;
 
@@ -83,7 +82,7 @@ fn builder(durability: Durability) -> crate::db::database::DatabaseBuilder {
 /// than what the model says, without a fault to explain it, is an error.
 fn run(w: &Workload, backend: &FaultyBackend, durability: Durability) -> Result<Outcome, String> {
     let mut out = Outcome { created: false, acked: 0, durable: 0, in_flight: None, acked_steps: 0 };
-    let db = match create_on(builder(durability), backend.clone()) {
+    let db = match builder(durability).create_on(backend.clone()) {
         Ok(db) => db,
         Err(_) if backend.crashed() || backend.counters().faults > 0 => return Ok(out),
         Err(e) => return Err(fail("create without a fault", e)),
@@ -155,7 +154,7 @@ enum Reopened {
 /// (`check_db`), and classifies its state among the allowed ones. If the creation was never
 /// acknowledged, the image may be refused, and if it opens it must be empty.
 fn reopen(w: &Workload, o: &Outcome, image: Vec<u8>, durability: Durability, after: &str) -> Result<Reopened, String> {
-    let db = match open_on(builder(Durability::Immediate), FaultyBackend::from_image(image)) {
+    let db = match builder(Durability::Immediate).open_on(FaultyBackend::from_image(image)) {
         Ok(db) => db,
         Err(_) if !o.created => return Ok(Reopened::NeverCreated),
         Err(e) => return Err(fail(&format!("reopen after {after}"), e)),
@@ -231,7 +230,7 @@ pub fn crash_loop(
 
     // The reference run.
     let backend = FaultyBackend::new();
-    let db = create_on(builder(durability), backend.clone()).map_err(|e| fail("create", e))?;
+    let db = builder(durability).create_on(backend.clone()).map_err(|e| fail("create", e))?;
     let mut h = Harness::new(db);
     for (i, step) in w.steps.iter().enumerate() {
         let r = h.exec(step);
