@@ -20,12 +20,22 @@
 
 use std::fmt;
 
+/// The confidence-level rule (strictly between 0 and 1), for front ends that check a level
+/// before any estimate is made.
+pub use crate::sketch::estimate::check_level;
+
 use crate::{
     Collection, CollectionConfig, DEFAULT_SEED, MAX_KEY_LEN, SimHash, Sketch, SketchError, SketchKind, SketchParams,
 };
 
 /// Permutations (MinHash, b-bit) or bins (OPH) of the default configurations.
 pub const DEFAULT_SLOTS: u32 = 128;
+
+/// The weights of the false-positive and false-negative areas that an LSH index minimises
+/// when it chooses its banding ([`crate::IndexConfig::Lsh`] without bands and rows): recall
+/// first. Front ends that propose a banding for a threshold use these to agree with the
+/// index they would create.
+pub const INDEX_LSH_WEIGHTS: crate::LshWeights = crate::index::maintain::INDEX_LSH_WEIGHTS;
 
 /// The similarity a sketch kind estimates, which threshold queries compare against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -8,10 +8,12 @@ use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
 use sketchdb::recipes::{KeyError, check_key, fingerprint_config, text_config};
 use sketchdb::{Batch, Collection, Sketch, SketchKind, Snapshot};
 
 use crate::error::CliError;
+use crate::output::summary;
 use crate::input::{InputRecord, JsonlReader, Origin, fingerprint_records, text_files, text_record};
 use crate::session::Session;
 
@@ -65,11 +67,15 @@ fn detect(path: &Path, format: Format) -> Format {
     }
 }
 
+/// A progress bar on stderr; `what` = "bytes" counts in human units (KiB, MiB, ...).
 fn progress(total: u64, what: &str) -> ProgressBar {
     let bar = ProgressBar::new(total);
-    let style = ProgressStyle::with_template(&format!(
-        "{{spinner}} {what} [{{bar:30}}] {{pos}}/{{len}} {{per_sec}} ETA {{eta}}"
-    ))
+    let counts = if what == "bytes" {
+        "{bytes}/{total_bytes} {bytes_per_sec}".to_string()
+    } else {
+        format!("{{human_pos}}/{{human_len}} {what} {{per_sec}}")
+    };
+    let style = ProgressStyle::with_template(&format!("{{spinner}} [{{bar:30}}] {counts} ETA {{eta}}"))
     .unwrap_or_else(|_| ProgressStyle::default_bar())
     .progress_chars("=> ");
     bar.set_style(style);
@@ -102,7 +108,7 @@ impl Loader<'_> {
                 self.skipped += 1;
                 return Ok(());
             }
-            Err(e) => return Err(CliError::Input(format!("{}: {e}", rec.origin))),
+            Err(e) => return Err(e.context(rec.origin.to_string())),
         };
         self.batch.insert(&rec.key, sketch);
         match &mut self.span {
@@ -133,9 +139,10 @@ impl Loader<'_> {
     /// Commits the pending batch; an error names the records it held.
     fn flush(&mut self) -> Result<(), CliError> {
         if let Some((first, last)) = self.span.take() {
-            let s = self.coll.apply(&self.batch).map_err(|e| {
-                CliError::Input(format!("the batch of records {first} to {last}: {}", CliError::from(e)))
-            })?;
+            let s = self
+                .coll
+                .apply(&self.batch)
+                .map_err(|e| CliError::from(e).context(format!("the batch of records {first} to {last}")))?;
             self.added += s.inserted;
             self.batch.clear();
             self.seen.clear();
@@ -205,13 +212,17 @@ pub fn ingest(session: &mut Session, args: &IngestArgs) -> Result<(), CliError> 
     }
     loader.flush()?;
     let secs = start.elapsed().as_secs_f64();
-    eprintln!(
-        "ingested {} records into `{}` ({} already present, skipped) in {:.2}s ({:.0} records/s)",
-        loader.added,
-        coll.name(),
-        loader.skipped,
-        secs,
-        loader.added as f64 / secs.max(1e-9)
+    summary(
+        "ingest",
+        &format!(
+            "ingested {} records into `{}` ({} already present, skipped) in {:.2}s ({:.0} records/s)",
+            loader.added,
+            coll.name(),
+            loader.skipped,
+            secs,
+            loader.added as f64 / secs.max(1e-9)
+        ),
+        json!({"collection": coll.name(), "records": loader.added, "skipped": loader.skipped, "seconds": secs}),
     );
     Ok(())
 }

@@ -13,6 +13,7 @@ use sketchdb::{BBitMinHash, Batch, CollectionConfig, MinHash, OphSketch, SimHash
 
 use crate::error::CliError;
 use crate::input::parse_hex_fingerprint;
+use crate::output::summary;
 use crate::session::Session;
 
 const EXPORT_VERSION: u64 = 1;
@@ -50,7 +51,9 @@ fn record_json(key: &[u8], sketch: &Sketch) -> Value {
                 o.insert("cardinality".into(), json!(s.cardinality()));
             }
             Sketch::SimHash(s) => {
-                o.insert("simhash".into(), json!(format!("{:x}", s.value())));
+                // Every digit of the fingerprint: 16 for 64 bits, 32 for 128.
+                let digits = usize::from(s.params().bits()) / 4;
+                o.insert("simhash".into(), json!(format!("{:0digits$x}", s.value())));
             }
             _ => {}
         }
@@ -77,7 +80,11 @@ pub fn export(session: &mut Session, name: &str, out: &Path) -> Result<(), CliEr
         n += 1;
     }
     w.flush().map_err(io)?;
-    eprintln!("exported {n} records of `{name}`");
+    summary(
+        "export",
+        &format!("exported {n} records of `{name}` to {}", out.display()),
+        json!({"collection": name, "records": n, "file": out.display().to_string()}),
+    );
     Ok(())
 }
 
@@ -166,6 +173,10 @@ pub fn import(session: &mut Session, input: &Path, into: Option<&str>, batch_siz
         }
     }
     n += coll.apply(&batch)?.inserted;
-    eprintln!("imported {n} records into `{name}`");
+    summary(
+        "import",
+        &format!("imported {n} records into `{name}` from {}", input.display()),
+        json!({"collection": name, "records": n, "file": input.display().to_string()}),
+    );
     Ok(())
 }
