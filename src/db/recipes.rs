@@ -24,6 +24,18 @@ use std::fmt;
 /// before any estimate is made.
 pub use crate::sketch::estimate::check_level;
 
+/// The query rule: whether a question (threshold, top-k or radius) and its options (level,
+/// recall target) fit a collection of sketch kind `kind`, before anything runs. Queries and
+/// dedups check this themselves; front ends call it to refuse a question early, the same way
+/// for every command.
+pub fn check_question(
+    question: crate::QueryKind,
+    options: &crate::QueryOptions,
+    kind: SketchKind,
+) -> Result<(), crate::QueryError> {
+    crate::planner::exec::validate_question(question, options, kind)
+}
+
 use crate::{
     Collection, CollectionConfig, DEFAULT_SEED, MAX_KEY_LEN, SimHash, Sketch, SketchError, SketchKind, SketchParams,
 };

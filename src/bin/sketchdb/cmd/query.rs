@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde_json::{Value, json};
-use sketchdb::recipes::{Content, Measure};
+use sketchdb::recipes::{Content, Measure, check_question};
 use sketchdb::{
     Collection, DEFAULT_LEVEL, Explain, Hit, PlanKind, Query, QueryKind, QueryOptions, QueryResult, Sketch,
 };
@@ -116,6 +116,7 @@ impl Resolved {
 pub fn resolve(coll: &Collection, probe: Option<&Probe>, ask: &Ask) -> Result<Resolved, CliError> {
     let kind = ask.kind(coll)?;
     let options = ask.options()?;
+    check_question(kind, &options, coll.params().kind()).map_err(sketchdb::Error::from)?;
     let one = |label: String, sketch: Sketch| Probes::One { label, query: Query { sketch, kind, options } };
     let probes = match probe {
         None => Probes::SelfJoin,
