@@ -267,3 +267,28 @@ fn long_member_lists_are_shortened_unless_wide() {
     let narrow = stdout(&narrow);
     assert!(narrow.lines().skip(1).all(|l| l.chars().count() <= 60), "{narrow}");
 }
+
+/// `upsert` replaces stored keys' records (inserting new ones); `delete` removes keys given
+/// as arguments or in a file; both print one summary line on stderr.
+#[test]
+fn upsert_and_delete_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    pairs_file(d, 4);
+    ok(d, &["--db", "x.db", "ingest", "c", "pairs.jsonl"]);
+    let est = |a: &str, b: &str| -> f64 {
+        json(stdout(&ok(d, &["--db", "x.db", "estimate", "c", a, b, "--json"])).trim())["estimate"].as_f64().unwrap()
+    };
+    assert_eq!(est("k0", "k1"), 1.0);
+    std::fs::write(d.join("up.jsonl"), "{\"key\":\"k0\",\"tokens\":[7,8,9]}\n{\"key\":\"k9\",\"tokens\":[1]}\n").unwrap();
+    let out = ok(d, &["--db", "x.db", "upsert", "c", "up.jsonl", "--json"]);
+    let v = json(stderr(&out).lines().find(|l| l.contains("\"upsert\"")).unwrap());
+    assert_eq!((v["inserted"].as_u64(), v["replaced"].as_u64(), v["records"].as_u64()), (Some(1), Some(1), Some(2)));
+    assert!(est("k0", "k1") < 0.1);
+    std::fs::write(d.join("keys.txt"), "k1\r\n\nk2\nabsent\n").unwrap();
+    let out = ok(d, &["--db", "x.db", "delete", "c", "k9", "--keys-from", "keys.txt"]);
+    assert!(stderr(&out).contains("deleted 3 records from `c` (1 keys not present)"), "{}", stderr(&out));
+    let stats = json(stdout(&ok(d, &["--db", "x.db", "stats", "--json"])).lines().next().unwrap());
+    assert_eq!(stats["records"], 2);
+    assert_eq!(run(d, &["--db", "x.db", "delete", "c"]).status.code(), Some(2));
+}

@@ -19,7 +19,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
-use cmd::{admin, bounds, dedup, ingest, query, shell, transfer};
+use cmd::{admin, bounds, dedup, delete, ingest, query, shell, transfer};
 use error::{CliError, EXIT_CODES_HELP};
 use output::outln;
 use session::Session;
@@ -71,6 +71,10 @@ enum Command {
     },
     /// Ingest text files, JSONL records or u64 fingerprint files (resumable).
     Ingest(ingest::IngestArgs),
+    /// Ingest records like `ingest`, replacing the records of keys already stored.
+    Upsert(ingest::IngestArgs),
+    /// Delete records by key (from the command line or a file of keys).
+    Delete(delete::DeleteArgs),
     /// Build a collection's index anew from its rows (or drop it with --none).
     Reindex(admin::ReindexArgs),
     /// Find similar records: by threshold, top-k or Hamming radius.
@@ -150,6 +154,8 @@ fn dispatch(session: &mut Session, command: &Command, json_out: bool) -> Result<
         Command::List => admin::list(session, json_out),
         Command::Drop { collection } => admin::drop(session, collection),
         Command::Ingest(args) => ingest::ingest(session, args),
+        Command::Upsert(args) => ingest::upsert(session, args),
+        Command::Delete(args) => delete::delete(session, args),
         Command::Reindex(args) => admin::reindex(session, args),
         Command::Query { collection, probe, ask } => query::query(session, collection, probe, ask, json_out),
         Command::Estimate { collection, a, b, level } => query::estimate(session, collection, a, b, *level, json_out),
