@@ -216,6 +216,8 @@ fn help_offers_only_working_options() {
     let help = stdout(&ok(dir.path(), &["dedup", "--help"]));
     assert!(!help.contains("--top-k"), "{help}");
     assert!(help.contains("--threshold") && help.contains("--radius"), "{help}");
+    let help = stdout(&ok(dir.path(), &["explain", "--help"]));
+    assert!(!help.contains("--queries") && help.contains("--text"), "{help}");
 }
 
 /// SimHash output names the measure (`distance` under a radius, `cosine` under a threshold)

@@ -103,7 +103,7 @@ enum Command {
         /// The collection.
         collection: String,
         #[command(flatten)]
-        probe: query::Probe,
+        probe: query::OneProbe,
         #[command(flatten)]
         ask: query::Ask,
         /// Also run the query and report what it did.
