@@ -10,7 +10,7 @@ use sketchdb::QueryKind;
 use super::ingest::{DEFAULT_BATCH, Format, IngestArgs, ingest};
 use super::query::{Ask, Resolved, explain_json, resolve};
 use crate::error::CliError;
-use crate::output::{csv_field, json_mode, note, outln, short_list, summary, table, write_out};
+use crate::output::{csv_field, outln, short_list, summary, table, write_out};
 use crate::session::Session;
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,11 +141,12 @@ pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<
     let in_clusters: usize = d.clusters.iter().map(|c| c.keys.len()).sum();
     let duplicates = in_clusters - d.clusters.len();
     let secs = start.elapsed().as_secs_f64();
+    let plan = d.plan.as_ref().map_or_else(String::new, |p| format!("; plan: {p} ({})", d.reason));
     summary(
         "dedup",
         &format!(
             "{} clusters from {} verified pairs ({what}) in collection `{name}` of {}: {} of {records} records are \
-             duplicates ({:.1}%), in {secs:.2} s",
+             duplicates ({:.1}%), in {secs:.2} s{plan}",
             d.clusters.len(),
             d.pairs,
             session.path().display(),
@@ -156,8 +157,5 @@ pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<
                "duplicates": duplicates, "seconds": secs,
                "plan": d.plan.as_ref().map(ToString::to_string), "reason": d.reason}),
     );
-    if let (Some(plan), false) = (d.plan, json_mode()) {
-        note(&format!("plan: {plan} ({})", d.reason));
-    }
     Ok(())
 }
