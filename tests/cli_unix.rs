@@ -160,7 +160,7 @@ fn summaries_of_changes_go_to_stderr() {
         (&["--db", "x.db", "ingest", "c", "pairs.jsonl"], "ingested 10 records"),
         (&["--db", "x.db", "reindex", "c", "--lsh", "0.8"], "reindexed `c`"),
         (&["--db", "x.db", "export", "c", "--out", "e.jsonl"], "exported 10 records"),
-        (&["--db", "y.db", "import", "e.jsonl"], "imported 10 records"),
+        (&["--db", "y.db", "import", "e.jsonl"], "imported 10 of 10 records"),
         (&["--db", "x.db", "compact"], "compacted"),
         (&["--db", "x.db", "dedup", "texts"], "1 of 2 records are duplicates"),
         (&["--db", "x.db", "drop", "c"], "dropped collection `c`"),
@@ -293,4 +293,42 @@ fn upsert_and_delete_keys() {
     let stats = json(stdout(&ok(d, &["--db", "x.db", "stats", "--json"])).lines().next().unwrap());
     assert_eq!(stats["records"], 2);
     assert_eq!(run(d, &["--db", "x.db", "delete", "c"]).status.code(), Some(2));
+}
+
+/// `export` writes the collection's whole configuration, so `import` recreates the same
+/// collection (index included); a second import is a no-op, `--upsert` replaces, and a file
+/// with a bad record imports nothing at all.
+#[test]
+fn import_recreates_the_collection_and_is_idempotent() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    pairs_file(d, 6);
+    ok(d, &["--db", "x.db", "create", "c", "--kind", "bbit", "--bits", "8", "--shingle", "3", "--lsh", "0.7"]);
+    ok(d, &["--db", "x.db", "ingest", "c", "pairs.jsonl"]);
+    ok(d, &["--db", "x.db", "export", "c", "--out", "e.jsonl"]);
+    let import = |args: &[&str]| -> Value {
+        let out = ok(d, args);
+        json(stderr(&out).lines().find(|l| l.contains("\"import\"")).unwrap())
+    };
+    let v = import(&["--db", "y.db", "import", "e.jsonl", "--json"]);
+    assert_eq!((v["inserted"].as_u64(), v["skipped"].as_u64()), (Some(6), Some(0)));
+    let list = |db: &str| json(stdout(&ok(d, &["--db", db, "list", "--json"])).trim());
+    assert_eq!(list("x.db")["sketch"], list("y.db")["sketch"]);
+    assert_eq!(list("x.db")["tokenizer"], list("y.db")["tokenizer"]);
+    let stats = |db: &str| json(stdout(&ok(d, &["--db", db, "stats", "--json"])).trim());
+    assert_eq!(stats("y.db")["index"]["bands"], stats("x.db")["index"]["bands"]);
+    assert_eq!(stats("y.db")["index"]["kind"], "lsh");
+    let v = import(&["--db", "y.db", "import", "e.jsonl", "--json"]);
+    assert_eq!((v["records"].as_u64(), v["skipped"].as_u64()), (Some(0), Some(6)));
+    let v = import(&["--db", "y.db", "import", "e.jsonl", "--upsert", "--json"]);
+    assert_eq!(v["replaced"], 6);
+    assert_eq!(stats("y.db")["records"], 6);
+
+    let mut text = std::fs::read_to_string(d.join("e.jsonl")).unwrap();
+    text.push_str("{\"key\":\"late\",\"words\":\"not an array\"}\n");
+    std::fs::write(d.join("bad.jsonl"), text).unwrap();
+    let out = run(d, &["--db", "z.db", "import", "bad.jsonl", "--into", "fresh"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("bad.jsonl:8:"), "{}", stderr(&out));
+    assert!(!d.join("z.db").exists(), "a refused import writes nothing");
 }

@@ -127,16 +127,7 @@ enum Command {
         out: PathBuf,
     },
     /// Read a collection written by `export`.
-    Import {
-        /// The export file.
-        input: PathBuf,
-        /// Import into this collection instead of the one named in the file.
-        #[arg(long)]
-        into: Option<String>,
-        /// Records per transaction (1 to 1,000,000).
-        #[arg(long, default_value_t = ingest::DEFAULT_BATCH, value_parser = ingest::batch_size())]
-        batch: usize,
-    },
+    Import(transfer::ImportArgs),
     /// Measure the planner's cost constants on this machine and store them in the database.
     Calibrate,
     /// Expected LSH false positives/negatives and estimator error for a configuration.
@@ -176,7 +167,7 @@ fn dispatch(session: &mut Session, command: &Command, json_out: bool) -> Result<
         }
         Command::Compact => admin::compact(session),
         Command::Export { collection, out } => transfer::export(session, collection, out),
-        Command::Import { input, into, batch } => transfer::import(session, input, into.as_deref(), *batch),
+        Command::Import(args) => transfer::import(session, args),
         Command::Calibrate => admin::calibrate(session, json_out),
         Command::Bounds(args) => bounds::bounds(args, json_out),
         Command::Bench { workload } => bench::run(workload),
