@@ -150,7 +150,8 @@ fn exit_3_when_another_process_holds_the_database() {
     setup(d);
     // This test process holds the file open (and so its lock).
     let held = sketchdb::Database::open(d.join("x.db")).unwrap();
-    for args in [&["--db", "x.db", "stats"][..], &["x.db", "query", "c", "a"], &["--db", "x.db", "ingest", "c", "docs.jsonl"]]
+    for args in
+        [&["--db", "x.db", "stats"][..], &["x.db", "query", "c", "a"], &["--db", "x.db", "ingest", "c", "docs.jsonl"]]
     {
         let out = run(d, args);
         assert_eq!(out.status.code(), Some(3), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));

@@ -282,7 +282,8 @@ fn upsert_and_delete_keys() {
         json(stdout(&ok(d, &["--db", "x.db", "estimate", "c", a, b, "--json"])).trim())["estimate"].as_f64().unwrap()
     };
     assert_eq!(est("k0", "k1"), 1.0);
-    std::fs::write(d.join("up.jsonl"), "{\"key\":\"k0\",\"tokens\":[7,8,9]}\n{\"key\":\"k9\",\"tokens\":[1]}\n").unwrap();
+    std::fs::write(d.join("up.jsonl"), "{\"key\":\"k0\",\"tokens\":[7,8,9]}\n{\"key\":\"k9\",\"tokens\":[1]}\n")
+        .unwrap();
     let out = ok(d, &["--db", "x.db", "upsert", "c", "up.jsonl", "--json"]);
     let v = json(stderr(&out).lines().find(|l| l.contains("\"upsert\"")).unwrap());
     assert_eq!((v["inserted"].as_u64(), v["replaced"].as_u64(), v["records"].as_u64()), (Some(1), Some(1), Some(2)));

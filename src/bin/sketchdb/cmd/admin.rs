@@ -310,7 +310,11 @@ pub fn calibrate(session: &mut Session, json_out: bool) -> Result<(), CliError> 
     } else {
         outln!(
             "calibrated and stored: decode {:.3} ns/slot, bin compare {:.4} ns, fingerprint compare {:.3} ns, lookup {:.0} ns, verify {:.3} ns/slot",
-            m.decode_per_slot, m.bin_compare, m.fingerprint_compare, m.lookup, m.verify_per_slot
+            m.decode_per_slot,
+            m.bin_compare,
+            m.fingerprint_compare,
+            m.lookup,
+            m.verify_per_slot
         )
     }
 }

@@ -13,8 +13,8 @@ use sketchdb::recipes::{KeyError, check_key, fingerprint_config, text_config};
 use sketchdb::{Batch, Collection, Sketch, SketchKind, Snapshot};
 
 use crate::error::CliError;
-use crate::output::summary;
 use crate::input::{InputRecord, JsonlReader, Origin, fingerprint_records, text_files, text_record};
+use crate::output::summary;
 use crate::session::Session;
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,8 +76,8 @@ fn progress(total: u64, what: &str) -> ProgressBar {
         format!("{{human_pos}}/{{human_len}} {what} {{per_sec}}")
     };
     let style = ProgressStyle::with_template(&format!("{{spinner}} [{{bar:30}}] {counts} ETA {{eta}}"))
-    .unwrap_or_else(|_| ProgressStyle::default_bar())
-    .progress_chars("=> ");
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
     bar.set_style(style);
     bar
 }

@@ -257,11 +257,9 @@ pub fn import(session: &mut Session, args: &ImportArgs) -> Result<(), CliError> 
         total += 1;
         Ok(())
     })?;
-    let name = args
-        .into
-        .clone()
-        .or(header.name)
-        .ok_or_else(|| CliError::Input(format!("{}:1: no collection name in the header; pass --into", input.display())))?;
+    let name = args.into.clone().or(header.name).ok_or_else(|| {
+        CliError::Input(format!("{}:1: no collection name in the header; pass --into", input.display()))
+    })?;
     session.create_missing = true;
     let coll = session.collection_or_create(&name, header.config)?;
     coll.params()
