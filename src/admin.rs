@@ -20,7 +20,7 @@ pub use crate::storage::compact::CompactionSummary;
 pub use crate::storage::verify::{Problem, VerifyReport};
 
 /// Checks the whole database: every page's crc and header and every row's decoding, the
-/// key <-> row id maps against the tombstones, each collection's counters, and redb's own
+/// key <-> row id maps against the tombstones, each collection's counters, and the storage engine's own
 /// integrity check (which needs no other transaction or snapshot alive:
 /// `StorageError::Busy` otherwise), and every index against the live rows (each problem
 /// naming the index table, SimHash table or LSH band, and bucket). Damage is reported in the [`VerifyReport`], each

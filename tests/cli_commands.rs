@@ -186,7 +186,10 @@ fn reindex_builds_replaces_and_drops_an_index() {
     let before = json_lines(&ok(d, &["query", "fps", "f7", "--radius", "3", "--json"]));
     assert_eq!(keys(&before), ["f7", "near"]);
 
-    let out = ok(d, &["reindex", "fps", "--simhash-tables", "3"]);
+    // The summary of a command that changes the file is on stderr.
+    let out = run(d, &["reindex", "fps", "--simhash-tables", "3"]);
+    assert!(out.status.success());
+    let out = String::from_utf8_lossy(&out.stderr);
     assert!(out.contains("2001 rows") && out.contains("simhash: 4 tables, radius 3"), "{out}");
     let stats = json_lines(&ok(d, &["stats", "--json"]));
     assert_eq!(stats[0]["index"]["kind"], "simhash");

@@ -56,7 +56,7 @@ fn insert_get_upsert_delete_scan_and_reopen() {
     assert_eq!(c.scan().unwrap().count(), 992);
     let report = sketchdb::admin::verify(&db).unwrap();
     assert!(report.is_ok(), "{:?}", report.problems);
-    assert!(report.redb_integrity_ok);
+    assert!(report.engine_integrity_ok);
     assert_eq!(db.collections().unwrap().len(), 1);
     db.drop_collection("docs").unwrap();
     assert!(matches!(c.get("k10"), Err(Error::Storage(StorageError::UnknownCollection { .. }))));

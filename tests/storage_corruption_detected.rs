@@ -58,7 +58,7 @@ fn flipped_bytes_in_a_page_value_are_caught() {
         assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
         let p = &report.problems[0];
         assert_eq!((p.collection.as_deref(), p.page), (Some("docs"), Some(page)), "{p}");
-        assert!(report.redb_integrity_ok);
+        assert!(report.engine_integrity_ok);
     }
     sketchdb::testing::write_raw_page(&c, &db, page, &good).unwrap();
     assert!(sketchdb::admin::verify(&db).unwrap().is_ok());

@@ -18,8 +18,8 @@ use crate::sketch::params::SketchParams;
 pub(crate) struct FormatRecord {
     /// The sketchdb format version (also in the envelope frame).
     pub format_version: u16,
-    /// The redb file-format version the file was created with.
-    pub redb_file_format: u8,
+    /// The storage engine's file-format version the file was created with (storage-format.md §3).
+    pub engine_file_format: u8,
     /// `"sketchdb <crate version>"` of the build that created the file (informational).
     pub created_by: String,
 }

@@ -488,7 +488,7 @@ impl PageBuilder {
     }
 
     /// Writes the page value into `out`, which must be exactly [`PageBuilder::len`] bytes
-    /// (as redb's reserved value space is); a shorter buffer gets a truncated, invalid page.
+    /// (as the storage engine's reserved value space is); a shorter buffer gets a truncated, invalid page.
     pub(crate) fn finish_into(&self, out: &mut [u8]) {
         let layout = &self.spec.layout;
         let n = self.rows;

@@ -189,7 +189,7 @@ fn envelopes_round_trip_and_refuse_unknown_versions() {
     assert!(CollectionState::decode(&bytes).is_err());
     let v2 = envelope::encode_with_version(RecordKind::CollectionDef, 2, &def).unwrap();
     assert!(matches!(CollectionDef::decode(&v2), Err(CodecError::UnsupportedVersion { found: 2, supported: 1, .. })));
-    let f = FormatRecord { format_version: 1, redb_file_format: 3, created_by: "t".into() };
+    let f = FormatRecord { format_version: 1, engine_file_format: 3, created_by: "t".into() };
     assert_eq!(FormatRecord::decode(&f.encode().unwrap()).unwrap(), f);
     for at in 0..bytes.len() {
         let mut bad = bytes.clone();

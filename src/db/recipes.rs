@@ -20,6 +20,22 @@
 
 use std::fmt;
 
+/// The confidence-level rule (strictly between 0 and 1), for front ends that check a level
+/// before any estimate is made.
+pub use crate::sketch::estimate::check_level;
+
+/// The query rule: whether a question (threshold, top-k or radius) and its options (level,
+/// recall target) fit a collection of sketch kind `kind`, before anything runs. Queries and
+/// dedups check this themselves; front ends call it to refuse a question early, the same way
+/// for every command.
+pub fn check_question(
+    question: crate::QueryKind,
+    options: &crate::QueryOptions,
+    kind: SketchKind,
+) -> Result<(), crate::QueryError> {
+    crate::planner::exec::validate_question(question, options, kind)
+}
+
 use crate::{Collection, CollectionConfig, MAX_KEY_LEN, SimHash, Sketch, SketchError, SketchKind, SketchParams};
 
 /// The hash seed new sketches use unless a configuration names another.
@@ -31,6 +47,12 @@ pub use crate::storage::MAX_COLLECTION_NAME_LEN;
 
 /// Permutations (MinHash, b-bit) or bins (OPH) of the default configurations.
 pub const DEFAULT_SLOTS: u32 = 128;
+
+/// The weights of the false-positive and false-negative areas that an LSH index minimises
+/// when it chooses its banding ([`crate::IndexConfig::Lsh`] without bands and rows): recall
+/// first. Front ends that propose a banding for a threshold use these to agree with the
+/// index they would create.
+pub const INDEX_LSH_WEIGHTS: crate::index::LshWeights = crate::index::INDEX_LSH_WEIGHTS;
 
 /// The similarity a sketch kind estimates, which threshold queries compare against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -48,7 +48,7 @@ pub(crate) use lsh::{
     listed_in as lsh_listed_in, lsh_candidate_records, lsh_candidates, push_band_keys,
 };
 pub(crate) use maintain::{
-    IndexMaintainer, IndexRequest, banding_model, create_index_in, lsh_scheme_for, rebuild, spec_for,
+    INDEX_LSH_WEIGHTS, IndexMaintainer, IndexRequest, banding_model, create_index_in, lsh_scheme_for, rebuild, spec_for,
 };
 pub(crate) use probe_cache::ProbeCaches;
 pub(crate) use simhash::{simhash_pairs, simhash_within, simhash_within_batch, simhash_within_records};

@@ -18,9 +18,9 @@ use super::cost::Stats;
 use super::error::QueryError;
 
 type Result<T, E = QueryError> = std::result::Result<T, E>;
+use super::kernels::scan_page;
 use super::plan::{Access, EarlyStop, Finish, Plan};
 use super::query::{Query, QueryKind, QueryOptions};
-use super::kernels::scan_page;
 use super::scan::{BinColumns, OphProbe, Pruning, ScanCounters};
 use crate::index::{lsh_candidate_records, simhash_within_records};
 

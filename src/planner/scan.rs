@@ -211,7 +211,6 @@ fn value_at(col: &[u8], width: usize, i: usize) -> u32 {
     }
 }
 
-
 /// The portable body of [`super::kernels::scan_page`], compiled once per CPU feature level.
 #[inline(always)]
 pub(crate) fn scan_page_portable<C: BinColumns>(

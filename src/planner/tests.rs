@@ -2,8 +2,8 @@
 
 use proptest::prelude::*;
 
-use super::plan::EarlyStop;
 use super::kernels::scan_page;
+use super::plan::EarlyStop;
 use super::scan::{BinColumns, OphProbe, Pruning, ScanCounters};
 use crate::sketch::oph::OphSketch;
 use crate::sketch::params::SketchParams;

@@ -220,7 +220,7 @@ impl Store {
     fn initialise(db: &redb::Database) -> Result<(), StorageError> {
         let format = FormatRecord {
             format_version: FORMAT_VERSION,
-            redb_file_format: REDB_FILE_FORMAT,
+            engine_file_format: REDB_FILE_FORMAT,
             created_by: format!("sketchdb {}", env!("CARGO_PKG_VERSION")),
         };
         let catalog = CatalogRecord { next_collection_id: 1 };
@@ -311,7 +311,7 @@ impl Store {
     pub(crate) fn rewrite_format_version(&self, version: u16) -> Result<(), StorageError> {
         let format = FormatRecord {
             format_version: version,
-            redb_file_format: REDB_FILE_FORMAT,
+            engine_file_format: REDB_FILE_FORMAT,
             created_by: format!("sketchdb {} (test)", env!("CARGO_PKG_VERSION")),
         };
         let bytes =

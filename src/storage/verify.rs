@@ -54,7 +54,7 @@ pub struct VerifyReport {
     /// Rows (live and deleted) checked.
     pub rows: u64,
     /// Whether redb's integrity check passed without needing a repair.
-    pub redb_integrity_ok: bool,
+    pub engine_integrity_ok: bool,
 }
 
 impl VerifyReport {
@@ -121,7 +121,7 @@ impl Store {
                     report.problems.push(Problem { collection: None, page: None, row: None, detail: e.to_string() })
                 }
                 Ok(r) => match r {
-                    Ok(true) => report.redb_integrity_ok = true,
+                    Ok(true) => report.engine_integrity_ok = true,
                     Ok(false) => report.problems.push(Problem {
                         collection: None,
                         page: None,

@@ -254,7 +254,7 @@ pub fn seed_inputs(target: &str) -> Vec<Vec<u8>> {
             let mut out = vec![];
             let f = FormatRecord {
                 format_version: crate::codec::FORMAT_VERSION,
-                redb_file_format: 3,
+                engine_file_format: 3,
                 created_by: "sketchdb seed".into(),
             };
             out.extend(f.encode().ok());

@@ -1,4 +1,4 @@
-//! The export header's `params` and `tokenizer` objects: the JSON shapes the export format
+//! The export header's `params`, `tokenizer` and `index` objects: the JSON shapes the export format
 //! version 1 fixed, written and read here field by field (the library's public types carry no
 //! serde derives, so this format is the CLI's own).
 //!
@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sketchdb::{HashFamily, SketchKind, SketchParams, Tokenizer, TokenizerKind};
+use sketchdb::{HashFamily, IndexConfig, SketchKind, SketchParams, Tokenizer, TokenizerKind};
 
 #[derive(Serialize, Deserialize)]
 enum KindJson {
@@ -120,4 +120,32 @@ pub fn tokenizer_from_json(v: Value) -> Result<Tokenizer, String> {
         TokenizerKindJson::CharNgrams { n } => Tokenizer::char_ngrams(n, j.seed),
     }
     .map_err(|e| e.to_string())
+}
+
+#[derive(Serialize, Deserialize)]
+enum IndexJson {
+    None,
+    SimhashTables { radius: u32 },
+    Lsh { threshold: f64, bands: Option<u32>, rows: Option<u32> },
+}
+
+/// The `index` object of `i`: `"None"`, `{"SimhashTables":{"radius":u32}}` or
+/// `{"Lsh":{"threshold":f64,"bands":u32|null,"rows":u32|null}}`.
+pub fn index_to_json(i: &IndexConfig) -> Result<Value, String> {
+    let j = match *i {
+        IndexConfig::None => IndexJson::None,
+        IndexConfig::SimhashTables { radius } => IndexJson::SimhashTables { radius },
+        IndexConfig::Lsh { threshold, bands, rows } => IndexJson::Lsh { threshold, bands, rows },
+        ref other => return Err(format!("index {other:?} has no export form")),
+    };
+    serde_json::to_value(j).map_err(|e| e.to_string())
+}
+
+/// The index settings of an `index` object (checked with the rest of the configuration).
+pub fn index_from_json(v: Value) -> Result<IndexConfig, String> {
+    Ok(match serde_json::from_value(v).map_err(|e| e.to_string())? {
+        IndexJson::None => IndexConfig::None,
+        IndexJson::SimhashTables { radius } => IndexConfig::SimhashTables { radius },
+        IndexJson::Lsh { threshold, bands, rows } => IndexConfig::Lsh { threshold, bands, rows },
+    })
 }

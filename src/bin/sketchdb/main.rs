@@ -1,10 +1,11 @@
 //! `sketchdb`: the admin shell. Subcommands and the interactive prompt share one command set;
 //! everything goes through the library's public API.
 //!
-//! `sketchdb [--db FILE] <command> ...` runs one command (the database defaults to
-//! `sketchdb.db`, or `$SKETCHDB_DB`); `sketchdb FILE` with no command opens the interactive
-//! shell on FILE. Errors print one line naming what and where, with exit code 1 (2 for
-//! command-line usage errors).
+//! `sketchdb [--db FILE] <command> ...` (or `sketchdb FILE <command> ...`, the sqlite3 habit)
+//! runs one command (the database defaults to `sketchdb.db`, or `$SKETCHDB_DB`);
+//! `sketchdb FILE` with no command opens the interactive shell on FILE. Errors print one line
+//! naming what and where (one JSON object with `--json`); the exit code says the error's
+//! class ([`error::EXIT_CODES_HELP`]).
 #![forbid(unsafe_code)]
 
 mod bench;
@@ -20,22 +21,27 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
-use cmd::{admin, bounds, dedup, ingest, query, shell, transfer};
-use error::CliError;
+use cmd::{admin, bounds, dedup, delete, ingest, query, shell, transfer};
+use error::{CliError, EXIT_CODES_HELP};
+use output::outln;
 use session::Session;
 
 /// sketchdb: an embedded database of similarity sketches (MinHash, b-bit, OPH, SimHash).
 #[derive(Parser, Debug)]
-#[command(name = "sketchdb", version, about, subcommand_precedence_over_arg = true)]
+#[command(name = "sketchdb", version, about, subcommand_precedence_over_arg = true, after_help = EXIT_CODES_HELP)]
 struct Cli {
-    /// Open the interactive shell on this database file.
+    /// The database file: alone, opens the interactive shell on it; before a command, the
+    /// same as --db (it must exist or end in .db or .sketchdb).
     database: Option<PathBuf>,
     /// The database file (default: sketchdb.db in the current directory).
     #[arg(long, global = true, env = "SKETCHDB_DB")]
     db: Option<PathBuf>,
-    /// Print JSON lines instead of tables.
+    /// Print JSON lines instead of tables (summaries and errors on stderr as JSON too).
     #[arg(long, global = true)]
     json: bool,
+    /// Show tables at full width and every member of long lists.
+    #[arg(long, global = true)]
+    wide: bool,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -44,9 +50,12 @@ struct Cli {
 #[derive(Parser, Debug)]
 #[command(name = "", no_binary_name = true, disable_version_flag = true)]
 struct ShellLine {
-    /// Print JSON lines instead of tables.
+    /// Print JSON lines instead of tables (summaries and errors on stderr as JSON too).
     #[arg(long, global = true)]
     json: bool,
+    /// Show tables at full width and every member of long lists.
+    #[arg(long, global = true)]
+    wide: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -64,6 +73,10 @@ enum Command {
     },
     /// Ingest text files, JSONL records or u64 fingerprint files (resumable).
     Ingest(ingest::IngestArgs),
+    /// Ingest records like `ingest`, replacing the records of keys already stored.
+    Upsert(ingest::IngestArgs),
+    /// Delete records by key (from the command line or a file of keys).
+    Delete(delete::DeleteArgs),
     /// Build a collection's index anew from its rows (or drop it with --none).
     Reindex(admin::ReindexArgs),
     /// Find similar records: by threshold, top-k or Hamming radius.
@@ -92,7 +105,7 @@ enum Command {
         /// The collection.
         collection: String,
         #[command(flatten)]
-        probe: query::Probe,
+        probe: query::OneProbe,
         #[command(flatten)]
         ask: query::Ask,
         /// Also run the query and report what it did.
@@ -103,7 +116,7 @@ enum Command {
     Dedup(dedup::DedupArgs),
     /// Collection and file statistics.
     Stats,
-    /// Check every page, map and index, and redb's integrity.
+    /// Check every page, map and index, and the storage engine's own integrity.
     Verify,
     /// Rewrite pages without deleted rows and give file space back.
     Compact,
@@ -116,16 +129,7 @@ enum Command {
         out: PathBuf,
     },
     /// Read a collection written by `export`.
-    Import {
-        /// The export file.
-        input: PathBuf,
-        /// Import into this collection instead of the one named in the file.
-        #[arg(long)]
-        into: Option<String>,
-        /// Records per transaction (1 to 1,000,000).
-        #[arg(long, default_value_t = ingest::DEFAULT_BATCH, value_parser = ingest::batch_size())]
-        batch: usize,
-    },
+    Import(transfer::ImportArgs),
     /// Measure the planner's cost constants on this machine and store them in the database.
     Calibrate,
     /// Expected LSH false positives/negatives and estimator error for a configuration.
@@ -143,6 +147,8 @@ fn dispatch(session: &mut Session, command: &Command, json_out: bool) -> Result<
         Command::List => admin::list(session, json_out),
         Command::Drop { collection } => admin::drop(session, collection),
         Command::Ingest(args) => ingest::ingest(session, args),
+        Command::Upsert(args) => ingest::upsert(session, args),
+        Command::Delete(args) => delete::delete(session, args),
         Command::Reindex(args) => admin::reindex(session, args),
         Command::Query { collection, probe, ask } => query::query(session, collection, probe, ask, json_out),
         Command::Estimate { collection, a, b, level } => query::estimate(session, collection, a, b, *level, json_out),
@@ -151,19 +157,19 @@ fn dispatch(session: &mut Session, command: &Command, json_out: bool) -> Result<
         }
         Command::Dedup(args) => {
             session.create_missing = true;
-            dedup::dedup(session, args)
+            dedup::dedup(session, args, json_out)
         }
         Command::Stats => admin::stats(session, json_out),
         Command::Verify => {
             if admin::verify(session, json_out)? {
                 Ok(())
             } else {
-                Err(CliError::Input(format!("verify found problems in {}", session.path().display())))
+                Err(CliError::Runtime(format!("verify found problems in {}", session.path().display())))
             }
         }
         Command::Compact => admin::compact(session),
         Command::Export { collection, out } => transfer::export(session, collection, out),
-        Command::Import { input, into, batch } => transfer::import(session, input, into.as_deref(), *batch),
+        Command::Import(args) => transfer::import(session, args),
         Command::Calibrate => admin::calibrate(session, json_out),
         Command::Bounds(args) => bounds::bounds(args, json_out),
         Command::Bench { workload } => bench::run(workload),
@@ -177,11 +183,11 @@ struct Shell {
 impl shell::ShellCommands for Shell {
     fn execute(&mut self, argv: Vec<String>) -> Result<(), CliError> {
         match ShellLine::try_parse_from(argv) {
-            Ok(line) => dispatch(&mut self.session, &line.command, line.json),
-            Err(e) if matches!(e.kind(), clap::error::ErrorKind::DisplayHelp) => {
-                print!("{e}");
-                Ok(())
+            Ok(line) => {
+                output::set_mode(line.json, line.wide);
+                dispatch(&mut self.session, &line.command, line.json)
             }
+            Err(e) if matches!(e.kind(), clap::error::ErrorKind::DisplayHelp) => outln!("{e}"),
             Err(e) => {
                 let text = e.render().to_string();
                 let first = text.lines().next().unwrap_or("invalid command").trim_start_matches("error: ").to_string();
@@ -207,13 +213,28 @@ impl shell::ShellCommands for Shell {
     }
 }
 
+/// Whether `path`, given before a command, names a database: an existing file, or a name
+/// ending in `.db` or `.sketchdb` (the sqlite3 habit `sketchdb x.db stats`).
+fn names_database(path: &std::path::Path) -> bool {
+    path.is_file() || matches!(path.extension().and_then(|e| e.to_str()), Some("db" | "sketchdb"))
+}
+
 fn run(cli: Cli) -> Result<bool, CliError> {
+    output::set_mode(cli.json, cli.wide);
     match cli.command {
-        Some(_) if cli.database.is_some() => Err(CliError::Usage(
-            "give the database with --db when running a command (or no command to open the shell)".into(),
-        )),
         Some(command) => {
-            let mut session = Session::new(cli.db);
+            let path = match cli.database {
+                Some(db) if names_database(&db) => Some(db),
+                Some(other) => {
+                    return Err(CliError::Usage(format!(
+                        "`{}` before the command is neither an existing file nor a name ending in .db or .sketchdb \
+                         (give the database with --db)",
+                        other.display()
+                    )));
+                }
+                None => cli.db,
+            };
+            let mut session = Session::new(path);
             dispatch(&mut session, &command, cli.json)?;
             Ok(true)
         }
@@ -226,14 +247,34 @@ fn run(cli: Cli) -> Result<bool, CliError> {
     }
 }
 
+/// Whether `--json` is among the raw arguments (for errors found before parsing succeeds).
+fn json_in_args() -> bool {
+    std::env::args_os().skip(1).any(|a| a == "--json")
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match run(cli) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(1),
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if e.use_stderr() && json_in_args() => {
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("invalid command").trim_start_matches("error: ").to_string();
+            output::report_error(&CliError::Usage(first), true);
+            return ExitCode::from(error::EXIT_USAGE);
+        }
         Err(e) => {
-            eprintln!("sketchdb: error: {e}");
-            ExitCode::from(1)
+            // Help and version go to stdout (a closed pipe is ignored), usage errors to
+            // stderr with exit code 2.
+            let _ = e.print();
+            return if e.use_stderr() { ExitCode::from(error::EXIT_USAGE) } else { ExitCode::SUCCESS };
+        }
+    };
+    let json = cli.json;
+    match run(cli).and_then(|ok| output::flush_out().map(|()| ok)) {
+        Ok(true) | Err(CliError::Closed) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(error::EXIT_RUNTIME),
+        Err(e) => {
+            output::report_error(&e, json);
+            ExitCode::from(e.kind().code())
         }
     }
 }

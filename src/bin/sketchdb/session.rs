@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use sketchdb::{Collection, CollectionConfig, Database};
 
 use crate::error::CliError;
+use crate::output::note;
 
 /// The database file used when none is named.
 pub const DEFAULT_DB: &str = "sketchdb.db";
@@ -32,10 +33,10 @@ impl Session {
             let db = if self.path.exists() {
                 Database::open(&self.path)?
             } else if self.create_missing {
-                eprintln!("sketchdb: creating database {}", self.path.display());
+                note(&format!("sketchdb: creating database {}", self.path.display()));
                 Database::create(&self.path)?
             } else {
-                return Err(CliError::Usage(format!(
+                return Err(CliError::NotFound(format!(
                     "database {} does not exist (create it with `sketchdb --db {} create ...`)",
                     self.path.display(),
                     self.path.display()
@@ -45,7 +46,7 @@ impl Session {
         }
         match &self.db {
             Some(db) => Ok(db),
-            None => Err(CliError::Usage("database not open".into())),
+            None => Err(CliError::Runtime("database not open".into())),
         }
     }
 
@@ -60,7 +61,7 @@ impl Session {
         if db.collections()?.iter().any(|c| c.name() == name) {
             return Ok(db.collection(name)?);
         }
-        eprintln!("sketchdb: creating collection `{name}` with {}", config.params);
+        note(&format!("sketchdb: creating collection `{name}` with {}", config.params));
         Ok(db.create_collection(name, config)?)
     }
 

@@ -44,7 +44,7 @@ pub fn minhash_create(sets_path: &Path, limit: Option<usize>, run: &str) -> Resu
                 json!({"num_perm": 128, "kind": name, "threads": threads, "sets": just_sets.len()}),
                 json!({"sets_per_s": n / secs, "tokens_per_s": tokens as f64 / secs, "us_per_set": secs * 1e6 / n}),
                 "from pre-hashed u64 tokens; parsing excluded",
-            );
+            )?;
         }
     }
     Ok(())

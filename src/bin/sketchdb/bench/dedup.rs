@@ -49,6 +49,6 @@ pub fn dedup(
                "parse_s": parse_s, "sketch_s": sketch_s, "end_to_end_s": parse_s + sketch_s + load_s + wall_s,
                "pairs": d.pairs, "clusters": d.clusters.len()}),
         &format!("every pair verified; plan {} ({})", d.plan.map(|p| p.to_string()).unwrap_or_default(), d.reason),
-    );
+    )?;
     Ok(())
 }

@@ -110,6 +110,6 @@ pub fn hamming(
             },
             index_runs(&coll)?
         ),
-    );
+    )?;
     Ok(())
 }

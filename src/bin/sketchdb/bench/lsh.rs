@@ -192,7 +192,7 @@ pub fn lsh(
             } else {
                 format!("batches of {batch}, durable commits")
             },
-        );
+        )?;
         let opts = QueryOptions { force, ..QueryOptions::default() };
         let stored: Vec<Sketch> = queries
             .iter()
@@ -202,12 +202,12 @@ pub fn lsh(
         let m = measure(&queries, t, |q| stored_query(&coll, &by_qid, q, t, opts))?;
         let notes = format!("{} {}", if force.is_some() { "forced" } else { "planner chose" }, choice.plan);
         let loaded = format!("{notes}; as loaded (index of {} run(s))", index_runs(&coll)?);
-        emit(run, "lsh-query", &dataset, config.clone(), m.json(), &loaded);
+        emit(run, "lsh-query", &dataset, config.clone(), m.json(), &loaded)?;
         let m = measure(&queries, t, |q| {
             let sketch = coll.sketcher().sketch(&TokenSet::from_unsorted(q.tokens.clone()))?;
             threshold_keys(&coll, sketch, t, opts)
         })?;
-        emit(run, "lsh-query-e2e", &dataset, config.clone(), m.json(), &notes);
+        emit(run, "lsh-query-e2e", &dataset, config.clone(), m.json(), &notes)?;
         drop(coll);
         drop(db);
         let file_bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
@@ -225,7 +225,7 @@ pub fn lsh(
             config.clone(),
             json!({"open_s": open_s, "first_query_s": first_query_s, "file_bytes": file_bytes}),
             "close, reopen, first query",
-        );
+        )?;
         db.compact()?;
         let compacted = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
         emit(
@@ -235,7 +235,7 @@ pub fn lsh(
             config.clone(),
             json!({"bytes_per_record": compacted as f64 / n, "file_bytes": compacted, "file_bytes_before_compaction": file_bytes}),
             "whole file (records, keys, index) after compaction, divided by records",
-        );
+        )?;
         // The same stored-signature queries over the compacted index (its runs merged into
         // one): what a loaded-then-compacted collection answers at.
         let runs = index_runs(&coll)?;
@@ -249,7 +249,7 @@ pub fn lsh(
             compacted,
             m.json(),
             &format!("{notes}; after compaction (index of {runs} run(s))"),
-        );
+        )?;
         let (upsert_per_s, delete_per_s, rows) = maintain(&coll, &keys, &sketches)?;
         let mut config = config;
         config["batch"] = json!(MAINTAIN_BATCH);
@@ -263,7 +263,7 @@ pub fn lsh(
             &format!(
                 "{rows} upserts, then {rows} deletes, spread evenly over the compacted collection, durable batches of {MAINTAIN_BATCH}"
             ),
-        );
+        )?;
     }
     Ok(())
 }

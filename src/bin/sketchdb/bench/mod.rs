@@ -17,7 +17,7 @@ use crate::error::CliError;
 #[derive(clap::Subcommand, Debug)]
 #[allow(clippy::large_enum_variant)]
 pub enum Workload {
-    /// Build 128-value signatures from a sets-<n>.jsonl file (MinHash, b-bit, OPH).
+    /// Build 128-value signatures from a `sets-<n>.jsonl` file (MinHash, b-bit, OPH).
     MinhashCreate {
         /// The sets file (../shared/bench format).
         #[arg(long)]
@@ -67,7 +67,7 @@ pub enum Workload {
         /// The query fingerprints (fp-queries.u64).
         #[arg(long)]
         queries: PathBuf,
-        /// The truth file (fp-<n>.truth.jsonl).
+        /// The truth file (`fp-<n>.truth.jsonl`).
         #[arg(long)]
         truth: PathBuf,
         /// The radius.

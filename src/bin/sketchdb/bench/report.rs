@@ -41,7 +41,14 @@ fn timestamp() -> String {
 }
 
 /// Prints one result line.
-pub fn emit(run_id: &str, workload: &str, dataset: &str, config: Value, metrics: Value, notes: &str) {
+pub fn emit(
+    run_id: &str,
+    workload: &str,
+    dataset: &str,
+    config: Value,
+    metrics: Value,
+    notes: &str,
+) -> Result<(), crate::error::CliError> {
     let line = json!({
         "ts": timestamp(),
         "run_id": run_id,
@@ -54,7 +61,7 @@ pub fn emit(run_id: &str, workload: &str, dataset: &str, config: Value, metrics:
         "machine": machine(),
         "notes": notes,
     });
-    println!("{line}");
+    crate::output::outln!("{line}")
 }
 
 /// A run id unique enough to group the lines of one invocation.

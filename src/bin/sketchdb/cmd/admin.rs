@@ -7,7 +7,7 @@ use sketchdb::recipes::{DEFAULT_SLOTS, default_params};
 use sketchdb::{CollectionConfig, IndexConfig, IndexSummary, SketchKind, Tokenizer};
 
 use crate::error::CliError;
-use crate::output::table;
+use crate::output::{outln, summary, table};
 use crate::session::Session;
 
 /// Sketch and tokenizer settings of a new collection.
@@ -117,7 +117,11 @@ pub fn reindex(session: &mut Session, args: &ReindexArgs) -> Result<(), CliError
     c.rebuild_index(index)?;
     let secs = start.elapsed().as_secs_f64();
     let stats = c.stats()?;
-    println!("reindexed `{}` ({} rows) in {secs:.2} s: {}", args.collection, stats.live, index_text(stats.index));
+    summary(
+        "reindex",
+        &format!("reindexed `{}` ({} rows) in {secs:.2} s: {}", args.collection, stats.live, index_text(stats.index)),
+        json!({"collection": args.collection, "records": stats.live, "seconds": secs, "index": index_json(stats.index)}),
+    );
     Ok(())
 }
 
@@ -125,7 +129,17 @@ pub fn create(session: &mut Session, args: &CreateArgs) -> Result<(), CliError> 
     let config = args.config()?;
     session.create_missing = true;
     let c = session.db()?.create_collection(&args.name, config)?;
-    println!("created collection `{}`: {}", c.name(), c.params());
+    let index = c.stats()?.index;
+    let index_note = match (index, args.index.lsh) {
+        (Some(i), Some(_)) => format!("; {} (weights {})", index_text(Some(i)), super::bounds::INDEX_WEIGHTS_TEXT),
+        (Some(i), None) => format!("; {}", index_text(Some(i))),
+        (None, _) => String::new(),
+    };
+    let mut fields = json!({"collection": c.name(), "sketch": c.params().to_string(), "index": index_json(index)});
+    if let (Some(_), Some(o)) = (args.index.lsh, fields.as_object_mut()) {
+        o.insert("weights".into(), super::bounds::index_weights_json());
+    }
+    summary("create", &format!("created collection `{}`: {}{index_note}", c.name(), c.params()), fields);
     Ok(())
 }
 
@@ -142,11 +156,11 @@ pub fn list(session: &mut Session, json_out: bool) -> Result<(), CliError> {
     if json_out {
         for c in cols {
             let s = c.stats()?;
-            println!(
+            outln!(
                 "{}",
-                json!({"name": c.name(), "sketch": c.params().to_string(), "records": s.live,
+                json!({"collection": c.name(), "name": c.name(), "sketch": c.params().to_string(), "records": s.live,
                        "tokenizer": tokenizer_text(&c.config().tokenizer)})
-            );
+            )?;
         }
         return Ok(());
     }
@@ -160,13 +174,12 @@ pub fn list(session: &mut Session, json_out: bool) -> Result<(), CliError> {
             s.live.to_string(),
         ]);
     }
-    println!("{}", table(&["collection", "sketch", "tokenizer", "records"], rows));
-    Ok(())
+    outln!("{}", table(&["collection", "sketch", "tokenizer", "records"], rows))
 }
 
 pub fn drop(session: &mut Session, name: &str) -> Result<(), CliError> {
     session.db()?.drop_collection(name)?;
-    println!("dropped collection `{name}`");
+    summary("drop", &format!("dropped collection `{name}`"), json!({"collection": name}));
     Ok(())
 }
 
@@ -174,16 +187,16 @@ pub fn stats(session: &mut Session, json_out: bool) -> Result<(), CliError> {
     let s = sketchdb::admin::stats(session.db()?)?;
     if json_out {
         for (name, c) in &s.collections {
-            println!(
+            outln!(
                 "{}",
-                json!({"collection": name, "live": c.live, "deleted": c.deleted, "next_row": c.next_row,
-                       "page_capacity": c.page_capacity, "record_width": c.record_width, "file_bytes": s.file_bytes,
-                       "index": index_json(c.index)})
-            );
+                json!({"collection": name, "records": c.live, "live": c.live, "deleted": c.deleted,
+                       "next_row": c.next_row, "page_capacity": c.page_capacity, "record_width": c.record_width,
+                       "file_bytes": s.file_bytes, "index": index_json(c.index)})
+            )?;
         }
         return Ok(());
     }
-    println!("file: {} ({} bytes)", session.path().display(), s.file_bytes);
+    outln!("file: {} ({} bytes)", session.path().display(), s.file_bytes)?;
     let rows = s
         .collections
         .iter()
@@ -199,11 +212,7 @@ pub fn stats(session: &mut Session, json_out: bool) -> Result<(), CliError> {
             ]
         })
         .collect();
-    println!(
-        "{}",
-        table(&["collection", "live", "deleted", "next row id", "rows/page", "bytes/record", "index"], rows)
-    );
-    Ok(())
+    outln!("{}", table(&["collection", "live", "deleted", "next row id", "rows/page", "bytes/record", "index"], rows))
 }
 
 /// The index column of `stats`.
@@ -244,36 +253,47 @@ pub fn verify(session: &mut Session, json_out: bool) -> Result<bool, CliError> {
     let report = sketchdb::admin::verify(session.db()?)?;
     if json_out {
         for p in &report.problems {
-            println!("{}", json!({"problem": p.to_string()}));
+            outln!("{}", json!({"problem": p.to_string()}))?;
         }
-        println!(
+        outln!(
             "{}",
             json!({"ok": report.is_ok(), "collections": report.collections, "pages": report.pages,
-                   "rows": report.rows, "redb_integrity_ok": report.redb_integrity_ok,
+                   "rows": report.rows, "engine_integrity_ok": report.engine_integrity_ok,
                    "problems": report.problems.len()})
-        );
+        )?;
     } else {
         for p in &report.problems {
-            println!("problem: {p}");
+            outln!("problem: {p}")?;
         }
-        println!(
-            "verify: {} — {} collections, {} pages, {} rows checked; redb integrity {}",
+        outln!(
+            "verify: {} — {} collections, {} pages, {} rows checked; storage engine integrity {}",
             if report.is_ok() { "ok" } else { "FAILED" },
             report.collections,
             report.pages,
             report.rows,
-            if report.redb_integrity_ok { "ok" } else { "FAILED" }
-        );
+            if report.engine_integrity_ok { "ok" } else { "FAILED" }
+        )?;
     }
     Ok(report.is_ok())
 }
 
 pub fn compact(session: &mut Session) -> Result<(), CliError> {
     let s = session.db()?.compact()?;
-    println!(
-        "compacted: {} pages rewritten, {} rows moved, {} deleted rows purged, {} indexes merged into one run; \
-         file {} -> {} bytes",
-        s.pages_rewritten, s.rows_moved, s.rows_purged, s.indexes_optimized, s.file_bytes_before, s.file_bytes_after
+    summary(
+        "compact",
+        &format!(
+            "compacted: {} pages rewritten, {} rows moved, {} deleted rows purged, {} indexes merged into one run; \
+             file {} -> {} bytes",
+            s.pages_rewritten,
+            s.rows_moved,
+            s.rows_purged,
+            s.indexes_optimized,
+            s.file_bytes_before,
+            s.file_bytes_after
+        ),
+        json!({"pages_rewritten": s.pages_rewritten, "rows_moved": s.rows_moved, "rows_purged": s.rows_purged,
+               "indexes_optimized": s.indexes_optimized, "file_bytes_before": s.file_bytes_before,
+               "file_bytes_after": s.file_bytes_after}),
     );
     Ok(())
 }
@@ -281,17 +301,20 @@ pub fn compact(session: &mut Session) -> Result<(), CliError> {
 pub fn calibrate(session: &mut Session, json_out: bool) -> Result<(), CliError> {
     let m = session.db()?.calibrate()?;
     if json_out {
-        println!(
+        outln!(
             "{}",
             json!({"decode_per_slot_ns": m.decode_per_slot, "bin_compare_ns": m.bin_compare,
                    "fingerprint_compare_ns": m.fingerprint_compare, "lookup_ns": m.lookup,
                    "verify_per_slot_ns": m.verify_per_slot})
-        );
+        )
     } else {
-        println!(
+        outln!(
             "calibrated and stored: decode {:.3} ns/slot, bin compare {:.4} ns, fingerprint compare {:.3} ns, lookup {:.0} ns, verify {:.3} ns/slot",
-            m.decode_per_slot, m.bin_compare, m.fingerprint_compare, m.lookup, m.verify_per_slot
-        );
+            m.decode_per_slot,
+            m.bin_compare,
+            m.fingerprint_compare,
+            m.lookup,
+            m.verify_per_slot
+        )
     }
-    Ok(())
 }

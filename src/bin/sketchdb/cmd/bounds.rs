@@ -4,17 +4,31 @@
 
 use clap::Args;
 use serde_json::json;
-use sketchdb::recipes::DEFAULT_SLOTS;
+use sketchdb::recipes::{DEFAULT_SLOTS, INDEX_LSH_WEIGHTS, check_level};
 use sketchdb::{
+    SketchParams,
     estimate::{DEFAULT_LEVEL, clopper_pearson},
     lsh::{
         CollisionModel, LshParams, LshWeights, candidate_probability_with, false_negative_area, false_positive_area,
         optimal_lsh_params,
     },
+    recipes::DEFAULT_SEED,
 };
 
 use crate::error::CliError;
-use crate::output::table;
+use crate::output::{outln, table};
+
+/// The weights `bounds` and `create --lsh` choose a banding with, as text.
+pub const INDEX_WEIGHTS_TEXT: &str = "false positives 0.1, false negatives 0.9";
+
+/// The weights as the `weights` field of `--json` output.
+pub fn index_weights_json() -> serde_json::Value {
+    weights_json(INDEX_LSH_WEIGHTS)
+}
+
+fn weights_json(w: LshWeights) -> serde_json::Value {
+    json!({"false_positive": w.false_positive, "false_negative": w.false_negative})
+}
 
 #[derive(Args, Debug, Clone)]
 pub struct BoundsArgs {
@@ -39,9 +53,9 @@ pub struct BoundsArgs {
 }
 
 pub fn bounds(args: &BoundsArgs, json_out: bool) -> Result<(), CliError> {
-    if !(0.0..1.0).contains(&args.level) || args.level <= 0.0 {
-        return Err(CliError::Usage(format!("--level {} is not in (0, 1)", args.level)));
-    }
+    check_level(args.level)?;
+    // The library's slot rule (1..=MAX_SLOTS), before any search over bandings.
+    SketchParams::minhash(args.k, 32, DEFAULT_SEED)?;
     if args.bits == 0 || args.bits > 64 {
         return Err(CliError::Usage(format!("--bits {} is not in 1..=64", args.bits)));
     }
@@ -56,8 +70,9 @@ pub fn bounds(args: &BoundsArgs, json_out: bool) -> Result<(), CliError> {
             }
             (LshParams { bands: b, rows: r }, false)
         }
-        _ => (optimal_lsh_params(args.k, args.threshold, LshWeights::default(), model)?.params, true),
+        _ => (optimal_lsh_params(args.k, args.threshold, INDEX_LSH_WEIGHTS, model)?.params, true),
     };
+    let weights = if chosen { format!(" (weights {INDEX_WEIGHTS_TEXT})") } else { String::new() };
     let fp = false_positive_area(args.threshold, params, model)?;
     let fneg = false_negative_area(args.threshold, params, model)?;
     let mut grid: Vec<f64> = (1..=10).map(|i| f64::from(i) / 10.0).collect();
@@ -78,18 +93,20 @@ pub fn bounds(args: &BoundsArgs, json_out: bool) -> Result<(), CliError> {
     if json_out {
         for s in &grid {
             let (lo, hi) = interval(*s);
-            println!(
-                "{}",
-                json!({"similarity": s, "candidate_probability": candidate_probability_with(*s, params, model),
-                       "interval_lower": lo, "interval_upper": hi, "bands": params.bands, "rows": params.rows,
+            let mut v = json!({"similarity": s, "candidate_probability": candidate_probability_with(*s, params, model),
+                       "interval_lower": lo, "interval_upper": hi, "lower": lo, "upper": hi, "level": args.level,
+                       "bands": params.bands, "rows": params.rows,
                        "k": args.k, "bits": args.bits, "threshold": args.threshold,
-                       "false_positive_area": fp, "false_negative_area": fneg})
-            );
+                       "false_positive_area": fp, "false_negative_area": fneg});
+            if let (true, Some(o)) = (chosen, v.as_object_mut()) {
+                o.insert("weights".into(), weights_json(INDEX_LSH_WEIGHTS));
+            }
+            outln!("{v}")?;
         }
         return Ok(());
     }
-    println!(
-        "LSH {} bands x {} rows{} for threshold {} (k = {}, {} bits): false-positive area {:.5}, false-negative area {:.5}",
+    outln!(
+        "LSH {} bands x {} rows{}{weights} for threshold {} (k = {}, {} bits): false-positive area {:.5}, false-negative area {:.5}",
         params.bands,
         params.rows,
         if chosen { " (optimal)" } else { "" },
@@ -98,7 +115,7 @@ pub fn bounds(args: &BoundsArgs, json_out: bool) -> Result<(), CliError> {
         args.bits,
         fp,
         fneg
-    );
+    )?;
     let rows = grid
         .iter()
         .map(|&s| {
@@ -112,6 +129,5 @@ pub fn bounds(args: &BoundsArgs, json_out: bool) -> Result<(), CliError> {
         })
         .collect();
     let level = format!("{:.0}% interval of the estimate", args.level * 100.0);
-    println!("{}", table(&["similarity", "P(candidate)", &level, "half-width"], rows));
-    Ok(())
+    outln!("{}", table(&["similarity", "P(candidate)", &level, "half-width"], rows))
 }

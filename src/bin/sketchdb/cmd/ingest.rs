@@ -8,11 +8,13 @@ use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
 use sketchdb::recipes::{KeyError, check_key, fingerprint_config, text_config};
 use sketchdb::{Batch, Collection, Sketch, SketchKind, Snapshot};
 
 use crate::error::CliError;
 use crate::input::{InputRecord, JsonlReader, Origin, fingerprint_records, text_files, text_record};
+use crate::output::summary;
 use crate::session::Session;
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,13 +67,17 @@ fn detect(path: &Path, format: Format) -> Format {
     }
 }
 
+/// A progress bar on stderr; `what` = "bytes" counts in human units (KiB, MiB, ...).
 fn progress(total: u64, what: &str) -> ProgressBar {
     let bar = ProgressBar::new(total);
-    let style = ProgressStyle::with_template(&format!(
-        "{{spinner}} {what} [{{bar:30}}] {{pos}}/{{len}} {{per_sec}} ETA {{eta}}"
-    ))
-    .unwrap_or_else(|_| ProgressStyle::default_bar())
-    .progress_chars("=> ");
+    let counts = if what == "bytes" {
+        "{bytes}/{total_bytes} {bytes_per_sec}".to_string()
+    } else {
+        format!("{{human_pos}}/{{human_len}} {what} {{per_sec}}")
+    };
+    let style = ProgressStyle::with_template(&format!("{{spinner}} [{{bar:30}}] {counts} ETA {{eta}}"))
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
     bar.set_style(style);
     bar
 }
@@ -86,7 +92,10 @@ struct Loader<'a> {
     snap: Snapshot,
     batch: Batch,
     batch_size: usize,
+    /// Replace the records of keys already stored instead of skipping them.
+    upsert: bool,
     added: u64,
+    replaced: u64,
     skipped: u64,
     seen: std::collections::HashSet<String>,
     /// Where the first and the last record of the pending batch were read.
@@ -102,9 +111,13 @@ impl Loader<'_> {
                 self.skipped += 1;
                 return Ok(());
             }
-            Err(e) => return Err(CliError::Input(format!("{}: {e}", rec.origin))),
+            Err(e) => return Err(e.context(rec.origin.to_string())),
         };
-        self.batch.insert(&rec.key, sketch);
+        if self.upsert {
+            self.batch.upsert(&rec.key, sketch);
+        } else {
+            self.batch.insert(&rec.key, sketch);
+        }
         match &mut self.span {
             Some((_, last)) => *last = rec.origin,
             None => self.span = Some((rec.origin.clone(), rec.origin)),
@@ -115,8 +128,8 @@ impl Loader<'_> {
         Ok(())
     }
 
-    /// The record's sketch, or `None` when its key is already stored or repeated in this
-    /// input (so an interrupted ingest can simply be run again).
+    /// The record's sketch, or `None` when its key is repeated in this input or (unless
+    /// upserting) already stored, so an interrupted ingest can simply be run again.
     fn sketch_if_new(&mut self, rec: &InputRecord) -> Result<Option<Sketch>, CliError> {
         check_key(rec.key.as_bytes()).map_err(|e| {
             CliError::Input(match e {
@@ -124,7 +137,7 @@ impl Loader<'_> {
                 too_long => format!("record {too_long}"),
             })
         })?;
-        if self.snap.get(&rec.key)?.is_some() || !self.seen.insert(rec.key.clone()) {
+        if (!self.upsert && self.snap.get(&rec.key)?.is_some()) || !self.seen.insert(rec.key.clone()) {
             return Ok(None);
         }
         sketch_of(self.coll, rec).map(Some)
@@ -133,10 +146,12 @@ impl Loader<'_> {
     /// Commits the pending batch; an error names the records it held.
     fn flush(&mut self) -> Result<(), CliError> {
         if let Some((first, last)) = self.span.take() {
-            let s = self.coll.apply(&self.batch).map_err(|e| {
-                CliError::Input(format!("the batch of records {first} to {last}: {}", CliError::from(e)))
-            })?;
+            let s = self
+                .coll
+                .apply(&self.batch)
+                .map_err(|e| CliError::from(e).context(format!("the batch of records {first} to {last}")))?;
             self.added += s.inserted;
+            self.replaced += s.replaced;
             self.batch.clear();
             self.seen.clear();
             self.snap = self.coll.snapshot()?;
@@ -146,6 +161,15 @@ impl Loader<'_> {
 }
 
 pub fn ingest(session: &mut Session, args: &IngestArgs) -> Result<(), CliError> {
+    load(session, args, false)
+}
+
+/// `upsert`: as `ingest`, but a key already stored gets the new record.
+pub fn upsert(session: &mut Session, args: &IngestArgs) -> Result<(), CliError> {
+    load(session, args, true)
+}
+
+fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<(), CliError> {
     let first = detect(&args.inputs[0], args.format);
     let default = if first == Format::U64 { fingerprint_config()? } else { text_config()? };
     session.create_missing = true;
@@ -156,7 +180,9 @@ pub fn ingest(session: &mut Session, args: &IngestArgs) -> Result<(), CliError> 
         snap: coll.snapshot()?,
         batch: Batch::with_capacity(args.batch),
         batch_size: args.batch,
+        upsert,
         added: 0,
+        replaced: 0,
         skipped: 0,
         seen: Default::default(),
         span: None,
@@ -205,13 +231,26 @@ pub fn ingest(session: &mut Session, args: &IngestArgs) -> Result<(), CliError> 
     }
     loader.flush()?;
     let secs = start.elapsed().as_secs_f64();
-    eprintln!(
-        "ingested {} records into `{}` ({} already present, skipped) in {:.2}s ({:.0} records/s)",
-        loader.added,
-        coll.name(),
-        loader.skipped,
-        secs,
-        loader.added as f64 / secs.max(1e-9)
-    );
+    let fields = json!({"collection": coll.name(), "records": loader.added + loader.replaced, "inserted": loader.added,
+                        "replaced": loader.replaced, "skipped": loader.skipped, "seconds": secs});
+    let rate = (loader.added + loader.replaced) as f64 / secs.max(1e-9);
+    if upsert {
+        let human = format!(
+            "upserted {} records into `{}` ({} new, {} replaced) in {secs:.2}s ({rate:.0} records/s)",
+            loader.added + loader.replaced,
+            coll.name(),
+            loader.added,
+            loader.replaced
+        );
+        summary("upsert", &human, fields);
+    } else {
+        let human = format!(
+            "ingested {} records into `{}` ({} already present, skipped) in {secs:.2}s ({rate:.0} records/s)",
+            loader.added,
+            coll.name(),
+            loader.skipped
+        );
+        summary("ingest", &human, fields);
+    }
     Ok(())
 }

@@ -5,14 +5,15 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde_json::{Value, json};
-use sketchdb::recipes::{Content, Measure};
+use sketchdb::recipes::{Content, Measure, check_question};
 use sketchdb::{
-    Collection, Hit, Query, QueryKind, QueryOptions, QueryResult, Sketch, estimate::DEFAULT_LEVEL, plan::PlanKind,
+    Collection, Explain, Hit, Query, QueryKind, QueryOptions, QueryResult, Sketch, estimate::DEFAULT_LEVEL,
+    plan::PlanKind,
 };
 
 use crate::error::CliError;
 use crate::input::parse_hex_fingerprint;
-use crate::output::table;
+use crate::output::{outln, table, write_out};
 use crate::session::Session;
 
 /// What to ask and how.
@@ -86,6 +87,37 @@ pub struct Probe {
     pub queries: Option<PathBuf>,
 }
 
+/// The probe of `explain`: one query. `--queries` is accepted only to be refused by name,
+/// so `--help` does not offer it.
+#[derive(Args, Debug, Clone)]
+pub struct OneProbe {
+    /// A stored key to query with.
+    pub key: Option<String>,
+    /// Text to sketch with the collection's tokenizer.
+    #[arg(long, conflicts_with = "key")]
+    pub text: Option<String>,
+    /// Comma-separated u64 token hashes.
+    #[arg(long, conflicts_with_all = ["key", "text"], value_delimiter = ',')]
+    pub tokens: Option<Vec<u64>>,
+    /// A SimHash fingerprint in hex.
+    #[arg(long, conflicts_with_all = ["key", "text", "tokens"])]
+    pub simhash: Option<String>,
+    #[arg(long, hide = true, conflicts_with_all = ["key", "text", "tokens", "simhash"])]
+    pub queries: Option<PathBuf>,
+}
+
+impl OneProbe {
+    fn probe(&self) -> Probe {
+        Probe {
+            key: self.key.clone(),
+            text: self.text.clone(),
+            tokens: self.tokens.clone(),
+            simhash: self.simhash.clone(),
+            queries: self.queries.clone(),
+        }
+    }
+}
+
 /// Where the probes of a resolved question come from.
 enum Probes {
     /// None: the collection against itself (dedup).
@@ -116,6 +148,7 @@ impl Resolved {
 pub fn resolve(coll: &Collection, probe: Option<&Probe>, ask: &Ask) -> Result<Resolved, CliError> {
     let kind = ask.kind(coll)?;
     let options = ask.options()?;
+    check_question(kind, &options, coll.params().kind()).map_err(sketchdb::Error::from)?;
     let one = |label: String, sketch: Sketch| Probes::One { label, query: Query { sketch, kind, options } };
     let probes = match probe {
         None => Probes::SelfJoin,
@@ -143,27 +176,43 @@ fn probe_sketch(
     Ok(content.sketch(coll)?)
 }
 
-fn hit_json(label: &str, h: &Hit, plan: &str) -> Value {
+/// The name of a hit's `estimate`: the collection's measure, or `hamming_distance` for a
+/// Hamming-radius query (whose estimate is the exact distance).
+fn measure_name(kind: QueryKind, measure: Measure) -> &'static str {
+    match kind {
+        QueryKind::Hamming(_) => "hamming_distance",
+        _ => measure.name(),
+    }
+}
+
+fn hit_json(label: &str, h: &Hit, plan: &str, measure: &str) -> Value {
     let key = h
         .key_str()
         .map_or_else(|| json!({"hex": h.key.iter().map(|b| format!("{b:02x}")).collect::<String>()}), |k| json!(k));
-    let mut v = json!({"query": label, "key": key, "estimate": h.estimate.value, "lower": h.estimate.lower,
-                       "upper": h.estimate.upper, "level": h.estimate.level, "row_id": h.row_id, "plan": plan});
-    if let (Some(d), Some(o)) = (h.distance, v.as_object_mut()) {
-        o.insert("distance".into(), json!(d));
+    let mut v = json!({"query": label, "key": key, "measure": measure, "estimate": h.estimate.value,
+                       "lower": h.estimate.lower, "upper": h.estimate.upper, "level": h.estimate.level,
+                       "row_id": h.row_id, "plan": plan});
+    if let Some(o) = v.as_object_mut() {
+        if let Some(d) = h.distance {
+            o.insert("distance".into(), json!(d));
+        }
+        if measure == "cosine" {
+            o.insert("cosine".into(), json!(h.estimate.value));
+        }
     }
     v
 }
 
-fn print_result(label: &str, r: &QueryResult, json_out: bool) {
+fn print_result(label: &str, r: &QueryResult, measure: &str, json_out: bool) -> Result<(), CliError> {
     let plan = r.plan.to_string();
     if json_out {
         for h in &r.hits {
-            println!("{}", hit_json(label, h, &plan));
+            outln!("{}", hit_json(label, h, &plan, measure))?;
         }
-        return;
+        return Ok(());
     }
-    let with_distance = r.hits.iter().any(|h| h.distance.is_some());
+    let hamming = measure == "hamming_distance";
+    let with_distance = !hamming && r.hits.iter().any(|h| h.distance.is_some());
     let rows = r
         .hits
         .iter()
@@ -172,21 +221,26 @@ fn print_result(label: &str, r: &QueryResult, json_out: bool) {
             let mut row = vec![
                 (i + 1).to_string(),
                 h.key_str().map_or_else(|| format!("{:?}", h.key), str::to_string),
-                format!("{:.4}", h.estimate.value),
-                format!("[{:.4}, {:.4}]", h.estimate.lower, h.estimate.upper),
+                if hamming { format!("{}", h.estimate.value) } else { format!("{:.4}", h.estimate.value) },
             ];
+            if !hamming {
+                row.push(format!("[{:.4}, {:.4}]", h.estimate.lower, h.estimate.upper));
+            }
             if with_distance {
                 row.push(h.distance.map_or_else(String::new, |d| d.to_string()));
             }
             row
         })
         .collect();
-    let mut header = vec!["#", "key", "estimate", "interval"];
+    let mut header = vec!["#", "key", if hamming { "distance" } else { measure }];
+    if !hamming {
+        header.push("interval");
+    }
     if with_distance {
         header.push("distance");
     }
-    println!("{}", table(&header, rows));
-    println!("{} results for {label} via {} in {:.3} ms", r.hits.len(), plan, r.analyze.elapsed.as_secs_f64() * 1e3);
+    outln!("{}", table(&header, rows))?;
+    outln!("{} results for {label} via {} in {:.3} ms", r.hits.len(), plan, r.analyze.elapsed.as_secs_f64() * 1e3)
 }
 
 #[derive(serde::Deserialize)]
@@ -203,7 +257,13 @@ struct QueryLine {
     simhash: Option<String>,
 }
 
-fn run_query_file(coll: &Collection, path: &Path, resolved: &Resolved, json_out: bool) -> Result<(), CliError> {
+fn run_query_file(
+    coll: &Collection,
+    path: &Path,
+    resolved: &Resolved,
+    measure: &str,
+    json_out: bool,
+) -> Result<(), CliError> {
     let text = std::fs::read_to_string(path).map_err(|e| CliError::io(path, e))?;
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
@@ -220,7 +280,7 @@ fn run_query_file(coll: &Collection, path: &Path, resolved: &Resolved, json_out:
                 .map_err(|e| at(e.to_string()))?;
             coll.query(&resolved.query(sketch))?
         };
-        print_result(&label, &r, json_out);
+        print_result(&label, &r, measure, json_out)?;
     }
     Ok(())
 }
@@ -234,12 +294,10 @@ pub fn query(
 ) -> Result<(), CliError> {
     let coll = session.collection(collection)?;
     let resolved = resolve(&coll, Some(probe), ask)?;
+    let measure = measure_name(resolved.kind, Measure::of(coll.params().kind()));
     match &resolved.probes {
-        Probes::File(path) => run_query_file(&coll, path, &resolved, json_out),
-        Probes::One { label, query } => {
-            print_result(label, &coll.query(query)?, json_out);
-            Ok(())
-        }
+        Probes::File(path) => run_query_file(&coll, path, &resolved, measure, json_out),
+        Probes::One { label, query } => print_result(label, &coll.query(query)?, measure, json_out),
         Probes::SelfJoin => Err(CliError::Usage("a query needs a probe".into())),
     }
 }
@@ -247,13 +305,13 @@ pub fn query(
 pub fn explain(
     session: &mut Session,
     collection: &str,
-    probe: &Probe,
+    probe: &OneProbe,
     ask: &Ask,
     analyze: bool,
     json_out: bool,
 ) -> Result<(), CliError> {
     let coll = session.collection(collection)?;
-    let resolved = resolve(&coll, Some(probe), ask)?;
+    let resolved = resolve(&coll, Some(&probe.probe()), ask)?;
     let query = match &resolved.probes {
         Probes::One { query, .. } => query,
         Probes::File(path) => {
@@ -265,26 +323,27 @@ pub fn explain(
         Probes::SelfJoin => return Err(CliError::Usage("explain needs a probe".into())),
     };
     let e = coll.explain(query, analyze)?;
-    if json_out {
-        let alts: Vec<Value> = e
-            .choice
-            .alternatives
-            .iter()
-            .map(|a| json!({"plan": a.plan.to_string(), "cost_ns": a.cost_ns, "note": a.note}))
-            .collect();
-        let mut v = json!({"plan": e.choice.plan.to_string(), "reason": e.choice.reason, "alternatives": alts});
-        if let (Some(a), Some(o)) = (e.analyze, v.as_object_mut()) {
-            o.insert(
-                "analyze".into(),
-                json!({"results": a.results, "elapsed_us": a.elapsed.as_secs_f64() * 1e6, "rows_touched": a.rows_touched,
-                       "candidates": a.candidates, "bins_compared": a.bins_compared, "pruned": a.pruned}),
-            );
-        }
-        println!("{v}");
-    } else {
-        print!("{e}");
+    if json_out { outln!("{}", explain_json(&e)) } else { write_out(format_args!("{e}")) }
+}
+
+/// An explanation as one JSON object: `plan`, `reason`, `alternatives` (each `plan`,
+/// `cost_ns`, `note`) and, after a run, `analyze`.
+pub fn explain_json(e: &Explain) -> Value {
+    let alts: Vec<Value> = e
+        .choice
+        .alternatives
+        .iter()
+        .map(|a| json!({"plan": a.plan.to_string(), "cost_ns": a.cost_ns, "note": a.note}))
+        .collect();
+    let mut v = json!({"plan": e.choice.plan.to_string(), "reason": e.choice.reason, "alternatives": alts});
+    if let (Some(a), Some(o)) = (e.analyze, v.as_object_mut()) {
+        o.insert(
+            "analyze".into(),
+            json!({"results": a.results, "elapsed_us": a.elapsed.as_secs_f64() * 1e6, "rows_touched": a.rows_touched,
+                   "candidates": a.candidates, "bins_compared": a.bins_compared, "pruned": a.pruned}),
+        );
     }
-    Ok(())
+    v
 }
 
 pub fn estimate(
@@ -299,12 +358,11 @@ pub fn estimate(
     let e = coll.estimate(a, b, level)?;
     let what = Measure::of(coll.params().kind()).name();
     if json_out {
-        println!(
+        outln!(
             "{}",
             json!({"a": a, "b": b, "measure": what, "estimate": e.value, "lower": e.lower, "upper": e.upper, "level": level})
-        );
+        )
     } else {
-        println!("{what}({a}, {b}) = {:.4}  [{:.4}, {:.4}] at {:.0}%", e.value, e.lower, e.upper, level * 100.0);
+        outln!("{what}({a}, {b}) = {:.4}  [{:.4}, {:.4}] at {:.0}%", e.value, e.lower, e.upper, level * 100.0)
     }
-    Ok(())
 }

@@ -12,6 +12,7 @@ use rustyline::validate::Validator;
 use rustyline::{Context, Helper};
 
 use crate::error::CliError;
+use crate::output::{self, outln};
 
 /// What the shell needs from the command set.
 pub trait ShellCommands {
@@ -63,7 +64,7 @@ fn run_line(cmds: &mut dyn ShellCommands, line: &str, interactive: bool, line_no
     match line {
         ".quit" | ".exit" => return Ok(false),
         ".help" | "help" => {
-            println!("{}", cmds.help());
+            outln!("{}", cmds.help())?;
             return Ok(true);
         }
         _ if line.starts_with('.') => {
@@ -88,9 +89,9 @@ pub fn run(cmds: &mut dyn ShellCommands) -> Result<bool, CliError> {
             let line = line.map_err(|e| CliError::Input(format!("stdin line {}: {e}", i + 1)))?;
             match run_line(cmds, &line, false, i + 1) {
                 Ok(true) => {}
-                Ok(false) => break,
+                Ok(false) | Err(CliError::Closed) => break,
                 Err(e) => {
-                    eprintln!("sketchdb: error: line {}: {e}", i + 1);
+                    output::report_error(&e.context(format!("line {}", i + 1)), output::json_mode());
                     failed = true;
                 }
             }
@@ -99,7 +100,7 @@ pub fn run(cmds: &mut dyn ShellCommands) -> Result<bool, CliError> {
     }
     let mut editor = rustyline::Editor::<ShellHelper, rustyline::history::DefaultHistory>::new()
         .map_err(|e| CliError::Io(format!("terminal: {e}")))?;
-    println!("sketchdb {} — .help for commands, .quit to leave", env!("CARGO_PKG_VERSION"));
+    outln!("sketchdb {} — .help for commands, .quit to leave", env!("CARGO_PKG_VERSION"))?;
     loop {
         editor.set_helper(Some(ShellHelper { commands: cmds.command_names(), collections: cmds.collection_names() }));
         match editor.readline("sketchdb> ") {
@@ -107,9 +108,9 @@ pub fn run(cmds: &mut dyn ShellCommands) -> Result<bool, CliError> {
                 let _ = editor.add_history_entry(line.as_str());
                 match run_line(cmds, &line, true, 0) {
                     Ok(true) => {}
-                    Ok(false) => break,
+                    Ok(false) | Err(CliError::Closed) => break,
                     Err(e) => {
-                        eprintln!("sketchdb: error: {e}");
+                        output::report_error(&e, output::json_mode());
                         failed = true;
                     }
                 }

@@ -1,19 +1,29 @@
 //! `export` / `import`: a collection as JSON lines, round trip exact.
 //!
-//! Line 1 is a header `{"sketchdb_export":1,"collection":NAME,"params":{..},"tokenizer":{..}}`;
+//! Line 1 is a header `{"sketchdb_export":1,"collection":NAME,"params":{..},"tokenizer":{..},"index":..}`
+//! (the collection's whole configuration: `import` recreates the same collection);
 //! every further line is one record: `{"key":"..."}` (or `"key_hex"` for keys that are not
 //! UTF-8) plus its raw sketch: `"values"` (MinHash), `"words"` (b-bit), `"bins"` and `"empty"`
 //! (OPH), `"simhash"` (hex), and `"cardinality"` for set sketches. Integers are exact u64.
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
 
 use serde_json::{Value, json};
-use sketchdb::{BBitMinHash, Batch, CollectionConfig, MinHash, OphSketch, SimHash, Sketch, SketchParams};
+use sketchdb::{
+    BBitMinHash, Batch, CollectionConfig, IndexConfig, MinHash, OphSketch, SimHash, Sketch, SketchParams, Tokenizer,
+};
+
+use super::ingest::{DEFAULT_BATCH, batch_size};
 
 use crate::error::CliError;
-use crate::export_header::{params_from_json, params_to_json, tokenizer_from_json, tokenizer_to_json};
+use crate::export_header::{
+    index_from_json, index_to_json, params_from_json, params_to_json, tokenizer_from_json, tokenizer_to_json,
+};
 use crate::input::parse_hex_fingerprint;
+use crate::output::summary;
 use crate::session::Session;
 
 const EXPORT_VERSION: u64 = 1;
@@ -51,7 +61,9 @@ fn record_json(key: &[u8], sketch: &Sketch) -> Value {
                 o.insert("cardinality".into(), json!(s.cardinality()));
             }
             Sketch::SimHash(s) => {
-                o.insert("simhash".into(), json!(format!("{:x}", s.value())));
+                // Every digit of the fingerprint: 16 for 64 bits, 32 for 128.
+                let digits = usize::from(s.params().bits()) / 4;
+                o.insert("simhash".into(), json!(format!("{:0digits$x}", s.value())));
             }
             _ => {}
         }
@@ -69,8 +81,9 @@ pub fn export(session: &mut Session, name: &str, out: &Path) -> Result<(), CliEr
     let mut w = BufWriter::new(file);
     let params = params_to_json(coll.params()).map_err(CliError::Input)?;
     let tokenizer = tokenizer_to_json(&coll.config().tokenizer).map_err(CliError::Input)?;
+    let index = index_to_json(&coll.config().index).map_err(CliError::Input)?;
     let header = json!({"sketchdb_export": EXPORT_VERSION, "collection": name,
-                        "params": params, "tokenizer": tokenizer});
+                        "params": params, "tokenizer": tokenizer, "index": index});
     let io = |e: std::io::Error| CliError::io(out, e);
     writeln!(w, "{header}").map_err(io)?;
     let mut n = 0u64;
@@ -80,7 +93,11 @@ pub fn export(session: &mut Session, name: &str, out: &Path) -> Result<(), CliEr
         n += 1;
     }
     w.flush().map_err(io)?;
-    eprintln!("exported {n} records of `{name}`");
+    summary(
+        "export",
+        &format!("exported {n} records of `{name}` to {}", out.display()),
+        json!({"collection": name, "records": n, "file": out.display().to_string()}),
+    );
     Ok(())
 }
 
@@ -118,38 +135,63 @@ fn sketch_from_json(params: SketchParams, v: &Value) -> Result<Sketch, String> {
     Ok(s)
 }
 
-pub fn import(session: &mut Session, input: &Path, into: Option<&str>, batch_size: usize) -> Result<(), CliError> {
-    let file = std::fs::File::open(input).map_err(|e| CliError::io(input, e))?;
-    let mut lines = BufReader::new(file).lines();
-    let at = |line: usize, msg: String| CliError::Input(format!("{}:{line}: {msg}", input.display()));
-    let header_line =
-        lines.next().ok_or_else(|| at(1, "empty file: no export header".into()))?.map_err(|e| at(1, e.to_string()))?;
-    let header: Value = serde_json::from_str(&header_line).map_err(|e| at(1, format!("malformed header: {e}")))?;
+/// `import`: a collection written by `export`.
+#[derive(Args, Debug, Clone)]
+pub struct ImportArgs {
+    /// The export file.
+    pub input: PathBuf,
+    /// Import into this collection instead of the one named in the file.
+    #[arg(long)]
+    pub into: Option<String>,
+    /// Replace the records of keys already stored (by default they are kept and skipped).
+    #[arg(long)]
+    pub upsert: bool,
+    /// Records per transaction (1 to 1,000,000).
+    #[arg(long, default_value_t = DEFAULT_BATCH, value_parser = batch_size())]
+    pub batch: usize,
+}
+
+/// What an export's first line says.
+struct Header {
+    name: Option<String>,
+    config: CollectionConfig,
+}
+
+fn read_header(input: &Path, first: Option<std::io::Result<String>>) -> Result<Header, CliError> {
+    let at = |msg: String| CliError::Input(format!("{}:1: {msg}", input.display()));
+    let line = first.ok_or_else(|| at("empty file: no export header".into()))?.map_err(|e| at(e.to_string()))?;
+    let header: Value = serde_json::from_str(&line).map_err(|e| at(format!("malformed header: {e}")))?;
     match header.get("sketchdb_export").and_then(Value::as_u64) {
         Some(EXPORT_VERSION) => {}
         Some(v) => {
-            return Err(at(
-                1,
-                format!("export format version {v} is not supported (this build reads {EXPORT_VERSION})"),
-            ));
+            return Err(at(format!("export format version {v} is not supported (this build reads {EXPORT_VERSION})")));
         }
-        None => return Err(at(1, "not a sketchdb export: the header lacks `sketchdb_export`".into())),
+        None => return Err(at("not a sketchdb export: the header lacks `sketchdb_export`".into())),
     }
-    let params = params_from_json(header.get("params").cloned().unwrap_or(Value::Null))
-        .map_err(|e| at(1, format!("header `params`: {e}")))?;
-    let tokenizer = tokenizer_from_json(header.get("tokenizer").cloned().unwrap_or(Value::Null))
-        .map_err(|e| at(1, format!("header `tokenizer`: {e}")))?;
-    let name = into
-        .map(str::to_string)
-        .or_else(|| header.get("collection").and_then(Value::as_str).map(str::to_string))
-        .ok_or_else(|| at(1, "no collection name in the header; pass --into".into()))?;
-    session.create_missing = true;
-    let coll = session.collection_or_create(&name, CollectionConfig::new(params).with_tokenizer(tokenizer))?;
-    coll.params().check_compatible(&params).map_err(|e| at(1, format!("collection `{name}`: {e}")))?;
-    let mut batch = Batch::with_capacity(batch_size);
-    let mut n = 0u64;
-    for (i, line) in lines.enumerate() {
-        let line_no = i + 2;
+    let field = |name: &str| header.get(name).cloned().unwrap_or(Value::Null);
+    let params: SketchParams = params_from_json(field("params")).map_err(|e| at(format!("header `params`: {e}")))?;
+    let tokenizer: Tokenizer =
+        tokenizer_from_json(field("tokenizer")).map_err(|e| at(format!("header `tokenizer`: {e}")))?;
+    // Exports written before the index settings were recorded have none.
+    let index: IndexConfig = match header.get("index") {
+        None => IndexConfig::None,
+        Some(v) => index_from_json(v.clone()).map_err(|e| at(format!("header `index`: {e}")))?,
+    };
+    let config = CollectionConfig::new(params).with_tokenizer(tokenizer).with_index(index);
+    config.validate().map_err(|e| at(format!("header: {}", CliError::from(e))))?;
+    Ok(Header { name: header.get("collection").and_then(Value::as_str).map(str::to_string), config })
+}
+
+/// Calls `f` with every record of the export after its header, in order.
+fn for_each_record(
+    input: &Path,
+    params: SketchParams,
+    mut f: impl FnMut(Vec<u8>, Sketch) -> Result<(), CliError>,
+) -> Result<(), CliError> {
+    let file = std::fs::File::open(input).map_err(|e| CliError::io(input, e))?;
+    let at = |line: usize, msg: String| CliError::Input(format!("{}:{line}: {msg}", input.display()));
+    for (i, line) in BufReader::new(file).lines().enumerate().skip(1) {
+        let line_no = i + 1;
         let line = line.map_err(|e| at(line_no, e.to_string()))?;
         if line.trim().is_empty() {
             continue;
@@ -161,13 +203,97 @@ pub fn import(session: &mut Session, input: &Path, into: Option<&str>, batch_siz
             _ => return Err(at(line_no, "a record needs exactly one of `key` or `key_hex`".into())),
         };
         let sketch = sketch_from_json(params, &v).map_err(|e| at(line_no, e))?;
-        batch.insert(key, sketch);
-        if batch.len() >= batch_size {
-            n += coll.apply(&batch)?.inserted;
-            batch.clear();
-        }
+        f(key, sketch)?;
     }
-    n += coll.apply(&batch)?.inserted;
-    eprintln!("imported {n} records into `{name}`");
+    Ok(())
+}
+
+/// The writing pass of an import: batches of records whose keys are new (or, upserting,
+/// any key), each key once.
+struct Importer<'a> {
+    coll: &'a sketchdb::Collection,
+    snap: sketchdb::Snapshot,
+    batch: Batch,
+    batch_size: usize,
+    /// Keys of the pending batch.
+    pending: std::collections::HashSet<Vec<u8>>,
+    upsert: bool,
+    inserted: u64,
+    replaced: u64,
+    skipped: u64,
+}
+
+impl Importer<'_> {
+    fn push(&mut self, key: Vec<u8>, sketch: Sketch) -> Result<(), CliError> {
+        if self.pending.contains(&key) || (!self.upsert && self.snap.get(&key)?.is_some()) {
+            self.skipped += 1;
+            return Ok(());
+        }
+        if self.upsert {
+            self.batch.upsert(&key, sketch);
+        } else {
+            self.batch.insert(&key, sketch);
+        }
+        self.pending.insert(key);
+        if self.batch.len() >= self.batch_size { self.flush() } else { Ok(()) }
+    }
+
+    fn flush(&mut self) -> Result<(), CliError> {
+        let s = self.coll.apply(&self.batch)?;
+        self.inserted += s.inserted;
+        self.replaced += s.replaced;
+        self.batch.clear();
+        self.pending.clear();
+        self.snap = self.coll.snapshot()?;
+        Ok(())
+    }
+}
+
+/// Reads the whole export once to check every record before anything is written (so a bad
+/// file leaves no half-imported collection), then writes it in batches. Keys already stored
+/// are skipped (importing the same file twice is a no-op) or, with `--upsert`, replaced.
+pub fn import(session: &mut Session, args: &ImportArgs) -> Result<(), CliError> {
+    let input = args.input.as_path();
+    let file = std::fs::File::open(input).map_err(|e| CliError::io(input, e))?;
+    let header = read_header(input, BufReader::new(file).lines().next())?;
+    let params = header.config.params;
+    let mut total = 0u64;
+    for_each_record(input, params, |_, _| {
+        total += 1;
+        Ok(())
+    })?;
+    let name = args.into.clone().or(header.name).ok_or_else(|| {
+        CliError::Input(format!("{}:1: no collection name in the header; pass --into", input.display()))
+    })?;
+    session.create_missing = true;
+    let coll = session.collection_or_create(&name, header.config)?;
+    coll.params()
+        .check_compatible(&params)
+        .map_err(|e| CliError::Input(format!("{}:1: collection `{name}`: {e}", input.display())))?;
+    let mut w = Importer {
+        coll: &coll,
+        snap: coll.snapshot()?,
+        batch: Batch::with_capacity(args.batch),
+        batch_size: args.batch,
+        pending: Default::default(),
+        upsert: args.upsert,
+        inserted: 0,
+        replaced: 0,
+        skipped: 0,
+    };
+    for_each_record(input, params, |key, sketch| w.push(key, sketch))?;
+    w.flush()?;
+    let (inserted, replaced, skipped) = (w.inserted, w.replaced, w.skipped);
+    summary(
+        "import",
+        &format!(
+            "imported {} of {total} records into `{name}` from {} ({inserted} new, {replaced} replaced, {skipped} \
+             already present, skipped)",
+            inserted + replaced,
+            input.display()
+        ),
+        json!({"collection": name, "records": inserted + replaced, "inserted": inserted, "replaced": replaced,
+               "skipped": skipped, "file": input.display().to_string()}),
+    );
     Ok(())
 }
