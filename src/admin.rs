@@ -17,7 +17,7 @@
 use crate::db::database::Database;
 use crate::error::Result;
 pub use crate::storage::compact::CompactionSummary;
-pub use crate::storage::verify::{Problem, VerifyReport};
+pub use crate::storage::integrity::{Problem, VerifyReport};
 
 /// Checks the whole database: every page's crc and header and every row's decoding, the
 /// key <-> row id maps against the tombstones, each collection's counters, and the storage engine's own

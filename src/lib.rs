@@ -78,7 +78,7 @@ pub use sketch::minhash::MinHash;
 pub use sketch::oph::OphSketch;
 pub use sketch::params::{HashFamily, SketchKind, SketchParams};
 pub use sketch::simhash::SimHash;
-pub use sketch::sketch::{Sketch, Sketcher};
+pub use sketch::sketcher::{Sketch, Sketcher};
 pub use sketch::tokenize::{Tokenizer, TokenizerKind};
 pub use sketch::tokens::TokenSet;
 pub use storage::store::Durability;

@@ -11,7 +11,7 @@ use crate::sketch::minhash::MinHash;
 use crate::sketch::oph::OphSketch;
 use crate::sketch::params::{SketchKind, SketchParams};
 use crate::sketch::simhash::SimHash;
-use crate::sketch::sketch::Sketch;
+use crate::sketch::sketcher::Sketch;
 
 const WHAT: &str = "record";
 

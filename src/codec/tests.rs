@@ -10,7 +10,7 @@ use super::meta::{CollectionDef, CollectionState, FormatRecord};
 use super::page::{PageBuilder, PageSpec, PageView};
 use super::record::{decode_row, push_sketch};
 use crate::sketch::params::SketchParams;
-use crate::sketch::sketch::{Sketch, Sketcher};
+use crate::sketch::sketcher::{Sketch, Sketcher};
 use crate::sketch::tokens::TokenSet;
 
 fn all_params() -> Vec<SketchParams> {

@@ -1,6 +1,6 @@
 //! Batches: many writes to one collection committed in one transaction, all or nothing.
 
-use crate::sketch::sketch::Sketch;
+use crate::sketch::sketcher::Sketch;
 use crate::storage::rules::WriteOp;
 
 /// One write: its kind, where its key ends in the batch's key bytes, and its sketch (none

@@ -15,7 +15,7 @@ use crate::planner::query::{Query, QueryKind, QueryOptions};
 use crate::sketch::hash::fmix64;
 use crate::sketch::params::SketchParams;
 use crate::sketch::simhash::SimHash;
-use crate::sketch::sketch::Sketch;
+use crate::sketch::sketcher::Sketch;
 use crate::sketch::tokens::TokenSet;
 use crate::storage::backend::MemoryBackend;
 

@@ -15,7 +15,7 @@ use crate::planner::query::{Query, QueryKind, QueryOptions};
 use crate::planner::run::{self, QueryResult};
 use crate::sketch::estimate::Estimate;
 use crate::sketch::params::SketchParams;
-use crate::sketch::sketch::{Sketch, Sketcher};
+use crate::sketch::sketcher::{Sketch, Sketcher};
 use crate::sketch::tokens::TokenSet;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::rules::WriteOp;

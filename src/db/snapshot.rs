@@ -7,7 +7,7 @@ use super::stats::{CollectionStats, IndexSummary};
 use crate::codec::page::PageView;
 use crate::error::Result;
 use crate::sketch::params::SketchKind;
-use crate::sketch::sketch::Sketch;
+use crate::sketch::sketcher::Sketch;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::reader::{ReadSnapshot, RowRecord};
 

@@ -13,7 +13,7 @@ use super::simhash::SimhashTableDesign;
 use super::simhash::bucket_bits_for;
 use crate::index::error::inconsistent;
 use crate::sketch::params::{SketchKind, SketchParams};
-use crate::sketch::sketch::Sketch;
+use crate::sketch::sketcher::Sketch;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::catalog::rewrite_settings;
 use crate::storage::error::contain;

@@ -1,7 +1,7 @@
 //! The problem list verification fills for one collection: capped at [`MAX_PROBLEMS`], the
 //! rest only counted.
 
-use crate::storage::verify::{Problem, VerifyReport};
+use crate::storage::integrity::{Problem, VerifyReport};
 
 /// Problems reported per collection at most (the rest are counted in one last problem).
 pub(crate) const MAX_PROBLEMS: usize = 50;

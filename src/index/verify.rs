@@ -10,15 +10,15 @@ use super::defs::{IndexDef, IndexSpec};
 use super::lsh::{Removed, check_lsh, listed};
 use super::problems::{MAX_PROBLEMS, Out};
 use super::simhash::check_simhash;
-use crate::sketch::sketch::Sketch;
+use crate::sketch::sketcher::Sketch;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::error::contain;
 use crate::storage::index_tables::BytesRead;
+use crate::storage::integrity::{Problem, VerifyReport};
 use crate::storage::reader::ReadSnapshot;
 use crate::storage::reader::decode;
 use crate::storage::store::Store;
 use crate::storage::tables::{LSH_BUCKETS_NAME, LSH_DEAD_NAME, LSH_ROWS_NAME, SIMHASH_BUCKETS_NAME};
-use crate::storage::verify::{Problem, VerifyReport};
 
 /// Checks every collection's index against its rows, adding problems to `report`.
 pub(crate) fn verify_indexes(store: &Store, report: &mut VerifyReport) -> Result<(), IndexError> {

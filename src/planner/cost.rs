@@ -294,7 +294,7 @@ mod tests {
     use crate::index::LshParams;
     use crate::planner::query::QueryOptions;
     use crate::sketch::params::SketchParams;
-    use crate::sketch::sketch::Sketcher;
+    use crate::sketch::sketcher::Sketcher;
     use crate::sketch::tokens::TokenSet;
 
     /// The query path's `choose_plan` picks exactly the plan EXPLAIN's `choose` reports, over

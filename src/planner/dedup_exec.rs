@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use crate::index::{
     BandedKeys, IndexError, SimhashMemIndex, SimhashTableDesign, for_each_lsh_pair, lsh_scheme_for, simhash_pairs,
 };
-use crate::sketch::sketch::Sketch;
+use crate::sketch::sketcher::Sketch;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::reader::{ReadSnapshot, decode};
 

@@ -10,7 +10,7 @@ use crate::codec::page::PageView;
 use crate::sketch::estimate::Estimate;
 use crate::sketch::params::SketchKind;
 use crate::sketch::simhash::SimHash;
-use crate::sketch::sketch::Sketch;
+use crate::sketch::sketcher::Sketch;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::reader::{ReadSnapshot, decode};
 

@@ -51,7 +51,7 @@ mod tests {
     use crate::sketch::hash::fmix64;
     use crate::sketch::oph::OphSketch;
     use crate::sketch::params::SketchParams;
-    use crate::sketch::sketch::{Sketch, Sketcher};
+    use crate::sketch::sketcher::{Sketch, Sketcher};
     use crate::sketch::tokens::TokenSet;
 
     struct Page {

@@ -1,7 +1,7 @@
 //! `Query`: what the user asked, independent of how it is answered.
 
 use crate::sketch::estimate::DEFAULT_LEVEL;
-use crate::sketch::sketch::Sketch;
+use crate::sketch::sketcher::Sketch;
 
 use super::plan::PlanKind;
 

@@ -3,7 +3,7 @@
 //! same commit.
 
 use crate::index::index_stats;
-use crate::sketch::sketch::Sketch;
+use crate::sketch::sketcher::Sketch;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::reader::ReadSnapshot;
 

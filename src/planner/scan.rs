@@ -316,7 +316,7 @@ pub(crate) fn scan_page_portable<C: BinColumns>(
 mod pruning_tests {
     use super::*;
     use crate::sketch::params::SketchParams;
-    use crate::sketch::sketch::{Sketch, Sketcher};
+    use crate::sketch::sketcher::{Sketch, Sketcher};
     use crate::sketch::tokens::TokenSet;
 
     /// The confidence stage minimum is the least count whose upper bound reaches t (found by

@@ -7,7 +7,7 @@ use super::plan::EarlyStop;
 use super::scan::{BinColumns, OphProbe, Pruning, ScanCounters};
 use crate::sketch::oph::OphSketch;
 use crate::sketch::params::SketchParams;
-use crate::sketch::sketch::{Sketch, Sketcher};
+use crate::sketch::sketcher::{Sketch, Sketcher};
 use crate::sketch::tokens::TokenSet;
 
 /// An in-memory page in the storage layer's column layout.

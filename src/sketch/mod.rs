@@ -14,6 +14,6 @@ pub(crate) mod oph;
 pub(crate) mod params;
 pub(crate) mod simhash;
 #[allow(clippy::module_inception)]
-pub(crate) mod sketch;
+pub(crate) mod sketcher;
 pub(crate) mod tokenize;
 pub(crate) mod tokens;

@@ -10,7 +10,7 @@
 use super::catalog::CollectionInfo;
 use super::error::StorageError;
 use super::index_tables::IndexTxn;
-use crate::sketch::sketch::Sketch;
+use crate::sketch::sketcher::Sketch;
 
 /// What a [`PrepareJob`] computed, handed back to the hook that made the job.
 pub(crate) type Prepared = Box<dyn std::any::Any + Send>;

@@ -12,7 +12,7 @@
 //! * [`compact`]: page compaction and redb file compaction.
 //! * [`index_tables`]: typed handles on the index's tables, the index layer's only access
 //!   to the engine ([`index_tables::IndexTxn`] is the write transaction its hook receives).
-//! * [`verify`]: the storage-level consistency checks behind `admin::verify`.
+//! * [`integrity`]: the storage-level consistency checks behind `admin::verify`.
 //!
 //! No redb type escapes this module; redb errors become [`StorageError::Backend`] with the
 //! redb error kept as its `source()`.
@@ -25,12 +25,12 @@ pub(crate) mod costs;
 pub(crate) mod error;
 pub(crate) mod hook;
 pub(crate) mod index_tables;
+pub(crate) mod integrity;
 pub(crate) mod key_append;
 pub(crate) mod reader;
 pub(crate) mod rules;
 pub(crate) mod store;
 pub(crate) mod tables;
-pub(crate) mod verify;
 pub(crate) mod writer;
 
 pub use error::StorageError;

@@ -18,7 +18,7 @@ use super::tables::{
 use crate::codec::meta::CollectionState;
 use crate::codec::page::PageView;
 use crate::codec::record::decode_row;
-use crate::sketch::sketch::Sketch;
+use crate::sketch::sketcher::Sketch;
 
 /// A read transaction: every read through it sees the same commit, whatever writers do.
 pub(crate) struct ReadSnapshot {

@@ -5,7 +5,7 @@ use super::MAX_KEY_LEN;
 use super::catalog::CollectionInfo;
 use super::error::StorageError;
 use crate::codec::error::CodecError;
-use crate::sketch::sketch::Sketch;
+use crate::sketch::sketcher::Sketch;
 
 /// One write of a batch.
 #[derive(Clone, Copy, Debug)]

@@ -28,7 +28,7 @@ use crate::codec::meta::CollectionState;
 use crate::codec::page::{PageBuilder, PageView};
 use crate::codec::record::{decode_row, push_sketch};
 use crate::sketch::params::SketchKind;
-use crate::sketch::sketch::Sketch;
+use crate::sketch::sketcher::Sketch;
 
 /// What a committed batch did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -15,7 +15,7 @@ use crate::sketch::minhash::MinHash;
 use crate::sketch::oph::OphSketch;
 use crate::sketch::params::SketchParams;
 use crate::sketch::simhash::SimHash;
-use crate::sketch::sketch::Sketcher;
+use crate::sketch::sketcher::Sketcher;
 use crate::sketch::tokens::TokenSet;
 use crate::storage::store::Durability;
 

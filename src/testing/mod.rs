@@ -102,7 +102,7 @@ pub fn hold_snapshot(db: &Database) -> Result<HeldSnapshot> {
 pub fn lsh_candidates_in(
     snapshot: &HeldSnapshot,
     collection: &Collection,
-    sketch: &crate::sketch::sketch::Sketch,
+    sketch: &crate::sketch::sketcher::Sketch,
     bands: u32,
 ) -> Result<Vec<u64>> {
     Ok(crate::index::lsh_candidates(&snapshot.0, collection.info(), sketch, bands)?)
@@ -123,7 +123,7 @@ pub fn simhash_within_in(
 pub fn lsh_candidates(
     collection: &Collection,
     db: &Database,
-    sketch: &crate::sketch::sketch::Sketch,
+    sketch: &crate::sketch::sketcher::Sketch,
     bands: u32,
 ) -> Result<Vec<u64>> {
     lsh_candidates_in(&hold_snapshot(db)?, collection, sketch, bands)

@@ -19,7 +19,7 @@ use crate::db::config::{CollectionConfig, IndexConfig};
 use crate::db::database::Database;
 use crate::error::Error;
 use crate::sketch::params::{SketchKind, SketchParams};
-use crate::sketch::sketch::{Sketch, Sketcher};
+use crate::sketch::sketcher::{Sketch, Sketcher};
 use crate::sketch::tokens::TokenSet;
 use crate::storage::MAX_KEY_LEN;
 

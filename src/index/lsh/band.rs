@@ -48,7 +48,7 @@ use zerocopy::IntoBytes;
 use super::params::LshParams;
 use crate::index::error::IndexError;
 use crate::sketch::bbit::BBitMinHash;
-use crate::sketch::sketch::Sketch;
+use crate::sketch::sketcher::Sketch;
 
 /// The version of the band-key byte encoding and hash specified in the module docs that new
 /// indexes use (versions 1, full 64-bit keys, and 2 are still read and maintained).

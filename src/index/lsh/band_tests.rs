@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::sketch::params::SketchParams;
-use crate::sketch::sketch::Sketcher;
+use crate::sketch::sketcher::Sketcher;
 use crate::sketch::tokens::TokenSet;
 
 #[test]

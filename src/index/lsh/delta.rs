@@ -20,7 +20,7 @@ use crate::index::error::IndexError;
 use crate::index::error::inconsistent;
 use crate::index::error::index_err;
 use crate::index::radix::{sort_hashed, sort_hashed_pairs};
-use crate::sketch::sketch::Sketch;
+use crate::sketch::sketcher::Sketch;
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::error::panic_message;

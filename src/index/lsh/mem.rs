@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use super::band::BandKeyScheme;
 use crate::index::error::IndexError;
 use crate::sketch::error::SketchError;
-use crate::sketch::sketch::Sketch;
+use crate::sketch::sketcher::Sketch;
 
 /// The band keys of n signatures, `bands` per signature in band order (row-major).
 ///
@@ -95,7 +95,7 @@ mod tests {
     use crate::index::lsh::{LshParams, RowWidth};
     use crate::sketch::oph::OphSketch;
     use crate::sketch::params::SketchParams;
-    use crate::sketch::sketch::Sketcher;
+    use crate::sketch::sketcher::Sketcher;
     use crate::sketch::tokens::TokenSet;
 
     fn sketches(sets: &[Vec<u64>], params: SketchParams) -> Vec<Sketch> {

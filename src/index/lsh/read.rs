@@ -12,7 +12,7 @@ use crate::index::defs::{IndexDef, IndexSpec, LshRun};
 use crate::index::error::inconsistent;
 use crate::index::error::index_err;
 use crate::index::probe_cache::ProbeCache;
-use crate::sketch::sketch::Sketch;
+use crate::sketch::sketcher::Sketch;
 use crate::storage::StorageError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::error::{contain, contain_any};

@@ -8,7 +8,7 @@ use super::table::bucket_sums;
 use crate::index::defs::{IndexDef, IndexSpec, LshRun, run_holding};
 use crate::index::error::IndexError;
 use crate::index::problems::Out;
-use crate::sketch::sketch::Sketch;
+use crate::sketch::sketcher::Sketch;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::index_tables::BytesRead;
 use crate::storage::reader::ReadSnapshot;

@@ -9,7 +9,7 @@ use super::format::{BucketView, Geometry};
 use super::format::{split_field, table_field};
 use crate::index::defs::{IndexDef, IndexSpec};
 use crate::index::problems::Out;
-use crate::sketch::sketch::Sketch;
+use crate::sketch::sketcher::Sketch;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::index_tables::BytesRead;
 use crate::storage::reader::ReadSnapshot;
