@@ -205,7 +205,7 @@ class Collection:
     def compact(self) -> dict[str, int]: ...
 
 class Database:
-    path: str
+    path: os.PathLike[str]
     closed: bool
     def create_collection(
         self,
