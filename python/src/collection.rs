@@ -50,84 +50,9 @@ impl Probe {
     }
 }
 
-/// One query result.
-#[pyclass(name = "Hit", module = "sketchdb._sketchdb", frozen, get_all)]
-pub(crate) struct PyHit {
-    /// The record's key (`str` when UTF-8, else `bytes`).
-    key: Py<PyAny>,
-    /// Its row id.
-    row_id: u64,
-    /// The similarity estimate (for Hamming queries, the exact distance).
-    estimate: f64,
-    /// The interval's lower end.
-    lower: f64,
-    /// The interval's upper end.
-    upper: f64,
-    /// The interval's confidence level.
-    level: f64,
-    /// The exact Hamming distance (SimHash collections), else None.
-    distance: Option<u32>,
-}
+mod results;
 
-#[pymethods]
-impl PyHit {
-    fn __repr__(&self, py: Python<'_>) -> String {
-        format!(
-            "Hit(key={}, estimate={:.6}, lower={:.6}, upper={:.6}, distance={:?})",
-            self.key.bind(py).repr().map(|r| r.to_string()).unwrap_or_default(),
-            self.estimate,
-            self.lower,
-            self.upper,
-            self.distance
-        )
-    }
-}
-
-/// A group of near-duplicates.
-#[pyclass(name = "Cluster", module = "sketchdb._sketchdb", frozen, get_all)]
-pub(crate) struct PyCluster {
-    /// Keys, in row order.
-    keys: Vec<Py<PyAny>>,
-    /// Row ids, ascending.
-    rows: Vec<u64>,
-}
-
-#[pymethods]
-impl PyCluster {
-    fn __len__(&self) -> usize {
-        self.rows.len()
-    }
-    fn __repr__(&self) -> String {
-        format!("Cluster({} records)", self.rows.len())
-    }
-}
-
-/// The result of `dedup`: clusters of two or more records, largest first.
-#[pyclass(name = "DedupResult", module = "sketchdb._sketchdb", frozen, get_all)]
-pub(crate) struct PyDedupResult {
-    /// The clusters.
-    clusters: Vec<Py<PyCluster>>,
-    /// Verified pairs found.
-    pairs: u64,
-    /// The plan that ran (None for an empty collection).
-    plan: Option<String>,
-    /// Why the planner chose it.
-    reason: String,
-}
-
-#[pymethods]
-impl PyDedupResult {
-    fn __len__(&self) -> usize {
-        self.clusters.len()
-    }
-    fn __iter__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let list = pyo3::types::PyList::new(py, self.clusters.iter().map(|c| c.clone_ref(py)))?;
-        Ok(list.try_iter()?.into_any().unbind())
-    }
-    fn __repr__(&self) -> String {
-        format!("DedupResult({} clusters, {} pairs)", self.clusters.len(), self.pairs)
-    }
-}
+pub(crate) use results::{PyCluster, PyDedupResult, PyHit};
 
 /// A named set of keyed sketches of one configuration.
 #[pyclass(name = "Collection", module = "sketchdb._sketchdb", frozen)]
@@ -288,10 +213,9 @@ impl PyCollection {
         }
         let seed = coll.config().tokenizer.seed();
         let probes: Vec<Probe> = match (texts, tokens, sketches) {
-            (Some(t), None, None) => t
-                .try_iter()?
-                .map(|x| Ok(Probe::Text(x?.extract::<String>()?)))
-                .collect::<PyResult<_>>()?,
+            (Some(t), None, None) => {
+                t.try_iter()?.map(|x| Ok(Probe::Text(x?.extract::<String>()?))).collect::<PyResult<_>>()?
+            }
             (None, Some(t), None) => {
                 t.try_iter()?.map(|x| Ok(Probe::Tokens(convert::tokens(&x?, seed)?))).collect::<PyResult<_>>()?
             }
@@ -479,12 +403,7 @@ impl PyCollection {
                 Py::new(py, PyCluster { keys, rows: c.rows })
             })
             .collect::<PyResult<_>>()?;
-        Ok(PyDedupResult {
-            clusters,
-            pairs: r.pairs,
-            plan: r.plan.map(|p| p.to_string()),
-            reason: r.reason,
-        })
+        Ok(PyDedupResult { clusters, pairs: r.pairs, plan: r.plan.map(|p| p.to_string()), reason: r.reason })
     }
 
     /// The collection's counters and configuration.

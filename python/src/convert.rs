@@ -25,10 +25,7 @@ pub(crate) fn token(obj: &Bound<'_, PyAny>, seed: u64) -> PyResult<u64> {
             .extract::<u64>()
             .map_err(|_| PyValueError::new_err(format!("token {obj} is not a u64 hash (0 ..= 2**64 - 1)")));
     }
-    Err(PyTypeError::new_err(format!(
-        "a token is str, bytes or int (a u64 hash), not {}",
-        obj.get_type().name()?
-    )))
+    Err(PyTypeError::new_err(format!("a token is str, bytes or int (a u64 hash), not {}", obj.get_type().name()?)))
 }
 
 /// Every token of an iterable of tokens, hashed, in order (repeats kept).

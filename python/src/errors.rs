@@ -54,9 +54,9 @@ fn storage_class(e: &StorageError) -> Class {
         StorageError::Backend { source, .. } if source.to_string().contains("already open") => Class::Busy,
         StorageError::UnknownCollection { .. } => Class::NotFound,
         StorageError::Incompatible { .. } | StorageError::UnsupportedFormat { .. } => Class::Incompatible,
-        StorageError::InvalidCollectionName { .. } | StorageError::EmptyKey { .. } | StorageError::KeyTooLong { .. } => {
-            Class::Value
-        }
+        StorageError::InvalidCollectionName { .. }
+        | StorageError::EmptyKey { .. }
+        | StorageError::KeyTooLong { .. } => Class::Value,
         StorageError::NotSketchdb { .. }
         | StorageError::CorruptMeta { .. }
         | StorageError::CorruptPage { .. }
