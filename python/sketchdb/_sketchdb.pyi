@@ -1,0 +1,236 @@
+"""Type stubs of the compiled module ``sketchdb._sketchdb``."""
+
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any, Optional, TypeVar, Union
+
+import numpy as np
+import numpy.typing as npt
+
+Token = Union[str, bytes, int]
+Key = Union[str, bytes]
+_S = TypeVar("_S", bound="_Sketch")
+
+DEFAULT_SEED: int
+MAX_KEY_LEN: int
+__version__: str
+
+def token_hash(token: Token, seed: int = 0) -> int: ...
+def tokenize(text: str, *, shingle: Optional[int] = None, ngram: Optional[int] = None, token_seed: int = 0) -> list[int]: ...
+def open(path: Union[str, os.PathLike[str]], create: Optional[bool] = None) -> Database: ...
+
+class Estimate:
+    value: float
+    lower: float
+    upper: float
+    level: float
+    samples: float
+    def __float__(self) -> float: ...
+    def __contains__(self, x: float) -> bool: ...
+
+class _Sketch:
+    """Methods every sketch class has (not a runtime class)."""
+
+    hashvalues: npt.NDArray[Any]
+    is_open: bool
+    cardinality: Optional[int]
+    kind: str
+    seed: int
+    bits: int
+    size: int
+    def update(self, token: Token) -> None: ...
+    def update_batch(self, tokens: Iterable[Token]) -> None: ...
+    def update_text(self, text: str) -> None: ...
+    def similarity(self: _S, other: _S) -> float: ...
+    def estimate(self: _S, other: _S, level: float = 0.95) -> Estimate: ...
+    def digest(self) -> npt.NDArray[Any]: ...
+    def copy(self: _S) -> _S: ...
+    def merge(self: _S, other: _S) -> None: ...
+    def __len__(self) -> int: ...
+    def __eq__(self, other: object) -> bool: ...
+    @classmethod
+    def bulk(cls: type[_S], items: Iterable[Union[str, Iterable[Token]]], **kwargs: Any) -> list[_S]: ...
+
+class MinHash(_Sketch):
+    hashvalues: npt.NDArray[np.uint64]
+    def __init__(
+        self,
+        num_perm: int = 128,
+        seed: int = ...,
+        bits: int = 32,
+        *,
+        shingle: Optional[int] = None,
+        ngram: Optional[int] = None,
+        token_seed: int = 0,
+    ) -> None: ...
+    def jaccard(self, other: MinHash) -> float: ...
+
+class BBitMinHash(_Sketch):
+    hashvalues: npt.NDArray[np.uint32]
+    def __init__(
+        self,
+        num_perm: int = 128,
+        b: int = 8,
+        seed: int = ...,
+        *,
+        shingle: Optional[int] = None,
+        ngram: Optional[int] = None,
+        token_seed: int = 0,
+    ) -> None: ...
+    def jaccard(self, other: BBitMinHash) -> float: ...
+
+class OPH(_Sketch):
+    hashvalues: npt.NDArray[np.uint32]
+    def __init__(
+        self,
+        bins: int = 128,
+        bits: int = 8,
+        seed: int = ...,
+        *,
+        shingle: Optional[int] = None,
+        ngram: Optional[int] = None,
+        token_seed: int = 0,
+    ) -> None: ...
+    def jaccard(self, other: OPH) -> float: ...
+
+class SimHash(_Sketch):
+    hashvalues: npt.NDArray[np.uint64]
+    value: int
+    def __init__(
+        self,
+        bits: int = 64,
+        seed: int = ...,
+        *,
+        shingle: Optional[int] = None,
+        ngram: Optional[int] = None,
+        token_seed: int = 0,
+    ) -> None: ...
+    def cosine(self, other: SimHash) -> float: ...
+    def hamming(self, other: SimHash) -> int: ...
+
+AnySketch = Union[MinHash, BBitMinHash, OPH, SimHash]
+
+class Hit:
+    key: Key
+    row_id: int
+    estimate: float
+    lower: float
+    upper: float
+    level: float
+    distance: Optional[int]
+
+class Cluster:
+    keys: list[Key]
+    rows: list[int]
+    def __len__(self) -> int: ...
+
+class DedupResult:
+    clusters: list[Cluster]
+    pairs: int
+    plan: Optional[str]
+    reason: str
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[Cluster]: ...
+
+class Collection:
+    name: str
+    kind: str
+    def insert(
+        self, key: Key, *, text: Optional[str] = None, tokens: Optional[Iterable[Token]] = None, sketch: Optional[AnySketch] = None
+    ) -> int: ...
+    def upsert(
+        self, key: Key, *, text: Optional[str] = None, tokens: Optional[Iterable[Token]] = None, sketch: Optional[AnySketch] = None
+    ) -> int: ...
+    def insert_many(
+        self,
+        keys: Iterable[Key],
+        texts: Optional[Iterable[str]] = None,
+        *,
+        tokens: Optional[Iterable[Iterable[Token]]] = None,
+        sketches: Optional[Iterable[AnySketch]] = None,
+        upsert: bool = False,
+    ) -> int: ...
+    def delete(self, key: Key) -> bool: ...
+    def get(self, key: Key) -> Optional[AnySketch]: ...
+    def __getitem__(self, key: Key) -> AnySketch: ...
+    def __contains__(self, key: Key) -> bool: ...
+    def __len__(self) -> int: ...
+    def query(
+        self,
+        *,
+        text: Optional[str] = None,
+        tokens: Optional[Iterable[Token]] = None,
+        key: Optional[Key] = None,
+        sketch: Optional[AnySketch] = None,
+        threshold: Optional[float] = None,
+        level: float = 0.95,
+        exact: bool = False,
+    ) -> list[Hit]: ...
+    def top_k(
+        self,
+        *,
+        text: Optional[str] = None,
+        tokens: Optional[Iterable[Token]] = None,
+        key: Optional[Key] = None,
+        sketch: Optional[AnySketch] = None,
+        k: int = 10,
+        level: float = 0.95,
+        exact: bool = False,
+    ) -> list[Hit]: ...
+    def hamming(
+        self,
+        *,
+        text: Optional[str] = None,
+        tokens: Optional[Iterable[Token]] = None,
+        key: Optional[Key] = None,
+        sketch: Optional[AnySketch] = None,
+        radius: int = 3,
+    ) -> list[Hit]: ...
+    def explain(
+        self,
+        *,
+        text: Optional[str] = None,
+        tokens: Optional[Iterable[Token]] = None,
+        key: Optional[Key] = None,
+        sketch: Optional[AnySketch] = None,
+        threshold: Optional[float] = None,
+        k: Optional[int] = None,
+        radius: Optional[int] = None,
+        analyze: bool = False,
+    ) -> str: ...
+    def estimate(self, a: Key, b: Key, level: float = 0.95) -> Estimate: ...
+    def dedup(self, threshold: Optional[float] = None, *, level: float = 0.95, exact: bool = False) -> DedupResult: ...
+    def stats(self) -> dict[str, Any]: ...
+    def verify(self) -> dict[str, Any]: ...
+    def compact(self) -> dict[str, int]: ...
+
+class Database:
+    path: os.PathLike[str]
+    closed: bool
+    def create_collection(
+        self,
+        name: str,
+        kind: str = "minhash",
+        k: int = 128,
+        bits: Optional[int] = None,
+        seed: int = ...,
+        *,
+        lsh: Optional[float] = None,
+        bands: Optional[int] = None,
+        rows: Optional[int] = None,
+        simhash_radius: Optional[int] = None,
+        shingle: Optional[int] = None,
+        ngram: Optional[int] = None,
+        token_seed: int = 0,
+    ) -> Collection: ...
+    def collection(self, name: str) -> Collection: ...
+    def __getitem__(self, name: str) -> Collection: ...
+    def __contains__(self, name: str) -> bool: ...
+    def collections(self) -> list[str]: ...
+    def drop_collection(self, name: str) -> None: ...
+    def compact(self) -> dict[str, int]: ...
+    def verify(self) -> dict[str, Any]: ...
+    def flush(self) -> None: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Database: ...
+    def __exit__(self, *args: object) -> bool: ...

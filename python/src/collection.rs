@@ -1,0 +1,464 @@
+//! The `Collection` class and its result types `Hit`, `Cluster` and `DedupResult`.
+//!
+//! Every call that reads or writes the file runs with the GIL released on a clone of the
+//! Rust handle (`sketchdb::Collection` is `Send + Sync` and cheap to clone), so several
+//! Python threads can query while another writes.
+
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use rayon::prelude::*;
+use sketchdb::recipes::{Measure, check_key};
+use sketchdb::{Batch, Collection, IndexSummary, Query, QueryKind, QueryOptions, Sketch};
+
+use crate::convert;
+use crate::database::{Shared, closed};
+use crate::errors::{IntoPy, to_py};
+use crate::sketches::{self, PyEstimate};
+
+/// A collection handle that `Database.close()` can empty.
+pub(crate) struct Slot(RwLock<Option<Collection>>);
+
+impl Slot {
+    pub(crate) fn new(c: Collection) -> Self {
+        Slot(RwLock::new(Some(c)))
+    }
+    pub(crate) fn clear(&self) {
+        self.0.write().take();
+    }
+}
+
+/// A query's probe before it is sketched.
+enum Probe {
+    Text(String),
+    Tokens(Vec<u64>),
+    Key(Vec<u8>),
+    Sketch(Sketch),
+}
+
+impl Probe {
+    fn sketch(self, coll: &Collection) -> sketchdb::Result<Sketch> {
+        match self {
+            Probe::Text(t) => Ok(coll.sketcher().sketch_text(&coll.config().tokenizer, &t)?),
+            Probe::Tokens(t) => Ok(coll.sketcher().sketch_multiset(&t)?),
+            Probe::Key(k) => coll.sketch_of(k),
+            Probe::Sketch(s) => Ok(s),
+        }
+    }
+}
+
+mod results;
+
+pub(crate) use results::{PyCluster, PyDedupResult, PyHit};
+
+/// A named set of keyed sketches of one configuration.
+#[pyclass(name = "Collection", module = "sketchdb._sketchdb", frozen)]
+pub(crate) struct PyCollection {
+    shared: Arc<Shared>,
+    slot: Arc<Slot>,
+}
+
+impl PyCollection {
+    pub(crate) fn new(shared: Arc<Shared>, slot: Arc<Slot>) -> Self {
+        PyCollection { shared, slot }
+    }
+
+    fn coll(&self) -> PyResult<Collection> {
+        self.slot.0.read().clone().ok_or_else(closed)
+    }
+
+    /// The probe of exactly one of text, tokens, key, sketch.
+    fn probe(
+        &self,
+        coll: &Collection,
+        text: Option<String>,
+        tokens: Option<&Bound<'_, PyAny>>,
+        key: Option<&Bound<'_, PyAny>>,
+        sketch: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Probe> {
+        let given = [text.is_some(), tokens.is_some(), key.is_some(), sketch.is_some()];
+        if given.iter().filter(|g| **g).count() != 1 {
+            return Err(PyValueError::new_err("give exactly one of text=, tokens=, key=, sketch="));
+        }
+        let seed = coll.config().tokenizer.seed();
+        Ok(match (text, tokens, key, sketch) {
+            (Some(t), ..) => Probe::Text(t),
+            (_, Some(t), ..) => Probe::Tokens(convert::tokens(t, seed)?),
+            (_, _, Some(k), _) => Probe::Key(convert::key(k)?),
+            (.., Some(s)) => Probe::Sketch(sketches::extract(s)?),
+            _ => return Err(PyValueError::new_err("give exactly one of text=, tokens=, key=, sketch=")),
+        })
+    }
+
+    /// The sketch of a record's content (exactly one of text, tokens, sketch).
+    fn content(
+        &self,
+        coll: &Collection,
+        text: Option<String>,
+        tokens: Option<&Bound<'_, PyAny>>,
+        sketch: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Probe> {
+        if text.is_none() && tokens.is_none() && sketch.is_none() {
+            return Err(PyValueError::new_err("give exactly one of text=, tokens=, sketch="));
+        }
+        self.probe(coll, text, tokens, None, sketch)
+    }
+
+    fn run(&self, py: Python<'_>, probe: Probe, kind: QueryKind, options: QueryOptions) -> PyResult<Vec<PyHit>> {
+        let coll = self.coll()?;
+        let result = py
+            .detach(|| {
+                let sketch = probe.sketch(&coll)?;
+                coll.query(&Query { sketch, kind, options })
+            })
+            .py_err()?;
+        result
+            .hits
+            .into_iter()
+            .map(|h| {
+                Ok(PyHit {
+                    key: convert::key_to_py(py, &h.key)?,
+                    row_id: h.row_id,
+                    estimate: h.estimate.value,
+                    lower: h.estimate.lower,
+                    upper: h.estimate.upper,
+                    level: h.estimate.level,
+                    distance: h.distance,
+                })
+            })
+            .collect()
+    }
+
+    fn write_one(&self, py: Python<'_>, key: &Bound<'_, PyAny>, probe: Probe, upsert: bool) -> PyResult<u64> {
+        let coll = self.coll()?;
+        let key = convert::key(key)?;
+        py.detach(|| {
+            let sketch = probe.sketch(&coll)?;
+            if upsert { coll.upsert(&key, &sketch) } else { coll.insert(&key, &sketch) }
+        })
+        .py_err()
+    }
+}
+
+fn options(level: f64, exact: bool) -> QueryOptions {
+    QueryOptions { level, exact, ..QueryOptions::default() }
+}
+
+#[pymethods]
+impl PyCollection {
+    /// The collection's name.
+    #[getter]
+    fn name(&self) -> PyResult<String> {
+        Ok(self.coll()?.name().to_string())
+    }
+
+    /// The sketch kind: "minhash", "bbit", "oph" or "simhash".
+    #[getter]
+    fn kind(&self) -> PyResult<&'static str> {
+        Ok(convert::kind_name(self.coll()?.params().kind()))
+    }
+
+    /// Inserts a record (a `sketchdb.Error` if the key exists); returns its row id.
+    #[pyo3(signature = (key, *, text = None, tokens = None, sketch = None))]
+    fn insert(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        text: Option<String>,
+        tokens: Option<&Bound<'_, PyAny>>,
+        sketch: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<u64> {
+        let probe = self.content(&self.coll()?, text, tokens, sketch)?;
+        self.write_one(py, key, probe, false)
+    }
+
+    /// Inserts or replaces a record; returns its row id.
+    #[pyo3(signature = (key, *, text = None, tokens = None, sketch = None))]
+    fn upsert(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        text: Option<String>,
+        tokens: Option<&Bound<'_, PyAny>>,
+        sketch: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<u64> {
+        let probe = self.content(&self.coll()?, text, tokens, sketch)?;
+        self.write_one(py, key, probe, true)
+    }
+
+    /// Inserts (or with `upsert=True` replaces) many records in one durable commit, sketched
+    /// on all cores with the GIL released. `keys` and one of `texts`, `tokens` (token
+    /// iterables) or `sketches` are iterables of equal length. All or nothing: a bad
+    /// record (an empty or over-long key, a text without words, a duplicate key) raises
+    /// naming its position and nothing of the call is written. Returns the records written.
+    #[pyo3(signature = (keys, texts = None, *, tokens = None, sketches = None, upsert = false))]
+    fn insert_many(
+        &self,
+        py: Python<'_>,
+        keys: &Bound<'_, PyAny>,
+        texts: Option<&Bound<'_, PyAny>>,
+        tokens: Option<&Bound<'_, PyAny>>,
+        sketches: Option<&Bound<'_, PyAny>>,
+        upsert: bool,
+    ) -> PyResult<u64> {
+        let coll = self.coll()?;
+        let mut ks = Vec::with_capacity(keys.len().unwrap_or(0));
+        for (i, k) in keys.try_iter()?.enumerate() {
+            let k = convert::key(&k?)?;
+            check_key(&k).map_err(|e| PyValueError::new_err(format!("record {i}: {e}")))?;
+            ks.push(k);
+        }
+        let seed = coll.config().tokenizer.seed();
+        let probes: Vec<Probe> = match (texts, tokens, sketches) {
+            (Some(t), None, None) => {
+                t.try_iter()?.map(|x| Ok(Probe::Text(x?.extract::<String>()?))).collect::<PyResult<_>>()?
+            }
+            (None, Some(t), None) => {
+                t.try_iter()?.map(|x| Ok(Probe::Tokens(convert::tokens(&x?, seed)?))).collect::<PyResult<_>>()?
+            }
+            (None, None, Some(s)) => {
+                s.try_iter()?.map(|x| Ok(Probe::Sketch(sketches::extract(&x?)?))).collect::<PyResult<_>>()?
+            }
+            _ => return Err(PyValueError::new_err("give exactly one of texts, tokens=, sketches=")),
+        };
+        if probes.len() != ks.len() {
+            return Err(PyValueError::new_err(format!("{} keys but {} records", ks.len(), probes.len())));
+        }
+        let outcome = py.detach(|| -> Result<u64, (Option<usize>, sketchdb::Error)> {
+            let sketched: Vec<sketchdb::Result<Sketch>> = probes.into_par_iter().map(|p| p.sketch(&coll)).collect();
+            let mut batch = Batch::with_capacity(ks.len());
+            for (i, (k, s)) in ks.iter().zip(sketched).enumerate() {
+                let s = s.map_err(|e| (Some(i), e))?;
+                if upsert {
+                    batch.upsert(k, s);
+                } else {
+                    batch.insert(k, s);
+                }
+            }
+            let summary = coll.apply(&batch).map_err(|e| (None, e))?;
+            Ok(summary.inserted + summary.replaced)
+        });
+        match outcome {
+            Ok(n) => Ok(n),
+            Err((Some(i), e)) => {
+                let err = to_py(e);
+                let msg = format!("record {i}: {}", err.value(py));
+                Err(PyErr::from_type(err.get_type(py), msg))
+            }
+            Err((None, e)) => Err(to_py(e)),
+        }
+    }
+
+    /// Deletes a record; returns whether it existed.
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let coll = self.coll()?;
+        let key = convert::key(key)?;
+        py.detach(|| coll.delete(&key)).py_err()
+    }
+
+    /// The stored sketch of `key` (frozen), or None.
+    fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<Py<PyAny>>> {
+        let coll = self.coll()?;
+        let key = convert::key(key)?;
+        let rec = py.detach(|| coll.get(&key)).py_err()?;
+        rec.map(|r| sketches::to_py(py, r.sketch, coll.config().tokenizer)).transpose()
+    }
+
+    fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        match self.get(py, key)? {
+            Some(s) => Ok(s),
+            None => Err(crate::errors::raise(
+                crate::errors::Class::NotFound,
+                format!("collection `{}` has no key {}", self.name()?, key.repr()?),
+            )),
+        }
+    }
+
+    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let coll = self.coll()?;
+        let key = convert::key(key)?;
+        Ok(py.detach(|| coll.get(&key)).py_err()?.is_some())
+    }
+
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        let coll = self.coll()?;
+        let n = py.detach(|| coll.len()).py_err()?;
+        usize::try_from(n).map_err(|_| PyValueError::new_err("length overflows"))
+    }
+
+    /// Records whose estimated similarity (Jaccard; cosine for SimHash) is at least
+    /// `threshold` (default 0.5 Jaccard, 0.9 cosine), best first.
+    #[pyo3(signature = (*, text = None, tokens = None, key = None, sketch = None, threshold = None, level = 0.95, exact = false))]
+    #[allow(clippy::too_many_arguments)]
+    fn query(
+        &self,
+        py: Python<'_>,
+        text: Option<String>,
+        tokens: Option<&Bound<'_, PyAny>>,
+        key: Option<&Bound<'_, PyAny>>,
+        sketch: Option<&Bound<'_, PyAny>>,
+        threshold: Option<f64>,
+        level: f64,
+        exact: bool,
+    ) -> PyResult<Vec<PyHit>> {
+        let coll = self.coll()?;
+        let t = threshold.unwrap_or_else(|| Measure::of(coll.params().kind()).default_threshold());
+        let probe = self.probe(&coll, text, tokens, key, sketch)?;
+        self.run(py, probe, QueryKind::Threshold(t), options(level, exact))
+    }
+
+    /// The `k` most similar records, best first.
+    #[pyo3(signature = (*, text = None, tokens = None, key = None, sketch = None, k = 10, level = 0.95, exact = false))]
+    #[allow(clippy::too_many_arguments)]
+    fn top_k(
+        &self,
+        py: Python<'_>,
+        text: Option<String>,
+        tokens: Option<&Bound<'_, PyAny>>,
+        key: Option<&Bound<'_, PyAny>>,
+        sketch: Option<&Bound<'_, PyAny>>,
+        k: usize,
+        level: f64,
+        exact: bool,
+    ) -> PyResult<Vec<PyHit>> {
+        let coll = self.coll()?;
+        let probe = self.probe(&coll, text, tokens, key, sketch)?;
+        self.run(py, probe, QueryKind::TopK(k), options(level, exact))
+    }
+
+    /// SimHash collections: every fingerprint within `radius` bits, nearest first.
+    #[pyo3(signature = (*, text = None, tokens = None, key = None, sketch = None, radius = 3))]
+    fn hamming(
+        &self,
+        py: Python<'_>,
+        text: Option<String>,
+        tokens: Option<&Bound<'_, PyAny>>,
+        key: Option<&Bound<'_, PyAny>>,
+        sketch: Option<&Bound<'_, PyAny>>,
+        radius: u32,
+    ) -> PyResult<Vec<PyHit>> {
+        let coll = self.coll()?;
+        let probe = self.probe(&coll, text, tokens, key, sketch)?;
+        self.run(py, probe, QueryKind::Hamming(radius), QueryOptions::default())
+    }
+
+    /// The plan a query would use, its alternatives and their costs, as text: a threshold
+    /// query unless `k` or `radius` is given; `analyze=True` runs it and adds counters.
+    #[pyo3(signature = (*, text = None, tokens = None, key = None, sketch = None, threshold = None, k = None, radius = None, analyze = false))]
+    #[allow(clippy::too_many_arguments)]
+    fn explain(
+        &self,
+        py: Python<'_>,
+        text: Option<String>,
+        tokens: Option<&Bound<'_, PyAny>>,
+        key: Option<&Bound<'_, PyAny>>,
+        sketch: Option<&Bound<'_, PyAny>>,
+        threshold: Option<f64>,
+        k: Option<usize>,
+        radius: Option<u32>,
+        analyze: bool,
+    ) -> PyResult<String> {
+        let coll = self.coll()?;
+        let kind = match (threshold, k, radius) {
+            (t, None, None) => {
+                QueryKind::Threshold(t.unwrap_or_else(|| Measure::of(coll.params().kind()).default_threshold()))
+            }
+            (None, Some(k), None) => QueryKind::TopK(k),
+            (None, None, Some(r)) => QueryKind::Hamming(r),
+            _ => return Err(PyValueError::new_err("give at most one of threshold=, k=, radius=")),
+        };
+        let probe = self.probe(&coll, text, tokens, key, sketch)?;
+        let e = py
+            .detach(|| {
+                let sketch = probe.sketch(&coll)?;
+                coll.explain(&Query { sketch, kind, options: QueryOptions::default() }, analyze)
+            })
+            .py_err()?;
+        Ok(e.to_string())
+    }
+
+    /// The estimated similarity of two stored keys, with its interval.
+    #[pyo3(signature = (a, b, level = 0.95))]
+    fn estimate(&self, py: Python<'_>, a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, level: f64) -> PyResult<PyEstimate> {
+        let coll = self.coll()?;
+        let (a, b) = (convert::key(a)?, convert::key(b)?);
+        Ok(py.detach(|| coll.estimate(&a, &b, level)).py_err()?.into())
+    }
+
+    /// Groups near-duplicates: clusters of records whose pairwise estimate is at least
+    /// `threshold` (connected components), largest first.
+    #[pyo3(signature = (threshold = None, *, level = 0.95, exact = false))]
+    fn dedup(&self, py: Python<'_>, threshold: Option<f64>, level: f64, exact: bool) -> PyResult<PyDedupResult> {
+        let coll = self.coll()?;
+        let t = threshold.unwrap_or_else(|| Measure::of(coll.params().kind()).default_threshold());
+        let r = py.detach(|| coll.dedup(QueryKind::Threshold(t), options(level, exact))).py_err()?;
+        let clusters = r
+            .clusters
+            .into_iter()
+            .map(|c| {
+                let keys = c.keys.iter().map(|k| convert::key_to_py(py, k)).collect::<PyResult<_>>()?;
+                Py::new(py, PyCluster { keys, rows: c.rows })
+            })
+            .collect::<PyResult<_>>()?;
+        Ok(PyDedupResult { clusters, pairs: r.pairs, plan: r.plan.map(|p| p.to_string()), reason: r.reason })
+    }
+
+    /// The collection's counters and configuration.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let coll = self.coll()?;
+        let s = py.detach(|| coll.stats()).py_err()?;
+        let p = coll.params();
+        let d = PyDict::new(py);
+        d.set_item("name", coll.name())?;
+        d.set_item("kind", convert::kind_name(p.kind()))?;
+        d.set_item("size", p.size())?;
+        d.set_item("bits", p.bits())?;
+        d.set_item("seed", p.seed())?;
+        d.set_item("live", s.live)?;
+        d.set_item("deleted", s.deleted)?;
+        d.set_item("next_row", s.next_row)?;
+        d.set_item("page_capacity", s.page_capacity)?;
+        d.set_item("record_width", s.record_width)?;
+        let index = PyDict::new(py);
+        match s.index {
+            Some(IndexSummary::Lsh { bands, rows, runs, band_hash, removed_rows }) => {
+                index.set_item("type", "lsh")?;
+                index.set_item("bands", bands)?;
+                index.set_item("rows", rows)?;
+                index.set_item("runs", runs)?;
+                index.set_item("band_hash", band_hash)?;
+                index.set_item("removed_rows", removed_rows)?;
+                d.set_item("index", index)?;
+            }
+            Some(IndexSummary::SimhashTables { tables, radius, runs }) => {
+                index.set_item("type", "simhash_tables")?;
+                index.set_item("tables", tables)?;
+                index.set_item("radius", radius)?;
+                index.set_item("runs", runs)?;
+                d.set_item("index", index)?;
+            }
+            _ => d.set_item("index", py.None())?,
+        }
+        Ok(d)
+    }
+
+    /// Checks the whole file (every collection): see `Database.verify`.
+    fn verify<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        crate::database::verify(py, &self.shared.db()?)
+    }
+
+    /// Compacts the whole file: see `Database.compact`.
+    fn compact<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        crate::database::compact(py, &self.shared.db()?)
+    }
+
+    fn __repr__(&self) -> String {
+        match self.coll() {
+            Ok(c) => format!("<sketchdb.Collection {:?} ({})>", c.name(), convert::kind_name(c.params().kind())),
+            Err(_) => "<sketchdb.Collection (closed)>".to_string(),
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! The result types of collection calls: `Hit`, `Cluster` and `DedupResult`.
+
+use pyo3::prelude::*;
+
+/// One query result.
+#[pyclass(name = "Hit", module = "sketchdb._sketchdb", frozen, get_all)]
+pub(crate) struct PyHit {
+    /// The record's key (`str` when UTF-8, else `bytes`).
+    pub(super) key: Py<PyAny>,
+    /// Its row id.
+    pub(super) row_id: u64,
+    /// The similarity estimate (for Hamming queries, the exact distance).
+    pub(super) estimate: f64,
+    /// The interval's lower end.
+    pub(super) lower: f64,
+    /// The interval's upper end.
+    pub(super) upper: f64,
+    /// The interval's confidence level.
+    pub(super) level: f64,
+    /// The exact Hamming distance (SimHash collections), else None.
+    pub(super) distance: Option<u32>,
+}
+
+#[pymethods]
+impl PyHit {
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!(
+            "Hit(key={}, estimate={:.6}, lower={:.6}, upper={:.6}, distance={:?})",
+            self.key.bind(py).repr().map(|r| r.to_string()).unwrap_or_default(),
+            self.estimate,
+            self.lower,
+            self.upper,
+            self.distance
+        )
+    }
+}
+
+/// A group of near-duplicates.
+#[pyclass(name = "Cluster", module = "sketchdb._sketchdb", frozen, get_all)]
+pub(crate) struct PyCluster {
+    /// Keys, in row order.
+    pub(super) keys: Vec<Py<PyAny>>,
+    /// Row ids, ascending.
+    pub(super) rows: Vec<u64>,
+}
+
+#[pymethods]
+impl PyCluster {
+    fn __len__(&self) -> usize {
+        self.rows.len()
+    }
+    fn __repr__(&self) -> String {
+        format!("Cluster({} records)", self.rows.len())
+    }
+}
+
+/// The result of `dedup`: clusters of two or more records, largest first.
+#[pyclass(name = "DedupResult", module = "sketchdb._sketchdb", frozen, get_all)]
+pub(crate) struct PyDedupResult {
+    /// The clusters.
+    pub(super) clusters: Vec<Py<PyCluster>>,
+    /// Verified pairs found.
+    pub(super) pairs: u64,
+    /// The plan that ran (None for an empty collection).
+    pub(super) plan: Option<String>,
+    /// Why the planner chose it.
+    pub(super) reason: String,
+}
+
+#[pymethods]
+impl PyDedupResult {
+    fn __len__(&self) -> usize {
+        self.clusters.len()
+    }
+    fn __iter__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let list = pyo3::types::PyList::new(py, self.clusters.iter().map(|c| c.clone_ref(py)))?;
+        Ok(list.try_iter()?.into_any().unbind())
+    }
+    fn __repr__(&self) -> String {
+        format!("DedupResult({} clusters, {} pairs)", self.clusters.len(), self.pairs)
+    }
+}

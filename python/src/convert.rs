@@ -1,0 +1,130 @@
+//! Python values to sketchdb inputs: tokens, keys, parameters, and keys back to Python.
+//!
+//! A token is an `int` (an already hashed `u64`, as the CLI's JSONL `tokens` field takes),
+//! a `str` (its UTF-8 bytes) or `bytes`; `str` and `bytes` tokens are hashed with
+//! [`sketchdb::token_hash`] and the tokenizer's seed, as the Rust tokenizer hashes shingles.
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyInt, PyString};
+use sketchdb::recipes::default_params;
+use sketchdb::{SketchKind, SketchParams, Tokenizer, TokenizerKind, token_hash};
+
+use crate::errors::IntoPy;
+
+/// One token's hash.
+pub(crate) fn token(obj: &Bound<'_, PyAny>, seed: u64) -> PyResult<u64> {
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(token_hash(s.to_cow()?.as_bytes(), seed));
+    }
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        return Ok(token_hash(b.as_bytes(), seed));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        return obj
+            .extract::<u64>()
+            .map_err(|_| PyValueError::new_err(format!("token {obj} is not a u64 hash (0 ..= 2**64 - 1)")));
+    }
+    Err(PyTypeError::new_err(format!("a token is str, bytes or int (a u64 hash), not {}", obj.get_type().name()?)))
+}
+
+/// Every token of an iterable of tokens, hashed, in order (repeats kept).
+pub(crate) fn tokens(obj: &Bound<'_, PyAny>, seed: u64) -> PyResult<Vec<u64>> {
+    if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
+        return Err(PyTypeError::new_err(
+            "tokens must be an iterable of tokens, not a single str or bytes (use text= for text)",
+        ));
+    }
+    let mut out = Vec::with_capacity(obj.len().unwrap_or(0));
+    for t in obj.try_iter()? {
+        out.push(token(&t?, seed)?);
+    }
+    Ok(out)
+}
+
+/// A key: `str` (UTF-8) or `bytes`.
+pub(crate) fn key(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(s.to_cow()?.as_bytes().to_vec());
+    }
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        return Ok(b.as_bytes().to_vec());
+    }
+    Err(PyTypeError::new_err(format!("a key is str or bytes, not {}", obj.get_type().name()?)))
+}
+
+/// A stored key as Python sees it: `str` when it is UTF-8, else `bytes`.
+pub(crate) fn key_to_py(py: Python<'_>, key: &[u8]) -> PyResult<Py<PyAny>> {
+    Ok(match std::str::from_utf8(key) {
+        Ok(s) => PyString::new(py, s).into_any().unbind(),
+        Err(_) => PyBytes::new(py, key).into_any().unbind(),
+    })
+}
+
+/// A sketch kind from its Python name: `minhash`, `bbit`, `oph` or `simhash`.
+pub(crate) fn kind(name: &str) -> PyResult<SketchKind> {
+    match name {
+        "minhash" => Ok(SketchKind::MinHash),
+        "bbit" | "bbit-minhash" | "bbit_minhash" => Ok(SketchKind::BBitMinHash),
+        "oph" => Ok(SketchKind::Oph),
+        "simhash" => Ok(SketchKind::SimHash),
+        other => Err(PyValueError::new_err(format!(
+            "unknown sketch kind {other:?}: expected \"minhash\", \"bbit\", \"oph\" or \"simhash\""
+        ))),
+    }
+}
+
+/// The Python name of a kind (the inverse of [`kind`]).
+pub(crate) fn kind_name(kind: SketchKind) -> &'static str {
+    match kind {
+        SketchKind::MinHash => "minhash",
+        SketchKind::BBitMinHash => "bbit",
+        SketchKind::Oph => "oph",
+        _ => "simhash",
+    }
+}
+
+/// Parameters of `kind` (bits defaulting per kind as the CLI's do).
+pub(crate) fn params(kind: SketchKind, size: u32, bits: Option<u8>, seed: u64) -> PyResult<SketchParams> {
+    default_params(kind, size, bits, seed).py_err()
+}
+
+/// The tokenizer for text: `ngram` characters when given, else `shingle` words (default 5).
+pub(crate) fn tokenizer(shingle: Option<u32>, ngram: Option<u32>, token_seed: u64) -> PyResult<Tokenizer> {
+    match (shingle, ngram) {
+        (Some(_), Some(_)) => Err(PyValueError::new_err("give shingle= or ngram=, not both")),
+        (_, Some(n)) => Tokenizer::char_ngrams(n, token_seed).py_err(),
+        (w, None) => Tokenizer::shingles(w.unwrap_or(sketchdb::DEFAULT_SHINGLE_WORDS), token_seed).py_err(),
+    }
+}
+
+/// The tokenizer's fields for pickling and `repr`: (`"shingles"` | `"ngrams"`, width).
+pub(crate) fn tokenizer_parts(t: &Tokenizer) -> (&'static str, u32) {
+    match t.kind() {
+        TokenizerKind::Shingles { w } => ("shingles", w),
+        TokenizerKind::CharNgrams { n } => ("ngrams", n),
+        _ => ("unknown", 0),
+    }
+}
+
+/// The tokenizer of [`tokenizer_parts`]' fields.
+pub(crate) fn tokenizer_from_parts(kind: &str, width: u32, seed: u64) -> PyResult<Tokenizer> {
+    match kind {
+        "shingles" => Tokenizer::shingles(width, seed).py_err(),
+        "ngrams" => Tokenizer::char_ngrams(width, seed).py_err(),
+        other => Err(PyValueError::new_err(format!("unknown tokenizer kind {other:?}"))),
+    }
+}
+
+/// Little-endian bytes of `u64`s (pickled token sets and sketch words).
+pub(crate) fn u64s_to_le(v: &[u64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// The `u64`s of [`u64s_to_le`]'s bytes.
+pub(crate) fn le_to_u64s(b: &[u8]) -> PyResult<Vec<u64>> {
+    if !b.len().is_multiple_of(8) {
+        return Err(PyValueError::new_err(format!("{} bytes is not a whole number of u64 words", b.len())));
+    }
+    Ok(b.chunks_exact(8).map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])).collect())
+}

@@ -1,0 +1,222 @@
+//! `sketchdb.open` and the `Database` class.
+//!
+//! `close()` releases the file: the database handle and the handles of every collection
+//! obtained from it are dropped (calls on them then raise `sketchdb.Error`); a call already
+//! running keeps its own handle until it returns.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
+
+use parking_lot::{Mutex, RwLock};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use sketchdb::{CollectionConfig, DEFAULT_SEED, Database, IndexConfig, admin};
+
+use crate::collection::{PyCollection, Slot};
+use crate::convert;
+use crate::errors::{Class, IntoPy, raise};
+
+/// What a database object and its collections share.
+pub(crate) struct Shared {
+    db: RwLock<Option<Database>>,
+    collections: Mutex<Vec<Weak<Slot>>>,
+}
+
+impl Shared {
+    pub(crate) fn db(&self) -> PyResult<Database> {
+        self.db.read().clone().ok_or_else(closed)
+    }
+}
+
+pub(crate) fn closed() -> PyErr {
+    raise(Class::Error, "the database is closed".to_string())
+}
+
+/// An open sketchdb database file.
+#[pyclass(name = "Database", module = "sketchdb._sketchdb", frozen)]
+pub(crate) struct PyDatabase {
+    shared: Arc<Shared>,
+    path: PathBuf,
+}
+
+impl PyDatabase {
+    fn handle(&self, coll: sketchdb::Collection) -> PyCollection {
+        let slot = Arc::new(Slot::new(coll));
+        let mut list = self.shared.collections.lock();
+        list.retain(|w| w.strong_count() > 0);
+        list.push(Arc::downgrade(&slot));
+        PyCollection::new(self.shared.clone(), slot)
+    }
+}
+
+/// Opens the database at `path`. `create`: None opens the file or creates it when missing,
+/// True creates it (an error if it exists), False opens it (an error if missing).
+#[pyfunction]
+#[pyo3(signature = (path, create = None))]
+pub(crate) fn open(py: Python<'_>, path: PathBuf, create: Option<bool>) -> PyResult<PyDatabase> {
+    let p = path.clone();
+    let db = py
+        .detach(move || match create {
+            Some(true) => Database::create(&p),
+            Some(false) => Database::open(&p),
+            None if p.exists() => Database::open(&p),
+            None => Database::create(&p),
+        })
+        .py_err()?;
+    Ok(PyDatabase { shared: Arc::new(Shared { db: RwLock::new(Some(db)), collections: Mutex::new(vec![]) }), path })
+}
+
+#[pymethods]
+impl PyDatabase {
+    /// Creates a collection. `kind`: "minhash", "bbit", "oph" or "simhash"; `k`:
+    /// permutations or bins; `bits` defaults per kind (32, 8, 8, 64); `lsh`: keep an LSH
+    /// index tuned for this Jaccard threshold; `simhash_radius`: keep SimHash tables for
+    /// Hamming queries up to this radius; `shingle`/`ngram`/`token_seed`: the tokenizer.
+    #[pyo3(signature = (name, kind = "minhash", k = 128, bits = None, seed = DEFAULT_SEED, *, lsh = None, bands = None, rows = None, simhash_radius = None, shingle = None, ngram = None, token_seed = 0))]
+    #[allow(clippy::too_many_arguments)]
+    fn create_collection(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        kind: &str,
+        k: u32,
+        bits: Option<u8>,
+        seed: u64,
+        lsh: Option<f64>,
+        bands: Option<u32>,
+        rows: Option<u32>,
+        simhash_radius: Option<u32>,
+        shingle: Option<u32>,
+        ngram: Option<u32>,
+        token_seed: u64,
+    ) -> PyResult<PyCollection> {
+        let params = convert::params(convert::kind(kind)?, k, bits, seed)?;
+        let index = match (lsh, simhash_radius) {
+            (Some(_), Some(_)) => {
+                return Err(pyo3::exceptions::PyValueError::new_err("give lsh= or simhash_radius=, not both"));
+            }
+            (Some(threshold), None) => {
+                let mut i = IndexConfig::lsh(threshold);
+                if let IndexConfig::Lsh { bands: b, rows: r, .. } = &mut i {
+                    *b = bands;
+                    *r = rows;
+                }
+                i
+            }
+            (None, Some(radius)) => IndexConfig::simhash_tables(radius),
+            (None, None) => IndexConfig::None,
+        };
+        let config = CollectionConfig::new(params)
+            .with_tokenizer(convert::tokenizer(shingle, ngram, token_seed)?)
+            .with_index(index);
+        let db = self.shared.db()?;
+        let coll = py.detach(|| db.create_collection(name, config)).py_err()?;
+        Ok(self.handle(coll))
+    }
+
+    /// The collection `name` (`NotFoundError` when there is none).
+    fn collection(&self, py: Python<'_>, name: &str) -> PyResult<PyCollection> {
+        let db = self.shared.db()?;
+        let coll = py.detach(|| db.collection(name)).py_err()?;
+        Ok(self.handle(coll))
+    }
+
+    fn __getitem__(&self, py: Python<'_>, name: &str) -> PyResult<PyCollection> {
+        self.collection(py, name)
+    }
+
+    fn __contains__(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
+        Ok(self.collections(py)?.iter().any(|n| n == name))
+    }
+
+    /// The collections' names, sorted.
+    fn collections(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let db = self.shared.db()?;
+        let all = py.detach(|| db.collections()).py_err()?;
+        Ok(all.iter().map(|c| c.name().to_string()).collect())
+    }
+
+    /// Drops a collection and its records.
+    fn drop_collection(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+        let db = self.shared.db()?;
+        py.detach(|| db.drop_collection(name)).py_err()
+    }
+
+    /// Rewrites pages without deleted rows and shrinks the file (a dict of counters).
+    fn compact<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        compact(py, &self.shared.db()?)
+    }
+
+    /// Checks every page, map and index (a dict: ok, problems, collections, pages, rows).
+    fn verify<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        verify(py, &self.shared.db()?)
+    }
+
+    /// Makes every earlier commit durable.
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        let db = self.shared.db()?;
+        py.detach(|| db.flush()).py_err()
+    }
+
+    /// The file's path.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.path.clone()
+    }
+
+    /// Whether `close()` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.shared.db.read().is_none()
+    }
+
+    /// Closes the database and every collection handle obtained from it.
+    fn close(&self) {
+        self.shared.db.write().take();
+        for slot in self.shared.collections.lock().drain(..) {
+            if let Some(slot) = slot.upgrade() {
+                slot.clear();
+            }
+        }
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, _args: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.close();
+        false
+    }
+
+    fn __repr__(&self) -> String {
+        let state = if self.closed() { "closed" } else { "open" };
+        format!("<sketchdb.Database {:?} ({state})>", self.path)
+    }
+}
+
+pub(crate) fn compact<'py>(py: Python<'py>, db: &Database) -> PyResult<Bound<'py, PyDict>> {
+    let s = py.detach(|| db.compact()).py_err()?;
+    let d = PyDict::new(py);
+    d.set_item("pages_rewritten", s.pages_rewritten)?;
+    d.set_item("rows_moved", s.rows_moved)?;
+    d.set_item("rows_purged", s.rows_purged)?;
+    d.set_item("indexes_optimized", s.indexes_optimized)?;
+    d.set_item("file_bytes_before", s.file_bytes_before)?;
+    d.set_item("file_bytes_after", s.file_bytes_after)?;
+    Ok(d)
+}
+
+pub(crate) fn verify<'py>(py: Python<'py>, db: &Database) -> PyResult<Bound<'py, PyDict>> {
+    let r = py.detach(|| admin::verify(db)).py_err()?;
+    let d = PyDict::new(py);
+    d.set_item("ok", r.is_ok())?;
+    let problems: Vec<String> = r.problems.iter().map(|p| p.to_string()).collect();
+    d.set_item("problems", problems)?;
+    d.set_item("collections", r.collections)?;
+    d.set_item("pages", r.pages)?;
+    d.set_item("rows", r.rows)?;
+    d.set_item("redb_integrity_ok", r.redb_integrity_ok)?;
+    Ok(d)
+}

@@ -1,0 +1,530 @@
+//! The sketch classes: `MinHash`, `BBitMinHash`, `OPH`, `SimHash`, and `Estimate`.
+//!
+//! A sketch object is either *open* (it keeps the hashed tokens it was given, so `update`
+//! and `merge` work and the signature is computed from them on demand, exactly as
+//! [`sketchdb::Sketcher::sketch_multiset`] computes it) or *frozen* (a signature read from a
+//! collection, unpickled from one, or made by `bulk`: no tokens, so no `update`/`merge`).
+
+use std::sync::{Arc, OnceLock};
+
+use numpy::{IntoPyArray, PyArray1};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple, PyType};
+use rayon::prelude::*;
+use sketchdb::{DEFAULT_SEED, Estimate, Sketch, SketchKind, SketchParams, Sketcher, Tokenizer};
+
+use crate::convert;
+use crate::errors::IntoPy;
+
+mod pickle;
+
+/// An estimate with its two-sided confidence interval.
+#[pyclass(name = "Estimate", module = "sketchdb._sketchdb", frozen, get_all)]
+#[derive(Clone, Copy)]
+pub(crate) struct PyEstimate {
+    /// The point estimate.
+    value: f64,
+    /// The interval's lower end.
+    lower: f64,
+    /// The interval's upper end.
+    upper: f64,
+    /// The confidence level.
+    level: f64,
+    /// The effective number of comparisons behind it.
+    samples: f64,
+}
+
+impl From<Estimate> for PyEstimate {
+    fn from(e: Estimate) -> Self {
+        PyEstimate { value: e.value, lower: e.lower, upper: e.upper, level: e.level, samples: e.samples }
+    }
+}
+
+#[pymethods]
+impl PyEstimate {
+    fn __float__(&self) -> f64 {
+        self.value
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "Estimate(value={:.6}, lower={:.6}, upper={:.6}, level={})",
+            self.value, self.lower, self.upper, self.level
+        )
+    }
+    /// Whether `x` lies in the closed interval.
+    fn __contains__(&self, x: f64) -> bool {
+        self.lower <= x && x <= self.upper
+    }
+}
+
+/// What every sketch class holds.
+pub(crate) struct Core {
+    params: SketchParams,
+    tokenizer: Tokenizer,
+    /// Open: the sketcher and the hashed tokens so far (for set kinds deduplicated now and
+    /// then; SimHash keeps repeats, they are term frequencies). `None`: frozen.
+    open: Option<(Arc<Sketcher>, Vec<u64>)>,
+    /// Sorted-and-deduplicated prefix length of the open token vector (set kinds).
+    deduped: usize,
+    /// The signature, computed on first use after the last change.
+    cached: OnceLock<Sketch>,
+}
+
+impl Core {
+    pub(crate) fn open(params: SketchParams, tokenizer: Tokenizer) -> PyResult<Self> {
+        let sketcher = Arc::new(Sketcher::new(params).py_err()?);
+        Ok(Core { params, tokenizer, open: Some((sketcher, Vec::new())), deduped: 0, cached: OnceLock::new() })
+    }
+
+    pub(crate) fn frozen(sketch: Sketch, tokenizer: Tokenizer) -> Self {
+        let cached = OnceLock::new();
+        let params = *sketch.params();
+        let _ = cached.set(sketch);
+        Core { params, tokenizer, open: None, deduped: 0, cached }
+    }
+
+    pub(crate) fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    fn tokens_mut(&mut self) -> PyResult<&mut Vec<u64>> {
+        match &mut self.open {
+            Some((_, t)) => Ok(t),
+            None => Err(PyValueError::new_err(
+                "this sketch is frozen (read from a collection, unpickled from a signature or made by bulk): \
+                 it keeps no tokens to update or merge",
+            )),
+        }
+    }
+
+    fn extend(&mut self, new: impl IntoIterator<Item = u64>) -> PyResult<()> {
+        let set_kind = self.params.kind() != SketchKind::SimHash;
+        let deduped = self.deduped;
+        let tokens = self.tokens_mut()?;
+        tokens.extend(new);
+        if set_kind && tokens.len() > 2 * deduped + 1024 {
+            tokens.sort_unstable();
+            tokens.dedup();
+            let n = tokens.len();
+            self.deduped = n;
+        }
+        self.cached = OnceLock::new();
+        Ok(())
+    }
+
+    /// The signature (computed once per change).
+    pub(crate) fn sketch(&self) -> PyResult<&Sketch> {
+        if let Some(s) = self.cached.get() {
+            return Ok(s);
+        }
+        let s = match &self.open {
+            Some((sketcher, tokens)) => sketcher.sketch_multiset(tokens).py_err()?,
+            None => return Err(PyValueError::new_err("frozen sketch without a signature")),
+        };
+        Ok(self.cached.get_or_init(|| s))
+    }
+
+    fn check_same(&self, other: &Core) -> PyResult<()> {
+        self.params.check_compatible(&other.params).py_err()?;
+        if self.tokenizer != other.tokenizer {
+            return Err(PyValueError::new_err("the sketches' tokenizers differ"));
+        }
+        Ok(())
+    }
+
+    fn copy(&self) -> Core {
+        Core {
+            params: self.params,
+            tokenizer: self.tokenizer,
+            open: self.open.clone(),
+            deduped: self.deduped,
+            cached: self.cached.clone(),
+        }
+    }
+
+    fn merge(&mut self, other: &Core) -> PyResult<()> {
+        self.check_same(other)?;
+        let theirs = match &other.open {
+            Some((_, t)) => t.clone(),
+            None => return Err(PyValueError::new_err("cannot merge a frozen sketch: it keeps no tokens")),
+        };
+        self.extend(theirs)
+    }
+
+    fn hashvalues<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(match self.sketch()? {
+            Sketch::MinHash(m) => PyArray1::from_slice(py, m.values()).into_any(),
+            Sketch::BBit(b) => {
+                let mut v = Vec::new();
+                b.values_into(&mut v);
+                v.into_pyarray(py).into_any()
+            }
+            Sketch::Oph(o) => PyArray1::from_slice(py, o.bins()).into_any(),
+            Sketch::SimHash(s) => {
+                let v = s.value();
+                let words: Vec<u64> =
+                    if s.params().bits() > 64 { vec![v as u64, (v >> 64) as u64] } else { vec![v as u64] };
+                words.into_pyarray(py).into_any()
+            }
+            _ => return Err(PyTypeError::new_err("unknown sketch kind")),
+        })
+    }
+
+    fn repr(&self, class: &str) -> String {
+        let p = &self.params;
+        let state = match &self.open {
+            Some((_, t)) => format!("{} tokens", t.len()),
+            None => "frozen".to_string(),
+        };
+        format!("{class}(size={}, bits={}, seed={:#x}, {state})", p.size(), p.bits(), p.seed())
+    }
+}
+
+/// Texts or token lists sketched on all cores with the GIL released. Each item is a `str`
+/// (text, cut by `tokenizer`) or an iterable of tokens.
+pub(crate) fn bulk_sketch(
+    py: Python<'_>,
+    sketcher: &Sketcher,
+    tokenizer: &Tokenizer,
+    items: &Bound<'_, PyAny>,
+) -> PyResult<Vec<Sketch>> {
+    enum Item {
+        Text(String),
+        Tokens(Vec<u64>),
+    }
+    let mut inputs = Vec::with_capacity(items.len().unwrap_or(0));
+    for item in items.try_iter()? {
+        let item = item?;
+        if let Ok(s) = item.cast::<pyo3::types::PyString>() {
+            inputs.push(Item::Text(s.to_cow()?.into_owned()));
+        } else {
+            inputs.push(Item::Tokens(convert::tokens(&item, tokenizer.seed())?));
+        }
+    }
+    let results: Vec<_> = py.detach(|| {
+        inputs
+            .par_iter()
+            .map(|i| match i {
+                Item::Text(t) => sketcher.sketch_text(tokenizer, t),
+                Item::Tokens(t) => sketcher.sketch_multiset(t),
+            })
+            .collect()
+    });
+    results
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| r.map_err(|e| PyValueError::new_err(format!("item {i}: {e}"))))
+        .collect()
+}
+
+/// The Python object of a sketch, of its kind's class.
+pub(crate) fn to_py(py: Python<'_>, sketch: Sketch, tokenizer: Tokenizer) -> PyResult<Py<PyAny>> {
+    let core = Core::frozen(sketch, tokenizer);
+    Ok(match core.params.kind() {
+        SketchKind::MinHash => Py::new(py, PyMinHash::wrap(core))?.into_any(),
+        SketchKind::BBitMinHash => Py::new(py, PyBBitMinHash::wrap(core))?.into_any(),
+        SketchKind::Oph => Py::new(py, PyOph::wrap(core))?.into_any(),
+        _ => Py::new(py, PySimHash::wrap(core))?.into_any(),
+    })
+}
+
+/// The signature of any sketch object (a `TypeError` for anything else).
+pub(crate) fn extract(obj: &Bound<'_, PyAny>) -> PyResult<Sketch> {
+    if let Ok(s) = obj.cast::<PyMinHash>() {
+        return s.get().core.read().sketch().cloned();
+    }
+    if let Ok(s) = obj.cast::<PyBBitMinHash>() {
+        return s.get().core.read().sketch().cloned();
+    }
+    if let Ok(s) = obj.cast::<PyOph>() {
+        return s.get().core.read().sketch().cloned();
+    }
+    if let Ok(s) = obj.cast::<PySimHash>() {
+        return s.get().core.read().sketch().cloned();
+    }
+    Err(PyTypeError::new_err(format!(
+        "expected a MinHash, BBitMinHash, OPH or SimHash sketch, not {}",
+        obj.get_type().name()?
+    )))
+}
+
+/// The shared methods of the four classes. Each class is `frozen` to Python's borrow
+/// checker and guards its core with a lock, so one sketch object is safe to share between
+/// threads (updates serialise).
+macro_rules! sketch_class {
+    ($rust:ident, $py:literal, $doc:literal, { $($ctor:tt)* }) => {
+        #[doc = $doc]
+        #[pyclass(name = $py, module = "sketchdb._sketchdb", frozen)]
+        pub(crate) struct $rust {
+            pub(crate) core: CoreLock,
+        }
+
+        impl $rust {
+            fn wrap(core: Core) -> Self {
+                $rust { core: CoreLock::new(core) }
+            }
+        }
+
+        #[pymethods]
+        impl $rust {
+            $($ctor)*
+
+            /// Adds one token (`str`, `bytes` or an `int` hash).
+            fn update(&self, token: &Bound<'_, PyAny>) -> PyResult<()> {
+                let mut core = self.core.write();
+                let h = convert::token(token, core.tokenizer.seed())?;
+                core.extend([h])
+            }
+
+            /// Adds every token of an iterable.
+            fn update_batch(&self, tokens: &Bound<'_, PyAny>) -> PyResult<()> {
+                let seed = self.core.read().tokenizer.seed();
+                let hashed = convert::tokens(tokens, seed)?;
+                self.core.write().extend(hashed)
+            }
+
+            /// Adds the tokens of `text`, cut by the sketch's tokenizer.
+            fn update_text(&self, py: Python<'_>, text: &str) -> PyResult<()> {
+                let tokenizer = *self.core.read().tokenizer();
+                let hashed = py.detach(|| tokenizer.tokens(text));
+                self.core.write().extend(hashed)
+            }
+
+            /// The estimated similarity (Jaccard; cosine for SimHash) as a float.
+            fn similarity(&self, other: &Bound<'_, Self>) -> PyResult<f64> {
+                let a = self.core.read().sketch()?.clone();
+                let b = other.get().core.read().sketch()?.clone();
+                a.similarity_value(&b).py_err()
+            }
+
+            /// The estimated similarity with its confidence interval at `level`.
+            #[pyo3(signature = (other, level = 0.95))]
+            fn estimate(&self, other: &Bound<'_, Self>, level: f64) -> PyResult<PyEstimate> {
+                let a = self.core.read().sketch()?.clone();
+                let b = other.get().core.read().sketch()?.clone();
+                Ok(a.similarity(&b, level).py_err()?.into())
+            }
+
+            /// The signature's values as a NumPy array (a fresh copy).
+            #[getter]
+            fn hashvalues<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+                self.core.read().hashvalues(py)
+            }
+
+            /// The signature's values as a NumPy array (as `hashvalues`).
+            fn digest<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+                self.core.read().hashvalues(py)
+            }
+
+            /// An independent copy.
+            fn copy(&self) -> Self {
+                Self::wrap(self.core.read().copy())
+            }
+
+            /// Adds `other`'s tokens (both must be open and alike).
+            fn merge(&self, other: &Bound<'_, Self>) -> PyResult<()> {
+                let theirs = other.get().core.read().copy();
+                self.core.write().merge(&theirs)
+            }
+
+            /// Whether the sketch keeps its tokens (`update` and `merge` work).
+            #[getter]
+            fn is_open(&self) -> bool {
+                self.core.read().open.is_some()
+            }
+
+            /// The exact number of distinct tokens (None for SimHash).
+            #[getter]
+            fn cardinality(&self) -> PyResult<Option<u64>> {
+                Ok(self.core.read().sketch()?.cardinality())
+            }
+
+            /// The sketch kind: "minhash", "bbit", "oph" or "simhash".
+            #[getter]
+            fn kind(&self) -> &'static str {
+                convert::kind_name(self.core.read().params.kind())
+            }
+
+            /// The hash family's seed.
+            #[getter]
+            fn seed(&self) -> u64 {
+                self.core.read().params.seed()
+            }
+
+            /// Bits per value (fingerprint bits for SimHash).
+            #[getter]
+            fn bits(&self) -> u8 {
+                self.core.read().params.bits()
+            }
+
+            /// Permutations, bins, or fingerprint bits.
+            #[getter]
+            fn size(&self) -> u32 {
+                self.core.read().params.size()
+            }
+
+            fn __len__(&self) -> usize {
+                self.core.read().params.slots()
+            }
+
+            fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<bool> {
+                let Ok(other) = other.cast::<Self>() else { return Ok(false) };
+                let a = self.core.read().sketch()?.clone();
+                let b = other.get().core.read().sketch()?.clone();
+                Ok(a == b && self.core.read().tokenizer == other.get().core.read().tokenizer)
+            }
+
+            fn __repr__(&self) -> String {
+                self.core.read().repr($py)
+            }
+
+            fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyTuple>,))> {
+                let restore = slf.get_type().getattr("_from_state")?;
+                let state = slf.get().core.read().state(slf.py())?;
+                Ok((restore, (state,)))
+            }
+
+            /// Rebuilds a sketch from `__reduce__`'s state.
+            #[staticmethod]
+            fn _from_state(state: &Bound<'_, PyAny>) -> PyResult<Self> {
+                let core = Core::from_state(state)?;
+                Ok(Self::wrap(core))
+            }
+
+            /// Sketches many texts (`str`) or token iterables on all cores, with the GIL
+            /// released; keyword arguments are the constructor's. The results are frozen.
+            #[classmethod]
+            #[pyo3(signature = (items, **kwargs))]
+            fn bulk(
+                cls: &Bound<'_, PyType>,
+                items: &Bound<'_, PyAny>,
+                kwargs: Option<&Bound<'_, PyDict>>,
+            ) -> PyResult<Vec<Self>> {
+                let py = cls.py();
+                let template = cls.call((), kwargs)?;
+                let template = template.cast::<Self>()?;
+                let (sketcher, tokenizer) = {
+                    let core = template.get().core.read();
+                    match &core.open {
+                        Some((s, _)) => (s.clone(), core.tokenizer),
+                        None => return Err(PyValueError::new_err("bulk needs an open template")),
+                    }
+                };
+                let sketches = bulk_sketch(py, &sketcher, &tokenizer, items)?;
+                Ok(sketches.into_iter().map(|s| Self::wrap(Core::frozen(s, tokenizer))).collect())
+            }
+        }
+    };
+}
+
+/// A read/write lock around a core.
+pub(crate) struct CoreLock(parking_lot::RwLock<Core>);
+
+impl CoreLock {
+    fn new(core: Core) -> Self {
+        CoreLock(parking_lot::RwLock::new(core))
+    }
+    pub(crate) fn read(&self) -> parking_lot::RwLockReadGuard<'_, Core> {
+        self.0.read()
+    }
+    fn write(&self) -> parking_lot::RwLockWriteGuard<'_, Core> {
+        self.0.write()
+    }
+}
+
+sketch_class!(PyMinHash, "MinHash", "k-permutation MinHash of a token set.", {
+    #[new]
+    #[pyo3(signature = (num_perm = 128, seed = DEFAULT_SEED, bits = 32, *, shingle = None, ngram = None, token_seed = 0))]
+    fn new(
+        num_perm: u32,
+        seed: u64,
+        bits: u8,
+        shingle: Option<u32>,
+        ngram: Option<u32>,
+        token_seed: u64,
+    ) -> PyResult<Self> {
+        let params = convert::params(SketchKind::MinHash, num_perm, Some(bits), seed)?;
+        Ok(Self::wrap(Core::open(params, convert::tokenizer(shingle, ngram, token_seed)?)?))
+    }
+
+    /// The estimated Jaccard resemblance as a float.
+    fn jaccard(&self, other: &Bound<'_, Self>) -> PyResult<f64> {
+        self.similarity(other)
+    }
+});
+
+sketch_class!(PyBBitMinHash, "BBitMinHash", "b-bit MinHash of a token set.", {
+    #[new]
+    #[pyo3(signature = (num_perm = 128, b = 8, seed = DEFAULT_SEED, *, shingle = None, ngram = None, token_seed = 0))]
+    fn new(
+        num_perm: u32,
+        b: u8,
+        seed: u64,
+        shingle: Option<u32>,
+        ngram: Option<u32>,
+        token_seed: u64,
+    ) -> PyResult<Self> {
+        let params = convert::params(SketchKind::BBitMinHash, num_perm, Some(b), seed)?;
+        Ok(Self::wrap(Core::open(params, convert::tokenizer(shingle, ngram, token_seed)?)?))
+    }
+
+    /// The estimated Jaccard resemblance as a float.
+    fn jaccard(&self, other: &Bound<'_, Self>) -> PyResult<f64> {
+        self.similarity(other)
+    }
+});
+
+sketch_class!(PyOph, "OPH", "One Permutation Hashing sketch of a token set.", {
+    #[new]
+    #[pyo3(signature = (bins = 128, bits = 8, seed = DEFAULT_SEED, *, shingle = None, ngram = None, token_seed = 0))]
+    fn new(
+        bins: u32,
+        bits: u8,
+        seed: u64,
+        shingle: Option<u32>,
+        ngram: Option<u32>,
+        token_seed: u64,
+    ) -> PyResult<Self> {
+        let params = convert::params(SketchKind::Oph, bins, Some(bits), seed)?;
+        Ok(Self::wrap(Core::open(params, convert::tokenizer(shingle, ngram, token_seed)?)?))
+    }
+
+    /// The estimated Jaccard resemblance as a float.
+    fn jaccard(&self, other: &Bound<'_, Self>) -> PyResult<f64> {
+        self.similarity(other)
+    }
+});
+
+sketch_class!(PySimHash, "SimHash", "SimHash fingerprint of a weighted token multiset.", {
+    #[new]
+    #[pyo3(signature = (bits = 64, seed = DEFAULT_SEED, *, shingle = None, ngram = None, token_seed = 0))]
+    fn new(bits: u8, seed: u64, shingle: Option<u32>, ngram: Option<u32>, token_seed: u64) -> PyResult<Self> {
+        let params = convert::params(SketchKind::SimHash, 0, Some(bits), seed)?;
+        Ok(Self::wrap(Core::open(params, convert::tokenizer(shingle, ngram, token_seed)?)?))
+    }
+
+    /// The fingerprint as an int.
+    #[getter]
+    fn value(&self) -> PyResult<u128> {
+        match self.core.read().sketch()? {
+            Sketch::SimHash(s) => Ok(s.value()),
+            _ => Err(PyTypeError::new_err("not a SimHash")),
+        }
+    }
+
+    /// The estimated cosine as a float.
+    fn cosine(&self, other: &Bound<'_, Self>) -> PyResult<f64> {
+        self.similarity(other)
+    }
+
+    /// The exact Hamming distance between the fingerprints.
+    fn hamming(&self, other: &Bound<'_, Self>) -> PyResult<u32> {
+        let a = self.core.read().sketch()?.clone();
+        let b = other.get().core.read().sketch()?.clone();
+        match (a, b) {
+            (Sketch::SimHash(a), Sketch::SimHash(b)) => a.hamming(&b).py_err(),
+            _ => Err(PyTypeError::new_err("not a SimHash")),
+        }
+    }
+});
