@@ -2,13 +2,13 @@
 //!
 //! A token is an `int` (an already hashed `u64`, as the CLI's JSONL `tokens` field takes),
 //! a `str` (its UTF-8 bytes) or `bytes`; `str` and `bytes` tokens are hashed with
-//! [`sketchdb::token_hash`] and the tokenizer's seed, as the Rust tokenizer hashes shingles.
+//! [`sketchdb::estimate::token_hash`] and the tokenizer's seed, as the Rust tokenizer hashes shingles.
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyInt, PyString};
 use sketchdb::recipes::default_params;
-use sketchdb::{SketchKind, SketchParams, Tokenizer, TokenizerKind, token_hash};
+use sketchdb::{SketchKind, SketchParams, Tokenizer, TokenizerKind, estimate::token_hash};
 
 use crate::errors::IntoPy;
 
@@ -94,7 +94,7 @@ pub(crate) fn tokenizer(shingle: Option<u32>, ngram: Option<u32>, token_seed: u6
     match (shingle, ngram) {
         (Some(_), Some(_)) => Err(PyValueError::new_err("give shingle= or ngram=, not both")),
         (_, Some(n)) => Tokenizer::char_ngrams(n, token_seed).py_err(),
-        (w, None) => Tokenizer::shingles(w.unwrap_or(sketchdb::DEFAULT_SHINGLE_WORDS), token_seed).py_err(),
+        (w, None) => Tokenizer::shingles(w.unwrap_or(sketchdb::recipes::DEFAULT_SHINGLE_WORDS), token_seed).py_err(),
     }
 }
 

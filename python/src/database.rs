@@ -10,7 +10,7 @@ use std::sync::{Arc, Weak};
 use parking_lot::{Mutex, RwLock};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use sketchdb::{CollectionConfig, DEFAULT_SEED, Database, IndexConfig, admin};
+use sketchdb::{CollectionConfig, Database, IndexConfig, admin, recipes::DEFAULT_SEED};
 
 use crate::collection::{PyCollection, Slot};
 use crate::convert;
@@ -217,6 +217,6 @@ pub(crate) fn verify<'py>(py: Python<'py>, db: &Database) -> PyResult<Bound<'py,
     d.set_item("collections", r.collections)?;
     d.set_item("pages", r.pages)?;
     d.set_item("rows", r.rows)?;
-    d.set_item("redb_integrity_ok", r.redb_integrity_ok)?;
+    d.set_item("engine_integrity_ok", r.engine_integrity_ok)?;
     Ok(d)
 }

@@ -43,6 +43,8 @@ fn index_class(e: &IndexError) -> Class {
     match e {
         IndexError::InvalidParam { .. } | IndexError::NotBanded { .. } => Class::Value,
         IndexError::Sketch(s) => sketch_class(s),
+        IndexError::Storage(s) => storage_class(s),
+        IndexError::Collection { source, .. } => index_class(source),
         _ => Class::Corrupt,
     }
 }
@@ -50,7 +52,7 @@ fn index_class(e: &IndexError) -> Class {
 fn storage_class(e: &StorageError) -> Class {
     match e {
         StorageError::Busy { .. } => Class::Busy,
-        // redb refuses a second open of a file this process or another holds.
+        // The storage engine refuses a second open of a file this process or another holds.
         StorageError::Backend { source, .. } if source.to_string().contains("already open") => Class::Busy,
         StorageError::UnknownCollection { .. } => Class::NotFound,
         StorageError::Incompatible { .. } | StorageError::UnsupportedFormat { .. } => Class::Incompatible,
@@ -63,10 +65,6 @@ fn storage_class(e: &StorageError) -> Class {
         | StorageError::CorruptRow { .. }
         | StorageError::Inconsistent { .. }
         | StorageError::EnginePanic { .. } => Class::Corrupt,
-        StorageError::Index { source, .. } => match index_class(source) {
-            Class::Value => Class::Value,
-            _ => Class::Corrupt,
-        },
         _ => Class::Error,
     }
 }

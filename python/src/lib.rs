@@ -13,14 +13,14 @@ use pyo3::prelude::*;
 /// Hashes one token (`str` as UTF-8, `bytes`) with xxh3-64 and `seed`, as the tokenizer
 /// hashes shingles and as `update` hashes tokens; an `int` is returned unchanged.
 #[pyfunction]
-#[pyo3(signature = (token, seed = sketchdb::DEFAULT_TOKEN_SEED))]
+#[pyo3(signature = (token, seed = sketchdb::recipes::DEFAULT_TOKEN_SEED))]
 fn token_hash(token: &Bound<'_, PyAny>, seed: u64) -> PyResult<u64> {
     convert::token(token, seed)
 }
 
 /// Every token hash of `text` under the tokenizer (word shingles, or `ngram` characters).
 #[pyfunction]
-#[pyo3(signature = (text, *, shingle = None, ngram = None, token_seed = sketchdb::DEFAULT_TOKEN_SEED))]
+#[pyo3(signature = (text, *, shingle = None, ngram = None, token_seed = sketchdb::recipes::DEFAULT_TOKEN_SEED))]
 fn tokenize(text: &str, shingle: Option<u32>, ngram: Option<u32>, token_seed: u64) -> PyResult<Vec<u64>> {
     Ok(convert::tokenizer(shingle, ngram, token_seed)?.tokens(text))
 }
@@ -40,7 +40,7 @@ fn _sketchdb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(database::open, m)?)?;
     m.add_function(wrap_pyfunction!(token_hash, m)?)?;
     m.add_function(wrap_pyfunction!(tokenize, m)?)?;
-    m.add("DEFAULT_SEED", sketchdb::DEFAULT_SEED)?;
+    m.add("DEFAULT_SEED", sketchdb::recipes::DEFAULT_SEED)?;
     m.add("MAX_KEY_LEN", sketchdb::MAX_KEY_LEN)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

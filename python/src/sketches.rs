@@ -12,7 +12,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple, PyType};
 use rayon::prelude::*;
-use sketchdb::{DEFAULT_SEED, Estimate, Sketch, SketchKind, SketchParams, Sketcher, Tokenizer};
+use sketchdb::{Estimate, Sketch, SketchKind, SketchParams, Sketcher, Tokenizer, recipes::DEFAULT_SEED};
 
 use crate::convert;
 use crate::errors::IntoPy;
