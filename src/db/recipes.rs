@@ -143,7 +143,7 @@ pub fn default_params(kind: SketchKind, size: u32, bits: Option<u8>, seed: u64) 
 /// use sketchdb::recipes::text_config;
 ///
 /// let config = text_config()?;
-/// assert_eq!(config.params, SketchParams::minhash(128, 32, sketchdb::DEFAULT_SEED)?);
+/// assert_eq!(config.params, SketchParams::minhash(128, 32, sketchdb::recipes::DEFAULT_SEED)?);
 /// # Ok::<(), sketchdb::SketchError>(())
 /// ```
 pub fn text_config() -> Result<CollectionConfig, SketchError> {
@@ -157,7 +157,7 @@ pub fn text_config() -> Result<CollectionConfig, SketchError> {
 /// use sketchdb::SketchParams;
 /// use sketchdb::recipes::fingerprint_config;
 ///
-/// assert_eq!(fingerprint_config()?.params, SketchParams::simhash(64, sketchdb::DEFAULT_SEED)?);
+/// assert_eq!(fingerprint_config()?.params, SketchParams::simhash(64, sketchdb::recipes::DEFAULT_SEED)?);
 /// # Ok::<(), sketchdb::SketchError>(())
 /// ```
 pub fn fingerprint_config() -> Result<CollectionConfig, SketchError> {
