@@ -1,0 +1,120 @@
+//! JSONL: one JSON object per line, blank lines skipped, lines over the size limit rejected
+//! without being buffered whole.
+
+use std::io::{BufRead, Read};
+use std::path::Path;
+use std::sync::Arc;
+
+use super::check::Parse;
+use super::detect::Stream;
+use super::error::{ReadError, Reject, RejectReason};
+use super::fields::Fields;
+use super::options::ReadOptions;
+use super::read::Item;
+use super::record::{Origin, Position, Raw, SourceRecord, Summary};
+
+pub(crate) struct Jsonl {
+    path: Arc<Path>,
+    reader: Stream,
+    line: u64,
+    fields: Fields,
+    lossy: bool,
+    keep_raw: bool,
+    max: u64,
+}
+
+/// How reading one line ended.
+enum Line {
+    Eof,
+    Read,
+    /// Longer than the limit; the rest of it was consumed and dropped.
+    TooLong,
+}
+
+impl Jsonl {
+    pub(crate) fn new(path: Arc<Path>, reader: Stream, opts: &ReadOptions) -> Self {
+        Jsonl {
+            path,
+            reader,
+            line: 0,
+            fields: Fields::new(opts),
+            lossy: opts.lossy_utf8,
+            keep_raw: opts.keep_raw,
+            max: opts.max_record_bytes,
+        }
+    }
+
+    fn origin(&self) -> Origin {
+        Origin::new(Arc::clone(&self.path), Position::Line(self.line))
+    }
+
+    /// Reads the next line into `buf` (with its `\n`), at most `max` bytes kept.
+    fn read_line(&mut self, buf: &mut Vec<u8>) -> std::io::Result<Line> {
+        let n = <&mut Stream as Read>::take(&mut self.reader, self.max.saturating_add(1)).read_until(b'\n', buf)?;
+        if n == 0 {
+            return Ok(Line::Eof);
+        }
+        if buf.len() as u64 <= self.max {
+            return Ok(Line::Read);
+        }
+        if buf.last() != Some(&b'\n') {
+            loop {
+                let avail = self.reader.fill_buf()?;
+                if avail.is_empty() {
+                    break;
+                }
+                match avail.iter().position(|&b| b == b'\n') {
+                    Some(i) => {
+                        self.reader.consume(i + 1);
+                        break;
+                    }
+                    None => {
+                        let n = avail.len();
+                        self.reader.consume(n);
+                    }
+                }
+            }
+        }
+        Ok(Line::TooLong)
+    }
+
+    fn parse(&self, bytes: Vec<u8>) -> Result<SourceRecord, RejectReason> {
+        let text = match String::from_utf8(bytes) {
+            Ok(s) => s,
+            Err(e) if self.lossy => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+            Err(e) => return Err(RejectReason::InvalidUtf8 { offset: e.utf8_error().valid_up_to() }),
+        };
+        let mut value: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| RejectReason::InvalidJson(e.to_string()))?;
+        let (id, content) = self.fields.extract(&mut value)?;
+        let origin = self.origin();
+        let key = id.clone().unwrap_or_else(|| origin.to_string());
+        let raw = if self.keep_raw { Raw::JsonLine(text) } else { Raw::None };
+        Ok(SourceRecord { origin, id, key, content, raw })
+    }
+}
+
+impl Parse for Jsonl {
+    fn next_parsed(&mut self, _: &mut Summary) -> Option<Item> {
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            self.line += 1;
+            match self.read_line(&mut buf) {
+                Ok(Line::Eof) => return None,
+                Ok(Line::Read) => {}
+                Ok(Line::TooLong) => {
+                    return Some(Ok(Err(Reject::new(self.origin(), RejectReason::TooLarge { max: self.max }))));
+                }
+                Err(source) => return Some(Err(ReadError::Io { at: self.origin(), source })),
+            }
+            while matches!(buf.last(), Some(b'\n' | b'\r')) {
+                buf.pop();
+            }
+            if buf.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            return Some(Ok(self.parse(std::mem::take(&mut buf)).map_err(|r| Reject::new(self.origin(), r))));
+        }
+    }
+}
