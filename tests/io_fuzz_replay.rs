@@ -49,7 +49,10 @@ fn gz(bytes: &[u8]) -> Vec<u8> {
 
 fn parquet_bytes(compression: Compression) -> Vec<u8> {
     let s = |v: Vec<Option<&str>>| Arc::new(StringArray::from(v)) as ArrayRef;
-    let meta = StructArray::from(vec![(Arc::new(Field::new("body", DataType::Utf8, true)), s(vec![Some("inner"), None, Some("")]))]);
+    let meta = StructArray::from(vec![(
+        Arc::new(Field::new("body", DataType::Utf8, true)),
+        s(vec![Some("inner"), None, Some("")]),
+    )]);
     let mut tokens = ListBuilder::new(UInt64Builder::new());
     for t in [&[1u64, 2][..], &[], &[u64::MAX]] {
         tokens.values().append_slice(t);
@@ -76,11 +79,17 @@ fn seeds(name: &str) -> Vec<Vec<u8>> {
     let jsonl = JSONL.as_bytes();
     let all_flags = [0u8, 1, 2, 3, 4, 8, 16, 32, 0x2f];
     match name {
-        "io_jsonl" => all_flags.iter().map(|&f| flagged(f, jsonl)).chain([flagged(0, b"{\"text\": \"bad \xff\"}\n{")]).collect(),
+        "io_jsonl" => {
+            all_flags.iter().map(|&f| flagged(f, jsonl)).chain([flagged(0, b"{\"text\": \"bad \xff\"}\n{")]).collect()
+        }
         "io_csv" => {
             let csv = b"\xef\xbb\xbfid,text,tokens,simhash\nd0,\"Hello, \"\"world\"\"\nline\",\"[1,2]\",ff\nd1,a,b,c,d\n,no id,,\n";
             let tsv = b"key\ttext\na\tone two\nb\t\n";
-            all_flags.iter().map(|&f| flagged(f, csv)).chain([flagged(0x80, tsv), flagged(0x80 | 4, b"text\n\"unclosed")]).collect()
+            all_flags
+                .iter()
+                .map(|&f| flagged(f, csv))
+                .chain([flagged(0x80, tsv), flagged(0x80 | 4, b"text\n\"unclosed")])
+                .collect()
         }
         "io_parquet" => {
             let plain = parquet_bytes(Compression::UNCOMPRESSED);
@@ -161,5 +170,40 @@ fn oversized_inputs_are_ignored() {
     let big = vec![b'{'; fuzz::MAX_INPUT + 1];
     for (_, target) in TARGETS {
         target(&big);
+    }
+}
+
+/// A cheap stand-in for fuzzing in every test run: each seed with bytes flipped, cut short or
+/// spliced, deterministically.
+#[test]
+fn mutated_seeds_never_panic() {
+    let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for (name, target) in TARGETS {
+        for seed in seeds(name) {
+            for _ in 0..60 {
+                let mut input = seed.clone();
+                match next() % 3 {
+                    0 => {
+                        for _ in 0..1 + next() % 4 {
+                            let i = (next() as usize) % input.len();
+                            input[i] ^= 1 << (next() % 8);
+                        }
+                    }
+                    1 => input.truncate(1 + (next() as usize) % input.len()),
+                    _ => {
+                        let i = (next() as usize) % input.len();
+                        let junk: Vec<u8> = (0..next() % 16).map(|_| next() as u8).collect();
+                        input.splice(i..i, junk);
+                    }
+                }
+                target(&input);
+            }
+        }
     }
 }

@@ -15,7 +15,9 @@ use common::Rng;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
-use sketchdb::io::{Content, Raw, ReadError, ReadOptions, Reject, RejectReason, Select, SkipReason, SourceRecord, read};
+use sketchdb::io::{
+    Content, Raw, ReadError, ReadOptions, Reject, RejectReason, Select, SkipReason, SourceRecord, read,
+};
 
 /// A document in the shape of the bench "Documents" workload.
 struct Doc {
@@ -25,8 +27,22 @@ struct Doc {
 }
 
 const WORDS: [&str; 16] = [
-    "the", "quick", "Brown", "fox", "jumps", "over", "lazy", "dog's", "café", "naïve", "東京", "привет", "🙂emoji",
-    "McMixed", "ACRONYM", "well-known",
+    "the",
+    "quick",
+    "Brown",
+    "fox",
+    "jumps",
+    "over",
+    "lazy",
+    "dog's",
+    "café",
+    "naïve",
+    "東京",
+    "привет",
+    "🙂emoji",
+    "McMixed",
+    "ACRONYM",
+    "well-known",
 ];
 
 fn docs(n: usize) -> Vec<Doc> {
@@ -87,7 +103,8 @@ fn parquet(path: &Path, docs: &[Doc], text: Vec<Option<&str>>) {
         (Arc::new(Field::new("body", DataType::Utf8, true)), s(text.clone())),
         (
             Arc::new(Field::new("len", DataType::UInt32, true)),
-            Arc::new(UInt32Array::from(docs.iter().map(|d| d.text.chars().count() as u32).collect::<Vec<_>>())) as ArrayRef,
+            Arc::new(UInt32Array::from(docs.iter().map(|d| d.text.chars().count() as u32).collect::<Vec<_>>()))
+                as ArrayRef,
         ),
     ]);
     let mut tokens = ListBuilder::new(UInt64Builder::new());
@@ -171,7 +188,8 @@ fn the_same_documents_read_identically_from_every_format() {
             assert_eq!(pairs(&items), want, "{}", input.display());
         }
     }
-    let rows: Vec<String> = read_items(&pq, &small_batches).iter().map(|r| r.as_ref().unwrap().origin.to_string()).collect();
+    let rows: Vec<String> =
+        read_items(&pq, &small_batches).iter().map(|r| r.as_ref().unwrap().origin.to_string()).collect();
     assert_eq!(rows[59], format!("{}:59", pq.display()));
     let mut keep = ReadOptions::default();
     keep.keep_raw = true;
@@ -187,7 +205,9 @@ fn nested_text_field_and_pre_tokenized_input() {
     let dir = tempfile::tempdir().unwrap();
     let nested: String = docs
         .iter()
-        .map(|d| format!("{}\n", serde_json::json!({"id": d.id, "meta": {"body": d.text, "lang": "en"}, "text": "decoy"})))
+        .map(|d| {
+            format!("{}\n", serde_json::json!({"id": d.id, "meta": {"body": d.text, "lang": "en"}, "text": "decoy"}))
+        })
         .collect();
     let pq = dir.path().join("docs.parquet");
     parquet(&pq, &docs, docs.iter().map(|d| Some(d.text.as_str())).collect());
@@ -201,7 +221,8 @@ fn nested_text_field_and_pre_tokenized_input() {
         docs.iter().map(|d| format!("{}\n", serde_json::json!({"id": d.id, "tokens": token_ids(&d.text)}))).collect();
     let mut toks = ReadOptions::default();
     toks.select = Select::Tokens;
-    let want: Vec<(String, Content)> = docs.iter().map(|d| (d.id.clone(), Content::Tokens(token_ids(&d.text)))).collect();
+    let want: Vec<(String, Content)> =
+        docs.iter().map(|d| (d.id.clone(), Content::Tokens(token_ids(&d.text)))).collect();
     for input in [write(dir.path(), "t.jsonl", tokenized.as_bytes()), pq] {
         let got: Vec<(String, Content)> =
             read_items(&input, &toks).into_iter().map(|r| r.unwrap()).map(|r| (r.key, r.content)).collect();
@@ -219,7 +240,7 @@ fn bad_records_at_known_lines_are_rejected_and_the_rest_read() {
     lines[4] = r#"{"id": "d000004", "url": "u"}"#.into();
     lines[6] = r#"{"id": "d000006", "text": "cut in ha"#.into();
     lines[7] = r#"{"id": "d000007", "text": 404237}"#.into();
-    lines[9] = format!(r#"{{"id": "d000000", "text": "dup"}}"#);
+    lines[9] = r#"{"id": "d000000", "text": "dup"}"#.into();
     lines[10] = format!(r#"{{"id": "{}", "text": "long key"}}"#, "x".repeat(2000));
     let data = lines.join("\n");
     let dir = tempfile::tempdir().unwrap();
@@ -252,7 +273,9 @@ fn bad_records_at_known_lines_are_rejected_and_the_rest_read() {
         }
     };
     assert_eq!(read_ok, 1);
-    assert!(matches!(&err, ReadError::Rejected(r) if r.origin.to_string() == at(2) && r.reason == RejectReason::EmptyText));
+    assert!(
+        matches!(&err, ReadError::Rejected(r) if r.origin.to_string() == at(2) && r.reason == RejectReason::EmptyText)
+    );
     assert_eq!(err.to_string(), format!("{}: empty text", at(2)));
     assert!(src.next().is_none());
     let root: sketchdb::Error = err.into();
@@ -260,8 +283,19 @@ fn bad_records_at_known_lines_are_rejected_and_the_rest_read() {
 
     // Parquet: a null and an empty text at known rows.
     let pq = dir.path().join("bad.parquet");
-    let text: Vec<Option<&str>> =
-        docs.iter().enumerate().map(|(i, d)| if i == 2 { None } else if i == 5 { Some("") } else { Some(d.text.as_str()) }).collect();
+    let text: Vec<Option<&str>> = docs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            if i == 2 {
+                None
+            } else if i == 5 {
+                Some("")
+            } else {
+                Some(d.text.as_str())
+            }
+        })
+        .collect();
     parquet(&pq, &docs, text);
     let items = read_items(&pq, &ReadOptions::default());
     let got: Vec<(String, RejectReason)> =

@@ -32,9 +32,8 @@ pub(crate) struct Delimited {
 impl Delimited {
     pub(crate) fn new(path: Arc<Path>, input: Input, delimiter: u8, opts: &ReadOptions) -> Result<Self, ReadError> {
         let mut reader = csv::ReaderBuilder::new().delimiter(delimiter).has_headers(true).from_reader(input);
-        let header = reader
-            .byte_headers()
-            .map_err(|e| ReadError::Header { path: path.to_path_buf(), detail: e.to_string() })?;
+        let header =
+            reader.byte_headers().map_err(|e| ReadError::Header { path: path.to_path_buf(), detail: e.to_string() })?;
         let names: Arc<[String]> = header
             .iter()
             .enumerate()
@@ -100,9 +99,12 @@ impl Delimited {
         };
         let (select, col) = match present.as_slice() {
             [one] => *one,
-            [] => return Err(RejectReason::MissingField(self.names.get(self.content[0].1).cloned().unwrap_or_default())),
+            [] => {
+                return Err(RejectReason::MissingField(self.names.get(self.content[0].1).cloned().unwrap_or_default()));
+            }
             _ => {
-                let names: Vec<&str> = self.content.iter().filter_map(|(_, i)| self.names.get(*i)).map(String::as_str).collect();
+                let names: Vec<&str> =
+                    self.content.iter().filter_map(|(_, i)| self.names.get(*i)).map(String::as_str).collect();
                 return Err(RejectReason::AmbiguousContent(names.join("`, `")));
             }
         };
@@ -118,7 +120,8 @@ impl Delimited {
         };
         let key = id.clone().unwrap_or_else(|| origin.to_string());
         let raw = if self.keep_raw {
-            let values = (0..self.record.len()).map(|i| String::from_utf8_lossy(&self.record[i]).into_owned()).collect();
+            let values =
+                (0..self.record.len()).map(|i| String::from_utf8_lossy(&self.record[i]).into_owned()).collect();
             Raw::Fields { names: Arc::clone(&self.names), values }
         } else {
             Raw::None

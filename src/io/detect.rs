@@ -85,7 +85,10 @@ impl<R: Read> Read for Limit<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
         self.left = self.left.checked_sub(n as u64).ok_or_else(|| {
-            io::Error::new(io::ErrorKind::InvalidData, "input larger than the limit (max_input_bytes) after decompression")
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                "input larger than the limit (max_input_bytes) after decompression",
+            )
         })?;
         Ok(n)
     }

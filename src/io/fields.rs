@@ -161,7 +161,11 @@ fn tokens(name: &str, v: Value) -> Result<Content, RejectReason> {
     let bad = || RejectReason::BadTokens(name.to_owned());
     let Value::Array(items) = v else { return Err(bad()) };
     if items.first().is_some_and(Value::is_string) {
-        items.into_iter().map(|t| if let Value::String(s) = t { Ok(s) } else { Err(bad()) }).collect::<Result<_, _>>().map(Content::Terms)
+        items
+            .into_iter()
+            .map(|t| if let Value::String(s) = t { Ok(s) } else { Err(bad()) })
+            .collect::<Result<_, _>>()
+            .map(Content::Terms)
     } else {
         items.iter().map(|t| t.as_u64().ok_or_else(bad)).collect::<Result<_, _>>().map(Content::Tokens)
     }
@@ -172,7 +176,9 @@ fn fingerprint(name: &str, v: Value) -> Result<Content, RejectReason> {
     let bad = |detail: String| RejectReason::BadFingerprint { field: name.to_owned(), detail };
     match v {
         Value::String(s) => parse_hex_fingerprint(&s).map(Content::Fingerprint).map_err(bad),
-        Value::Number(n) => n.as_u64().map(|v| Content::Fingerprint(u128::from(v))).ok_or_else(|| bad(format!("{n} is not a u64"))),
+        Value::Number(n) => {
+            n.as_u64().map(|v| Content::Fingerprint(u128::from(v))).ok_or_else(|| bad(format!("{n} is not a u64")))
+        }
         other => Err(bad(format!("expected a hex string or an integer, found {}", kind(&other)))),
     }
 }

@@ -16,24 +16,23 @@ pub const MAX_EXPANDED: u64 = 4 << 20;
 /// Options varied by the first input byte: content selection, lossy UTF-8, strict mode,
 /// nested fields, raw retention.
 fn options(flags: u8, format: Format) -> ReadOptions {
-    let mut o = ReadOptions::default();
-    o.format = Some(format);
-    o.select = match flags & 3 {
-        0 => Select::Text,
-        1 => Select::Tokens,
-        2 => Select::Fingerprint,
-        _ => Select::AnyOne,
-    };
-    o.lossy_utf8 = flags & 4 != 0;
-    o.strict = flags & 8 != 0;
-    if flags & 16 != 0 {
-        o.text_field = "meta.body".into();
+    ReadOptions {
+        format: Some(format),
+        select: match flags & 3 {
+            0 => Select::Text,
+            1 => Select::Tokens,
+            2 => Select::Fingerprint,
+            _ => Select::AnyOne,
+        },
+        lossy_utf8: flags & 4 != 0,
+        strict: flags & 8 != 0,
+        text_field: if flags & 16 != 0 { "meta.body".into() } else { "text".into() },
+        keep_raw: flags & 32 != 0,
+        max_record_bytes: 1 << 20,
+        max_input_bytes: MAX_EXPANDED,
+        parquet_batch_rows: 64,
+        ..ReadOptions::default()
     }
-    o.keep_raw = flags & 32 != 0;
-    o.max_record_bytes = 1 << 20;
-    o.max_input_bytes = MAX_EXPANDED;
-    o.parquet_batch_rows = 64;
-    o
 }
 
 fn drain(name: &str, format: Format, data: &[u8]) {

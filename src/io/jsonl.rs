@@ -84,8 +84,10 @@ impl Jsonl {
             Err(e) if self.lossy => String::from_utf8_lossy(e.as_bytes()).into_owned(),
             Err(e) => return Err(RejectReason::InvalidUtf8 { offset: e.utf8_error().valid_up_to() }),
         };
+        // A byte-order mark may open the first line.
+        let json = if self.line == 1 { text.strip_prefix('\u{feff}').unwrap_or(&text) } else { &text };
         let mut value: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| RejectReason::InvalidJson(e.to_string()))?;
+            serde_json::from_str(json).map_err(|e| RejectReason::InvalidJson(e.to_string()))?;
         let (id, content) = self.fields.extract(&mut value)?;
         let origin = self.origin();
         let key = id.clone().unwrap_or_else(|| origin.to_string());

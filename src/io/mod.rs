@@ -24,7 +24,7 @@
 //! assert_eq!(second.origin.to_string(), format!("{}:2", path.display()));
 //! assert!(source.next().is_none());
 //! assert_eq!((source.summary().records, source.summary().rejected), (1, 1));
-//! # Ok::<(), sketchdb::Error>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! This layer sits above `sketch` and `codec` and below `db`: it imports nothing from the

@@ -32,7 +32,11 @@ pub(crate) fn open_file(path: &Path, opts: &ReadOptions) -> Result<Box<dyn Recor
     build(path.into(), file, len, opts)
 }
 
-pub(crate) fn open_bytes(path: Arc<Path>, all: Vec<u8>, opts: &ReadOptions) -> Result<Box<dyn RecordSource>, ReadError> {
+pub(crate) fn open_bytes(
+    path: Arc<Path>,
+    all: Vec<u8>,
+    opts: &ReadOptions,
+) -> Result<Box<dyn RecordSource>, ReadError> {
     let len = all.len() as u64;
     build(path, bytes::Bytes::from(all), len, opts)
 }
@@ -107,11 +111,13 @@ fn build<T: ChunkReader + 'static>(
 ) -> Result<Box<dyn RecordSource>, ReadError> {
     let at_file = Origin::new(Arc::clone(&path), Position::File);
     let perr = |detail: String| ReadError::Parquet { at: at_file.clone(), detail };
-    let builder = guard(|| ParquetRecordBatchReaderBuilder::try_new(input)).map_err(perr)?.map_err(|e| perr(e.to_string()))?;
+    let builder =
+        guard(|| ParquetRecordBatchReaderBuilder::try_new(input)).map_err(perr)?.map_err(|e| perr(e.to_string()))?;
     let total_rows = u64::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
     let schema = Arc::clone(builder.schema());
     let available = || schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ");
-    let id = resolve(&schema, &opts.id_field).or_else(|| if opts.key_fallback() { resolve(&schema, "key") } else { None });
+    let id =
+        resolve(&schema, &opts.id_field).or_else(|| if opts.key_fallback() { resolve(&schema, "key") } else { None });
     if let Some((col, ty)) = &id
         && !(is_string(ty) || is_int(ty))
     {
@@ -143,9 +149,14 @@ fn build<T: ChunkReader + 'static>(
     }
     if content.is_empty() {
         let name = wanted.iter().find(|(s, _)| *s == opts.select).map_or(&opts.text_field, |(_, n)| *n);
-        return Err(ReadError::MissingColumn { path: path.to_path_buf(), column: name.clone(), available: available() });
+        return Err(ReadError::MissingColumn {
+            path: path.to_path_buf(),
+            column: name.clone(),
+            available: available(),
+        });
     }
-    let selected: Vec<String> = content.iter().map(|(_, c)| c.path.join(".")).chain(id.iter().map(|(c, _)| c.path.join("."))).collect();
+    let selected: Vec<String> =
+        content.iter().map(|(_, c)| c.path.join(".")).chain(id.iter().map(|(c, _)| c.path.join("."))).collect();
     let leaves: Vec<usize> = {
         let descr = builder.parquet_schema();
         (0..descr.num_columns())
@@ -281,24 +292,36 @@ impl Rows {
             (Select::Tokens, Cell::List(items)) => {
                 let bad = || RejectReason::BadTokens(field.to_owned());
                 if let Some(v) = items.as_primitive_opt::<UInt64Type>() {
-                    (0..v.len()).map(|i| if v.is_null(i) { Err(bad()) } else { Ok(v.value(i)) }).collect::<Result<_, _>>().map(Content::Tokens)
+                    (0..v.len())
+                        .map(|i| if v.is_null(i) { Err(bad()) } else { Ok(v.value(i)) })
+                        .collect::<Result<_, _>>()
+                        .map(Content::Tokens)
                 } else if let Some(v) = items.as_primitive_opt::<Int64Type>() {
                     (0..v.len())
                         .map(|i| if v.is_null(i) { Err(bad()) } else { u64::try_from(v.value(i)).map_err(|_| bad()) })
                         .collect::<Result<_, _>>()
                         .map(Content::Tokens)
                 } else {
-                    (0..items.len()).map(|i| self.text(field, cell(items.as_ref(), i)).map_err(|_| bad())).collect::<Result<_, _>>().map(Content::Terms)
+                    (0..items.len())
+                        .map(|i| self.text(field, cell(items.as_ref(), i)).map_err(|_| bad()))
+                        .collect::<Result<_, _>>()
+                        .map(Content::Terms)
                 }
             }
-            (Select::Tokens, Cell::Null) | (Select::Fingerprint, Cell::Null) => Err(RejectReason::MissingField(field.to_owned())),
+            (Select::Tokens, Cell::Null) | (Select::Fingerprint, Cell::Null) => {
+                Err(RejectReason::MissingField(field.to_owned()))
+            }
             (Select::Tokens, _) => Err(RejectReason::BadTokens(field.to_owned())),
-            (Select::Fingerprint, Cell::Int(v)) => u64::try_from(v)
-                .map(|v| Content::Fingerprint(u128::from(v)))
-                .map_err(|_| RejectReason::BadFingerprint { field: field.to_owned(), detail: format!("{v} is not a u64") }),
+            (Select::Fingerprint, Cell::Int(v)) => {
+                u64::try_from(v).map(|v| Content::Fingerprint(u128::from(v))).map_err(|_| {
+                    RejectReason::BadFingerprint { field: field.to_owned(), detail: format!("{v} is not a u64") }
+                })
+            }
             (Select::Fingerprint, c) => {
                 let s = self.text(field, c)?;
-                parse_hex_fingerprint(&s).map(Content::Fingerprint).map_err(|detail| RejectReason::BadFingerprint { field: field.to_owned(), detail })
+                parse_hex_fingerprint(&s)
+                    .map(Content::Fingerprint)
+                    .map_err(|detail| RejectReason::BadFingerprint { field: field.to_owned(), detail })
             }
             (_, c) => self.text(field, c).map(Content::Text),
         }
@@ -320,7 +343,11 @@ impl Rows {
         };
         let (select, col) = match present.as_slice() {
             [one] => *one,
-            [] => return Err(RejectReason::MissingField(self.content.first().map(|(_, c)| c.name.clone()).unwrap_or_default())),
+            [] => {
+                return Err(RejectReason::MissingField(
+                    self.content.first().map(|(_, c)| c.name.clone()).unwrap_or_default(),
+                ));
+            }
             _ => {
                 let names: Vec<&str> = self.content.iter().map(|(_, c)| c.name.as_str()).collect();
                 return Err(RejectReason::AmbiguousContent(names.join("`, `")));
@@ -336,19 +363,20 @@ impl Rows {
 impl Parse for Rows {
     fn next_parsed(&mut self, _: &mut Summary) -> Option<Item> {
         loop {
-            if let Some(batch) = self.batch.take() {
-                if self.next < batch.num_rows() {
-                    let origin = Origin::new(Arc::clone(&self.path), Position::Row(self.row));
-                    let parsed = self.parse(&batch, self.next, &origin);
-                    self.next += 1;
-                    self.row += 1;
-                    self.batch = Some(batch);
-                    if self.total_rows > 0 {
-                        let done = u128::from(self.row.min(self.total_rows)) * u128::from(self.len) / u128::from(self.total_rows);
-                        self.bytes.store(u64::try_from(done).unwrap_or(self.len), Ordering::Relaxed);
-                    }
-                    return Some(Ok(parsed.map_err(|r| Reject::new(origin, r))));
+            if let Some(batch) = self.batch.take()
+                && self.next < batch.num_rows()
+            {
+                let origin = Origin::new(Arc::clone(&self.path), Position::Row(self.row));
+                let parsed = self.parse(&batch, self.next, &origin);
+                self.next += 1;
+                self.row += 1;
+                self.batch = Some(batch);
+                if self.total_rows > 0 {
+                    let done =
+                        u128::from(self.row.min(self.total_rows)) * u128::from(self.len) / u128::from(self.total_rows);
+                    self.bytes.store(u64::try_from(done).unwrap_or(self.len), Ordering::Relaxed);
                 }
+                return Some(Ok(parsed.map_err(|r| Reject::new(origin, r))));
             }
             let at = Origin::new(Arc::clone(&self.path), Position::Row(self.row));
             match guard(|| self.reader.next()) {

@@ -43,11 +43,12 @@ fn formats_are_named_by_extension_and_first_bytes() {
 
 #[test]
 fn jsonl_picks_id_and_text_and_ignores_the_rest() {
-    let data = b"{\"id\": \"d0\", \"text\": \"Hello world\", \"url\": \"u\", \"meta\": {\"len\": 11}}\r\n\n  \n{\"key\": \"k1\", \"text\": \"two\"}\n{\"id\": 7, \"text\": \"three\"}\n{\"text\": \"no id\"}";
+    let data = b"\xef\xbb\xbf{\"id\": \"d0\", \"text\": \"Hello world\", \"url\": \"u\", \"meta\": {\"len\": 11}}\r\n\n  \n{\"key\": \"k1\", \"text\": \"two\"}\n{\"id\": 7, \"text\": \"three\"}\n{\"text\": \"no id\"}";
     let items = read_all("in.jsonl", data, &ReadOptions::default());
     assert_eq!(
         texts(&items),
-        [("d0", "Hello world"), ("k1", "two"), ("7", "three"), ("in.jsonl:6", "no id")].map(|(a, b)| (a.into(), b.into()))
+        [("d0", "Hello world"), ("k1", "two"), ("7", "three"), ("in.jsonl:6", "no id")]
+            .map(|(a, b)| (a.into(), b.into()))
     );
     let ok = items[3].as_ref().unwrap();
     assert_eq!((ok.id.as_deref(), ok.origin.position()), (None, Position::Line(6)));
@@ -76,16 +77,14 @@ fn every_bad_record_is_rejected_with_its_line_and_reason() {
     assert_eq!(reasons[8], ("x.jsonl:11", &RejectReason::InvalidUtf8 { offset: 22 }));
     assert_eq!(reasons.len(), 9);
 
-    let mut lossy = ReadOptions::default();
-    lossy.lossy_utf8 = true;
+    let lossy = ReadOptions { lossy_utf8: true, ..ReadOptions::default() };
     let items = read_all("x.jsonl", &bytes, &lossy);
     assert_eq!(texts(&items).last().unwrap().1, "bad \u{fffd} byte");
 }
 
 #[test]
 fn strict_stops_at_the_first_reject() {
-    let mut strict = ReadOptions::default();
-    strict.strict = true;
+    let strict = ReadOptions { strict: true, ..ReadOptions::default() };
     let data = b"{\"id\":\"a\",\"text\":\"one\"}\n{\"id\":\"b\"}\n{\"id\":\"c\",\"text\":\"three\"}\n";
     let mut src = read::from_reader("s.jsonl", Cursor::new(data.to_vec()), &strict).unwrap();
     assert!(src.next().unwrap().unwrap().is_ok());
@@ -99,26 +98,31 @@ fn strict_stops_at_the_first_reject() {
 
 #[test]
 fn nested_fields_tokens_fingerprints_and_shell_records() {
-    let mut nested = ReadOptions::default();
-    nested.text_field = "meta.body".into();
+    let nested = ReadOptions { text_field: "meta.body".into(), ..ReadOptions::default() };
     let data = b"{\"id\":\"a\",\"meta\":{\"body\":\"inner\"},\"text\":\"outer\"}\n{\"id\":\"b\",\"meta.body\":\"dotted key\"}\n{\"id\":\"c\",\"meta\":null}\n";
     let items = read_all("n.jsonl", data, &nested);
     assert_eq!(texts(&items), [("a", "inner"), ("b", "dotted key")].map(|(a, b)| (a.into(), b.into())));
     assert_eq!(rejects(&items), [("n.jsonl:3".into(), RejectReason::MissingField("meta.body".into()))]);
 
-    let mut toks = ReadOptions::default();
-    toks.select = Select::Tokens;
+    let toks = ReadOptions { select: Select::Tokens, ..ReadOptions::default() };
     let data = b"{\"id\":\"a\",\"tokens\":[1,2,18446744073709551615]}\n{\"id\":\"b\",\"tokens\":[\"x y\",\"z\"]}\n{\"id\":\"c\",\"tokens\":[]}\n{\"id\":\"d\",\"tokens\":[1,\"x\"]}\n{\"id\":\"e\",\"tokens\":[-1]}\n";
     let items = read_all("t.jsonl", data, &toks);
     let ok: Vec<&Content> = items.iter().filter_map(|r| r.as_ref().ok()).map(|r| &r.content).collect();
     assert_eq!(ok, [&Content::Tokens(vec![1, 2, u64::MAX]), &Content::Terms(vec!["x y".into(), "z".into()])]);
     let bad: Vec<RejectReason> = rejects(&items).into_iter().map(|r| r.1).collect();
-    assert_eq!(bad, [RejectReason::NoTokens, RejectReason::BadTokens("tokens".into()), RejectReason::BadTokens("tokens".into())]);
+    assert_eq!(
+        bad,
+        [RejectReason::NoTokens, RejectReason::BadTokens("tokens".into()), RejectReason::BadTokens("tokens".into())]
+    );
 
     let data = b"{\"key\":\"a\",\"text\":\"t\"}\n{\"key\":\"b\",\"tokens\":[5]}\n{\"key\":\"c\",\"simhash\":\"0xff\"}\n{\"key\":\"d\",\"simhash\":\"zz\"}\n{\"key\":\"e\",\"text\":\"t\",\"tokens\":[1]}\n{\"key\":\"f\"}\n";
     let items = read_all("shell.jsonl", data, &ReadOptions::shell_records());
-    let ok: Vec<(&str, &Content)> = items.iter().filter_map(|r| r.as_ref().ok()).map(|r| (r.key.as_str(), &r.content)).collect();
-    assert_eq!(ok, [("a", &Content::Text("t".into())), ("b", &Content::Tokens(vec![5])), ("c", &Content::Fingerprint(255))]);
+    let ok: Vec<(&str, &Content)> =
+        items.iter().filter_map(|r| r.as_ref().ok()).map(|r| (r.key.as_str(), &r.content)).collect();
+    assert_eq!(
+        ok,
+        [("a", &Content::Text("t".into())), ("b", &Content::Tokens(vec![5])), ("c", &Content::Fingerprint(255))]
+    );
     let bad = rejects(&items);
     assert!(matches!(&bad[0], (o, RejectReason::BadFingerprint { .. }) if o == "shell.jsonl:4"));
     assert!(matches!(&bad[1], (o, RejectReason::AmbiguousContent(_)) if o == "shell.jsonl:5"));
@@ -127,8 +131,7 @@ fn nested_fields_tokens_fingerprints_and_shell_records() {
 
 #[test]
 fn an_overlong_line_is_rejected_and_reading_goes_on() {
-    let mut opts = ReadOptions::default();
-    opts.max_record_bytes = 64;
+    let opts = ReadOptions { max_record_bytes: 64, ..ReadOptions::default() };
     let data = format!("{{\"id\":\"a\",\"text\":\"{}\"}}\n{{\"id\":\"b\",\"text\":\"short\"}}\n", "w ".repeat(200));
     let items = read_all("l.jsonl", data.as_bytes(), &opts);
     assert_eq!(rejects(&items), [("l.jsonl:1".into(), RejectReason::TooLarge { max: 64 })]);
@@ -154,8 +157,7 @@ fn gzip_members_and_zstd_frames_are_all_read() {
     zst.extend(zstd::encode_all(b.as_bytes(), 3).unwrap());
     assert_eq!(texts(&read_all("x.jsonl.zst", &zst, &ReadOptions::default())), want);
 
-    let mut capped = ReadOptions::default();
-    capped.max_input_bytes = 30;
+    let capped = ReadOptions { max_input_bytes: 30, ..ReadOptions::default() };
     let mut src = read::from_reader("x.jsonl.zst", Cursor::new(zst), &capped).unwrap();
     assert!(src.next().unwrap().unwrap().is_ok());
     assert!(matches!(src.next(), Some(Err(ReadError::Io { .. }))));
@@ -184,7 +186,8 @@ fn csv_and_tsv_read_quoted_fields_and_embedded_newlines() {
     let items = read_all("c.csv", data, &ReadOptions::default());
     assert_eq!(
         texts(&items),
-        [("d0", "Hello, \"world\"\nsecond line"), ("d1", "plain"), ("c.csv:6", "no id")].map(|(a, b)| (a.into(), b.into()))
+        [("d0", "Hello, \"world\"\nsecond line"), ("d1", "plain"), ("c.csv:6", "no id")]
+            .map(|(a, b)| (a.into(), b.into()))
     );
     let origins: Vec<String> = items.iter().filter_map(|r| r.as_ref().ok()).map(|r| r.origin.to_string()).collect();
     assert_eq!(origins, ["c.csv:2", "c.csv:4", "c.csv:6"]);
@@ -193,14 +196,17 @@ fn csv_and_tsv_read_quoted_fields_and_embedded_newlines() {
     let tsv = b"key\ttext\na\tone two\n";
     assert_eq!(texts(&read_all("t.tsv", tsv, &ReadOptions::default())), [("a".into(), "one two".into())]);
 
-    let err = read::from_reader("c.csv", Cursor::new(b"id,body\na,b\n".to_vec()), &ReadOptions::default()).err().unwrap();
+    let err =
+        read::from_reader("c.csv", Cursor::new(b"id,body\na,b\n".to_vec()), &ReadOptions::default()).err().unwrap();
     assert!(matches!(err, ReadError::MissingColumn { ref column, .. } if column == "text"), "{err}");
 
-    let mut keep = ReadOptions::default();
-    keep.keep_raw = true;
+    let keep = ReadOptions { keep_raw: true, ..ReadOptions::default() };
     let items = read_all("c.csv", b"id,text,url\nd1,plain,u1\n", &keep);
     let Raw::Fields { names, values } = &items[0].as_ref().unwrap().raw else { panic!() };
-    assert_eq!((&names[..], &values[..]), (&["id", "text", "url"].map(String::from)[..], &["d1", "plain", "u1"].map(String::from)[..]));
+    assert_eq!(
+        (&names[..], &values[..]),
+        (&["id", "text", "url"].map(String::from)[..], &["d1", "plain", "u1"].map(String::from)[..])
+    );
 }
 
 #[test]
@@ -229,8 +235,7 @@ fn unknown_formats_are_refused() {
 
 #[test]
 fn keep_raw_keeps_the_jsonl_line() {
-    let mut keep = ReadOptions::default();
-    keep.keep_raw = true;
+    let keep = ReadOptions { keep_raw: true, ..ReadOptions::default() };
     let line = "{\"id\":\"a\",\"text\":\"one\",\"z\":[1,{\"b\":2}]}";
     let items = read_all("r.jsonl", format!("{line}\r\n").as_bytes(), &keep);
     assert_eq!(items[0].as_ref().unwrap().raw, Raw::JsonLine(line.into()));
