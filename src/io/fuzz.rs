@@ -79,10 +79,10 @@ pub fn fuzz_parquet(data: &[u8]) {
 
 /// A gzip stream of JSONL (the magic is added when missing).
 pub fn fuzz_gzip(data: &[u8]) {
-    drain("fuzz.jsonl.gz", Format::Jsonl, &framed(&super::detect::GZIP_MAGIC, data));
+    drain("fuzz.jsonl.gz", Format::Jsonl, &framed(&super::read::GZIP_MAGIC, data));
 }
 
 /// A zstd stream of JSONL (the magic is added when missing).
 pub fn fuzz_zstd(data: &[u8]) {
-    drain("fuzz.jsonl.zst", Format::Jsonl, &framed(&super::detect::ZSTD_MAGIC, data));
+    drain("fuzz.jsonl.zst", Format::Jsonl, &framed(&super::read::ZSTD_MAGIC, data));
 }

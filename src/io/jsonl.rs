@@ -1,17 +1,18 @@
-//! JSONL: one JSON object per line, blank lines skipped, lines over the size limit rejected
-//! without being buffered whole.
+//! The streamed formats that need no parser crate: JSONL (one JSON object per line, blank
+//! lines skipped, lines over the size limit rejected without being buffered whole) and raw
+//! little-endian u64 SimHash fingerprints (no header, 8 bytes a row, keyed by row index).
 
 use std::io::{BufRead, Read};
 use std::path::Path;
 use std::sync::Arc;
 
 use super::check::Parse;
-use super::detect::Stream;
 use super::error::{ReadError, Reject, RejectReason};
 use super::fields::Fields;
 use super::options::ReadOptions;
 use super::read::Item;
-use super::record::{Origin, Position, Raw, SourceRecord, Summary};
+use super::read::Stream;
+use super::record::{Content, Origin, Position, Raw, SourceRecord, Summary};
 
 pub(crate) struct Jsonl {
     path: Arc<Path>,
@@ -117,6 +118,52 @@ impl Parse for Jsonl {
                 continue;
             }
             return Some(Ok(self.parse(std::mem::take(&mut buf)).map_err(|r| Reject::new(self.origin(), r))));
+        }
+    }
+}
+
+/// Raw fingerprints: the key is the row index (`0`, `1`, ...).
+pub(crate) struct U64s {
+    path: Arc<Path>,
+    reader: Stream,
+    row: u64,
+}
+
+impl U64s {
+    pub(crate) fn new(path: Arc<Path>, reader: Stream) -> Self {
+        U64s { path, reader, row: 0 }
+    }
+}
+
+impl Parse for U64s {
+    fn next_parsed(&mut self, _: &mut Summary) -> Option<Item> {
+        let mut buf = [0u8; 8];
+        let mut filled = 0;
+        while filled < 8 {
+            match self.reader.read(&mut buf[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(source) => {
+                    let at = Origin::new(Arc::clone(&self.path), Position::Row(self.row));
+                    return Some(Err(ReadError::Io { at, source }));
+                }
+            }
+        }
+        match filled {
+            0 => None,
+            8 => {
+                let row = self.row;
+                self.row += 1;
+                Some(Ok(Ok(SourceRecord {
+                    origin: Origin::new(Arc::clone(&self.path), Position::Row(row)),
+                    id: None,
+                    key: row.to_string(),
+                    content: Content::Fingerprint(u128::from(u64::from_le_bytes(buf))),
+                    raw: Raw::None,
+                })))
+            }
+            n => Some(Err(ReadError::Truncated { path: self.path.to_path_buf(), bytes: self.row * 8 + n as u64 })),
         }
     }
 }

@@ -33,7 +33,6 @@
 
 mod check;
 mod delimited;
-mod detect;
 mod error;
 mod fields;
 mod folder;
@@ -47,7 +46,6 @@ pub mod read;
 mod record;
 #[cfg(test)]
 mod tests;
-mod u64s;
 
 pub use error::{ReadError, Reject, RejectReason};
 pub use options::{Format, ReadOptions, Select};

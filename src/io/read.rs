@@ -1,19 +1,19 @@
-//! Opening an input: [`open`] for a path (or `-`), [`from_reader`] for any byte stream.
+//! Opening an input: [`open`] for a path (or `-`), [`from_reader`] for any byte stream; the
+//! format and the decompressor are chosen from the extension and the first bytes.
 
 use std::fs::File;
-use std::io::Read;
+use std::io::{self, BufRead, BufReader, Cursor, Read};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use super::check::{Checked, Counting};
 use super::delimited::Delimited;
-use super::detect::{self, format_from_head, format_from_name};
 use super::error::{ReadError, Reject};
 use super::jsonl::Jsonl;
+use super::jsonl::U64s;
 use super::options::{Format, ReadOptions};
 use super::record::{Origin, Position, SourceRecord, Summary};
-use super::u64s::U64s;
 
 /// One item of a [`RecordSource`]: `Err` when the input cannot be read on (the source ends
 /// after it), else a record or a rejected record (the source goes on).
@@ -55,7 +55,7 @@ pub fn open(path: impl AsRef<Path>, opts: &ReadOptions) -> Result<Box<dyn Record
             // one's at its end.
             let mut head = [0u8; 4];
             let n = File::open(path).and_then(|mut f| f.read(&mut head)).map_err(open_err)?;
-            if !head[..n].starts_with(&detect::GZIP_MAGIC) && !head[..n].starts_with(&detect::ZSTD_MAGIC) {
+            if !head[..n].starts_with(&GZIP_MAGIC) && !head[..n].starts_with(&ZSTD_MAGIC) {
                 return Err(ReadError::Truncated { path: path.into(), bytes: meta.len() });
             }
         }
@@ -87,23 +87,23 @@ fn from_stream(
     let at = |source| ReadError::Io { at: Origin::new(Arc::clone(&path), Position::File), source };
     let bytes = Arc::new(AtomicU64::new(0));
     let counted: Box<dyn Read + Send> = Box::new(Counting::new(reader, Arc::clone(&bytes)));
-    let stream = detect::decompress(counted).map_err(at)?;
+    let stream = decompress(counted).map_err(at)?;
     let stream: Box<dyn Read + Send> = if opts.max_input_bytes == u64::MAX {
         Box::new(stream)
     } else {
-        Box::new(detect::Limit::new(stream, opts.max_input_bytes))
+        Box::new(Limit::new(stream, opts.max_input_bytes))
     };
     let (format, stream): (Format, Box<dyn Read + Send>) = match format {
         Some(f) => (f, stream),
         None => {
-            let (head, stream) = detect::peek(stream, 64).map_err(at)?;
+            let (head, stream) = peek(stream, 64).map_err(at)?;
             match format_from_head(&head) {
                 Some(f) => (f, stream),
                 None => return Err(ReadError::UnknownFormat { path: path.to_path_buf() }),
             }
         }
     };
-    let buffered = || std::io::BufReader::with_capacity(1 << 16, stream);
+    let buffered = || BufReader::with_capacity(1 << 16, stream);
     Ok(match format {
         Format::Jsonl => Box::new(Checked::new(Jsonl::new(path, Box::new(buffered()), opts), opts, bytes)),
         Format::Csv => Box::new(Checked::new(Delimited::new(path, buffered(), b',', opts)?, opts, bytes)),
@@ -138,4 +138,93 @@ fn open_parquet_file(path: &Path, _: &ReadOptions) -> Result<Box<dyn RecordSourc
 #[cfg(not(feature = "parquet"))]
 fn open_parquet_bytes(path: Arc<Path>, _: Vec<u8>, _: &ReadOptions) -> Result<Box<dyn RecordSource>, ReadError> {
     open_parquet_file(&path, &ReadOptions::default())
+}
+
+/// gzip's magic bytes.
+pub(crate) const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+/// zstd's frame magic (0xFD2FB528, little-endian).
+pub(crate) const ZSTD_MAGIC: [u8; 4] = 0xFD2F_B528_u32.to_le_bytes();
+/// Parquet's leading (and trailing) magic.
+pub(crate) const PARQUET_MAGIC: [u8; 4] = *b"PAR1";
+
+/// A boxed, sendable byte stream.
+pub(crate) type Stream = Box<dyn BufRead + Send>;
+
+/// The format named by the extension, ignoring a trailing `.gz`, `.zst` or `.zstd`.
+pub(crate) fn format_from_name(path: &Path) -> Option<Format> {
+    let name = path.file_name()?.to_str()?.to_ascii_lowercase();
+    let name = ["gz", "zst", "zstd"]
+        .iter()
+        .find_map(|c| name.strip_suffix(c).and_then(|n| n.strip_suffix('.')))
+        .unwrap_or(&name);
+    let ext = name.rsplit_once('.')?.1;
+    Some(match ext {
+        "jsonl" | "ndjson" | "json" => Format::Jsonl,
+        "csv" => Format::Csv,
+        "tsv" | "tab" => Format::Tsv,
+        "parquet" | "pq" => Format::Parquet,
+        "u64" => Format::U64,
+        _ => return None,
+    })
+}
+
+/// The format the first bytes of (decompressed) content suggest: Parquet's magic, or a JSON
+/// object's opening brace after whitespace.
+pub(crate) fn format_from_head(head: &[u8]) -> Option<Format> {
+    if head.starts_with(&PARQUET_MAGIC) {
+        return Some(Format::Parquet);
+    }
+    let head = head.strip_prefix(b"\xef\xbb\xbf").unwrap_or(head);
+    match head.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => Some(Format::Jsonl),
+        _ => None,
+    }
+}
+
+/// Reads up to `n` bytes from the front of `reader` and returns them with a stream that
+/// still yields every byte (the head first).
+pub(crate) fn peek(mut reader: Box<dyn Read + Send>, n: usize) -> io::Result<(Vec<u8>, Box<dyn Read + Send>)> {
+    let mut head = Vec::with_capacity(n);
+    (&mut reader).take(n as u64).read_to_end(&mut head)?;
+    let rest: Box<dyn Read + Send> = Box::new(Cursor::new(head.clone()).chain(reader));
+    Ok((head, rest))
+}
+
+/// `reader` decompressed when its first bytes are a gzip member (all members are read, as
+/// `cat a.gz b.gz` produces) or a zstd frame; unchanged otherwise.
+pub(crate) fn decompress(reader: Box<dyn Read + Send>) -> io::Result<Stream> {
+    let (head, reader) = peek(reader, 4)?;
+    let reader = BufReader::with_capacity(1 << 16, reader);
+    Ok(if head.starts_with(&GZIP_MAGIC) {
+        Box::new(BufReader::with_capacity(1 << 16, flate2::bufread::MultiGzDecoder::new(reader)))
+    } else if head.starts_with(&ZSTD_MAGIC) {
+        Box::new(BufReader::with_capacity(1 << 16, zstd::stream::read::Decoder::with_buffer(reader)?))
+    } else {
+        Box::new(reader)
+    })
+}
+
+/// Fails with `InvalidData` once more than `left` bytes have been read through it.
+pub(crate) struct Limit<R> {
+    inner: R,
+    left: u64,
+}
+
+impl<R> Limit<R> {
+    fn new(inner: R, limit: u64) -> Self {
+        Limit { inner, left: limit }
+    }
+}
+
+impl<R: Read> Read for Limit<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.left = self.left.checked_sub(n as u64).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                "input larger than the limit (max_input_bytes) after decompression",
+            )
+        })?;
+        Ok(n)
+    }
 }

@@ -2,7 +2,7 @@
 
 use std::io::{Cursor, Write};
 
-use super::detect::{format_from_head, format_from_name};
+use super::read::{format_from_head, format_from_name};
 use super::*;
 
 fn read_all(name: &str, data: &[u8], opts: &ReadOptions) -> Vec<Result<SourceRecord, Reject>> {
