@@ -113,6 +113,18 @@ fn build<T: ChunkReader + 'static>(
     let perr = |detail: String| ReadError::Parquet { at: at_file.clone(), detail };
     let builder =
         guard(|| ParquetRecordBatchReaderBuilder::try_new(input)).map_err(perr)?.map_err(|e| perr(e.to_string()))?;
+    // The parquet crate asserts (panics) on negative chunk offsets and sizes instead of
+    // returning an error; a chunk must lie inside the file.
+    for chunk in builder.metadata().row_groups().iter().flat_map(|rg| rg.columns()) {
+        let start = chunk.dictionary_page_offset().unwrap_or_else(|| chunk.data_page_offset());
+        let inside = u64::try_from(start)
+            .ok()
+            .zip(u64::try_from(chunk.compressed_size()).ok())
+            .is_some_and(|(start, size)| start.checked_add(size).is_some_and(|end| end <= len));
+        if !inside {
+            return Err(perr(format!("column chunk `{}` lies outside the file", chunk.column_path())));
+        }
+    }
     let total_rows = u64::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
     let schema = Arc::clone(builder.schema());
     let available = || schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ");
