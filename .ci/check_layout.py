@@ -44,9 +44,9 @@ from pathlib import Path
 LAYERS: dict[str, int] = {
     "simd": 0,
     "sketch": 1,
-    "io": 2,
-    "input": 2,
-    "codec": 3,
+    "codec": 2,
+    "io": 3,  # readers of corpora: below storage, above codec (they use its key limit)
+    "input": 3,
     "storage": 4,
     "index": 5,
     "planner": 6,

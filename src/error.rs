@@ -30,6 +30,11 @@ pub enum Error {
     /// From the storage layer: the file, collections, keys, pages and transactions.
     #[error(transparent)]
     Storage(#[from] StorageError),
+    /// From the corpus readers: an input that cannot be read on, or (strict mode) the first
+    /// bad record.
+    #[cfg(feature = "io")]
+    #[error(transparent)]
+    Read(#[from] crate::io::ReadError),
 }
 
 /// `Result` with sketchdb's [`enum@Error`].

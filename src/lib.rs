@@ -46,6 +46,8 @@ mod codec;
 mod db;
 mod error;
 mod index;
+#[cfg(feature = "io")]
+pub mod io;
 mod planner;
 #[allow(unsafe_code)]
 mod simd;

@@ -1,0 +1,5 @@
+#![no_main]
+//! `io_zstd`: the logic is `sketchdb::io::fuzz::fuzz_zstd`, which `tests/io_fuzz_replay.rs` also runs
+//! over every committed seed and regression input.
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| sketchdb::io::fuzz::fuzz_zstd(data));
