@@ -88,8 +88,16 @@ fn readers_run_beside_a_writer_process_and_a_second_writer_is_busy() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("x.db") && err.contains("locked"), "{err}");
     assert!(!err.contains("Cannot acquire lock"), "{err}");
+    drop(writer);
+    // A reader in this process sees the commits of a writer process without reopening.
+    let reader = sketchdb::Database::open_read_only(d.join("x.db")).unwrap();
+    std::fs::write(d.join("more.jsonl"), "{\"key\":\"y\",\"text\":\"one more line of text here\"}\n").unwrap();
+    ok(d, &["--db", "x.db", "ingest", "c", "more.jsonl"]);
+    assert_eq!(reader.collection("c").unwrap().len().unwrap(), 3);
+    drop(reader);
+    let writer = sketchdb::Database::open(d.join("x.db")).unwrap();
     // A commit of the writer is seen by the next reader process.
     writer.collection("c").unwrap().insert_text("z", "an entirely different sentence").unwrap();
     let out = ok(d, &["--db", "x.db", "--json", "stats"]);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("\"live\":3"), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\"live\":4"), "{}", String::from_utf8_lossy(&out.stdout));
 }

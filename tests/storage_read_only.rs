@@ -118,7 +118,13 @@ fn a_reader_shares_the_file_with_a_writer_and_sees_commits_after_reopening() {
         }
         other => panic!("expected Locked, got {other:?}"),
     }
+    // Closing a reader does not release the writer's locks.
+    drop(Database::open_read_only(&path).unwrap());
+    assert!(matches!(Database::open(&path), Err(Error::Storage(StorageError::Locked { .. }))));
     writer.collection("docs").unwrap().insert_tokens("late", &tokens(1000)).unwrap();
+    // The storage engine's single-writer mode lets an open reader see later commits: its
+    // next read transaction starts from the newest commit.
+    assert_eq!(reader.collection("docs").unwrap().len().unwrap(), 51);
     let reopened = Database::open_read_only(&path).unwrap();
     assert_eq!(reopened.collection("docs").unwrap().len().unwrap(), 51);
     assert!(reopened.collection("docs").unwrap().get("late").unwrap().is_some());

@@ -70,10 +70,10 @@ impl DatabaseBuilder {
     /// Opens an existing database read-only: the file is opened without write access and
     /// never written, not even by `verify` (which then skips the storage engine's own
     /// integrity check, since that repairs and commits). It works on a read-only file or
-    /// mount, and shares the file with one writer process and any number of read-only ones. A read-only handle sees
-    /// the commits made before it opened; reopen it to see later ones. Every write through it
-    /// fails with [`StorageError::ReadOnly`](crate::StorageError::ReadOnly) naming the
-    /// operation.
+    /// mount, and shares the file with one writer process and any number of read-only ones.
+    /// Each read sees the newest commit, also one a writer process made after the open. Every
+    /// write through it fails with [`StorageError::ReadOnly`](crate::StorageError::ReadOnly)
+    /// naming the operation.
     pub fn open_read_only(self, path: impl AsRef<Path>) -> Result<Database> {
         Ok(Database { store: Arc::new(Store::open_read_only(path.as_ref(), self.opts)?) })
     }

@@ -368,7 +368,10 @@ impl Store {
 
     /// The read-write redb handle to itself, for integrity checks and file compaction
     /// ([`StorageError::ReadOnly`] naming `op` on a read-only handle).
-    pub(crate) fn exclusive(&self, op: &'static str) -> Result<MappedRwLockWriteGuard<'_, redb::Database>, StorageError> {
+    pub(crate) fn exclusive(
+        &self,
+        op: &'static str,
+    ) -> Result<MappedRwLockWriteGuard<'_, redb::Database>, StorageError> {
         RwLockWriteGuard::try_map(self.db.write(), |h| match h {
             Handle::Write(db) => Some(db),
             Handle::Read(_) => None,

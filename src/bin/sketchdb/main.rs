@@ -225,8 +225,11 @@ impl shell::ShellCommands for Shell {
     }
 
     fn collection_names(&self) -> Vec<String> {
-        // Completion must not create or lock anything: a throwaway session.
-        Session::new(Some(self.session.path().to_path_buf())).collection_names()
+        // Completion must not create, write or lock out anything: a throwaway read-only
+        // session, which shares the file with the shell's own writer handle.
+        let mut names = Session::new(Some(self.session.path().to_path_buf()));
+        names.read_only = true;
+        names.collection_names()
     }
 }
 

@@ -22,7 +22,12 @@ pub struct Session {
 
 impl Session {
     pub fn new(path: Option<PathBuf>) -> Self {
-        Session { path: path.unwrap_or_else(|| PathBuf::from(DEFAULT_DB)), db: None, create_missing: false, read_only: false }
+        Session {
+            path: path.unwrap_or_else(|| PathBuf::from(DEFAULT_DB)),
+            db: None,
+            create_missing: false,
+            read_only: false,
+        }
     }
 
     pub fn path(&self) -> &Path {
