@@ -55,7 +55,7 @@ pub(crate) struct StoreOptions {
 /// the read side just long enough to begin.
 ///
 /// Files are opened in redb's `SingleWriter` mode (except `Eventual` writers, see
-/// [`Store::open`]): one process writes, and read-only handles in any number of other
+/// [`Store::file_builder`]): one process writes, and read-only handles in any number of other
 /// processes share the file with it. A read-only handle never writes a byte: it takes only
 /// advisory byte-range locks, which change neither the contents nor the mtime.
 pub(crate) struct Store {
