@@ -148,17 +148,21 @@ fn exit_3_when_another_process_holds_the_database() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     setup(d);
-    // This test process holds the file open (and so its lock).
+    // This test process holds the file open for writing (and so its writer lock). Commands
+    // that only read open read-only and share the file; writers are refused.
     let held = sketchdb::Database::open(d.join("x.db")).unwrap();
-    for args in
-        [&["--db", "x.db", "stats"][..], &["x.db", "query", "c", "a"], &["--db", "x.db", "ingest", "c", "docs.jsonl"]]
-    {
+    for args in [&["--db", "x.db", "stats"][..], &["x.db", "query", "c", "a"]] {
+        let out = run(d, args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    for args in [&["--db", "x.db", "ingest", "c", "docs.jsonl"][..], &["--db", "x.db", "drop", "f"]] {
         let out = run(d, args);
         assert_eq!(out.status.code(), Some(3), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
         let mut json = args.to_vec();
         json.push("--json");
         let v = json_error(&run(d, &json));
         assert_eq!(v["error"]["kind"], "busy");
+        assert!(v["error"]["message"].as_str().unwrap_or("").contains("x.db"), "{v}");
     }
     drop(held);
     assert_eq!(run(d, &["--db", "x.db", "stats"]).status.code(), Some(0));

@@ -52,8 +52,8 @@ fn index_class(e: &IndexError) -> Class {
 fn storage_class(e: &StorageError) -> Class {
     match e {
         StorageError::Busy { .. } => Class::Busy,
-        // The storage engine refuses a second open of a file this process or another holds.
-        StorageError::Backend { source, .. } if source.to_string().contains("already open") => Class::Busy,
+        // A second open of a file this process or another holds.
+        StorageError::Locked { .. } => Class::Busy,
         StorageError::UnknownCollection { .. } => Class::NotFound,
         StorageError::Incompatible { .. } | StorageError::UnsupportedFormat { .. } => Class::Incompatible,
         StorageError::InvalidCollectionName { .. }

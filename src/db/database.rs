@@ -67,6 +67,30 @@ impl DatabaseBuilder {
         Ok(Database { store: Arc::new(Store::open(path.as_ref(), self.opts)?) })
     }
 
+    /// Opens an existing database read-only: the file is opened without write access and
+    /// never written, not even by `verify` (which then skips the storage engine's own
+    /// integrity check, since that repairs and commits). It works on a read-only file or
+    /// mount, and shares the file with one writer process and any number of read-only ones.
+    /// Each read sees the newest commit, also one a writer process made after the open. Every
+    /// write through it fails with [`StorageError::ReadOnly`](crate::StorageError::ReadOnly)
+    /// naming the operation.
+    pub fn open_read_only(self, path: impl AsRef<Path>) -> Result<Database> {
+        Ok(Database { store: Arc::new(Store::open_read_only(path.as_ref(), self.opts)?) })
+    }
+
+    /// Opens the database at `path`, creating it first when no file is there.
+    pub fn open_or_create(self, path: impl AsRef<Path>) -> Result<Database> {
+        let path = path.as_ref();
+        if path.exists() {
+            return self.open(path);
+        }
+        match self.create(path) {
+            // Another process created it meanwhile.
+            Err(crate::Error::Storage(crate::StorageError::AlreadyExists { .. })) => self.open(path),
+            other => other,
+        }
+    }
+
     pub(crate) fn create_on<B: Backend>(self, backend: B) -> Result<Database> {
         Ok(Database { store: Arc::new(Store::create_on(backend, self.opts)?) })
     }
@@ -85,6 +109,22 @@ impl Database {
     /// Opens an existing database with default options.
     pub fn open(path: impl AsRef<Path>) -> Result<Database> {
         Self::builder().open(path)
+    }
+
+    /// Opens an existing database read-only with default options (see
+    /// [`DatabaseBuilder::open_read_only`]).
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Database> {
+        Self::builder().open_read_only(path)
+    }
+
+    /// Opens the database at `path`, creating it when missing, with default options.
+    pub fn open_or_create(path: impl AsRef<Path>) -> Result<Database> {
+        Self::builder().open_or_create(path)
+    }
+
+    /// Whether this handle was opened read-only.
+    pub fn is_read_only(&self) -> bool {
+        self.store.is_read_only()
     }
 
     /// Options for opening or creating.

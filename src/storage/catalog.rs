@@ -132,7 +132,7 @@ impl Store {
     ) -> Result<CollectionInfo, E> {
         validate_name(name)?;
         params.validate().map_err(|source| StorageError::Incompatible { collection: name.to_string(), source })?;
-        let txn = self.begin_write()?;
+        let txn = self.begin_write("create collection")?;
         let info = {
             let mut names = txn.open_table(COLLECTION_NAMES).map_err(StorageError::backend("open table"))?;
             if names.get(name).map_err(StorageError::backend("read collection name"))?.is_some() {
@@ -236,7 +236,7 @@ impl Store {
 
     /// The body of [`Self::drop_collection`], run inside [`contain`] (redb panics become errors).
     fn drop_collection_unguarded(&self, name: &str) -> Result<(), StorageError> {
-        let txn = self.begin_write()?;
+        let txn = self.begin_write("drop collection")?;
         {
             let mut names = txn.open_table(COLLECTION_NAMES).map_err(StorageError::backend("open table"))?;
             let Some(id) = names.remove(name).map_err(StorageError::backend("drop collection"))?.map(|g| g.value())

@@ -50,13 +50,16 @@ impl Store {
         collections: &[CollectionInfo],
         hook_for: &dyn Fn(&CollectionInfo) -> H,
     ) -> Result<CompactionSummary, H::Error> {
+        if self.is_read_only() {
+            return Err(StorageError::ReadOnly { op: "compact" }.into());
+        }
         contain("compact", || {
             let mut summary = CompactionSummary { file_bytes_before: self.file_len(), ..Default::default() };
             for info in collections {
                 let mut hook = hook_for(info);
                 self.compact_collection(info, &mut summary, &mut hook)?;
                 let mut hook = hook_for(info);
-                let txn = self.begin_write()?;
+                let txn = self.begin_write("compact")?;
                 hook.begin(&IndexTxn(&txn), info)?;
                 if hook.optimize(&IndexTxn(&txn), info)? {
                     summary.indexes_optimized += 1;
@@ -89,7 +92,7 @@ impl Store {
             return Ok(());
         }
         let purged_before = summary.rows_purged;
-        let txn = self.begin_write()?;
+        let txn = self.begin_write("compact")?;
         let mut state = state_in(&txn, info)?;
         hook.begin(&IndexTxn(&txn), info)?;
         {
@@ -140,7 +143,7 @@ impl Store {
     pub(crate) fn compact_file(&self) -> Result<(), StorageError> {
         // redb compacts against the last durable commit.
         self.flush()?;
-        let mut db = self.exclusive();
+        let mut db = self.exclusive("file compaction")?;
         for _ in 0..64 {
             match db.compact() {
                 Ok(true) => continue,

@@ -45,7 +45,7 @@ impl Store {
             source: Box::new(source),
         })?;
         contain("write planner costs", || {
-            let txn = self.begin_write()?;
+            let txn = self.begin_write("store planner costs")?;
             {
                 let mut t = txn.open_table(META).map_err(StorageError::backend("open meta table"))?;
                 t.insert(COSTS_KEY, bytes.as_slice()).map_err(StorageError::backend("write planner costs"))?;

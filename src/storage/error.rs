@@ -180,6 +180,19 @@ pub enum StorageError {
         /// The operation.
         op: &'static str,
     },
+    /// Another handle holds the file in a mode this open cannot share (a writer beside a
+    /// writer, a reader beside an exclusive writer), in this process or another.
+    #[error("{path} is in use by another process (or another handle in this one): the database is locked")]
+    Locked {
+        /// The database file.
+        path: PathBuf,
+    },
+    /// A write (or an operation that must write) through a handle opened read-only.
+    #[error("{op} needs a writable database, but it was opened read-only")]
+    ReadOnly {
+        /// The operation refused.
+        op: &'static str,
+    },
 }
 
 impl StorageError {

@@ -319,7 +319,7 @@ impl super::store::Store {
         &self,
         f: impl FnOnce(&IndexTxn<'_>) -> Result<T, E>,
     ) -> Result<T, E> {
-        let txn = self.begin_write()?;
+        let txn = self.begin_write("write index")?;
         let out = f(&IndexTxn(&txn))?;
         txn.commit().map_err(StorageError::backend("commit"))?;
         Ok(out)

@@ -7,8 +7,8 @@ use std::sync::{Arc, OnceLock};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use parking_lot::{RwLock, RwLockWriteGuard};
-use redb::{ReadTransaction, ReadableDatabase, WriteTransaction};
+use parking_lot::{MappedRwLockWriteGuard, RwLock, RwLockWriteGuard};
+use redb::{ConcurrencyMode, ReadTransaction, ReadableDatabase, WriteTransaction};
 
 use super::backend::{Backend, RedbBackend};
 use super::error::{StorageError, contain, contain_any};
@@ -53,8 +53,13 @@ pub(crate) struct StoreOptions {
 /// The redb handle sits behind a `RwLock` only so that the operations redb runs on
 /// `&mut Database` (integrity check, file compaction) can get it; every transaction takes
 /// the read side just long enough to begin.
+///
+/// Files are opened in redb's `SingleWriter` mode (except `Eventual` writers, see
+/// [`Store::file_builder`]): one process writes, and read-only handles in any number of other
+/// processes share the file with it. A read-only handle never writes a byte: it takes only
+/// advisory byte-range locks, which change neither the contents nor the mtime.
 pub(crate) struct Store {
-    db: RwLock<redb::Database>,
+    db: RwLock<Handle>,
     location: PathBuf,
     durability: Durability,
     /// The stored planner costs, read on first use (outer `None`: not read yet).
@@ -65,6 +70,22 @@ pub(crate) struct Store {
     /// State the index layer keeps per opened database (its probe caches), shared with
     /// this handle's snapshots.
     pub(crate) layer: LayerState,
+}
+
+/// The redb handle: read-write, or read-only (every write is refused with
+/// [`StorageError::ReadOnly`]).
+enum Handle {
+    Write(redb::Database),
+    Read(redb::ReadOnlyDatabase),
+}
+
+impl Handle {
+    fn readable(&self) -> &dyn ReadableDatabase {
+        match self {
+            Handle::Write(db) => db,
+            Handle::Read(db) => db,
+        }
+    }
 }
 
 /// One slot of per-database state for a layer above storage, made on first use: storage
@@ -114,6 +135,28 @@ impl Store {
         b
     }
 
+    /// The builder for a file shared with other processes. `Eventual` writers stay
+    /// `ExclusiveWriter`: redb keeps non-durable commits in the writer's memory only, which it
+    /// refuses in the shared modes, so such a writer excludes readers of other processes.
+    fn file_builder(opts: &StoreOptions, read_only: bool) -> redb::Builder {
+        let mut b = Self::builder(opts);
+        if read_only || opts.durability == Durability::Immediate {
+            b.set_concurrency_mode(ConcurrencyMode::SingleWriter);
+        }
+        b
+    }
+
+    fn wrap(db: Handle, path: &Path, opts: StoreOptions) -> Store {
+        Store {
+            db: RwLock::new(db),
+            location: path.to_path_buf(),
+            durability: opts.durability,
+            costs: Default::default(),
+            id: next_store_id(),
+            layer: LayerState::default(),
+        }
+    }
+
     /// Creates a new database at `path`, atomically: the file is built and committed at
     /// [`temp_path`], then renamed into place and the directory synced. A crash at any point
     /// leaves either no file at `path` or a complete one.
@@ -128,7 +171,7 @@ impl Store {
             Err(e) => return Err(io_err("remove stale temporary file", &tmp)(e)),
         }
         {
-            let db = Self::builder(&opts).create(&tmp).map_err(|e| match e {
+            let db = Self::file_builder(&opts, false).create(&tmp).map_err(|e| match e {
                 // Name the path: "create /no/such/dir/db: No such file or directory".
                 redb::DatabaseError::Storage(redb::StorageError::Io(source)) => {
                     StorageError::Io { op: "create", path: path.to_path_buf(), source }
@@ -155,14 +198,41 @@ impl Store {
     /// Opens an existing database. Reads only the format record: nothing is scanned or
     /// rebuilt, so opening costs what redb's own open costs plus one small read.
     pub(crate) fn open(path: &Path, opts: StoreOptions) -> Result<Store, StorageError> {
-        if !path.exists() {
-            return Err(io_err("open", path)(std::io::Error::from(std::io::ErrorKind::NotFound)));
+        Self::exists(path)?;
+        let db = contain_any("open", || Self::file_builder(&opts, false).open(path))?
+            .map_err(|e| Self::open_error(e, path))?;
+        Self::check_format(&db, path)?;
+        Ok(Self::wrap(Handle::Write(db), path, opts))
+    }
+
+    /// Opens an existing database read-only: the file is opened without write access and
+    /// never written (a read-only file or mount is fine); it may be shared with one writer
+    /// process and any number of readers. Every write is [`StorageError::ReadOnly`].
+    pub(crate) fn open_read_only(path: &Path, opts: StoreOptions) -> Result<Store, StorageError> {
+        Self::exists(path)?;
+        let db = contain_any("open", || Self::file_builder(&opts, true).open_read_only(path))?
+            .map_err(|e| Self::open_error(e, path))?;
+        Self::check_format(&db, path)?;
+        Ok(Self::wrap(Handle::Read(db), path, opts))
+    }
+
+    fn exists(path: &Path) -> Result<(), StorageError> {
+        if path.exists() {
+            Ok(())
+        } else {
+            Err(io_err("open", path)(std::io::Error::from(std::io::ErrorKind::NotFound)))
         }
+    }
+
+    fn open_error(e: redb::DatabaseError, path: &Path) -> StorageError {
         let not_redb = |e: redb::DatabaseError| StorageError::NotSketchdb {
             path: path.to_path_buf(),
             reason: format!("the storage engine refuses the file: {e}"),
         };
-        let db = contain_any("open", || Self::builder(&opts).open(path))?.map_err(|e| match e {
+        match e {
+            redb::DatabaseError::DatabaseAlreadyOpen | redb::DatabaseError::LockProtocolMismatch => {
+                StorageError::Locked { path: path.to_path_buf() }
+            }
             redb::DatabaseError::Storage(redb::StorageError::Corrupted(_))
             | redb::DatabaseError::UpgradeRequired(_) => not_redb(e),
             redb::DatabaseError::Storage(redb::StorageError::Io(ref io))
@@ -174,16 +244,7 @@ impl Store {
                 StorageError::Io { op: "open", path: path.to_path_buf(), source }
             }
             e => StorageError::backend("open")(e),
-        })?;
-        Self::check_format(&db, path)?;
-        Ok(Store {
-            db: RwLock::new(db),
-            location: path.to_path_buf(),
-            durability: opts.durability,
-            costs: Default::default(),
-            id: next_store_id(),
-            layer: LayerState::default(),
-        })
+        }
     }
 
     /// Creates a database on an empty custom backend (no rename: the backend is opaque).
@@ -191,14 +252,7 @@ impl Store {
         let db =
             Self::builder(&opts).create_with_backend(RedbBackend(backend)).map_err(StorageError::backend("create"))?;
         Self::initialise(&db)?;
-        Ok(Store {
-            db: RwLock::new(db),
-            location: PathBuf::from("<backend>"),
-            durability: opts.durability,
-            costs: Default::default(),
-            id: next_store_id(),
-            layer: LayerState::default(),
-        })
+        Ok(Self::wrap(Handle::Write(db), Path::new("<backend>"), opts))
     }
 
     /// Opens a database previously created on a custom backend.
@@ -207,14 +261,7 @@ impl Store {
         let db = contain_any("open", || Self::builder(&opts).create_with_backend(RedbBackend(backend)))?
             .map_err(|e| StorageError::NotSketchdb { path: location.clone(), reason: e.to_string() })?;
         Self::check_format(&db, &location)?;
-        Ok(Store {
-            db: RwLock::new(db),
-            location,
-            durability: opts.durability,
-            costs: Default::default(),
-            id: next_store_id(),
-            layer: LayerState::default(),
-        })
+        Ok(Self::wrap(Handle::Write(db), &location, opts))
     }
 
     fn initialise(db: &redb::Database) -> Result<(), StorageError> {
@@ -239,7 +286,7 @@ impl Store {
         txn.commit().map_err(StorageError::backend("commit"))
     }
 
-    fn check_format(db: &redb::Database, location: &Path) -> Result<(), StorageError> {
+    fn check_format(db: &dyn ReadableDatabase, location: &Path) -> Result<(), StorageError> {
         contain("read format record", || {
             let not_ours =
                 |reason: &str| StorageError::NotSketchdb { path: location.to_path_buf(), reason: reason.into() };
@@ -282,29 +329,54 @@ impl Store {
 
     /// Begins a read transaction: a consistent snapshot of the last commit.
     pub(crate) fn begin_read(&self) -> Result<ReadTransaction, StorageError> {
-        self.db.read().begin_read().map_err(StorageError::backend("begin read"))
+        self.db.read().readable().begin_read().map_err(StorageError::backend("begin read"))
     }
 
-    /// Begins a write transaction with the store's durability.
-    pub(crate) fn begin_write(&self) -> Result<WriteTransaction, StorageError> {
-        let mut txn = self.db.read().begin_write().map_err(StorageError::backend("begin write"))?;
+    /// Whether the handle was opened read-only.
+    pub(crate) fn is_read_only(&self) -> bool {
+        matches!(*self.db.read(), Handle::Read(_))
+    }
+
+    fn begin_write_raw(&self, op: &'static str) -> Result<WriteTransaction, StorageError> {
+        match &*self.db.read() {
+            Handle::Write(db) => db.begin_write().map_err(StorageError::backend("begin write")),
+            Handle::Read(_) => Err(StorageError::ReadOnly { op }),
+        }
+    }
+
+    /// Begins a write transaction with the store's durability; `op` names the operation
+    /// for [`StorageError::ReadOnly`] on a read-only handle.
+    pub(crate) fn begin_write(&self, op: &'static str) -> Result<WriteTransaction, StorageError> {
+        let mut txn = self.begin_write_raw(op)?;
         if self.durability == Durability::Eventual {
             txn.set_durability(redb::Durability::None).map_err(StorageError::backend("set durability"))?;
         }
         Ok(txn)
     }
 
-    /// Makes every earlier commit durable (an empty `Immediate` commit).
+    /// Makes every earlier commit durable (an empty `Immediate` commit). A read-only handle
+    /// has made no commits, so there it does nothing.
     pub(crate) fn flush(&self) -> Result<(), StorageError> {
+        if self.is_read_only() {
+            return Ok(());
+        }
         contain("flush", || {
-            let txn = self.db.read().begin_write().map_err(StorageError::backend("begin write"))?;
+            let txn = self.begin_write_raw("flush")?;
             txn.commit().map_err(StorageError::backend("commit"))
         })
     }
 
-    /// The redb handle to itself, for integrity checks and file compaction.
-    pub(crate) fn exclusive(&self) -> RwLockWriteGuard<'_, redb::Database> {
-        self.db.write()
+    /// The read-write redb handle to itself, for integrity checks and file compaction
+    /// ([`StorageError::ReadOnly`] naming `op` on a read-only handle).
+    pub(crate) fn exclusive(
+        &self,
+        op: &'static str,
+    ) -> Result<MappedRwLockWriteGuard<'_, redb::Database>, StorageError> {
+        RwLockWriteGuard::try_map(self.db.write(), |h| match h {
+            Handle::Write(db) => Some(db),
+            Handle::Read(_) => None,
+        })
+        .map_err(|_| StorageError::ReadOnly { op })
     }
 
     /// Rewrites the format record with another version (tests of version refusal only).
@@ -321,7 +393,7 @@ impl Store {
                 key: FORMAT_KEY.into(),
                 source: Box::new(source),
             })?;
-        let txn = self.begin_write()?;
+        let txn = self.begin_write("rewrite format record")?;
         {
             let mut meta = txn.open_table(META).map_err(StorageError::backend("open table"))?;
             meta.insert(FORMAT_KEY, bytes.as_slice()).map_err(StorageError::backend("write format record"))?;

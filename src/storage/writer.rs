@@ -244,7 +244,7 @@ impl super::store::Store {
         ops: impl IntoIterator<Item = WriteOp<'a>>,
         hook: &mut H,
     ) -> Result<WriteSummary, H::Error> {
-        let txn = self.begin_write()?;
+        let txn = self.begin_write("write records")?;
         let mut state = state_in(&txn, info)?;
         hook.begin(&IndexTxn(&txn), info)?;
         let mut summary = WriteSummary { first_row: state.next_row, ..WriteSummary::default() };

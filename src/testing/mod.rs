@@ -50,7 +50,7 @@ pub fn read_raw_page(collection: &Collection, db: &Database, page: u64) -> Resul
 /// engine's own checksums do not see.
 pub fn write_raw_page(collection: &Collection, db: &Database, page: u64, bytes: &[u8]) -> Result<()> {
     let store = db.store();
-    let txn = store.begin_write()?;
+    let txn = store.begin_write("test write")?;
     {
         let mut t = txn
             .open_table(crate::storage::tables::PAGES)

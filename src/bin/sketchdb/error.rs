@@ -149,23 +149,10 @@ fn query_kind(e: &QueryError) -> ErrorKind {
     }
 }
 
-/// Whether the storage engine refused to open the file because another process holds its lock (its
-/// `DatabaseAlreadyOpen`, reached through the backend error's source chain).
-fn held_elsewhere(e: &StorageError) -> bool {
-    let mut src = std::error::Error::source(e);
-    while let Some(s) = src {
-        if s.to_string().starts_with("Database already open") {
-            return true;
-        }
-        src = s.source();
-    }
-    false
-}
-
 fn storage_kind(e: &StorageError) -> ErrorKind {
     match e {
         StorageError::Busy { .. } => ErrorKind::Busy,
-        StorageError::Backend { .. } if held_elsewhere(e) => ErrorKind::Busy,
+        StorageError::Locked { .. } => ErrorKind::Busy,
         StorageError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => ErrorKind::NotFound,
         StorageError::Io { .. } => ErrorKind::Io,
         StorageError::UnknownCollection { .. } => ErrorKind::NotFound,

@@ -176,6 +176,23 @@ fn dispatch(session: &mut Session, command: &Command, json_out: bool) -> Result<
     }
 }
 
+/// Whether `command` only reads the database, so that a one-shot run opens it read-only
+/// (beside a writer process, on a read-only file, without changing a byte).
+fn reads_only(command: &Command) -> bool {
+    match command {
+        Command::List
+        | Command::Query { .. }
+        | Command::Estimate { .. }
+        | Command::Explain { .. }
+        | Command::Stats
+        | Command::Verify
+        | Command::Export { .. } => true,
+        // A directory is ingested into a collection first.
+        Command::Dedup(args) => !std::path::Path::new(&args.target).is_dir(),
+        _ => false,
+    }
+}
+
 struct Shell {
     session: Session,
 }
@@ -208,8 +225,11 @@ impl shell::ShellCommands for Shell {
     }
 
     fn collection_names(&self) -> Vec<String> {
-        // Completion must not create or lock anything: a throwaway session.
-        Session::new(Some(self.session.path().to_path_buf())).collection_names()
+        // Completion must not create, write or lock out anything: a throwaway read-only
+        // session, which shares the file with the shell's own writer handle.
+        let mut names = Session::new(Some(self.session.path().to_path_buf()));
+        names.read_only = true;
+        names.collection_names()
     }
 }
 
@@ -235,6 +255,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                 None => cli.db,
             };
             let mut session = Session::new(path);
+            session.read_only = reads_only(&command);
             dispatch(&mut session, &command, cli.json)?;
             Ok(true)
         }

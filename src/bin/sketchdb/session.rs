@@ -16,11 +16,18 @@ pub struct Session {
     db: Option<Database>,
     /// Whether `open` may create a missing file.
     pub create_missing: bool,
+    /// Whether to open read-only (the file is then never written; writes are refused).
+    pub read_only: bool,
 }
 
 impl Session {
     pub fn new(path: Option<PathBuf>) -> Self {
-        Session { path: path.unwrap_or_else(|| PathBuf::from(DEFAULT_DB)), db: None, create_missing: false }
+        Session {
+            path: path.unwrap_or_else(|| PathBuf::from(DEFAULT_DB)),
+            db: None,
+            create_missing: false,
+            read_only: false,
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -30,7 +37,9 @@ impl Session {
     /// The database, opened (or, when allowed, created) on first use.
     pub fn db(&mut self) -> Result<&Database, CliError> {
         if self.db.is_none() {
-            let db = if self.path.exists() {
+            let db = if self.path.exists() && self.read_only {
+                Database::open_read_only(&self.path)?
+            } else if self.path.exists() {
                 Database::open(&self.path)?
             } else if self.create_missing {
                 note(&format!("sketchdb: creating database {}", self.path.display()));

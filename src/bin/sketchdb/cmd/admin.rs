@@ -259,6 +259,7 @@ pub fn verify(session: &mut Session, json_out: bool) -> Result<bool, CliError> {
             "{}",
             json!({"ok": report.is_ok(), "collections": report.collections, "pages": report.pages,
                    "rows": report.rows, "engine_integrity_ok": report.engine_integrity_ok,
+                   "engine_integrity_checked": report.engine_integrity_checked,
                    "problems": report.problems.len()})
         )?;
     } else {
@@ -271,7 +272,11 @@ pub fn verify(session: &mut Session, json_out: bool) -> Result<bool, CliError> {
             report.collections,
             report.pages,
             report.rows,
-            if report.engine_integrity_ok { "ok" } else { "FAILED" }
+            match (report.engine_integrity_checked, report.engine_integrity_ok) {
+                (false, _) => "not checked (read-only open)",
+                (true, true) => "ok",
+                (true, false) => "FAILED",
+            }
         )?;
     }
     Ok(report.is_ok())
