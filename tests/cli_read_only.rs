@@ -101,3 +101,19 @@ fn readers_run_beside_a_writer_process_and_a_second_writer_is_busy() {
     let out = ok(d, &["--db", "x.db", "--json", "stats"]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"live\":4"), "{}", String::from_utf8_lossy(&out.stdout));
 }
+
+/// `verify` alone leaves the engine's own check out (it needs the file to itself);
+/// `verify --engine` opens read-write and runs it.
+#[test]
+fn verify_engine_runs_the_storage_engines_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    setup(d);
+    let field = |args: &[&str]| {
+        let out = ok(d, args);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (v["engine_integrity_checked"].as_bool(), v["engine_integrity_ok"].as_bool(), v["ok"].as_bool())
+    };
+    assert_eq!(field(&["--db", "x.db", "--json", "verify"]).0, Some(false));
+    assert_eq!(field(&["--db", "x.db", "--json", "verify", "--engine"]), (Some(true), Some(true), Some(true)));
+}

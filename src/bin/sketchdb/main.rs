@@ -116,8 +116,13 @@ enum Command {
     Dedup(dedup::DedupArgs),
     /// Collection and file statistics.
     Stats,
-    /// Check every page, map and index, and the storage engine's own integrity.
-    Verify,
+    /// Check every page, map and index (read-only: the file is left byte for byte as it was).
+    Verify {
+        /// Also run the storage engine's own integrity check, which needs the file to itself
+        /// and may repair and rewrite it: opens read-write.
+        #[arg(long)]
+        engine: bool,
+    },
     /// Rewrite pages without deleted rows and give file space back.
     Compact,
     /// Write a collection as JSON lines (round trip exact).
@@ -160,7 +165,7 @@ fn dispatch(session: &mut Session, command: &Command, json_out: bool) -> Result<
             dedup::dedup(session, args, json_out)
         }
         Command::Stats => admin::stats(session, json_out),
-        Command::Verify => {
+        Command::Verify { .. } => {
             if admin::verify(session, json_out)? {
                 Ok(())
             } else {
@@ -185,7 +190,7 @@ fn reads_only(command: &Command) -> bool {
         | Command::Estimate { .. }
         | Command::Explain { .. }
         | Command::Stats
-        | Command::Verify
+        | Command::Verify { engine: false }
         | Command::Export { .. } => true,
         // A directory is ingested into a collection first.
         Command::Dedup(args) => !std::path::Path::new(&args.target).is_dir(),
