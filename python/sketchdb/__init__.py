@@ -19,7 +19,7 @@ A database file holds named collections::
         hits = docs.query(text="some text here", threshold=0.5)
 """
 
-from ._errors import BusyError, CorruptError, Error, IncompatibleError, NotFoundError
+from ._errors import BusyError, CorruptError, Error, IncompatibleError, NotFoundError, ReadOnlyError
 from ._sketchdb import (
     DEFAULT_SEED,
     MAX_KEY_LEN,
@@ -56,6 +56,7 @@ __all__ = [
     "IncompatibleError",
     "MinHash",
     "NotFoundError",
+    "ReadOnlyError",
     "SimHash",
     "__version__",
     "open",

@@ -3,6 +3,7 @@ from ._errors import CorruptError as CorruptError
 from ._errors import Error as Error
 from ._errors import IncompatibleError as IncompatibleError
 from ._errors import NotFoundError as NotFoundError
+from ._errors import ReadOnlyError as ReadOnlyError
 from ._sketchdb import DEFAULT_SEED as DEFAULT_SEED
 from ._sketchdb import MAX_KEY_LEN as MAX_KEY_LEN
 from ._sketchdb import OPH as OPH

@@ -18,6 +18,10 @@ class BusyError(Error):
     """The operation needs the database to itself (or the file is open elsewhere)."""
 
 
+class ReadOnlyError(Error):
+    """A write through a database opened with ``read_only=True``."""
+
+
 class NotFoundError(Error, KeyError):
     """A missing key or collection. Also a ``KeyError``, so ``db[name]`` and ``coll[key]``
     behave as mappings do."""

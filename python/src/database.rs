@@ -51,12 +51,18 @@ impl PyDatabase {
 
 /// Opens the database at `path`. `create`: None opens the file or creates it when missing,
 /// True creates it (an error if it exists), False opens it (an error if missing).
+/// `read_only`: open without ever writing the file (beside a writer in another process, or on
+/// a read-only file); writes raise `ReadOnlyError`, and the file must exist.
 #[pyfunction]
-#[pyo3(signature = (path, create = None))]
-pub(crate) fn open(py: Python<'_>, path: PathBuf, create: Option<bool>) -> PyResult<PyDatabase> {
+#[pyo3(signature = (path, create = None, *, read_only = false))]
+pub(crate) fn open(py: Python<'_>, path: PathBuf, create: Option<bool>, read_only: bool) -> PyResult<PyDatabase> {
+    if read_only && create == Some(true) {
+        return Err(pyo3::exceptions::PyValueError::new_err("read_only=True cannot create a database (create=True)"));
+    }
     let p = path.clone();
     let db = py
         .detach(move || match create {
+            _ if read_only => Database::open_read_only(&p),
             Some(true) => Database::create(&p),
             Some(false) => Database::open(&p),
             None if p.exists() => Database::open(&p),

@@ -15,6 +15,7 @@ pub(crate) enum Class {
     Incompatible,
     Busy,
     NotFound,
+    ReadOnly,
     Value,
 }
 
@@ -26,6 +27,7 @@ impl Class {
             Class::Incompatible => "IncompatibleError",
             Class::Busy => "BusyError",
             Class::NotFound => "NotFoundError",
+            Class::ReadOnly => "ReadOnlyError",
             Class::Value => "ValueError",
         }
     }
@@ -54,6 +56,7 @@ fn storage_class(e: &StorageError) -> Class {
         StorageError::Busy { .. } => Class::Busy,
         // A second open of a file this process or another holds.
         StorageError::Locked { .. } => Class::Busy,
+        StorageError::ReadOnly { .. } => Class::ReadOnly,
         StorageError::UnknownCollection { .. } => Class::NotFound,
         StorageError::Incompatible { .. } | StorageError::UnsupportedFormat { .. } => Class::Incompatible,
         StorageError::InvalidCollectionName { .. }

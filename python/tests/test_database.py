@@ -232,3 +232,27 @@ def test_delete_upsert_compact(tmp_path):
         summary = c.compact()
         assert summary["file_bytes_after"] > 0
         assert "plan:" in c.explain(text="some words", threshold=0.5)
+
+
+def test_read_only_open_never_writes_and_follows_the_writer(tmp_path):
+    path = tmp_path / "ro.sketchdb"
+    with sketchdb.open(path) as db:
+        db.create_collection("c").insert_many(["a", "b"], ["one two three four five six", "seven eight nine ten"])
+    before = path.read_bytes(), path.stat().st_mtime_ns
+    with sketchdb.open(path, read_only=True) as ro:
+        c = ro["c"]
+        assert len(c) == 2 and "a" in c
+        assert [h.key for h in c.query(key="a", threshold=0.9)] == ["a"]
+        with pytest.raises(sketchdb.ReadOnlyError, match="read-only"):
+            c.insert("z", text="a write through a read-only handle")
+        with pytest.raises(sketchdb.ReadOnlyError):
+            ro.create_collection("d")
+    assert (path.read_bytes(), path.stat().st_mtime_ns) == before
+    with pytest.raises(ValueError):
+        sketchdb.open(tmp_path / "new.sketchdb", create=True, read_only=True)
+    with pytest.raises(sketchdb.Error):
+        sketchdb.open(tmp_path / "missing.sketchdb", read_only=True)
+    # A reader beside a writer in this process sees the writer's later commits.
+    with sketchdb.open(path) as rw, sketchdb.open(path, read_only=True) as ro:
+        rw["c"].insert("c", text="eleven twelve thirteen fourteen fifteen")
+        assert len(ro["c"]) == 3 and "c" in ro["c"]
