@@ -2,7 +2,9 @@
 //! bad paths, bad parameters, bad keys, incompatible sketches. Each gives a typed error with
 //! a message that says what and where; none panics.
 
-use sketchdb::{Batch, CollectionConfig, Database, Error, SketchError, SketchParams, Sketcher, StorageError, TokenSet};
+use sketchdb::{
+    Batch, CollectionConfig, Database, Error, Query, SketchError, SketchParams, Sketcher, StorageError, TokenSet,
+};
 
 fn small_db(path: &std::path::Path) {
     let db = Database::create(path).unwrap();
@@ -149,6 +151,12 @@ fn bad_parameters_and_sketches_are_typed_errors() {
     assert!(matches!(c.apply(&b), Err(Error::Storage(StorageError::KeyTooLong { .. }))));
     assert_eq!(c.len().unwrap(), 1);
     assert!(sketchdb::admin::verify(&db).unwrap().is_ok());
+    // A question that does not fit is refused by EXPLAIN as by the query itself.
+    let probe = c.sketch_of(key).unwrap();
+    for q in [Query::threshold(probe.clone(), f64::NAN), Query::threshold(probe.clone(), 1.5)] {
+        assert!(matches!(c.query(&q), Err(Error::Query(_))), "{:?}", c.query(&q));
+        assert!(matches!(c.explain(&q, false), Err(Error::Query(_))), "{:?}", c.explain(&q, false));
+    }
 }
 
 /// The OPH estimator's public inputs: impossible counts and bad levels are typed errors

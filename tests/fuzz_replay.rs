@@ -6,7 +6,11 @@
 //! `SKETCHDB_WRITE_SEEDS=1 cargo test --test fuzz_replay` rewrites `fuzz/seeds/` from
 //! `sketchdb::testing::seed_inputs`.
 
+mod common;
+
 use std::path::Path;
+
+use common::fuzz_inputs as inputs;
 
 type Target = fn(&[u8]);
 
@@ -16,17 +20,6 @@ const TARGETS: [(&str, Target); 4] = [
     ("sketch_ops", sketchdb::testing::fuzz_sketch_ops),
     ("db_ops", sketchdb::testing::fuzz_db_ops),
 ];
-
-fn inputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return vec![] };
-    let mut out: Vec<_> = entries
-        .filter_map(Result::ok)
-        .filter(|e| e.path().is_file())
-        .map(|e| (e.path().display().to_string(), std::fs::read(e.path()).unwrap()))
-        .collect();
-    out.sort();
-    out
-}
 
 #[test]
 fn every_seed_and_regression_input_passes() {

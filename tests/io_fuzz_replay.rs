@@ -6,8 +6,12 @@
 //! `SKETCHDB_WRITE_SEEDS=1 cargo test --test io_fuzz_replay` rewrites the `io_*` seeds from
 //! [`seeds`].
 
+mod common;
+
 use std::io::Write;
 use std::path::Path;
+
+use common::fuzz_inputs as inputs;
 use std::sync::Arc;
 
 use arrow_array::builder::{ListBuilder, UInt64Builder};
@@ -125,17 +129,6 @@ fn seeds(name: &str) -> Vec<Vec<u8>> {
         }
         _ => vec![],
     }
-}
-
-fn inputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return vec![] };
-    let mut out: Vec<_> = entries
-        .filter_map(Result::ok)
-        .filter(|e| e.path().is_file())
-        .map(|e| (e.path().display().to_string(), std::fs::read(e.path()).unwrap()))
-        .collect();
-    out.sort();
-    out
 }
 
 #[test]

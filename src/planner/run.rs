@@ -9,7 +9,7 @@ use crate::storage::reader::ReadSnapshot;
 
 use super::cost::{Choice, CostModel, Stats, choose, choose_plan};
 use super::error::QueryError;
-use super::exec::{Analyze, Hit, execute};
+use super::exec::{Analyze, Hit, execute, validate};
 use super::explain::Explain;
 use super::plan::Plan;
 use super::query::Query;
@@ -74,6 +74,7 @@ pub(crate) fn explain(
     costs: &CostModel,
     analyze: bool,
 ) -> Result<Explain, QueryError> {
+    validate(query, info.def.params.kind())?;
     let stats = stats_in(snap, info)?;
     let choice = choose(query, &stats, costs);
     let analyze = if analyze { Some(execute(snap, info, query, &choice.plan, &stats)?.1) } else { None };

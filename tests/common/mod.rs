@@ -6,6 +6,19 @@ use sketchdb::TokenSet;
 
 pub mod simhash;
 
+/// The files of a fuzz corpus folder (seeds or regressions), sorted by path, as
+/// (path, bytes); none when the folder is missing.
+pub fn fuzz_inputs(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return vec![] };
+    let mut out: Vec<_> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.path().is_file())
+        .map(|e| (e.path().display().to_string(), std::fs::read(e.path()).unwrap()))
+        .collect();
+    out.sort();
+    out
+}
+
 /// splitmix64: a tiny, fully specified PRNG so tests are deterministic without extra crates.
 pub struct Rng(pub u64);
 

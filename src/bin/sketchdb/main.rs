@@ -101,11 +101,13 @@ enum Command {
         level: f64,
     },
     /// Show the plan a query would use, the alternatives and their costs.
+    // `explain` shows one query's plan: `--queries` is refused by name, so help hides it.
+    #[command(mut_arg("queries", |a| a.hide(true)))]
     Explain {
         /// The collection.
         collection: String,
         #[command(flatten)]
-        probe: query::OneProbe,
+        probe: query::Probe,
         #[command(flatten)]
         ask: query::Ask,
         /// Also run the query and report what it did.

@@ -87,37 +87,6 @@ pub struct Probe {
     pub queries: Option<PathBuf>,
 }
 
-/// The probe of `explain`: one query. `--queries` is accepted only to be refused by name,
-/// so `--help` does not offer it.
-#[derive(Args, Debug, Clone)]
-pub struct OneProbe {
-    /// A stored key to query with.
-    pub key: Option<String>,
-    /// Text to sketch with the collection's tokenizer.
-    #[arg(long, conflicts_with = "key")]
-    pub text: Option<String>,
-    /// Comma-separated u64 token hashes.
-    #[arg(long, conflicts_with_all = ["key", "text"], value_delimiter = ',')]
-    pub tokens: Option<Vec<u64>>,
-    /// A SimHash fingerprint in hex.
-    #[arg(long, conflicts_with_all = ["key", "text", "tokens"])]
-    pub simhash: Option<String>,
-    #[arg(long, hide = true, conflicts_with_all = ["key", "text", "tokens", "simhash"])]
-    pub queries: Option<PathBuf>,
-}
-
-impl OneProbe {
-    fn probe(&self) -> Probe {
-        Probe {
-            key: self.key.clone(),
-            text: self.text.clone(),
-            tokens: self.tokens.clone(),
-            simhash: self.simhash.clone(),
-            queries: self.queries.clone(),
-        }
-    }
-}
-
 /// Where the probes of a resolved question come from.
 enum Probes {
     /// None: the collection against itself (dedup).
@@ -305,13 +274,13 @@ pub fn query(
 pub fn explain(
     session: &mut Session,
     collection: &str,
-    probe: &OneProbe,
+    probe: &Probe,
     ask: &Ask,
     analyze: bool,
     json_out: bool,
 ) -> Result<(), CliError> {
     let coll = session.collection(collection)?;
-    let resolved = resolve(&coll, Some(&probe.probe()), ask)?;
+    let resolved = resolve(&coll, Some(probe), ask)?;
     let query = match &resolved.probes {
         Probes::One { query, .. } => query,
         Probes::File(path) => {
