@@ -102,7 +102,8 @@ def dedup(
         if "corrupt_lines" in info:
             reason = F.when(F.col("__corrupt").isNotNull(), F.lit("malformed JSON line")).otherwise(reason)
         docs = docs.withColumn("__reason", reason)
-        readable = docs.where(F.col("__reason").isNull())
+        # Only the id and the text travel to the sketch kernel (and through the repartition).
+        readable = docs.where(F.col("__reason").isNull()).select("__id", "__text")
         if options.partitions:
             readable = readable.repartition(options.partitions)
         sketched = _stages.sketch(readable, spec).persist(StorageLevel.MEMORY_AND_DISK)
