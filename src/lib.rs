@@ -79,6 +79,7 @@ pub use sketch::estimate::Estimate;
 pub use sketch::minhash::MinHash;
 pub use sketch::oph::OphSketch;
 pub use sketch::params::{HashFamily, SketchKind, SketchParams};
+pub use sketch::recipe::Recipe;
 pub use sketch::simhash::SimHash;
 pub use sketch::sketcher::{Sketch, Sketcher};
 pub use sketch::tokenize::{Tokenizer, TokenizerKind};
