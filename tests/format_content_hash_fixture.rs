@@ -21,7 +21,22 @@ fn the_v1_fixture_reads_no_hashes_then_keeps_written_ones() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("fixture.sketchdb");
     std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURE), &path).unwrap();
+    let params = written(&path);
+    // The file reopens with the hash; a dropped collection's hashes go with it.
     let db = Database::open(&path).unwrap();
+    assert_eq!(
+        db.collection("minhash").unwrap().snapshot().unwrap().stored_hash("minhash-011").unwrap().unwrap().1,
+        Some(0xabc)
+    );
+    db.drop_collection("minhash").unwrap();
+    let c = db.create_collection("minhash", sketchdb::CollectionConfig::new(params)).unwrap();
+    c.apply(Batch::new().insert("minhash-011", sketch(params, 11))).unwrap();
+    assert_eq!(c.snapshot().unwrap().stored_hash("minhash-011").unwrap(), Some((0, None)));
+}
+
+/// Writes and checks hashes in the fixture copy at `path`; returns the collection's params.
+fn written(path: &Path) -> SketchParams {
+    let db = Database::open(path).unwrap();
     let c = db.collection("minhash").unwrap();
     let params = *c.params();
     let snap = c.snapshot().unwrap();
@@ -40,8 +55,8 @@ fn the_v1_fixture_reads_no_hashes_then_keeps_written_ones() {
     c.apply(&b).unwrap();
     let snap = c.snapshot().unwrap();
     let (row11, h11) = snap.stored_hash("minhash-011").unwrap().unwrap();
-    assert_eq!((row11, h11), (311, Some(0xabc)));
-    assert_eq!(snap.stored_hash("new-1").unwrap(), Some((312, Some(0xdef))));
+    assert_eq!((row11, h11), (310, Some(0xabc)));
+    assert_eq!(snap.stored_hash("new-1").unwrap(), Some((311, Some(0xdef))));
     drop(snap);
     // A replacement without a hash has none (the old hash does not linger), a delete ends
     // the row and its hash.
@@ -50,7 +65,7 @@ fn the_v1_fixture_reads_no_hashes_then_keeps_written_ones() {
     b.delete("new-1");
     c.apply(&b).unwrap();
     let snap = c.snapshot().unwrap();
-    assert_eq!(snap.stored_hash("new-2").unwrap(), Some((314, None)));
+    assert_eq!(snap.stored_hash("new-2").unwrap(), Some((313, None)));
     assert_eq!(snap.stored_hash("new-1").unwrap(), None);
     drop(snap);
 
@@ -69,20 +84,9 @@ fn the_v1_fixture_reads_no_hashes_then_keeps_written_ones() {
         .map(|r| r.key_str().unwrap())
         .collect();
     assert_eq!(with_hash, ["minhash-011"]);
+    drop(snap);
     let report = sketchdb::admin::verify(&db).unwrap();
     assert!(report.is_ok(), "{:?}", report.problems);
-    drop(snap);
 
-    // The file reopens with the hash; a dropped collection's hashes go with it.
-    drop(c);
-    drop(db);
-    let db = Database::open(&path).unwrap();
-    assert_eq!(
-        db.collection("minhash").unwrap().snapshot().unwrap().stored_hash("minhash-011").unwrap().unwrap().1,
-        Some(0xabc)
-    );
-    db.drop_collection("minhash").unwrap();
-    let c = db.create_collection("minhash", sketchdb::CollectionConfig::new(params)).unwrap();
-    c.apply(Batch::new().insert("minhash-011", sketch(params, 11))).unwrap();
-    assert_eq!(c.snapshot().unwrap().stored_hash("minhash-011").unwrap(), Some((0, None)));
+    params
 }
