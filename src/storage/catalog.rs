@@ -269,6 +269,7 @@ impl Store {
                 .map_err(StorageError::backend("drop collection"))?;
             IndexTxn(&txn).drop_index_entries(id)?;
             drop_shingles(&txn, id)?;
+            super::content_hash::drop_collection(&txn, id)?;
         }
         txn.commit().map_err(StorageError::backend("commit"))
     }

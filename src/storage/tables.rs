@@ -28,6 +28,11 @@ pub(crate) const SHINGLES_NAME: &str = "sketchdb.shingles";
 pub(crate) const SHINGLES_MARKER_ROW: u64 = u64::MAX;
 /// The layout version a marker holds (the only one this build reads and writes).
 pub(crate) const SHINGLES_LAYOUT: u8 = 1;
+/// `(u32, u64) -> u128`: (collection id, row id) -> xxh3-128 content hash of the source the
+/// row was sketched from, for rows written with one (`Batch::insert_with_hash`). Created by
+/// the first such write; entries of removed rows are dropped with them.
+pub(crate) const CONTENT_HASHES: TableDefinition<(u32, u64), u128> = TableDefinition::new("sketchdb.content_hashes");
+pub(crate) const CONTENT_HASHES_NAME: &str = "sketchdb.content_hashes";
 
 // ---- Index tables (storage-format.md, "Index tables"). Written by `crate::index`. ----
 

@@ -138,6 +138,30 @@ pub fn parse_config(name: &str) -> Result<DocsConfig, CliError> {
     Ok(DocsConfig { name: name.into(), params })
 }
 
+/// How every measured collection is set up besides its sketch parameters.
+#[derive(Clone, Debug, Default)]
+pub struct Setup {
+    /// Keep exact shingle sets (results re-ranked by exact Jaccard).
+    pub exact: bool,
+    /// The text recipe (default: the collection default's).
+    pub recipe: Option<sketchdb::Recipe>,
+}
+
+impl Setup {
+    /// The collection configuration of `params` under this setup.
+    pub fn config(&self, params: SketchParams) -> CollectionConfig {
+        let config = CollectionConfig::new(params).with_exact_shingles(self.exact);
+        match &self.recipe {
+            Some(r) => config.with_recipe(*r),
+            None => config,
+        }
+    }
+
+    fn name(&self) -> String {
+        self.recipe.as_ref().map_or_else(|| "default".to_string(), |r| r.name().to_string())
+    }
+}
+
 /// A loaded documents collection and what loading it cost.
 pub struct Loaded {
     /// The collection (no index).
@@ -228,6 +252,7 @@ fn format_of(docs: &Path) -> String {
 
 /// What every result line of one configuration shares.
 struct Common<'a> {
+    recipe: String,
     docs: &'a Path,
     truth: &'a Truth,
     config: &'a DocsConfig,
@@ -239,7 +264,7 @@ impl Common<'_> {
         let p = &self.config.params;
         json!({"config": self.config.name, "kind": p.kind().name(), "num_perm": p.slots(), "bits": p.bits(),
                "threshold": threshold, "index": index, "format": format_of(self.docs), "docs": self.loaded.docs,
-               "exact_shingles": self.loaded.coll.config().exact_shingles})
+               "exact_shingles": self.loaded.coll.config().exact_shingles, "recipe": self.recipe})
     }
 
     fn sizes(&self) -> Result<Value, CliError> {
@@ -260,14 +285,14 @@ pub fn dedup_docs(
     configs: &[DocsConfig],
     indexes: &[bool],
     clusterings: &[Clustering],
-    exact: bool,
+    setup: &Setup,
     limit: Option<usize>,
     run: &str,
 ) -> Result<(), CliError> {
     let mut truth = Truth::load(truth)?;
     let bytes = jsonl_bytes(docs);
     for config in configs {
-        let mut loaded = ingest(docs, limit, CollectionConfig::new(config.params).with_exact_shingles(exact))?;
+        let mut loaded = ingest(docs, limit, setup.config(config.params))?;
         eprintln!("{}: {} documents in {:.1} s ({} skipped)", config.name, loaded.docs, loaded.ingest_s, loaded.skipped);
         if limit.is_some() {
             truth.restrict(loaded.lines);
@@ -280,7 +305,7 @@ pub fn dedup_docs(
                     loaded.coll.rebuild_index(index)?;
                 }
                 let index_s = at.elapsed().as_secs_f64();
-                let common = Common { docs, truth: &truth, config, loaded: &loaded };
+                let common = Common { recipe: setup.name(), docs, truth: &truth, config, loaded: &loaded };
                 let at = Instant::now();
                 let d = loaded.coll.dedup_clustered(QueryKind::Threshold(t), QueryOptions::default(), clustering)?;
                 let dedup_s = at.elapsed().as_secs_f64();
@@ -307,7 +332,7 @@ pub fn dedup_docs(
                 });
                 merge(&mut metrics, common.sizes()?);
                 let notes = format!(
-                    "{} scores; plan {}; truth recipe differs from the collection's tokenizer",
+                    "{} scores; plan {}",
                     d.scoring,
                     d.plan.map(|p| p.to_string()).unwrap_or_default()
                 );
@@ -341,13 +366,13 @@ pub fn search_docs(
     thresholds: &[f64],
     configs: &[DocsConfig],
     queries: usize,
-    exact: bool,
+    setup: &Setup,
     limit: Option<usize>,
     run: &str,
 ) -> Result<(), CliError> {
     let mut truth = Truth::load(truth)?;
     for config in configs {
-        let mut loaded = ingest(docs, limit, CollectionConfig::new(config.params).with_exact_shingles(exact))?;
+        let mut loaded = ingest(docs, limit, setup.config(config.params))?;
         eprintln!("{}: {} documents in {:.1} s ({} skipped)", config.name, loaded.docs, loaded.ingest_s, loaded.skipped);
         if limit.is_some() {
             truth.restrict(loaded.lines);
@@ -357,7 +382,7 @@ pub fn search_docs(
             loaded.coll.rebuild_index(IndexConfig::lsh(t))?;
             let partners = truth.partners_at(t);
             for exact in [false, true] {
-                let common = Common { docs, truth: &truth, config, loaded: &loaded };
+                let common = Common { recipe: setup.name(), docs, truth: &truth, config, loaded: &loaded };
                 let options = QueryOptions { exact, ..QueryOptions::default() };
                 let (mut found, mut returned, mut expected, mut lat, mut asked) = (0u64, 0u64, 0u64, vec![], 0u64);
                 let mut plan = String::new();
@@ -388,7 +413,7 @@ pub fn search_docs(
                 });
                 merge(&mut metrics, common.sizes()?);
                 let index_name = if exact { "none (exact over stored sketches)" } else { "lsh" };
-                let notes = format!("plan {plan}; truth recipe differs from the collection's tokenizer");
+                let notes = format!("plan {plan}");
                 emit(run, "search-docs", &truth.dataset, common.config_json(t, index_name), metrics, &notes)?;
             }
         }
