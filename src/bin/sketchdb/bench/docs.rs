@@ -117,14 +117,13 @@ pub const ALL_CONFIGS: &str = "minhash128,bbit512x8,bbit1024x4,oph512x8,oph1024x
 /// Parses `minhash128` (32-bit values), `bbit512x8`, `oph1024x4` (kind, slots, `x` bits) or
 /// `default` (the default text collection's parameters).
 pub fn parse_config(name: &str) -> Result<DocsConfig, CliError> {
-    let usage = || CliError::Usage(format!("unknown configuration `{name}` (e.g. default, minhash128, bbit512x8, oph1024x4)"));
+    let usage =
+        || CliError::Usage(format!("unknown configuration `{name}` (e.g. default, minhash128, bbit512x8, oph1024x4)"));
     if name == "default" {
         return Ok(DocsConfig { name: name.into(), params: sketchdb::recipes::text_config()?.params });
     }
-    let (kind, rest) = ["minhash", "bbit", "oph"]
-        .iter()
-        .find_map(|k| name.strip_prefix(k).map(|r| (*k, r)))
-        .ok_or_else(usage)?;
+    let (kind, rest) =
+        ["minhash", "bbit", "oph"].iter().find_map(|k| name.strip_prefix(k).map(|r| (*k, r))).ok_or_else(usage)?;
     let (slots, bits) = match rest.split_once('x') {
         Some((s, b)) => (s.parse::<u32>().map_err(|_| usage())?, Some(b.parse::<u8>().map_err(|_| usage())?)),
         None => (rest.parse::<u32>().map_err(|_| usage())?, None),
@@ -293,7 +292,10 @@ pub fn dedup_docs(
     let bytes = jsonl_bytes(docs);
     for config in configs {
         let mut loaded = ingest(docs, limit, setup.config(config.params))?;
-        eprintln!("{}: {} documents in {:.1} s ({} skipped)", config.name, loaded.docs, loaded.ingest_s, loaded.skipped);
+        eprintln!(
+            "{}: {} documents in {:.1} s ({} skipped)",
+            config.name, loaded.docs, loaded.ingest_s, loaded.skipped
+        );
         if limit.is_some() {
             truth.restrict(loaded.lines);
         }
@@ -331,11 +333,7 @@ pub fn dedup_docs(
                     "skipped": loaded.skipped,
                 });
                 merge(&mut metrics, common.sizes()?);
-                let notes = format!(
-                    "{} scores; plan {}",
-                    d.scoring,
-                    d.plan.map(|p| p.to_string()).unwrap_or_default()
-                );
+                let notes = format!("{} scores; plan {}", d.scoring, d.plan.map(|p| p.to_string()).unwrap_or_default());
                 let index_name = if with_index { "lsh" } else { "none" };
                 let mut cfg = common.config_json(t, index_name);
                 merge(&mut cfg, json!({"clustering": clustering.name()}));
@@ -373,7 +371,10 @@ pub fn search_docs(
     let mut truth = Truth::load(truth)?;
     for config in configs {
         let mut loaded = ingest(docs, limit, setup.config(config.params))?;
-        eprintln!("{}: {} documents in {:.1} s ({} skipped)", config.name, loaded.docs, loaded.ingest_s, loaded.skipped);
+        eprintln!(
+            "{}: {} documents in {:.1} s ({} skipped)",
+            config.name, loaded.docs, loaded.ingest_s, loaded.skipped
+        );
         if limit.is_some() {
             truth.restrict(loaded.lines);
         }
