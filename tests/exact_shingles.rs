@@ -9,8 +9,7 @@ use std::path::Path;
 use proptest::prelude::*;
 use sketchdb::plan::Scoring;
 use sketchdb::{
-    Batch, Clustering, CollectionConfig, Database, Error, QueryKind, QueryOptions, SketchParams, StorageError,
-    TokenSet,
+    Batch, Clustering, CollectionConfig, Database, Error, QueryKind, QueryOptions, SketchParams, StorageError, TokenSet,
 };
 
 fn jaccard(a: &BTreeSet<u64>, b: &BTreeSet<u64>) -> f64 {
@@ -135,11 +134,21 @@ fn text_queries_score_exactly_and_bare_sketches_are_refused() {
     let c = db.create_collection("docs", config).unwrap();
     let a = "the quick brown fox jumps over the lazy dog near the river bank";
     c.insert_text("a", a).unwrap();
-    let r = c.query_text("the quick brown fox jumps over the lazy dog near the river", QueryKind::TopK(1), QueryOptions::default()).unwrap();
+    let r = c
+        .query_text(
+            "the quick brown fox jumps over the lazy dog near the river",
+            QueryKind::TopK(1),
+            QueryOptions::default(),
+        )
+        .unwrap();
     let want = {
         let x: BTreeSet<u64> = c.config().tokenizer.tokens(a).into_iter().collect();
-        let y: BTreeSet<u64> =
-            c.config().tokenizer.tokens("the quick brown fox jumps over the lazy dog near the river").into_iter().collect();
+        let y: BTreeSet<u64> = c
+            .config()
+            .tokenizer
+            .tokens("the quick brown fox jumps over the lazy dog near the river")
+            .into_iter()
+            .collect();
         jaccard(&x, &y)
     };
     assert_eq!(r.hits[0].exact, Some(want));
@@ -175,10 +184,8 @@ fn upserts_deletes_compaction_drop_and_reopen_keep_the_table_in_step() {
     let db = Database::open(&path).unwrap();
     let c = db.collection("c").unwrap();
     assert!(c.config().exact_shingles, "the flag survives reopening");
-    let live: BTreeMap<usize, &BTreeSet<u64>> = (0..50)
-        .filter(|i| !(20..30).contains(i))
-        .map(|i| (i, if i < 10 { &sets[i + 10] } else { &sets[i] }))
-        .collect();
+    let live: BTreeMap<usize, &BTreeSet<u64>> =
+        (0..50).filter(|i| !(20..30).contains(i)).map(|i| (i, if i < 10 { &sets[i + 10] } else { &sets[i] })).collect();
     let all = QueryOptions { exact: true, ..QueryOptions::default() };
     for (&q, qs) in &live {
         let r = c.query_key(format!("k{q}"), QueryKind::Threshold(0.5), all).unwrap();

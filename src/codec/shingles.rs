@@ -86,7 +86,8 @@ pub(crate) fn decode_shingles(bytes: &[u8]) -> Result<Vec<u64>, CodecError> {
         out.push(prev);
     }
     let used = reader.pos.div_ceil(8);
-    if used != reader.bytes.len() || (reader.pos % 8 != 0 && reader.bytes[used - 1] >> (reader.pos % 8) != 0) {
+    if used != reader.bytes.len() || (!reader.pos.is_multiple_of(8) && reader.bytes[used - 1] >> (reader.pos % 8) != 0)
+    {
         return Err(bad("length", bytes.len(), format!("{} bytes with zero padding", at + used)));
     }
     // One encoding per set: the encoder's k only.
@@ -224,7 +225,8 @@ mod tests {
 
     #[test]
     fn edge_sets_round_trip() {
-        for s in [vec![], vec![0], vec![u64::MAX], vec![0, 1, 2, 3], vec![0, u64::MAX], vec![5, 1 << 63, u64::MAX - 1]] {
+        for s in [vec![], vec![0], vec![u64::MAX], vec![0, 1, 2, 3], vec![0, u64::MAX], vec![5, 1 << 63, u64::MAX - 1]]
+        {
             let s = set(s);
             assert_eq!(decode_shingles(&encode_shingles(&s)).unwrap(), s, "{s:?}");
         }

@@ -168,10 +168,13 @@ mod tests {
         let c = sorted(group(&edges, Clustering::Components));
         assert_eq!(c.iter().map(|g| g.rows.clone()).collect::<Vec<_>>(), vec![vec![0, 1, 2, 3], vec![7, 8]]);
         let s = sorted(group(&edges, Clustering::Representative));
-        assert_eq!(s, vec![
-            Group { rows: vec![0, 1, 2], representative: Some(1) },
-            Group { rows: vec![7, 8], representative: Some(7) },
-        ]);
+        assert_eq!(
+            s,
+            vec![
+                Group { rows: vec![0, 1, 2], representative: Some(1) },
+                Group { rows: vec![7, 8], representative: Some(7) },
+            ]
+        );
     }
 
     #[test]
@@ -185,7 +188,8 @@ mod tests {
             z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
             z ^ (z >> 31)
         };
-        let mut edges: Vec<(u64, u64)> = (0..400).map(|_| (next() % 200, next() % 200)).filter(|(a, b)| a < b).collect();
+        let mut edges: Vec<(u64, u64)> =
+            (0..400).map(|_| (next() % 200, next() % 200)).filter(|(a, b)| a < b).collect();
         edges.sort_unstable();
         edges.dedup();
         let has = |a: u64, b: u64| edges.binary_search(&(a.min(b), a.max(b))).is_ok();

@@ -101,8 +101,8 @@ impl Store {
             let id = info.def.id;
             let mut keys = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
             let mut pages = PageCache::new(&txn, info)?;
-            let mut hashes = content_hash::open_in(&txn, false)?;
             let mut sets = ShingleWriter::new(&txn, info)?;
+            let mut hashes = content_hash::open_in(&txn, false)?;
             for first in holed {
                 let Some(b) = pages.take(first)? else { continue };
                 let bytes = b.finish();

@@ -18,7 +18,6 @@ use super::reader::{ReadSnapshot, open};
 use super::tables::{SHINGLES, SHINGLES_MARKER_ROW as MARKER_ROW, SHINGLES_NAME};
 use crate::codec::shingles::{decode_shingles, encode_shingles};
 
-
 fn corrupt(info: &CollectionInfo, row: u64, detail: impl ToString) -> StorageError {
     StorageError::Inconsistent {
         collection: info.def.name.clone(),
@@ -46,7 +45,9 @@ impl<'t, 'i> ShingleWriter<'t, 'i> {
     /// Stores row `row`'s set (strictly ascending hashes).
     pub(crate) fn put(&mut self, row: u64, sorted: &[u64]) -> Result<(), StorageError> {
         let bytes = encode_shingles(sorted);
-        self.table.insert((self.info.def.id, row), bytes.as_slice()).map_err(StorageError::backend("write shingles"))?;
+        self.table
+            .insert((self.info.def.id, row), bytes.as_slice())
+            .map_err(StorageError::backend("write shingles"))?;
         Ok(())
     }
 

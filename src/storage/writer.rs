@@ -310,13 +310,13 @@ impl super::store::Store {
         let mut keys: KeysTable<'_> = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
         let appended = append_new_keys(&mut keys, info, &ops, state.next_row)?;
         let mut pages = PageCache::new(txn, info)?;
+        let mut sets = ShingleWriter::new(txn, info)?;
         // Content hashes: the table is opened when an op carries a hash, or when a row may
         // end and the file has the table (its entry goes with it); never created otherwise.
         let carries =
             ops.iter().any(|op| matches!(op, WriteOp::Insert(_, _, Some(_)) | WriteOp::Upsert(_, _, Some(_))));
         let ends_rows = ops.iter().any(|op| !matches!(op, WriteOp::Insert(..)));
         let mut hashes = if carries || ends_rows { content_hash::open_in(txn, carries)? } else { None };
-        let mut sets = ShingleWriter::new(txn, info)?;
         let params = &info.def.params;
         for (i, (op, appended)) in ops.into_iter().zip(appended).enumerate() {
             match op {
@@ -342,11 +342,11 @@ impl super::store::Store {
                         }
                         let gone = pages.delete(old_row, key)?;
                         hook.removed(old_row, &gone)?;
-                        if let Some(t) = &mut hashes {
-                            content_hash::take(t, info.def.id, old_row)?;
-                        }
                         if let Some(sets) = sets.as_mut() {
                             sets.remove(old_row)?;
+                        }
+                        if let Some(t) = &mut hashes {
+                            content_hash::take(t, info.def.id, old_row)?;
                         }
                         summary.replaced += 1;
                         state.deleted += 1;
@@ -355,14 +355,14 @@ impl super::store::Store {
                         state.live += 1;
                     }
                     pages.append(row, key, sketch)?;
-                    if let (Some(t), Some(h)) = (&mut hashes, hash) {
-                        content_hash::put(t, info.def.id, row, h)?;
-                    }
                     if let Some(sets) = sets.as_mut() {
                         let set = shingles.get(i).copied().flatten().ok_or_else(|| {
                             StorageError::ShinglesRequired { collection: info.def.name.clone(), key: show_key(key) }
                         })?;
                         sets.put(row, set)?;
+                    }
+                    if let (Some(t), Some(h)) = (&mut hashes, hash) {
+                        content_hash::put(t, info.def.id, row, h)?;
                     }
                     hook.added(row, sketch)?;
                     state.next_row += 1;
@@ -376,11 +376,11 @@ impl super::store::Store {
                         Some(old_row) => {
                             let gone = pages.delete(old_row, key)?;
                             hook.removed(old_row, &gone)?;
-                            if let Some(t) = &mut hashes {
-                                content_hash::take(t, info.def.id, old_row)?;
-                            }
                             if let Some(sets) = sets.as_mut() {
                                 sets.remove(old_row)?;
+                            }
+                            if let Some(t) = &mut hashes {
+                                content_hash::take(t, info.def.id, old_row)?;
                             }
                             summary.deleted += 1;
                             state.live = state.live.saturating_sub(1);

@@ -117,14 +117,13 @@ pub const ALL_CONFIGS: &str = "minhash128,bbit512x8,bbit1024x4,oph512x8,oph1024x
 /// Parses `minhash128` (32-bit values), `bbit512x8`, `oph1024x4` (kind, slots, `x` bits) or
 /// `default` (the default text collection's parameters).
 pub fn parse_config(name: &str) -> Result<DocsConfig, CliError> {
-    let usage = || CliError::Usage(format!("unknown configuration `{name}` (e.g. default, minhash128, bbit512x8, oph1024x4)"));
+    let usage =
+        || CliError::Usage(format!("unknown configuration `{name}` (e.g. default, minhash128, bbit512x8, oph1024x4)"));
     if name == "default" {
         return Ok(DocsConfig { name: name.into(), params: sketchdb::recipes::text_config()?.params });
     }
-    let (kind, rest) = ["minhash", "bbit", "oph"]
-        .iter()
-        .find_map(|k| name.strip_prefix(k).map(|r| (*k, r)))
-        .ok_or_else(usage)?;
+    let (kind, rest) =
+        ["minhash", "bbit", "oph"].iter().find_map(|k| name.strip_prefix(k).map(|r| (*k, r))).ok_or_else(usage)?;
     let (slots, bits) = match rest.split_once('x') {
         Some((s, b)) => (s.parse::<u32>().map_err(|_| usage())?, Some(b.parse::<u8>().map_err(|_| usage())?)),
         None => (rest.parse::<u32>().map_err(|_| usage())?, None),
@@ -136,6 +135,30 @@ pub fn parse_config(name: &str) -> Result<DocsConfig, CliError> {
         _ => SketchParams::oph(slots, bits.unwrap_or(8), seed)?,
     };
     Ok(DocsConfig { name: name.into(), params })
+}
+
+/// How every measured collection is set up besides its sketch parameters.
+#[derive(Clone, Debug, Default)]
+pub struct Setup {
+    /// Keep exact shingle sets (results re-ranked by exact Jaccard).
+    pub exact: bool,
+    /// The text recipe (default: the collection default's).
+    pub recipe: Option<sketchdb::Recipe>,
+}
+
+impl Setup {
+    /// The collection configuration of `params` under this setup.
+    pub fn config(&self, params: SketchParams) -> CollectionConfig {
+        let config = CollectionConfig::new(params).with_exact_shingles(self.exact);
+        match &self.recipe {
+            Some(r) => config.with_recipe(*r),
+            None => config,
+        }
+    }
+
+    fn name(&self) -> String {
+        self.recipe.as_ref().map_or_else(|| "default".to_string(), |r| r.name().to_string())
+    }
 }
 
 /// A loaded documents collection and what loading it cost.
@@ -228,6 +251,7 @@ fn format_of(docs: &Path) -> String {
 
 /// What every result line of one configuration shares.
 struct Common<'a> {
+    recipe: String,
     docs: &'a Path,
     truth: &'a Truth,
     config: &'a DocsConfig,
@@ -239,7 +263,7 @@ impl Common<'_> {
         let p = &self.config.params;
         json!({"config": self.config.name, "kind": p.kind().name(), "num_perm": p.slots(), "bits": p.bits(),
                "threshold": threshold, "index": index, "format": format_of(self.docs), "docs": self.loaded.docs,
-               "exact_shingles": self.loaded.coll.config().exact_shingles})
+               "exact_shingles": self.loaded.coll.config().exact_shingles, "recipe": self.recipe})
     }
 
     fn sizes(&self) -> Result<Value, CliError> {
@@ -260,15 +284,18 @@ pub fn dedup_docs(
     configs: &[DocsConfig],
     indexes: &[bool],
     clusterings: &[Clustering],
-    exact: bool,
+    setup: &Setup,
     limit: Option<usize>,
     run: &str,
 ) -> Result<(), CliError> {
     let mut truth = Truth::load(truth)?;
     let bytes = jsonl_bytes(docs);
     for config in configs {
-        let mut loaded = ingest(docs, limit, CollectionConfig::new(config.params).with_exact_shingles(exact))?;
-        eprintln!("{}: {} documents in {:.1} s ({} skipped)", config.name, loaded.docs, loaded.ingest_s, loaded.skipped);
+        let mut loaded = ingest(docs, limit, setup.config(config.params))?;
+        eprintln!(
+            "{}: {} documents in {:.1} s ({} skipped)",
+            config.name, loaded.docs, loaded.ingest_s, loaded.skipped
+        );
         if limit.is_some() {
             truth.restrict(loaded.lines);
         }
@@ -280,7 +307,7 @@ pub fn dedup_docs(
                     loaded.coll.rebuild_index(index)?;
                 }
                 let index_s = at.elapsed().as_secs_f64();
-                let common = Common { docs, truth: &truth, config, loaded: &loaded };
+                let common = Common { recipe: setup.name(), docs, truth: &truth, config, loaded: &loaded };
                 let at = Instant::now();
                 let d = loaded.coll.dedup_clustered(QueryKind::Threshold(t), QueryOptions::default(), clustering)?;
                 let dedup_s = at.elapsed().as_secs_f64();
@@ -306,11 +333,7 @@ pub fn dedup_docs(
                     "skipped": loaded.skipped,
                 });
                 merge(&mut metrics, common.sizes()?);
-                let notes = format!(
-                    "{} scores; plan {}; truth recipe differs from the collection's tokenizer",
-                    d.scoring,
-                    d.plan.map(|p| p.to_string()).unwrap_or_default()
-                );
+                let notes = format!("{} scores; plan {}", d.scoring, d.plan.map(|p| p.to_string()).unwrap_or_default());
                 let index_name = if with_index { "lsh" } else { "none" };
                 let mut cfg = common.config_json(t, index_name);
                 merge(&mut cfg, json!({"clustering": clustering.name()}));
@@ -341,14 +364,17 @@ pub fn search_docs(
     thresholds: &[f64],
     configs: &[DocsConfig],
     queries: usize,
-    exact: bool,
+    setup: &Setup,
     limit: Option<usize>,
     run: &str,
 ) -> Result<(), CliError> {
     let mut truth = Truth::load(truth)?;
     for config in configs {
-        let mut loaded = ingest(docs, limit, CollectionConfig::new(config.params).with_exact_shingles(exact))?;
-        eprintln!("{}: {} documents in {:.1} s ({} skipped)", config.name, loaded.docs, loaded.ingest_s, loaded.skipped);
+        let mut loaded = ingest(docs, limit, setup.config(config.params))?;
+        eprintln!(
+            "{}: {} documents in {:.1} s ({} skipped)",
+            config.name, loaded.docs, loaded.ingest_s, loaded.skipped
+        );
         if limit.is_some() {
             truth.restrict(loaded.lines);
         }
@@ -357,7 +383,7 @@ pub fn search_docs(
             loaded.coll.rebuild_index(IndexConfig::lsh(t))?;
             let partners = truth.partners_at(t);
             for exact in [false, true] {
-                let common = Common { docs, truth: &truth, config, loaded: &loaded };
+                let common = Common { recipe: setup.name(), docs, truth: &truth, config, loaded: &loaded };
                 let options = QueryOptions { exact, ..QueryOptions::default() };
                 let (mut found, mut returned, mut expected, mut lat, mut asked) = (0u64, 0u64, 0u64, vec![], 0u64);
                 let mut plan = String::new();
@@ -388,7 +414,7 @@ pub fn search_docs(
                 });
                 merge(&mut metrics, common.sizes()?);
                 let index_name = if exact { "none (exact over stored sketches)" } else { "lsh" };
-                let notes = format!("plan {plan}; truth recipe differs from the collection's tokenizer");
+                let notes = format!("plan {plan}");
                 emit(run, "search-docs", &truth.dataset, common.config_json(t, index_name), metrics, &notes)?;
             }
         }

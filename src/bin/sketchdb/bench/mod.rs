@@ -152,11 +152,22 @@ pub struct DocsArgs {
     /// Keep each document's exact shingle set (results re-ranked by exact Jaccard).
     #[arg(long)]
     exact_shingles: bool,
+    /// The text recipe (`sketchdb recipes`; `words-5` is the docs truth's recipe).
+    #[arg(long)]
+    recipe: Option<String>,
 }
 
 impl DocsArgs {
     fn truth(&self) -> PathBuf {
         self.truth.clone().unwrap_or_else(|| docs::truth_beside(&self.docs))
+    }
+
+    fn setup(&self) -> Result<docs::Setup, CliError> {
+        let recipe = match &self.recipe {
+            Some(name) => Some(sketchdb::Recipe::preset(name)?),
+            None => None,
+        };
+        Ok(docs::Setup { exact: self.exact_shingles, recipe })
     }
 
     fn configs(&self) -> Result<Vec<docs::DocsConfig>, CliError> {
@@ -210,14 +221,14 @@ pub fn run(w: &Workload) -> Result<(), CliError> {
                 &configs,
                 indexes,
                 &clusterings,
-                a.exact_shingles,
+                &a.setup()?,
                 a.limit,
                 &run,
             )
         }
         Workload::SearchDocs { docs: a, queries } => {
             let configs = a.configs()?;
-            docs::search_docs(&a.docs, &a.truth(), &a.thresholds, &configs, *queries, a.exact_shingles, a.limit, &run)
+            docs::search_docs(&a.docs, &a.truth(), &a.thresholds, &configs, *queries, &a.setup()?, a.limit, &run)
         }
     }
 }
