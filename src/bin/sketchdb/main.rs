@@ -13,6 +13,7 @@ mod cmd;
 mod error;
 mod export_header;
 mod input;
+mod load;
 mod output;
 mod session;
 
