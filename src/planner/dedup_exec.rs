@@ -37,6 +37,8 @@ pub struct DedupResult {
     pub clusters: Vec<Cluster>,
     /// Verified pairs found (each unordered pair once).
     pub pairs: u64,
+    /// The verified pairs as row ids, the smaller first, each once, in the order found.
+    pub verified: Vec<(u64, u64)>,
     /// The plan of the self-join (none for an empty collection).
     pub plan: Option<Plan>,
     /// Why the planner chose it.
@@ -162,16 +164,22 @@ pub(crate) fn dedup(
     })?;
     // Row ids ascend: pages come in row order, rows ascend within a page.
     let Some(first) = rows.first() else {
-        return Ok(DedupResult { clusters: vec![], pairs: 0, plan: None, reason: "no records".into() });
+        return Ok(DedupResult {
+            clusters: vec![],
+            pairs: 0,
+            verified: vec![],
+            plan: None,
+            reason: "no records".into(),
+        });
     };
     let stats = stats_in(snap, info)?;
     let choice = choice(&stats, kind, options, &first.2, costs);
     let probe = |sketch: &Sketch| Query { sketch: sketch.clone(), kind, options };
     let plan = choice.plan;
     let mut parent: HashMap<u64, u64> = HashMap::new();
-    let mut pairs = 0u64;
+    let mut verified: Vec<(u64, u64)> = Vec::new();
     let mut on_pair = |a: u64, b: u64| {
-        pairs += 1;
+        verified.push((a.min(b), a.max(b)));
         union(&mut parent, a, b);
     };
     match plan {
@@ -232,7 +240,7 @@ pub(crate) fn dedup(
         })
         .collect();
     clusters.sort_by(|a, b| b.rows.len().cmp(&a.rows.len()).then(a.rows[0].cmp(&b.rows[0])));
-    Ok(DedupResult { clusters, pairs, plan: Some(plan), reason: choice.reason })
+    Ok(DedupResult { clusters, pairs: verified.len() as u64, verified, plan: Some(plan), reason: choice.reason })
 }
 
 fn find(parent: &mut HashMap<u64, u64>, x: u64) -> u64 {
