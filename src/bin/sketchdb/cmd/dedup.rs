@@ -170,7 +170,9 @@ pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<
         }
         return Ok(());
     }
+    let joined = std::time::Instant::now();
     let d = coll.dedup(kind, options)?;
+    let join_secs = joined.elapsed().as_secs_f64();
     let records = coll.stats()?.live;
     let decided = decide(&d, &args.keep, input.as_ref())?;
     let format = if json_out && args.format != ClusterFormat::None { ClusterFormat::Jsonl } else { args.format };
@@ -219,7 +221,7 @@ pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<
         ),
         json!({"collection": name, "records": records, "clusters": d.clusters.len(), "pairs": d.pairs,
                "duplicates": duplicates, "kept": records as usize - duplicates, "percent": percent,
-               "keep": args.keep.to_string(), "seconds": secs,
+               "keep": args.keep.to_string(), "seconds": secs, "join_seconds": join_secs,
                "plan": d.plan.as_ref().map(ToString::to_string), "reason": d.reason, "files": files}),
     );
     Ok(())
