@@ -7,7 +7,7 @@ use super::config::{CollectionConfig, IndexConfig, decode_settings, encode_setti
 use super::snapshot::{PageColumns, Record, Scan, Snapshot};
 use super::stats::CollectionStats;
 use crate::error::Result;
-use crate::index::IndexMaintainer;
+use crate::index::{BandKeyScheme, IndexDef, IndexMaintainer, IndexSpec};
 use crate::planner::cost::{Choice, CostModel, Stats};
 use crate::planner::dedup_exec::{self, DedupResult};
 use crate::planner::explain::Explain;
@@ -78,14 +78,16 @@ impl Collection {
     /// `StorageError::DuplicateKey`; a sketch of other parameters is
     /// `StorageError::Incompatible` naming the differing field.
     pub fn insert(&self, key: impl AsRef<[u8]>, sketch: &Sketch) -> Result<u64> {
-        let s = self.store.apply(&self.info, [WriteOp::Insert(key.as_ref(), sketch)], &mut IndexMaintainer::new())?;
+        let s =
+            self.store.apply(&self.info, [WriteOp::Insert(key.as_ref(), sketch, None)], &mut IndexMaintainer::new())?;
         Ok(s.first_row)
     }
 
     /// Inserts or replaces a record; returns its (new) row id. A replaced record's old row
     /// is tombstoned and the key moves to a new row id.
     pub fn upsert(&self, key: impl AsRef<[u8]>, sketch: &Sketch) -> Result<u64> {
-        let s = self.store.apply(&self.info, [WriteOp::Upsert(key.as_ref(), sketch)], &mut IndexMaintainer::new())?;
+        let s =
+            self.store.apply(&self.info, [WriteOp::Upsert(key.as_ref(), sketch, None)], &mut IndexMaintainer::new())?;
         Ok(s.first_row)
     }
 
@@ -255,6 +257,18 @@ impl Collection {
     pub fn dedup(&self, kind: QueryKind, options: QueryOptions) -> Result<DedupResult> {
         let snap = self.store.snapshot()?;
         Ok(dedup_exec::dedup(&snap, &self.info, kind, options, &self.costs())?)
+    }
+
+    /// The band-key scheme of the collection's LSH index (`None` without one): the keys
+    /// [`crate::lsh::BandKeyScheme::sketch_keys`] computes with it are the keys the index
+    /// files a sketch under.
+    pub fn lsh_scheme(&self) -> Result<Option<BandKeyScheme>> {
+        let snap = self.store.snapshot()?;
+        let def = IndexDef::load(&snap, &self.info)?;
+        Ok(def.and_then(|d| match &d.spec {
+            IndexSpec::Lsh { scheme, .. } | IndexSpec::LshGroups { scheme, .. } => Some(*scheme),
+            _ => None,
+        }))
     }
 
     pub(crate) fn info(&self) -> &CollectionInfo {

@@ -4,6 +4,7 @@ use crate::codec::envelope::{from_postcard, to_postcard};
 use crate::codec::wire::{IndexConfigWire, SettingsWire};
 use crate::error::Error;
 use crate::sketch::params::SketchParams;
+use crate::sketch::recipe::Recipe;
 use crate::sketch::tokenize::Tokenizer;
 use crate::storage::StorageError;
 
@@ -143,6 +144,40 @@ impl CollectionConfig {
     pub fn with_tokenizer(mut self, tokenizer: Tokenizer) -> Self {
         self.tokenizer = tokenizer;
         self
+    }
+
+    /// With a text recipe: its tokenizer, and for a compatibility recipe its hash family
+    /// too (MinHash, 32-bit, the reference's seed; the permutation count stays when `params`
+    /// already has that family, else it is the reference's default). Every later insert and
+    /// query of text cuts it with this recipe: the collection stores it.
+    ///
+    /// ```
+    /// use sketchdb::{CollectionConfig, HashFamily, Recipe, SketchParams};
+    ///
+    /// let p = SketchParams::oph(256, 16, 9)?;
+    /// let words = CollectionConfig::new(p).with_recipe(Recipe::preset("words-5")?);
+    /// assert_eq!(words.params, p); // a native recipe keeps the sketch
+    /// assert_eq!(words.recipe().name(), "words-5");
+    /// let td = CollectionConfig::new(SketchParams::compat(HashFamily::TextDedup, 64, 42)?)
+    ///     .with_recipe(Recipe::preset("text-dedup")?);
+    /// assert_eq!(td.params.size(), 64); // the family matched: k kept
+    /// # Ok::<(), sketchdb::Error>(())
+    /// ```
+    pub fn with_recipe(mut self, recipe: Recipe) -> Self {
+        self.tokenizer = recipe.tokenizer();
+        if recipe.family().is_compat() {
+            let k = (self.params.family() == recipe.family()).then(|| self.params.size());
+            if let Ok(Some(params)) = recipe.compat_params(k) {
+                self.params = params;
+            }
+        }
+        self
+    }
+
+    /// The recipe of this configuration: the preset its tokenizer and hash family equal, else
+    /// `custom`.
+    pub fn recipe(&self) -> Recipe {
+        Recipe::identify(self.tokenizer, self.params.family())
     }
 
     /// With other index settings.

@@ -38,6 +38,13 @@ pub fn check_question(
 
 use crate::{Collection, CollectionConfig, MAX_KEY_LEN, SimHash, Sketch, SketchError, SketchKind, SketchParams};
 
+/// The steps of a text recipe ([`crate::Recipe`]), its presets and their compatibility.
+pub use crate::sketch::recipe::hashes::TokenHash;
+pub use crate::sketch::recipe::presets::{Compatibility, Preset};
+pub use crate::sketch::recipe::steps::{
+    CaseFold, Digits, Normalization, Pipeline, PunctClass, Punctuation, ShortText, Shingles, Tokens,
+};
+
 /// The hash seed new sketches use unless a configuration names another.
 pub use crate::sketch::params::DEFAULT_SEED;
 /// The default tokenizer's shingle width (words) and token-hash seed.

@@ -7,16 +7,14 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 use serde_json::json;
 use sketchdb::QueryKind;
-use sketchdb::io::ReadOptions;
 use sketchdb::recipes::Measure;
 
-use super::dedup_out::{
-    Decided, Input, Keep, collection_name, decide, score_pairs, write_dropped, write_pairs, write_records,
-};
-use super::ingest::{DEFAULT_BATCH, Format, IngestArgs, ingest};
+use super::dedup_out::{Decided, Input, Keep, decide, score_pairs, write_dropped, write_pairs, write_records};
+use super::ingest::{IngestArgs, ingest};
 use super::query::{Ask, Resolved, explain_json, measure_name, resolve};
 use crate::error::CliError;
-use crate::output::{outln, short_list, summary, table, write_out};
+use crate::load::InputFormat;
+use crate::output::{note, outln, short_list, summary, table, write_out};
 use crate::session::Session;
 use crate::write::{AddedNames, OutFormat, Target};
 
@@ -99,26 +97,22 @@ pub struct DedupArgs {
     pub pairs: Option<PathBuf>,
 }
 
-/// The options ingest reads a dedup input with (its own records, keyed as ingest keys them).
-fn input_options(path: &Path) -> ReadOptions {
-    if path.is_dir() { ReadOptions::default() } else { ReadOptions::shell_records() }
-}
-
-/// The collection to join, ingesting a file or folder first; the input, when there is one.
+/// The collection to join, ingesting (and syncing) a file or folder first, read as ingest
+/// reads it by default; the input, when there is one (read again for the outputs).
 fn prepare(session: &mut Session, target: &str) -> Result<(String, Option<Input>), CliError> {
     let path = Path::new(target);
     if !path.exists() {
         return Ok((target.to_string(), None));
     }
-    let name = collection_name(path);
-    let args = IngestArgs {
-        collection: name.clone(),
-        inputs: vec![path.to_path_buf()],
-        format: if path.is_dir() { Format::Text } else { Format::Auto },
-        batch: DEFAULT_BATCH,
-    };
+    let name = folder_collection(path)?;
+    let what = if path.is_dir() { "folder" } else { "file" };
+    note(&format!("sketchdb: {what} {} -> collection `{name}` in {}", path.display(), session.path().display()));
+    let mut args = IngestArgs::folder(name.clone(), path.to_path_buf());
+    if !path.is_dir() {
+        args.read.format = InputFormat::Auto;
+    }
     ingest(session, &args)?;
-    Ok((name, Some(Input { path: path.to_path_buf(), options: input_options(path) })))
+    Ok((name, Some(Input { path: path.to_path_buf(), options: args.read.options() })))
 }
 
 /// The output files asked for, checked before any work.
@@ -146,6 +140,22 @@ impl Outputs {
         }
         Ok(Outputs { dropped: target(&args.dropped, "--dropped")?, records, pairs })
     }
+}
+
+/// The collection a folder (or file) is ingested into: its canonical path, so two folders with the same
+/// name never share one (a path over the 255-byte name limit keeps its last 200 bytes after
+/// a hash of the whole).
+pub fn folder_collection(path: &Path) -> Result<String, CliError> {
+    let canon = path.canonicalize().map_err(|e| CliError::io(path, e))?;
+    let full = canon.to_string_lossy().into_owned();
+    if full.len() <= sketchdb::recipes::MAX_COLLECTION_NAME_LEN {
+        return Ok(full);
+    }
+    let mut cut = full.len() - 200;
+    while !full.is_char_boundary(cut) {
+        cut += 1;
+    }
+    Ok(format!("{:016x}...{}", xxhash_rust::xxh3::xxh3_64(full.as_bytes()), &full[cut..]))
 }
 
 pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<(), CliError> {

@@ -11,7 +11,7 @@
 //!   field ranks last).
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use sketchdb::io::{Content, Raw, ReadOptions, RecordSource, SourceRecord, read};
 use sketchdb::{Collection, DedupResult, Estimate, QueryKind, Sketch};
@@ -365,17 +365,4 @@ pub fn write_records(input: &Input, target: &Target, decided: &Decided, names: O
             Ok(n)
         }
     }
-}
-
-/// The collection a file or folder input is stored in: the folder's name, or the file's
-/// name up to its first dot.
-pub fn collection_name(path: &Path) -> String {
-    let canonical = path.canonicalize().ok();
-    let name = canonical
-        .as_deref()
-        .and_then(Path::file_name)
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let name = if path.is_dir() { name } else { name.split('.').next().unwrap_or_default().to_string() };
-    if name.is_empty() { "docs".into() } else { name }
 }

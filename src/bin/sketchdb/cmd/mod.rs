@@ -8,5 +8,6 @@ pub mod dedup_out;
 pub mod delete;
 pub mod ingest;
 pub mod query;
+pub mod recipes;
 pub mod shell;
 pub mod transfer;
