@@ -43,6 +43,8 @@ pub struct DedupResult {
     pub clusters: Vec<Cluster>,
     /// Verified pairs found (each unordered pair once).
     pub pairs: u64,
+    /// The verified pairs as row ids, the smaller first, each once, in the order found.
+    pub verified: Vec<(u64, u64)>,
     /// The plan of the self-join (none for an empty collection).
     pub plan: Option<Plan>,
     /// Why the planner chose it.
@@ -176,7 +178,14 @@ pub(crate) fn dedup(
     // Row ids ascend: pages come in row order, rows ascend within a page.
     let Some(first) = rows.first() else {
         let scoring = Scoring::of(info, kind);
-        return Ok(DedupResult { clusters: vec![], pairs: 0, plan: None, reason: "no records".into(), scoring });
+        return Ok(DedupResult {
+            clusters: vec![],
+            pairs: 0,
+            verified: vec![],
+            plan: None,
+            reason: "no records".into(),
+            scoring,
+        });
     };
     let stats = stats_in(snap, info)?;
     let choice = choice(&stats, kind, options, &first.2, costs);
@@ -271,5 +280,7 @@ pub(crate) fn dedup(
     clusters.sort_by(|a, b| b.rows.len().cmp(&a.rows.len()).then(a.rows[0].cmp(&b.rows[0])));
     let pairs = edges.len() as u64;
     let scoring = if sets.is_some() { Scoring::Exact } else { Scoring::Estimated };
-    Ok(DedupResult { clusters, pairs, plan: Some(plan), reason: choice.reason, scoring })
+    let mut verified: Vec<(u64, u64)> = edges.iter().map(|&(a, b)| (a.min(b), a.max(b))).collect();
+    verified.sort_unstable();
+    Ok(DedupResult { clusters, pairs, verified, plan: Some(plan), reason: choice.reason, scoring })
 }
