@@ -277,9 +277,10 @@ impl PyCollection {
         d.set_item("bits", p.bits())?;
         d.set_item("seed", p.seed())?;
         let t = &coll.config().tokenizer;
-        match convert::tokenizer_parts(t) {
-            ("ngrams", n) => d.set_item("ngram", n)?,
-            (_, w) => d.set_item("shingle", w)?,
+        match convert::tokenizer_parts(t, p.family()) {
+            (k, n) if k == "ngrams" => d.set_item("ngram", n)?,
+            (k, w) if k == "shingles" => d.set_item("shingle", w)?,
+            (k, _) => d.set_item("recipe", k.trim_start_matches("recipe:"))?,
         }
         d.set_item("token_seed", t.seed())?;
         Ok(d)

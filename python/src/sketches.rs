@@ -462,17 +462,20 @@ impl CoreLock {
 
 sketch_class!(PyMinHash, "MinHash", "k-permutation MinHash of a token set.", {
     #[new]
-    #[pyo3(signature = (num_perm = 128, seed = DEFAULT_SEED, bits = 32, *, shingle = None, ngram = None, token_seed = 0))]
+    #[pyo3(signature = (num_perm = 128, seed = DEFAULT_SEED, bits = None, *, shingle = None, ngram = None, token_seed = 0, recipe = None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         num_perm: u32,
         seed: u64,
-        bits: u8,
+        bits: Option<u8>,
         shingle: Option<u32>,
         ngram: Option<u32>,
         token_seed: u64,
+        recipe: Option<&str>,
     ) -> PyResult<Self> {
-        let params = convert::params(SketchKind::MinHash, num_perm, Some(bits), seed)?;
-        Ok(Self::wrap(Core::open(params, convert::tokenizer(shingle, ngram, token_seed)?)?))
+        let (params, tokenizer) =
+            convert::config(SketchKind::MinHash, num_perm, bits, seed, recipe, shingle, ngram, token_seed)?;
+        Ok(Self::wrap(Core::open(params, tokenizer)?))
     }
 
     /// The estimated Jaccard resemblance as a float.
@@ -483,7 +486,8 @@ sketch_class!(PyMinHash, "MinHash", "k-permutation MinHash of a token set.", {
 
 sketch_class!(PyBBitMinHash, "BBitMinHash", "b-bit MinHash of a token set.", {
     #[new]
-    #[pyo3(signature = (num_perm = 128, b = 8, seed = DEFAULT_SEED, *, shingle = None, ngram = None, token_seed = 0))]
+    #[pyo3(signature = (num_perm = 128, b = 8, seed = DEFAULT_SEED, *, shingle = None, ngram = None, token_seed = 0, recipe = None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         num_perm: u32,
         b: u8,
@@ -491,9 +495,11 @@ sketch_class!(PyBBitMinHash, "BBitMinHash", "b-bit MinHash of a token set.", {
         shingle: Option<u32>,
         ngram: Option<u32>,
         token_seed: u64,
+        recipe: Option<&str>,
     ) -> PyResult<Self> {
-        let params = convert::params(SketchKind::BBitMinHash, num_perm, Some(b), seed)?;
-        Ok(Self::wrap(Core::open(params, convert::tokenizer(shingle, ngram, token_seed)?)?))
+        let (params, tokenizer) =
+            convert::config(SketchKind::BBitMinHash, num_perm, Some(b), seed, recipe, shingle, ngram, token_seed)?;
+        Ok(Self::wrap(Core::open(params, tokenizer)?))
     }
 
     /// The estimated Jaccard resemblance as a float.
@@ -504,7 +510,8 @@ sketch_class!(PyBBitMinHash, "BBitMinHash", "b-bit MinHash of a token set.", {
 
 sketch_class!(PyOph, "OPH", "One Permutation Hashing sketch of a token set.", {
     #[new]
-    #[pyo3(signature = (bins = 128, bits = 8, seed = DEFAULT_SEED, *, shingle = None, ngram = None, token_seed = 0))]
+    #[pyo3(signature = (bins = 128, bits = 8, seed = DEFAULT_SEED, *, shingle = None, ngram = None, token_seed = 0, recipe = None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         bins: u32,
         bits: u8,
@@ -512,9 +519,11 @@ sketch_class!(PyOph, "OPH", "One Permutation Hashing sketch of a token set.", {
         shingle: Option<u32>,
         ngram: Option<u32>,
         token_seed: u64,
+        recipe: Option<&str>,
     ) -> PyResult<Self> {
-        let params = convert::params(SketchKind::Oph, bins, Some(bits), seed)?;
-        Ok(Self::wrap(Core::open(params, convert::tokenizer(shingle, ngram, token_seed)?)?))
+        let (params, tokenizer) =
+            convert::config(SketchKind::Oph, bins, Some(bits), seed, recipe, shingle, ngram, token_seed)?;
+        Ok(Self::wrap(Core::open(params, tokenizer)?))
     }
 
     /// The estimated Jaccard resemblance as a float.
@@ -525,10 +534,18 @@ sketch_class!(PyOph, "OPH", "One Permutation Hashing sketch of a token set.", {
 
 sketch_class!(PySimHash, "SimHash", "SimHash fingerprint of a weighted token multiset.", {
     #[new]
-    #[pyo3(signature = (bits = 64, seed = DEFAULT_SEED, *, shingle = None, ngram = None, token_seed = 0))]
-    fn new(bits: u8, seed: u64, shingle: Option<u32>, ngram: Option<u32>, token_seed: u64) -> PyResult<Self> {
-        let params = convert::params(SketchKind::SimHash, 0, Some(bits), seed)?;
-        Ok(Self::wrap(Core::open(params, convert::tokenizer(shingle, ngram, token_seed)?)?))
+    #[pyo3(signature = (bits = 64, seed = DEFAULT_SEED, *, shingle = None, ngram = None, token_seed = 0, recipe = None))]
+    fn new(
+        bits: u8,
+        seed: u64,
+        shingle: Option<u32>,
+        ngram: Option<u32>,
+        token_seed: u64,
+        recipe: Option<&str>,
+    ) -> PyResult<Self> {
+        let (params, tokenizer) =
+            convert::config(SketchKind::SimHash, 0, Some(bits), seed, recipe, shingle, ngram, token_seed)?;
+        Ok(Self::wrap(Core::open(params, tokenizer)?))
     }
 
     /// The fingerprint as an int.
