@@ -194,8 +194,10 @@ impl PyCollection {
     /// on all cores with the GIL released.
     ///
     /// `keys` (str/bytes) and one of `texts`, `tokens` (token iterables), `sketches` (sketch
-    /// objects) or `signatures` (signature bytes, as `sketchdb.arrow.sketch` makes them) are
-    /// equally long: lists, iterables, NumPy arrays, or pyarrow arrays (read without a copy).
+    /// objects), `signatures` (signature bytes, as `sketchdb.arrow.sketch` makes them) or
+    /// `hashvalues` (MinHash value rows, e.g. datasketch's `hashvalues`, for a collection of
+    /// the matching family: `recipe="datasketch-affine32"` or `"datasketch"`) are equally
+    /// long: lists, iterables, NumPy arrays, or pyarrow arrays (read without a copy).
     ///
     /// A bad record (an empty, over-long or non-str/bytes key, a text without words, a
     /// sketch of other parameters, a key repeated in the call, or for inserts a key already
@@ -203,7 +205,7 @@ impl PyCollection {
     /// the returned `InsertReport` has `written` and `rejects` (each with `index`, `key` and
     /// the `error` it would raise). With `strict=True` the first bad record raises, naming
     /// its position, and nothing of the call is written.
-    #[pyo3(signature = (keys, texts = None, *, tokens = None, sketches = None, signatures = None, upsert = false, strict = false))]
+    #[pyo3(signature = (keys, texts = None, *, tokens = None, sketches = None, signatures = None, hashvalues = None, upsert = false, strict = false))]
     #[allow(clippy::too_many_arguments)]
     fn insert_many(
         &self,
@@ -213,11 +215,18 @@ impl PyCollection {
         tokens: Option<&Bound<'_, PyAny>>,
         sketches: Option<&Bound<'_, PyAny>>,
         signatures: Option<&Bound<'_, PyAny>>,
+        hashvalues: Option<&Bound<'_, PyAny>>,
         upsert: bool,
         strict: bool,
     ) -> PyResult<ingest::PyInsertReport> {
         let coll = self.coll()?;
-        let contents = ingest::contents(&coll, texts, tokens, sketches, signatures)?;
+        let contents = match hashvalues {
+            Some(h) if texts.is_none() && tokens.is_none() && sketches.is_none() && signatures.is_none() => {
+                ingest::hashvalue_rows(&coll, h)?
+            }
+            Some(_) => return Err(PyValueError::new_err("give exactly one of texts, tokens=, sketches=, signatures=, hashvalues=")),
+            None => ingest::contents(&coll, texts, tokens, sketches, signatures)?,
+        };
         ingest::insert_many(py, &coll, keys, contents, upsert, strict)
     }
 

@@ -165,3 +165,36 @@ def test_same_script_either_import(tmp_path):
     ]
     assert outs[0] == outs[1]
     assert "a ['a', 'b'] 1.0" in outs[0] and "c ['c']" in outs[0]
+
+
+def test_recipe_collections_and_hashvalue_import(tmp_path):
+    """A collection of the datasketch family stores datasketch's signatures for the same words;
+    datasketch hashvalues import into it as they are and answer the same queries."""
+    texts = [" ".join(s) for s in _sets(60)]
+    ds = [datasketch.MinHash(num_perm=128) for _ in texts]
+    for m, t in zip(ds, texts):
+        m.update_batch([w.encode() for w in t.split()])
+    with sketchdb.open(tmp_path / "r.sketchdb") as db:
+        c = db.create_collection("c", recipe="datasketch-affine32", lsh=0.5)
+        assert c.spec()["recipe"] == "datasketch-affine32"
+        c.insert_many([f"t{i}" for i in range(len(texts))], texts, strict=True)
+        for i in range(0, len(texts), 9):
+            assert np.array_equal(c.get(f"t{i}").hashvalues, ds[i].hashvalues)
+        imported = db.create_collection("h", recipe="datasketch-affine32", lsh=0.5)
+        r = imported.insert_many([f"t{i}" for i in range(len(texts))], hashvalues=np.stack([m.hashvalues for m in ds]))
+        assert r.written == len(texts) and not r.rejects
+        for i in range(0, len(texts), 9):
+            assert np.array_equal(imported.get(f"t{i}").hashvalues, ds[i].hashvalues)
+            got = [(h.key, h.estimate) for h in imported.query(key=f"t{i}", threshold=0.5)]
+            assert got == [(h.key, h.estimate) for h in c.query(key=f"t{i}", threshold=0.5)]
+        # The Arrow kernel with the recipe gives the stored bytes.
+        import pyarrow as pa
+
+        import sketchdb.arrow as sa
+
+        sigs = sa.sketch(pa.array(texts), **c.spec())
+        assert sigs[3].as_py() == c.get("t3").to_bytes()
+        # Values of sketchdb's own family are not datasketch's: a native collection refuses nothing
+        # by type but they would not match; a wrong width is a reject.
+        bad = imported.insert_many(["w"], hashvalues=[np.zeros(64, dtype=np.uint32)])
+        assert bad.written == 0 and "64 values" in str(bad.rejects[0].error)

@@ -111,6 +111,34 @@ pub(crate) fn arrow_chunks(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Optio
     Ok(None)
 }
 
+/// MinHash values imported as they are (datasketch's `hashvalues`): each row a 1-D NumPy
+/// array of unsigned or signed integers, or a sequence of ints, in the collection's family
+/// (the imported sketch's cardinality is unknown and stored as 0).
+pub(crate) fn hashvalue_rows(coll: &Collection, rows: &Bound<'_, PyAny>) -> PyResult<Vec<Content>> {
+    let params = *coll.params();
+    if params.kind() != sketchdb::SketchKind::MinHash {
+        return Err(PyValueError::new_err("hashvalues= imports MinHash values: this collection is not MinHash"));
+    }
+    let row = |x: &Bound<'_, PyAny>| -> PyResult<Vec<u64>> {
+        if let Ok(a) = x.extract::<numpy::PyReadonlyArray1<'_, u64>>() {
+            return Ok(a.as_array().to_vec());
+        }
+        if let Ok(a) = x.extract::<numpy::PyReadonlyArray1<'_, u32>>() {
+            return Ok(a.as_array().iter().map(|&v| u64::from(v)).collect());
+        }
+        x.extract::<Vec<u64>>().map_err(|_| PyTypeError::new_err("a hashvalues row is a 1-D array of unsigned integers"))
+    };
+    rows.try_iter()?
+        .map(|x| {
+            let x = x?;
+            Ok(row(&x).and_then(|v| {
+                let m = sketchdb::MinHash::from_parts(params, v, 0).map_err(crate::errors::sketch_to_py)?;
+                Ok(Probe::Sketch(Sketch::MinHash(m)))
+            }))
+        })
+        .collect()
+}
+
 /// The contents named by exactly one of texts, tokens, sketches, signatures.
 pub(crate) fn contents(
     coll: &Collection,
