@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use sketchdb::plan::PlanKind;
 use sketchdb::recipes::Measure;
-use sketchdb::{Collection, IndexSummary, Query, QueryKind, QueryOptions, Sketch};
+use sketchdb::{Collection, Query, QueryKind, QueryOptions, Sketch};
 
 use crate::convert;
 use crate::database::{Shared, closed};
@@ -55,6 +55,7 @@ mod results;
 
 pub(crate) use ingest::{PyInsertReport, PyReject};
 pub(crate) use results::{PyCluster, PyDedupResult, PyHit};
+use results::hit;
 
 /// A named set of keyed sketches of one configuration.
 #[pyclass(name = "Collection", module = "sketchdb._sketchdb", frozen)]
@@ -129,19 +130,6 @@ impl PyCollection {
         })
         .py_err()
     }
-}
-
-/// A hit as Python sees it.
-fn hit(py: Python<'_>, h: sketchdb::Hit) -> PyResult<PyHit> {
-    Ok(PyHit {
-        key: convert::key_to_py(py, &h.key)?,
-        row_id: h.row_id,
-        estimate: h.estimate.value,
-        lower: h.estimate.lower,
-        upper: h.estimate.upper,
-        level: h.estimate.level,
-        distance: h.distance,
-    })
 }
 
 fn options(level: f64, exact: bool) -> QueryOptions {
@@ -486,39 +474,7 @@ impl PyCollection {
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let coll = self.coll()?;
         let s = py.detach(|| coll.stats()).py_err()?;
-        let p = coll.params();
-        let d = PyDict::new(py);
-        d.set_item("name", coll.name())?;
-        d.set_item("kind", convert::kind_name(p.kind()))?;
-        d.set_item("size", p.size())?;
-        d.set_item("bits", p.bits())?;
-        d.set_item("seed", p.seed())?;
-        d.set_item("live", s.live)?;
-        d.set_item("deleted", s.deleted)?;
-        d.set_item("next_row", s.next_row)?;
-        d.set_item("page_capacity", s.page_capacity)?;
-        d.set_item("record_width", s.record_width)?;
-        let index = PyDict::new(py);
-        match s.index {
-            Some(IndexSummary::Lsh { bands, rows, runs, band_hash, removed_rows }) => {
-                index.set_item("type", "lsh")?;
-                index.set_item("bands", bands)?;
-                index.set_item("rows", rows)?;
-                index.set_item("runs", runs)?;
-                index.set_item("band_hash", band_hash)?;
-                index.set_item("removed_rows", removed_rows)?;
-                d.set_item("index", index)?;
-            }
-            Some(IndexSummary::SimhashTables { tables, radius, runs }) => {
-                index.set_item("type", "simhash_tables")?;
-                index.set_item("tables", tables)?;
-                index.set_item("radius", radius)?;
-                index.set_item("runs", runs)?;
-                d.set_item("index", index)?;
-            }
-            _ => d.set_item("index", py.None())?,
-        }
-        Ok(d)
+        results::stats_dict(py, &coll, s)
     }
 
     /// Checks the whole file (every collection): see `Database.verify`.

@@ -233,7 +233,7 @@ pub(crate) fn insert_many(
         return Err(PyValueError::new_err(format!("{} keys but {} records", ks.len(), contents.len())));
     }
     // Per record: its key (when readable) and its probe, or the error that rejects it.
-    let mut records: Vec<(Option<Vec<u8>>, Result<Probe, PyErr>)> = Vec::with_capacity(ks.len());
+    let mut records: Vec<(Option<Vec<u8>>, Content)> = Vec::with_capacity(ks.len());
     let mut first_at: HashMap<Vec<u8>, usize> = HashMap::with_capacity(ks.len());
     for (i, (k, c)) in ks.into_iter().zip(contents).enumerate() {
         let (key, r) = match k {
@@ -403,7 +403,7 @@ pub(super) fn run_many(
                 let err = to_py(e);
                 PyErr::from_type(err.get_type(py), format!("probe {i}: {}", err.value(py)))
             })?;
-            r.hits.into_iter().map(|h| super::hit(py, h)).collect()
+            r.hits.into_iter().map(|h| super::results::hit(py, h)).collect()
         })
         .collect()
 }
