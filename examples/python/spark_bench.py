@@ -55,6 +55,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("docs")
     p.add_argument("work")
+    # 0: no repartition (the input splits are the sketch stage's partitions).
     p.add_argument("--partitions", default="4")
     p.add_argument("--threshold", type=float, default=0.8)
     p.add_argument("--cli")
@@ -69,7 +70,7 @@ def main():
     seen = None
     for parts in map(int, a.partitions.split(",")):
         out = os.path.join(a.work, f"p{parts}")
-        s = dedup(spark, a.docs, out, SketchSpec(threshold=a.threshold), DedupOptions(partitions=parts), overwrite=True)
+        s = dedup(spark, a.docs, out, SketchSpec(threshold=a.threshold), DedupOptions(partitions=parts or None), overwrite=True)
         c = clusters(out)
         same = seen is None or c == seen
         seen = c if seen is None else seen

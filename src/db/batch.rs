@@ -7,8 +7,8 @@ use crate::storage::rules::WriteOp;
 /// for a delete).
 #[derive(Clone, Debug)]
 enum BatchOp {
-    Insert(usize, Sketch),
-    Upsert(usize, Sketch),
+    Insert(usize, Sketch, Option<u128>),
+    Upsert(usize, Sketch, Option<u128>),
     Delete(usize),
 }
 
@@ -38,14 +38,30 @@ impl Batch {
     /// Adds an insert (the key must be absent when it applies).
     pub fn insert(&mut self, key: impl AsRef<[u8]>, sketch: Sketch) -> &mut Self {
         let end = self.push_key(key.as_ref());
-        self.ops.push(BatchOp::Insert(end, sketch));
+        self.ops.push(BatchOp::Insert(end, sketch, None));
+        self
+    }
+
+    /// Adds an insert that also stores `content_hash`, a hash of the source content the
+    /// sketch was made from ([`crate::Snapshot::stored_hash`] reads it back), so that a later
+    /// read of the source can tell a changed record from an unchanged one.
+    pub fn insert_with_hash(&mut self, key: impl AsRef<[u8]>, sketch: Sketch, content_hash: u128) -> &mut Self {
+        let end = self.push_key(key.as_ref());
+        self.ops.push(BatchOp::Insert(end, sketch, Some(content_hash)));
+        self
+    }
+
+    /// Adds an upsert that also stores `content_hash` (see [`Batch::insert_with_hash`]).
+    pub fn upsert_with_hash(&mut self, key: impl AsRef<[u8]>, sketch: Sketch, content_hash: u128) -> &mut Self {
+        let end = self.push_key(key.as_ref());
+        self.ops.push(BatchOp::Upsert(end, sketch, Some(content_hash)));
         self
     }
 
     /// Adds an upsert.
     pub fn upsert(&mut self, key: impl AsRef<[u8]>, sketch: Sketch) -> &mut Self {
         let end = self.push_key(key.as_ref());
-        self.ops.push(BatchOp::Upsert(end, sketch));
+        self.ops.push(BatchOp::Upsert(end, sketch, None));
         self
     }
 
@@ -82,13 +98,13 @@ impl Batch {
         let mut start = 0;
         self.ops.iter().map(move |op| {
             let end = match op {
-                BatchOp::Insert(end, _) | BatchOp::Upsert(end, _) | BatchOp::Delete(end) => *end,
+                BatchOp::Insert(end, ..) | BatchOp::Upsert(end, ..) | BatchOp::Delete(end) => *end,
             };
             let key = &self.keys[start..end];
             start = end;
             match op {
-                BatchOp::Insert(_, s) => WriteOp::Insert(key, s),
-                BatchOp::Upsert(_, s) => WriteOp::Upsert(key, s),
+                BatchOp::Insert(_, s, h) => WriteOp::Insert(key, s, *h),
+                BatchOp::Upsert(_, s, h) => WriteOp::Upsert(key, s, *h),
                 BatchOp::Delete(_) => WriteOp::Delete(key),
             }
         })

@@ -78,14 +78,16 @@ impl Collection {
     /// `StorageError::DuplicateKey`; a sketch of other parameters is
     /// `StorageError::Incompatible` naming the differing field.
     pub fn insert(&self, key: impl AsRef<[u8]>, sketch: &Sketch) -> Result<u64> {
-        let s = self.store.apply(&self.info, [WriteOp::Insert(key.as_ref(), sketch)], &mut IndexMaintainer::new())?;
+        let s =
+            self.store.apply(&self.info, [WriteOp::Insert(key.as_ref(), sketch, None)], &mut IndexMaintainer::new())?;
         Ok(s.first_row)
     }
 
     /// Inserts or replaces a record; returns its (new) row id. A replaced record's old row
     /// is tombstoned and the key moves to a new row id.
     pub fn upsert(&self, key: impl AsRef<[u8]>, sketch: &Sketch) -> Result<u64> {
-        let s = self.store.apply(&self.info, [WriteOp::Upsert(key.as_ref(), sketch)], &mut IndexMaintainer::new())?;
+        let s =
+            self.store.apply(&self.info, [WriteOp::Upsert(key.as_ref(), sketch, None)], &mut IndexMaintainer::new())?;
         Ok(s.first_row)
     }
 

@@ -258,6 +258,7 @@ impl Store {
                 .retain_in((id, 0u64)..=(id, u64::MAX), |_, _| false)
                 .map_err(StorageError::backend("drop collection"))?;
             IndexTxn(&txn).drop_index_entries(id)?;
+            super::content_hash::drop_collection(&txn, id)?;
         }
         txn.commit().map_err(StorageError::backend("commit"))
     }

@@ -11,6 +11,7 @@
 //! needs no live transactions or snapshots ([`StorageError::Busy`] otherwise).
 
 use super::catalog::CollectionInfo;
+use super::content_hash;
 use super::error::{StorageError, contain};
 use super::hook::IndexHook;
 use super::index_tables::IndexTxn;
@@ -99,6 +100,7 @@ impl Store {
             let id = info.def.id;
             let mut keys = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
             let mut pages = PageCache::new(&txn, info)?;
+            let mut hashes = content_hash::open_in(&txn, false)?;
             for first in holed {
                 let Some(b) = pages.take(first)? else { continue };
                 let bytes = b.finish();
@@ -109,6 +111,12 @@ impl Store {
                     if view.is_deleted(i) {
                         summary.rows_purged += 1;
                         continue;
+                    }
+                    // A moved row keeps its content hash under its new row id.
+                    if let Some(t) = &mut hashes
+                        && let Some(h) = content_hash::take(t, info.def.id, old_row)?
+                    {
+                        content_hash::put(t, info.def.id, state.next_row, h)?;
                     }
                     let key = view.key(i);
                     let new_row = state.next_row;

@@ -10,6 +10,7 @@
 //! * [`rules`]: what a write is made of, and the key check and error builders reads and
 //!   writes share.
 //! * [`compact`]: page compaction and redb file compaction.
+//! * [`content_hash`]: the source-content hash kept per row written with one (sync).
 //! * [`index_tables`]: typed handles on the index's tables, the index layer's only access
 //!   to the engine ([`index_tables::IndexTxn`] is the write transaction its hook receives).
 //! * [`integrity`]: the storage-level consistency checks behind `admin::verify`.
@@ -21,6 +22,7 @@
 pub(crate) mod backend;
 pub(crate) mod catalog;
 pub(crate) mod compact;
+pub(crate) mod content_hash;
 pub(crate) mod costs;
 pub(crate) mod error;
 pub(crate) mod hook;

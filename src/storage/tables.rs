@@ -19,6 +19,12 @@ pub(crate) const KEYS: TableDefinition<(u32, &[u8]), u64> = TableDefinition::new
 /// `(u32, u64) -> &[u8]`: (collection id, first row id of the page) -> columnar page.
 pub(crate) const PAGES: TableDefinition<(u32, u64), &[u8]> = TableDefinition::new("sketchdb.pages");
 
+/// `(u32, u64) -> u128`: (collection id, row id) -> xxh3-128 content hash of the source the
+/// row was sketched from, for rows written with one (`Batch::insert_with_hash`). Created by
+/// the first such write; entries of removed rows are dropped with them.
+pub(crate) const CONTENT_HASHES: TableDefinition<(u32, u64), u128> = TableDefinition::new("sketchdb.content_hashes");
+pub(crate) const CONTENT_HASHES_NAME: &str = "sketchdb.content_hashes";
+
 // ---- Index tables (storage-format.md, "Index tables"). Written by `crate::index`. ----
 
 /// `u32 -> &[u8]`: collection id -> index definition envelope (record kind 5): the index

@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use redb::{ReadableTable, Table, WriteTransaction};
 
 use super::catalog::{CollectionInfo, page_fits, read_state};
+use super::content_hash;
 use super::error::{StorageError, contain, panic_message, show_key};
 use super::hook::IndexHook;
 use super::index_tables::IndexTxn;
@@ -252,7 +253,7 @@ impl super::store::Store {
         let sketches: Vec<&Sketch> = ops
             .iter()
             .filter_map(|op| match op {
-                WriteOp::Insert(_, s) | WriteOp::Upsert(_, s) => Some(*s),
+                WriteOp::Insert(_, s, _) | WriteOp::Upsert(_, s, _) => Some(*s),
                 WriteOp::Delete(_) => None,
             })
             .collect();
@@ -291,10 +292,16 @@ impl super::store::Store {
         let mut keys: KeysTable<'_> = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
         let appended = append_new_keys(&mut keys, info, &ops, state.next_row)?;
         let mut pages = PageCache::new(txn, info)?;
+        // Content hashes: the table is opened when an op carries a hash, or when a row may
+        // end and the file has the table (its entry goes with it); never created otherwise.
+        let carries =
+            ops.iter().any(|op| matches!(op, WriteOp::Insert(_, _, Some(_)) | WriteOp::Upsert(_, _, Some(_))));
+        let ends_rows = ops.iter().any(|op| !matches!(op, WriteOp::Insert(..)));
+        let mut hashes = if carries || ends_rows { content_hash::open_in(txn, carries)? } else { None };
         let params = &info.def.params;
         for (op, appended) in ops.into_iter().zip(appended) {
             match op {
-                WriteOp::Insert(key, sketch) | WriteOp::Upsert(key, sketch) => {
+                WriteOp::Insert(key, sketch, hash) | WriteOp::Upsert(key, sketch, hash) => {
                     check_key(info, key)?;
                     params
                         .check_compatible(sketch.params())
@@ -316,6 +323,9 @@ impl super::store::Store {
                         }
                         let gone = pages.delete(old_row, key)?;
                         hook.removed(old_row, &gone)?;
+                        if let Some(t) = &mut hashes {
+                            content_hash::take(t, info.def.id, old_row)?;
+                        }
                         summary.replaced += 1;
                         state.deleted += 1;
                     } else {
@@ -323,6 +333,9 @@ impl super::store::Store {
                         state.live += 1;
                     }
                     pages.append(row, key, sketch)?;
+                    if let (Some(t), Some(h)) = (&mut hashes, hash) {
+                        content_hash::put(t, info.def.id, row, h)?;
+                    }
                     hook.added(row, sketch)?;
                     state.next_row += 1;
                     summary.new_rows += 1;
@@ -335,6 +348,9 @@ impl super::store::Store {
                         Some(old_row) => {
                             let gone = pages.delete(old_row, key)?;
                             hook.removed(old_row, &gone)?;
+                            if let Some(t) = &mut hashes {
+                                content_hash::take(t, info.def.id, old_row)?;
+                            }
                             summary.deleted += 1;
                             state.live = state.live.saturating_sub(1);
                             state.deleted += 1;
