@@ -40,11 +40,11 @@ def run_cli(cli, docs, work, threshold):
     if os.path.exists(db):
         os.remove(db)
     sh = lambda *a: subprocess.run([cli, "--db", db, *map(str, a)], check=True, capture_output=True, text=True)
-    sh("create", "docs", "--kind", "minhash", "--k", "128", "--lsh", threshold)
+    sh("create", "cmp_docs", "--kind", "minhash", "--k", "128", "--lsh", threshold)
     t0 = time.perf_counter()
-    sh("ingest", "docs", src)
+    sh("ingest", "cmp_docs", src)
     t1 = time.perf_counter()
-    r = sh("--json", "dedup", "docs", "--threshold", threshold, "--plan", "lsh-probe")
+    r = sh("--json", "dedup", "cmp_docs", "--threshold", threshold, "--plan", "lsh-probe")
     t2 = time.perf_counter()
     got = {frozenset(c["keys"]) for c in map(json.loads, r.stdout.splitlines())}
     return {"ingest_s": round(t1 - t0, 2), "dedup_s": round(t2 - t1, 2), "total_s": round(t2 - t0, 2),

@@ -43,16 +43,17 @@ def pairs_of(out):
 
 
 def cli_clusters(cli, tmp, ids, texts, threshold=THRESHOLD):
-    """`sketchdb dedup` of the same documents: a collection with the LSH index for the
+    """`sketchdb dedup` of the same documents (a collection name that is no folder of the
+    working directory, which dedup would ingest): a collection with the LSH index for the
     threshold, the LSH self-join plan (the candidates a banding gives, each verified)."""
     src = tmp / "cli-in.jsonl"
     with open(src, "w") as f:
         for i, t in zip(ids, texts):
             f.write(json.dumps({"key": i, "text": t}) + "\n")
     db = tmp / "cli.sketchdb"
-    cli("--db", db, "create", "docs", "--kind", "minhash", "--k", "128", "--lsh", threshold)
-    cli("--db", db, "ingest", "docs", src)
-    r = cli("--db", db, "--json", "dedup", "docs", "--threshold", threshold, "--plan", "lsh-probe")
+    cli("--db", db, "create", "cmp_docs", "--kind", "minhash", "--k", "128", "--lsh", threshold)
+    cli("--db", db, "ingest", "cmp_docs", src)
+    r = cli("--db", db, "--json", "dedup", "cmp_docs", "--threshold", threshold, "--plan", "lsh-probe")
     clusters = {frozenset(c["keys"]) for c in map(json.loads, r.stdout.splitlines())}
     summary = json.loads(r.stderr.strip().splitlines()[-1])
     return clusters, summary

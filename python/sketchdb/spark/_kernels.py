@@ -1,21 +1,18 @@
 """The engine boundary: Arrow arrays in, Arrow arrays out, no Spark in sight.
 
-Three kernels, each a pure function of its inputs and a :class:`SketchSpec`:
+Three kernels, each a pure function of its inputs and a :class:`SketchSpec`, over the
+package's own Arrow kernels (``sketchdb.arrow``: all cores, GIL released, output
+byte-identical to what a collection stores and to what its LSH index files):
 
-* ``sketch(texts) -> RecordBatch(signature: binary, cardinality: uint64)``: one row per text;
-  a null text, or one with no tokens, gives null in both columns (the caller reports it);
+* ``sketch(texts) -> RecordBatch(signature: binary)``: one row per text; a null text, or one
+  with no tokens, gives a null signature (the caller reports it);
 * ``band_keys(signatures) -> RecordBatch(row: int32, band: int32, key: int64)``: ``bands``
-  rows per signature (the key's 64 bits as a signed integer, since Spark has no u64);
-* ``estimate(a, b, card_a, card_b) -> RecordBatch(estimate, lower, upper: float64)``: the
-  estimator of ``sketchdb`` on two signatures, pairwise.
+  rows per non-null signature, the index's keys as signed 64-bit integers (Spark has no u64);
+* ``estimate(a, b) -> RecordBatch(estimate, lower, upper: float64)``: sketchdb's estimator
+  with its interval, pairwise.
 
 Spark calls them inside ``mapInArrow``; a Ray Data adapter would call the same three inside
-``map_batches(batch_format="pyarrow")``. The implementation here goes through the package's
-``bulk`` constructors (all cores, GIL released) and its pickling state, so a signature is
-exactly the stored one: the MinHash values as little-endian u64 words. Band keys are a
-splitmix64 chain over each band's values: the same buckets as the index's XXH3 keys (two
-signatures share a key exactly when the band's values are equal, up to 64-bit collisions,
-which only add candidates that verification then drops).
+``map_batches(batch_format="pyarrow")``.
 """
 
 from __future__ import annotations
@@ -24,10 +21,10 @@ import dataclasses
 import json
 from typing import Optional
 
-import numpy as np
 import pyarrow as pa
 
 import sketchdb
+from sketchdb import arrow
 
 # Kinds and the constructor of their sketch class.
 _CLASSES = {"minhash": "MinHash", "bbit": "BBitMinHash", "oph": "OPH"}
@@ -85,6 +82,10 @@ class SketchSpec:
             kw["ngram"] = self.ngram
         return kw
 
+    def kernel_kwargs(self) -> dict:
+        """The parameters every ``sketchdb.arrow`` kernel takes."""
+        return {"kind": self.kind, "k": self.k, "bits": self.bits, "seed": self.seed}
+
     def collection_kwargs(self) -> dict:
         """Keyword arguments of ``Database.create_collection`` for the same sketches and banding."""
         kw = {
@@ -126,103 +127,38 @@ class Kernels:
     def __init__(self, spec: SketchSpec):
         if not (spec.bands and spec.rows):
             raise ValueError("Kernels needs a spec with its banding (SketchSpec.with_banding())")
-        self.spec = spec
-        self._cls = getattr(sketchdb, _CLASSES[spec.kind]) if spec.kind in _CLASSES else None
-        if self._cls is None:
+        if spec.kind not in _CLASSES:
             raise ValueError(f"sketch kind {spec.kind!r} cannot be banded for dedup (use one of {sorted(_CLASSES)})")
-        if spec.kind != "minhash":
-            raise ValueError(f"kind {spec.kind!r}: the Spark pipeline sketches MinHash only in this build")
         if spec.recipe is not None:
-            raise ValueError("recipes need the sketchdb.arrow kernels, which this build lacks")
-        self._template = self._cls(**spec.sketch_kwargs()).__reduce__()[1][0]
+            raise ValueError("recipes are not taken by this build's sketchdb.arrow kernels")
+        self.spec = spec
+        self._cls = getattr(sketchdb, _CLASSES[spec.kind])
+        self._kw = spec.kernel_kwargs()
 
-    # ---- sketch ---------------------------------------------------------------------------
     def sketch(self, texts: pa.Array) -> pa.RecordBatch:
-        texts = _as_string(texts)
-        n = len(texts)
-        values = texts.to_pylist()
-        ok = [i for i, t in enumerate(values) if t is not None and any(c.isalnum() for c in t)]
-        sigs: list = [None] * n
-        cards: list = [None] * n
-        if ok:
-            sk = self._cls.bulk([values[i] for i in ok], **self.spec.sketch_kwargs())
-            for i, s in zip(ok, sk):
-                payload = s.__reduce__()[1][0][8]
-                sigs[i] = bytes(payload[0])
-                cards[i] = int(payload[2])
-        return pa.RecordBatch.from_arrays(
-            [pa.array(sigs, pa.binary()), pa.array(cards, pa.uint64())], names=["signature", "cardinality"]
+        s = self.spec
+        sig = arrow.sketch(
+            texts, shingle=s.shingle, ngram=s.ngram, token_seed=s.token_seed, on_error="null", **self._kw
         )
+        return pa.RecordBatch.from_arrays([sig.cast(pa.binary())], names=["signature"])
 
-    # ---- band keys ------------------------------------------------------------------------
     def band_keys(self, signatures: pa.Array) -> pa.RecordBatch:
-        b, r = self.spec.bands, self.spec.rows
-        rows_idx, vals = self._values(signatures)
-        if vals.shape[1] < b * r:
-            raise ValueError(f"signatures hold {vals.shape[1]} values, banding {b}x{r} needs {b * r}")
-        n = vals.shape[0]
-        v = vals[:, : b * r].reshape(n, b, r)
-        keys = np.empty((n, b), dtype=np.uint64)
-        with np.errstate(over="ignore"):
-            for band in range(b):
-                h = np.full(n, np.uint64(self.spec.seed ^ (band * 0x9E3779B97F4A7C15 & 0xFFFFFFFFFFFFFFFF)), np.uint64)
-                for j in range(r):
-                    h = _mix(h ^ v[:, band, j])
-                keys[:, band] = h
-        row = np.repeat(rows_idx.astype(np.int32), b)
-        band = np.tile(np.arange(b, dtype=np.int32), n)
-        return pa.RecordBatch.from_arrays(
-            [pa.array(row), pa.array(band), pa.array(keys.reshape(-1).view(np.int64))], names=["row", "band", "key"]
-        )
+        return arrow.band_keys(_fixed(signatures, self.width), bands=self.spec.bands, rows=self.spec.rows, signed=True, **self._kw)
 
-    def _values(self, signatures: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-        """(row indexes of the non-null signatures, their values as a 2-D u64 array)."""
-        signatures = signatures.cast(pa.binary()) if pa.types.is_fixed_size_binary(signatures.type) else signatures
-        valid = np.flatnonzero(~np.asarray(signatures.is_null().to_numpy(zero_copy_only=False)))
-        raw = [signatures[int(i)].as_py() for i in valid]
-        width = self.spec.k
-        if raw and any(len(x) != 8 * width for x in raw):
-            raise ValueError(f"a signature is not {8 * width} bytes (k={width} u64 values)")
-        buf = b"".join(raw)
-        return valid, np.frombuffer(buf, dtype="<u8").reshape(len(raw), width) if raw else np.zeros((0, width), np.uint64)
+    def estimate(self, a: pa.Array, b: pa.Array) -> pa.RecordBatch:
+        return arrow.estimate(_fixed(a, self.width), _fixed(b, self.width), level=self.spec.level, **self._kw)
 
-    # ---- estimate -------------------------------------------------------------------------
-    def estimate(self, a: pa.Array, b: pa.Array, card_a: pa.Array, card_b: pa.Array) -> pa.RecordBatch:
-        est, lo, hi = [], [], []
-        for sa, sb, ca, cb in zip(a.to_pylist(), b.to_pylist(), card_a.to_pylist(), card_b.to_pylist()):
-            e = self._frozen(sa, ca).estimate(self._frozen(sb, cb), level=self.spec.level)
-            est.append(e.value)
-            lo.append(e.lower)
-            hi.append(e.upper)
-        return pa.RecordBatch.from_arrays(
-            [pa.array(est, pa.float64()), pa.array(lo, pa.float64()), pa.array(hi, pa.float64())],
-            names=["estimate", "lower", "upper"],
-        )
+    @property
+    def width(self) -> int:
+        return arrow.signature_width(**self._kw)
 
-    def frozen(self, signature: bytes, cardinality: int):
-        """The sketch object of a signature (to insert into a collection or to query with)."""
-        return self._frozen(signature, cardinality)
-
-    def _frozen(self, signature: bytes, cardinality: int):
-        t = self._template
-        state = (t[0], t[1], t[2], t[3], t[4], t[5], t[6], None, (bytes(signature), b"", int(cardinality), 0))
-        return self._cls._from_state(state)
+    def frozen(self, signature: bytes):
+        """The sketch object of a signature (to query a collection with)."""
+        return self._cls.from_bytes(signature, **self.spec.sketch_kwargs())
 
 
-def _mix(h: np.ndarray) -> np.ndarray:
-    """splitmix64's finalizer (wrapping u64 arithmetic)."""
-    h = h ^ (h >> np.uint64(30))
-    h = h * np.uint64(0xBF58476D1CE4E5B9)
-    h = h ^ (h >> np.uint64(27))
-    h = h * np.uint64(0x94D049BB133111EB)
-    return h ^ (h >> np.uint64(31))
-
-
-def _as_string(texts: pa.Array) -> pa.Array:
-    if isinstance(texts, pa.ChunkedArray):
-        texts = texts.combine_chunks()
-    if pa.types.is_large_string(texts.type) or pa.types.is_string_view(texts.type):
-        return texts.cast(pa.string())
-    if not pa.types.is_string(texts.type):
-        raise TypeError(f"texts must be an Arrow string array, not {texts.type}")
-    return texts
+def _fixed(a: pa.Array, width: int) -> pa.Array:
+    """A binary array of signatures as ``fixed_size_binary(width)``."""
+    if isinstance(a, pa.ChunkedArray):
+        a = a.combine_chunks()
+    return a if pa.types.is_fixed_size_binary(a.type) else a.cast(pa.binary(width))

@@ -22,15 +22,14 @@ EDGES = ("all", "star")
 
 
 def sketch(docs: DataFrame, spec: SketchSpec) -> DataFrame:
-    """(id, signature, cardinality) for each row of ``docs`` (columns ``__id``, ``__text``);
-    signature and cardinality are null where the text is null or has no tokens."""
+    """(id, signature) for each row of ``docs`` (columns ``__id``, ``__text``); the signature
+    is null where the text is null or has no tokens."""
     spec_json = spec.to_json()
     id_type = docs.schema["__id"].dataType
     schema = T.StructType(
         [
             T.StructField("id", id_type),
             T.StructField("signature", T.BinaryType()),
-            T.StructField("cardinality", T.LongType()),
         ]
     )
 
@@ -38,10 +37,7 @@ def sketch(docs: DataFrame, spec: SketchSpec) -> DataFrame:
         k = Kernels(SketchSpec.from_json(spec_json))
         for batch in batches:
             out = k.sketch(batch.column("__text"))
-            yield pa.RecordBatch.from_arrays(
-                [batch.column("__id"), out.column(0), out.column(1).cast(pa.int64())],
-                names=["id", "signature", "cardinality"],
-            )
+            yield pa.RecordBatch.from_arrays([batch.column("__id"), out.column(0)], names=["id", "signature"])
 
     return docs.select("__id", "__text").mapInArrow(run, schema)
 
@@ -105,9 +101,9 @@ def verify(cands: DataFrame, signatures: DataFrame, spec: SketchSpec) -> DataFra
     """(a, b, estimate, lower, upper) of each candidate pair whose estimate reaches the
     threshold (the test ``sketchdb dedup`` applies to a candidate: the point estimate)."""
     spec_json = spec.to_json()
-    sa = signatures.select(F.col("id").alias("a"), F.col("signature").alias("sa"), F.col("cardinality").alias("ca"))
-    sb = signatures.select(F.col("id").alias("b"), F.col("signature").alias("sb"), F.col("cardinality").alias("cb"))
-    joined = cands.join(sa, "a").join(sb, "b").select("a", "b", "sa", "sb", "ca", "cb")
+    sa = signatures.select(F.col("id").alias("a"), F.col("signature").alias("sa"))
+    sb = signatures.select(F.col("id").alias("b"), F.col("signature").alias("sb"))
+    joined = cands.join(sa, "a").join(sb, "b").select("a", "b", "sa", "sb")
     id_type = signatures.schema["id"].dataType
     schema = T.StructType(
         [T.StructField("a", id_type), T.StructField("b", id_type)]
@@ -117,7 +113,7 @@ def verify(cands: DataFrame, signatures: DataFrame, spec: SketchSpec) -> DataFra
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         k = Kernels(SketchSpec.from_json(spec_json))
         for batch in batches:
-            e = k.estimate(batch.column("sa"), batch.column("sb"), batch.column("ca"), batch.column("cb"))
+            e = k.estimate(batch.column("sa"), batch.column("sb"))
             yield pa.RecordBatch.from_arrays(
                 [batch.column("a"), batch.column("b"), e.column(0), e.column(1), e.column(2)],
                 names=["a", "b", "estimate", "lower", "upper"],

@@ -2,7 +2,8 @@
 
 Outputs under ``output`` (all Parquet folders unless named otherwise):
 
-* ``signatures/``: ``(id, signature, cardinality)``, one row per sketched document; with
+* ``signatures/``: ``(id, signature)``, one row per sketched document (the bytes a collection
+  stores, as ``sketchdb.arrow.sketch`` makes them); with
   ``spec.json`` beside it, what :func:`sketchdb.spark.import_signatures` loads;
 * ``pairs/``: the verified pairs ``(a, b, estimate, lower, upper)``, ``a < b``;
 * ``clusters/``: ``(id, cluster)`` for every sketched document, ``cluster`` the smallest id of

@@ -50,22 +50,19 @@ def import_signatures(
     and banding; ``only_kept`` loads only the documents that were kept. Returns the number
     of records inserted. Raises ``SparkDedupError`` if the collection exists."""
     spec = load_spec(run)
-    table = pq.read_table(os.path.join(run, "signatures"), columns=["id", "signature", "cardinality"])
+    table = pq.read_table(os.path.join(run, "signatures"), columns=["id", "signature"])
     if only_kept:
         removed = pq.read_table(os.path.join(run, "removed"), columns=["id"]).column("id").to_pylist()
         gone = set(removed)
         mask = pa.array([i not in gone for i in table.column("id").to_pylist()])
         table = table.filter(mask)
-    k = Kernels(spec)
     keys = [str(i) for i in table.column("id").to_pylist()]
-    sketches = (
-        k.frozen(s, c) for s, c in zip(table.column("signature").to_pylist(), table.column("cardinality").to_pylist())
-    )
     with sketchdb.open(db_path) as db:
         if collection in db:
             raise SparkDedupError(f"{db_path}: collection {collection!r} exists; choose another name")
         coll = db.create_collection(collection, **spec.collection_kwargs())
-        return coll.insert_many(keys, sketches=sketches)
+        sigs = table.column("signature").cast(pa.binary(Kernels(spec).width))
+        return coll.insert_many(keys, signatures=sigs, strict=True).written
 
 
 def dedup_against(
@@ -89,13 +86,8 @@ def dedup_against(
     with sketchdb.open(db_path, read_only=True) as db:
         if collection not in db:
             raise SparkDedupError(f"{db_path}: no collection {collection!r} (it has: {', '.join(db.collections())})")
-        st = db[collection].stats()
-    spec = SketchSpec(
-        kind=st["kind"], k=int(st["size"]), bits=int(st["bits"]), seed=int(st["seed"]),
-        threshold=threshold if threshold is not None else 0.8,
-    )
-    tok = _tokenizer_of(db_path, collection)
-    spec = SketchSpec(**{**spec.__dict__, **tok}).with_banding()
+        kw = db[collection].spec()
+    spec = SketchSpec(**kw, threshold=threshold if threshold is not None else 0.8).with_banding()
     docs, _ = read_documents(spark, inputs, text_column=text_column, id_column=id_column, derive_id=derive_id)
     where = inputs if isinstance(inputs, str) else ", ".join(inputs)
     check_unique_ids(docs.where(F.col("__id").isNotNull()).select("__id"), where)
@@ -125,8 +117,8 @@ def dedup_against(
             for batch in batches:
                 cols: dict[str, list] = {f: [] for f in ("id", "match", "estimate", "lower", "upper")}
                 ids = batch.column("id").to_pylist()
-                for i, s, c in zip(ids, batch.column("signature").to_pylist(), batch.column("cardinality").to_pylist()):
-                    for h in coll.query(sketch=k.frozen(s, c), threshold=thr):
+                for i, s in zip(ids, batch.column("signature").to_pylist()):
+                    for h in coll.query(sketch=k.frozen(s), threshold=thr):
                         key = h.key.decode() if isinstance(h.key, bytes) else h.key
                         for f, v in zip(cols, (i, key, h.estimate, h.lower, h.upper)):
                             cols[f].append(v)
@@ -137,7 +129,7 @@ def dedup_against(
                     names=list(cols),
                 )
 
-    matches = sketched.select("id", "signature", "cardinality").mapInArrow(run, schema)
+    matches = sketched.select("id", "signature").mapInArrow(run, schema)
     matches.write.mode("overwrite").parquet(os.path.join(output, "matches"))
     matches = spark.read.parquet(os.path.join(output, "matches"))
     new = sketched.select("id").join(matches.select("id").distinct(), "id", "left_anti")
@@ -152,21 +144,3 @@ def dedup_against(
         json.dump(out, f, indent=1, sort_keys=True)
     return out
 
-
-def _tokenizer_of(db_path: str, collection: str) -> dict:
-    """The tokenizer settings of a collection, as SketchSpec fields (read from a stored sketch)."""
-    with sketchdb.open(db_path, read_only=True) as db:
-        coll = db[collection]
-        if len(coll) == 0:
-            return {}
-        # A stored sketch's pickle state names its tokenizer: (kind, width, seed).
-        for hit in coll.top_k(text="x", k=1, exact=True):
-            state = coll[hit.key].__reduce__()[1][0]
-            tk, tw, ts = state[6]
-            out: dict = {"token_seed": int(ts)}
-            if tk == "shingles":
-                out["shingle"] = int(tw)
-            elif tk == "ngrams":
-                out["ngram"] = int(tw)
-            return out
-    return {}
