@@ -42,7 +42,7 @@ def pairs_of(out):
     return {(r["a"], r["b"]): r["estimate"] for r in read_table(pathlib.Path(out) / "pairs")}
 
 
-def cli_clusters(cli, tmp, ids, texts, threshold=THRESHOLD):
+def cli_clusters(cli, tmp, ids, texts, threshold=THRESHOLD, recipe=None):
     """`sketchdb dedup` of the same documents (a collection name that is no folder of the
     working directory, which dedup would ingest): a collection with the LSH index for the
     threshold, the LSH self-join plan (the candidates a banding gives, each verified)."""
@@ -51,7 +51,8 @@ def cli_clusters(cli, tmp, ids, texts, threshold=THRESHOLD):
         for i, t in zip(ids, texts):
             f.write(json.dumps({"key": i, "text": t}) + "\n")
     db = tmp / "cli.sketchdb"
-    cli("--db", db, "create", "cmp_docs", "--kind", "minhash", "--k", "128", "--lsh", threshold)
+    extra = ["--recipe", recipe] if recipe else []
+    cli("--db", db, "create", "cmp_docs", "--kind", "minhash", "--k", "128", "--lsh", threshold, *extra)
     cli("--db", db, "ingest", "cmp_docs", src)
     r = cli("--db", db, "--json", "dedup", "cmp_docs", "--threshold", threshold, "--plan", "lsh-probe")
     clusters = {frozenset(c["keys"]) for c in map(json.loads, r.stdout.splitlines())}
@@ -118,6 +119,17 @@ def test_sample_equals_cli(spark, sample, cli, tmp_path):
     assert got == want and want
     assert s["verified_pairs"] == cli_summary["pairs"]
     assert set(pairs_of(tmp_path / "out")) == set(reference_pairs(ids, texts, SketchSpec(threshold=THRESHOLD).with_banding()))
+
+
+def test_recipe_equals_cli(spark, sample, cli, tmp_path):
+    """A recipe travels with the spec: the pipeline cuts text as a collection created with the
+    same recipe does, so both find the same clusters and pairs."""
+    path, ids, texts = sample
+    spec = SketchSpec(threshold=THRESHOLD, recipe="words-5")
+    s = dedup(spark, str(path), str(tmp_path / "out"), spec)
+    want, cli_summary = cli_clusters(cli, tmp_path, ids, texts, recipe="words-5")
+    assert clusters_of(tmp_path / "out") == want and want
+    assert s["verified_pairs"] == cli_summary["pairs"]
 
 
 def test_docs_equal_cli_and_stable(spark, docs, cli, tmp_path):

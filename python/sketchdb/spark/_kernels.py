@@ -80,11 +80,13 @@ class SketchSpec:
             kw["shingle"] = self.shingle
         if self.ngram is not None:
             kw["ngram"] = self.ngram
+        if self.recipe is not None:
+            kw["recipe"] = self.recipe
         return kw
 
     def kernel_kwargs(self) -> dict:
         """The parameters every ``sketchdb.arrow`` kernel takes."""
-        return {"kind": self.kind, "k": self.k, "bits": self.bits, "seed": self.seed}
+        return {"kind": self.kind, "k": self.k, "bits": self.bits, "seed": self.seed, "recipe": self.recipe}
 
     def collection_kwargs(self) -> dict:
         """Keyword arguments of ``Database.create_collection`` for the same sketches and banding."""
@@ -96,6 +98,7 @@ class SketchSpec:
             "shingle": self.shingle,
             "ngram": self.ngram,
             "token_seed": self.token_seed,
+            "recipe": self.recipe,
         }
         if self.bands and self.rows:
             kw.update(bands=self.bands, rows=self.rows)
@@ -129,8 +132,6 @@ class Kernels:
             raise ValueError("Kernels needs a spec with its banding (SketchSpec.with_banding())")
         if spec.kind not in _CLASSES:
             raise ValueError(f"sketch kind {spec.kind!r} cannot be banded for dedup (use one of {sorted(_CLASSES)})")
-        if spec.recipe is not None:
-            raise ValueError("recipes are not taken by this build's sketchdb.arrow kernels")
         self.spec = spec
         self._cls = getattr(sketchdb, _CLASSES[spec.kind])
         self._kw = spec.kernel_kwargs()
