@@ -67,7 +67,7 @@ pub use db::snapshot::{PageColumns, Record, Scan, Snapshot};
 pub use db::stats::{CollectionStats, IndexSummary};
 pub use error::{Error, Result};
 pub use index::IndexError;
-pub use planner::dedup_exec::{Cluster, DedupResult};
+pub use planner::dedup_exec::{Cluster, Clustering, DedupResult};
 pub use planner::error::QueryError;
 pub use planner::exec::Hit;
 pub use planner::explain::Explain;
@@ -159,6 +159,7 @@ pub mod plan {
     pub use crate::planner::cost::{Alternative, Choice, CostModel, Stats, choose};
     pub use crate::planner::dedup::choose_dedup;
     pub use crate::planner::exec::Analyze;
+    pub use crate::planner::explain::Scoring;
     pub use crate::planner::plan::{Access, EarlyStop, Finish, Plan, PlanKind};
 }
 

@@ -48,6 +48,9 @@ class _Sketch:
     def merge(self: _S, other: _S) -> None: ...
     def __len__(self) -> int: ...
     def __eq__(self, other: object) -> bool: ...
+    def to_bytes(self) -> bytes: ...
+    @classmethod
+    def from_bytes(cls: type[_S], data: bytes, **kwargs: Any) -> _S: ...
     @classmethod
     def bulk(cls: type[_S], items: Iterable[Union[str, Iterable[Token]]], **kwargs: Any) -> list[_S]: ...
 
@@ -57,11 +60,12 @@ class MinHash(_Sketch):
         self,
         num_perm: int = 128,
         seed: int = ...,
-        bits: int = 32,
+        bits: Optional[int] = None,
         *,
         shingle: Optional[int] = None,
         ngram: Optional[int] = None,
         token_seed: int = 0,
+        recipe: Optional[str] = None,
     ) -> None: ...
     def jaccard(self, other: MinHash) -> float: ...
 
@@ -76,6 +80,7 @@ class BBitMinHash(_Sketch):
         shingle: Optional[int] = None,
         ngram: Optional[int] = None,
         token_seed: int = 0,
+        recipe: Optional[str] = None,
     ) -> None: ...
     def jaccard(self, other: BBitMinHash) -> float: ...
 
@@ -90,6 +95,7 @@ class OPH(_Sketch):
         shingle: Optional[int] = None,
         ngram: Optional[int] = None,
         token_seed: int = 0,
+        recipe: Optional[str] = None,
     ) -> None: ...
     def jaccard(self, other: OPH) -> float: ...
 
@@ -104,6 +110,7 @@ class SimHash(_Sketch):
         shingle: Optional[int] = None,
         ngram: Optional[int] = None,
         token_seed: int = 0,
+        recipe: Optional[str] = None,
     ) -> None: ...
     def cosine(self, other: SimHash) -> float: ...
     def hamming(self, other: SimHash) -> int: ...
@@ -132,6 +139,16 @@ class DedupResult:
     def __len__(self) -> int: ...
     def __iter__(self) -> Iterator[Cluster]: ...
 
+class Reject:
+    index: int
+    key: Optional[Key]
+    error: BaseException
+
+class InsertReport:
+    written: int
+    rejects: list[Reject]
+    def __int__(self) -> int: ...
+
 class Collection:
     name: str
     kind: str
@@ -143,13 +160,44 @@ class Collection:
     ) -> int: ...
     def insert_many(
         self,
-        keys: Iterable[Key],
-        texts: Optional[Iterable[str]] = None,
+        keys: Any,
+        texts: Any = None,
         *,
-        tokens: Optional[Iterable[Iterable[Token]]] = None,
+        tokens: Any = None,
         sketches: Optional[Iterable[AnySketch]] = None,
+        signatures: Any = None,
+        hashvalues: Any = None,
         upsert: bool = False,
-    ) -> int: ...
+        strict: bool = False,
+    ) -> InsertReport: ...
+    def query_many(
+        self,
+        texts: Any = None,
+        *,
+        tokens: Any = None,
+        keys: Any = None,
+        sketches: Optional[Iterable[AnySketch]] = None,
+        signatures: Any = None,
+        threshold: Optional[float] = None,
+        level: float = 0.95,
+        exact: bool = False,
+    ) -> list[list[Hit]]: ...
+    def top_k_many(
+        self,
+        texts: Any = None,
+        *,
+        tokens: Any = None,
+        keys: Any = None,
+        sketches: Optional[Iterable[AnySketch]] = None,
+        signatures: Any = None,
+        k: int = 10,
+        level: float = 0.95,
+        exact: bool = False,
+    ) -> list[list[Hit]]: ...
+    def spec(self) -> dict[str, Any]: ...
+    def band_keys(
+        self, *, text: Optional[str] = None, tokens: Optional[Iterable[Token]] = None, key: Optional[Key] = None, sketch: Optional[AnySketch] = None
+    ) -> Optional[list[int]]: ...
     def delete(self, key: Key) -> bool: ...
     def get(self, key: Key) -> Optional[AnySketch]: ...
     def __getitem__(self, key: Key) -> AnySketch: ...
@@ -165,6 +213,7 @@ class Collection:
         threshold: Optional[float] = None,
         level: float = 0.95,
         exact: bool = False,
+        plan: Optional[str] = None,
     ) -> list[Hit]: ...
     def top_k(
         self,
@@ -222,6 +271,7 @@ class Database:
         shingle: Optional[int] = None,
         ngram: Optional[int] = None,
         token_seed: int = 0,
+        recipe: Optional[str] = None,
     ) -> Collection: ...
     def collection(self, name: str) -> Collection: ...
     def __getitem__(self, name: str) -> Collection: ...
@@ -234,3 +284,13 @@ class Database:
     def close(self) -> None: ...
     def __enter__(self) -> Database: ...
     def __exit__(self, *args: object) -> bool: ...
+
+class _ArrowArray:
+    def __arrow_c_array__(self, requested_schema: Any = None) -> tuple[Any, Any]: ...
+    def __len__(self) -> int: ...
+
+def signature_width(kind: str, k: int, bits: Optional[int], seed: int, recipe: Optional[str] = None) -> int: ...
+def arrow_sketch(chunks: list[Any], kind: str, k: int, bits: Optional[int], seed: int, shingle: Optional[int], ngram: Optional[int], token_seed: int, on_error: str, recipe: Optional[str] = None) -> _ArrowArray: ...
+def arrow_sketch_tokens(chunks: list[Any], kind: str, k: int, bits: Optional[int], seed: int, token_seed: int, on_error: str, recipe: Optional[str] = None) -> _ArrowArray: ...
+def arrow_band_keys(chunks: list[Any], kind: str, k: int, bits: Optional[int], seed: int, threshold: Optional[float], bands: Optional[int], rows: Optional[int], signed: bool, recipe: Optional[str] = None) -> _ArrowArray: ...
+def arrow_estimate(a: list[Any], b: list[Any], kind: str, k: int, bits: Optional[int], seed: int, level: float, recipe: Optional[str] = None) -> _ArrowArray: ...

@@ -28,7 +28,10 @@ returns them for an existing collection, so ``sketch(texts, **coll.spec())`` mat
 * ``kind``: ``"minhash"`` (default), ``"bbit"``, ``"oph"`` or ``"simhash"``;
 * ``k``: permutations or bins (default 128; ignored for SimHash);
 * ``bits``: bits per value (default per kind: 32, 8, 8, 64);
-* ``seed``: the hash family's seed (default ``sketchdb.DEFAULT_SEED``).
+* ``seed``: the hash family's seed (default ``sketchdb.DEFAULT_SEED``);
+* ``recipe``: a recipe preset's name (``sketchdb recipes`` lists them): its tokenizer, and
+  for a compatibility preset (``"datasketch"``, ``"text-dedup"``, ...) its hash family, so
+  the signatures equal that library's (MinHash, 32-bit values).
 
 Text is cut by ``shingle`` words (default 5) or ``ngram`` characters, hashing each shingle
 with ``token_seed`` (default 0), as collections do.
@@ -66,9 +69,11 @@ def _chunks(obj: Any, what: str) -> list:
     )
 
 
-def signature_width(kind: str = "minhash", k: int = 128, bits: Optional[int] = None, seed: int = DEFAULT_SEED) -> int:
+def signature_width(
+    kind: str = "minhash", k: int = 128, bits: Optional[int] = None, seed: int = DEFAULT_SEED, recipe: Optional[str] = None
+) -> int:
     """The bytes of one signature with these parameters (``W`` of ``fixed_size_binary(W)``)."""
-    return _sketchdb.signature_width(kind, k, bits, seed)
+    return _sketchdb.signature_width(kind, k, bits, seed, recipe)
 
 
 def sketch(
@@ -82,6 +87,7 @@ def sketch(
     ngram: Optional[int] = None,
     token_seed: int = 0,
     on_error: str = "raise",
+    recipe: Optional[str] = None,
 ):
     """Signatures of texts: a ``pyarrow.FixedSizeBinaryArray``, one row per input row.
 
@@ -91,7 +97,9 @@ def sketch(
     The signatures are byte-identical to those a collection with the same parameters and
     tokenizer stores for the same texts.
     """
-    out = _sketchdb.arrow_sketch(_chunks(texts, "texts"), kind, k, bits, seed, shingle, ngram, token_seed, on_error)
+    out = _sketchdb.arrow_sketch(
+        _chunks(texts, "texts"), kind, k, bits, seed, shingle, ngram, token_seed, on_error, recipe
+    )
     return _pyarrow().array(out)
 
 
@@ -104,6 +112,7 @@ def sketch_tokens(
     seed: int = DEFAULT_SEED,
     token_seed: int = 0,
     on_error: str = "raise",
+    recipe: Optional[str] = None,
 ):
     """Signatures of token lists: a ``pyarrow.FixedSizeBinaryArray``, one row per list.
 
@@ -113,7 +122,7 @@ def sketch_tokens(
     the set kinds. Null rows give nulls; a null token or an empty list raises (or, with
     ``on_error="null"``, gives a null).
     """
-    out = _sketchdb.arrow_sketch_tokens(_chunks(tokens, "tokens"), kind, k, bits, seed, token_seed, on_error)
+    out = _sketchdb.arrow_sketch_tokens(_chunks(tokens, "tokens"), kind, k, bits, seed, token_seed, on_error, recipe)
     return _pyarrow().array(out)
 
 
@@ -128,6 +137,7 @@ def band_keys(
     bits: Optional[int] = None,
     seed: int = DEFAULT_SEED,
     signed: bool = False,
+    recipe: Optional[str] = None,
 ):
     """LSH band keys of signatures: a ``pyarrow.RecordBatch`` ``(row int32, band int32, key)``.
 
@@ -142,7 +152,7 @@ def band_keys(
     SimHash signatures have no bands (``ValueError``).
     """
     out = _sketchdb.arrow_band_keys(
-        _chunks(signatures, "signatures"), kind, k, bits, seed, threshold, bands, rows, signed
+        _chunks(signatures, "signatures"), kind, k, bits, seed, threshold, bands, rows, signed, recipe
     )
     return _pyarrow().record_batch(out)
 
@@ -156,6 +166,7 @@ def estimate(
     bits: Optional[int] = None,
     seed: int = DEFAULT_SEED,
     level: float = 0.95,
+    recipe: Optional[str] = None,
 ):
     """Estimated similarity of row pairs ``(a[i], b[i])``: a ``pyarrow.RecordBatch``
     ``(estimate, lower, upper)`` of float64.
@@ -165,5 +176,5 @@ def estimate(
     interval at ``level``, equal to ``Collection.estimate`` of the stored records. A row
     where either signature is null is null.
     """
-    out = _sketchdb.arrow_estimate(_chunks(a, "a"), _chunks(b, "b"), kind, k, bits, seed, level)
+    out = _sketchdb.arrow_estimate(_chunks(a, "a"), _chunks(b, "b"), kind, k, bits, seed, level, recipe)
     return _pyarrow().record_batch(out)

@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use sketchdb::plan::PlanKind;
 use sketchdb::recipes::Measure;
-use sketchdb::{Collection, IndexSummary, Query, QueryKind, QueryOptions, Sketch};
+use sketchdb::{Collection, Query, QueryKind, QueryOptions, Sketch};
 
 use crate::convert;
 use crate::database::{Shared, closed};
@@ -55,6 +55,7 @@ mod results;
 
 pub(crate) use ingest::{PyInsertReport, PyReject};
 pub(crate) use results::{PyCluster, PyDedupResult, PyHit};
+use results::hit;
 
 /// A named set of keyed sketches of one configuration.
 #[pyclass(name = "Collection", module = "sketchdb._sketchdb", frozen)]
@@ -131,19 +132,6 @@ impl PyCollection {
     }
 }
 
-/// A hit as Python sees it.
-fn hit(py: Python<'_>, h: sketchdb::Hit) -> PyResult<PyHit> {
-    Ok(PyHit {
-        key: convert::key_to_py(py, &h.key)?,
-        row_id: h.row_id,
-        estimate: h.estimate.value,
-        lower: h.estimate.lower,
-        upper: h.estimate.upper,
-        level: h.estimate.level,
-        distance: h.distance,
-    })
-}
-
 fn options(level: f64, exact: bool) -> QueryOptions {
     QueryOptions { level, exact, ..QueryOptions::default() }
 }
@@ -194,8 +182,10 @@ impl PyCollection {
     /// on all cores with the GIL released.
     ///
     /// `keys` (str/bytes) and one of `texts`, `tokens` (token iterables), `sketches` (sketch
-    /// objects) or `signatures` (signature bytes, as `sketchdb.arrow.sketch` makes them) are
-    /// equally long: lists, iterables, NumPy arrays, or pyarrow arrays (read without a copy).
+    /// objects), `signatures` (signature bytes, as `sketchdb.arrow.sketch` makes them) or
+    /// `hashvalues` (MinHash value rows, e.g. datasketch's `hashvalues`, for a collection of
+    /// the matching family: `recipe="datasketch-affine32"` or `"datasketch"`) are equally
+    /// long: lists, iterables, NumPy arrays, or pyarrow arrays (read without a copy).
     ///
     /// A bad record (an empty, over-long or non-str/bytes key, a text without words, a
     /// sketch of other parameters, a key repeated in the call, or for inserts a key already
@@ -203,7 +193,7 @@ impl PyCollection {
     /// the returned `InsertReport` has `written` and `rejects` (each with `index`, `key` and
     /// the `error` it would raise). With `strict=True` the first bad record raises, naming
     /// its position, and nothing of the call is written.
-    #[pyo3(signature = (keys, texts = None, *, tokens = None, sketches = None, signatures = None, upsert = false, strict = false))]
+    #[pyo3(signature = (keys, texts = None, *, tokens = None, sketches = None, signatures = None, hashvalues = None, upsert = false, strict = false))]
     #[allow(clippy::too_many_arguments)]
     fn insert_many(
         &self,
@@ -213,11 +203,18 @@ impl PyCollection {
         tokens: Option<&Bound<'_, PyAny>>,
         sketches: Option<&Bound<'_, PyAny>>,
         signatures: Option<&Bound<'_, PyAny>>,
+        hashvalues: Option<&Bound<'_, PyAny>>,
         upsert: bool,
         strict: bool,
     ) -> PyResult<ingest::PyInsertReport> {
         let coll = self.coll()?;
-        let contents = ingest::contents(&coll, texts, tokens, sketches, signatures)?;
+        let contents = match hashvalues {
+            Some(h) if texts.is_none() && tokens.is_none() && sketches.is_none() && signatures.is_none() => {
+                ingest::hashvalue_rows(&coll, h)?
+            }
+            Some(_) => return Err(PyValueError::new_err("give exactly one of texts, tokens=, sketches=, signatures=, hashvalues=")),
+            None => ingest::contents(&coll, texts, tokens, sketches, signatures)?,
+        };
         ingest::insert_many(py, &coll, keys, contents, upsert, strict)
     }
 
@@ -277,9 +274,10 @@ impl PyCollection {
         d.set_item("bits", p.bits())?;
         d.set_item("seed", p.seed())?;
         let t = &coll.config().tokenizer;
-        match convert::tokenizer_parts(t) {
-            ("ngrams", n) => d.set_item("ngram", n)?,
-            (_, w) => d.set_item("shingle", w)?,
+        match convert::tokenizer_parts(t, p.family()) {
+            (k, n) if k == "ngrams" => d.set_item("ngram", n)?,
+            (k, w) if k == "shingles" => d.set_item("shingle", w)?,
+            (k, _) => d.set_item("recipe", k.trim_start_matches("recipe:"))?,
         }
         d.set_item("token_seed", t.seed())?;
         Ok(d)
@@ -476,39 +474,7 @@ impl PyCollection {
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let coll = self.coll()?;
         let s = py.detach(|| coll.stats()).py_err()?;
-        let p = coll.params();
-        let d = PyDict::new(py);
-        d.set_item("name", coll.name())?;
-        d.set_item("kind", convert::kind_name(p.kind()))?;
-        d.set_item("size", p.size())?;
-        d.set_item("bits", p.bits())?;
-        d.set_item("seed", p.seed())?;
-        d.set_item("live", s.live)?;
-        d.set_item("deleted", s.deleted)?;
-        d.set_item("next_row", s.next_row)?;
-        d.set_item("page_capacity", s.page_capacity)?;
-        d.set_item("record_width", s.record_width)?;
-        let index = PyDict::new(py);
-        match s.index {
-            Some(IndexSummary::Lsh { bands, rows, runs, band_hash, removed_rows }) => {
-                index.set_item("type", "lsh")?;
-                index.set_item("bands", bands)?;
-                index.set_item("rows", rows)?;
-                index.set_item("runs", runs)?;
-                index.set_item("band_hash", band_hash)?;
-                index.set_item("removed_rows", removed_rows)?;
-                d.set_item("index", index)?;
-            }
-            Some(IndexSummary::SimhashTables { tables, radius, runs }) => {
-                index.set_item("type", "simhash_tables")?;
-                index.set_item("tables", tables)?;
-                index.set_item("radius", radius)?;
-                index.set_item("runs", runs)?;
-                d.set_item("index", index)?;
-            }
-            _ => d.set_item("index", py.None())?,
-        }
-        Ok(d)
+        results::stats_dict(py, &coll, s)
     }
 
     /// Checks the whole file (every collection): see `Database.verify`.

@@ -9,7 +9,8 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyInt, PyString};
 use sketchdb::recipes::default_params;
-use sketchdb::{SketchKind, SketchParams, Tokenizer, TokenizerKind, estimate::token_hash};
+use sketchdb::recipes::DEFAULT_SEED;
+use sketchdb::{HashFamily, Recipe, SketchKind, SketchParams, Tokenizer, TokenizerKind, estimate::token_hash};
 
 use crate::errors::IntoPy;
 
@@ -101,6 +102,57 @@ pub(crate) fn params(kind: SketchKind, size: u32, bits: Option<u8>, seed: u64) -
     default_params(kind, size, bits, seed).py_err()
 }
 
+/// A sketch configuration's parameters and tokenizer. With `recipe` (a preset name, see
+/// `sketchdb recipes`) the tokenizer is the recipe's, and a compatibility recipe (datasketch,
+/// text-dedup, ...) brings its hash family: MinHash of 32-bit values whose `seed` is the
+/// reference's (the preset's own when `seed` is left at `DEFAULT_SEED`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn config(
+    kind: SketchKind,
+    size: u32,
+    bits: Option<u8>,
+    seed: u64,
+    recipe: Option<&str>,
+    shingle: Option<u32>,
+    ngram: Option<u32>,
+    token_seed: u64,
+) -> PyResult<(SketchParams, Tokenizer)> {
+    let Some(name) = recipe else {
+        return Ok((params(kind, size, bits, seed)?, tokenizer(shingle, ngram, token_seed)?));
+    };
+    if shingle.is_some() || ngram.is_some() {
+        return Err(PyValueError::new_err("recipe= sets the tokenizer: give it or shingle=/ngram=, not both"));
+    }
+    let r = Recipe::preset(name).py_err()?;
+    if !r.family().is_compat() {
+        return Ok((params(kind, size, bits, seed)?, r.tokenizer()));
+    }
+    if kind != SketchKind::MinHash || bits.is_some_and(|b| b != 32) {
+        return Err(PyValueError::new_err(format!(
+            "recipe {name:?} reproduces {}'s signatures: MinHash with 32-bit values only",
+            r.family()
+        )));
+    }
+    let p = if seed == DEFAULT_SEED { r.compat_params(Some(size)).py_err()? } else { None };
+    let p = match p {
+        Some(p) => p,
+        None => SketchParams::compat(r.family(), size, seed).py_err()?,
+    };
+    Ok((p, r.tokenizer()))
+}
+
+/// The parameters of `kind` in hash family `family` (a pickled or imported sketch's).
+pub(crate) fn params_in(family: HashFamily, kind: SketchKind, size: u32, bits: u8, seed: u64) -> PyResult<SketchParams> {
+    if family.is_compat() {
+        return SketchParams::compat(family, size, seed).py_err();
+    }
+    let p = params(kind, size, Some(bits), seed)?;
+    if p.family() != family {
+        return Err(PyValueError::new_err(format!("hash family {family} is not one this binding rebuilds for {kind:?}")));
+    }
+    Ok(p)
+}
+
 /// The tokenizer for text: `ngram` characters when given, else `shingle` words (default 5).
 pub(crate) fn tokenizer(shingle: Option<u32>, ngram: Option<u32>, token_seed: u64) -> PyResult<Tokenizer> {
     match (shingle, ngram) {
@@ -110,12 +162,13 @@ pub(crate) fn tokenizer(shingle: Option<u32>, ngram: Option<u32>, token_seed: u6
     }
 }
 
-/// The tokenizer's fields for pickling and `repr`: (`"shingles"` | `"ngrams"`, width).
-pub(crate) fn tokenizer_parts(t: &Tokenizer) -> (&'static str, u32) {
+/// The tokenizer's fields for pickling and `spec`: (`"shingles"` | `"ngrams"`, width), or
+/// (`"recipe:NAME"`, 0) for a recipe's pipeline (`family` tells compatibility presets apart).
+pub(crate) fn tokenizer_parts(t: &Tokenizer, family: HashFamily) -> (String, u32) {
     match t.kind() {
-        TokenizerKind::Shingles { w } => ("shingles", w),
-        TokenizerKind::CharNgrams { n } => ("ngrams", n),
-        _ => ("unknown", 0),
+        TokenizerKind::Shingles { w } => ("shingles".into(), w),
+        TokenizerKind::CharNgrams { n } => ("ngrams".into(), n),
+        _ => (format!("recipe:{}", Recipe::identify(*t, family).name()), 0),
     }
 }
 
@@ -124,6 +177,9 @@ pub(crate) fn tokenizer_from_parts(kind: &str, width: u32, seed: u64) -> PyResul
     match kind {
         "shingles" => Tokenizer::shingles(width, seed).py_err(),
         "ngrams" => Tokenizer::char_ngrams(width, seed).py_err(),
+        other if other.starts_with("recipe:") && other != "recipe:custom" => {
+            Ok(Recipe::preset(&other["recipe:".len()..]).py_err()?.tokenizer())
+        }
         other => Err(PyValueError::new_err(format!("unknown tokenizer kind {other:?}"))),
     }
 }

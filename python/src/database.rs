@@ -78,7 +78,7 @@ impl PyDatabase {
     /// permutations or bins; `bits` defaults per kind (32, 8, 8, 64); `lsh`: keep an LSH
     /// index tuned for this Jaccard threshold; `simhash_radius`: keep SimHash tables for
     /// Hamming queries up to this radius; `shingle`/`ngram`/`token_seed`: the tokenizer.
-    #[pyo3(signature = (name, kind = "minhash", k = 128, bits = None, seed = DEFAULT_SEED, *, lsh = None, bands = None, rows = None, simhash_radius = None, shingle = None, ngram = None, token_seed = 0))]
+    #[pyo3(signature = (name, kind = "minhash", k = 128, bits = None, seed = DEFAULT_SEED, *, lsh = None, bands = None, rows = None, simhash_radius = None, shingle = None, ngram = None, token_seed = 0, recipe = None))]
     #[allow(clippy::too_many_arguments)]
     fn create_collection(
         &self,
@@ -95,8 +95,10 @@ impl PyDatabase {
         shingle: Option<u32>,
         ngram: Option<u32>,
         token_seed: u64,
+        recipe: Option<&str>,
     ) -> PyResult<PyCollection> {
-        let params = convert::params(convert::kind(kind)?, k, bits, seed)?;
+        let (params, tokenizer) =
+            convert::config(convert::kind(kind)?, k, bits, seed, recipe, shingle, ngram, token_seed)?;
         let index = match (lsh, simhash_radius) {
             (Some(_), Some(_)) => {
                 return Err(pyo3::exceptions::PyValueError::new_err("give lsh= or simhash_radius=, not both"));
@@ -113,7 +115,7 @@ impl PyDatabase {
             (None, None) => IndexConfig::None,
         };
         let config = CollectionConfig::new(params)
-            .with_tokenizer(convert::tokenizer(shingle, ngram, token_seed)?)
+            .with_tokenizer(tokenizer)
             .with_index(index);
         let db = self.shared.db()?;
         let coll = py.detach(|| db.create_collection(name, config)).py_err()?;

@@ -11,13 +11,15 @@ use numpy::{IntoPyArray, PyArray1};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple, PyType};
-use rayon::prelude::*;
 use sketchdb::{Estimate, Sketch, SketchKind, SketchParams, Sketcher, Tokenizer, recipes::DEFAULT_SEED};
 
 use crate::convert;
 use crate::errors::IntoPy;
 
 mod pickle;
+mod objects;
+
+pub(crate) use objects::{bulk_sketch, extract, to_py};
 
 /// An estimate with its two-sided confidence interval.
 #[pyclass(name = "Estimate", module = "sketchdb._sketchdb", frozen, get_all)]
@@ -179,74 +181,6 @@ impl Core {
         };
         format!("{class}(size={}, bits={}, seed={:#x}, {state})", p.size(), p.bits(), p.seed())
     }
-}
-
-/// Texts or token lists sketched on all cores with the GIL released. Each item is a `str`
-/// (text, cut by `tokenizer`) or an iterable of tokens.
-pub(crate) fn bulk_sketch(
-    py: Python<'_>,
-    sketcher: &Sketcher,
-    tokenizer: &Tokenizer,
-    items: &Bound<'_, PyAny>,
-) -> PyResult<Vec<Sketch>> {
-    enum Item {
-        Text(String),
-        Tokens(Vec<u64>),
-    }
-    let mut inputs = Vec::with_capacity(items.len().unwrap_or(0));
-    for item in items.try_iter()? {
-        let item = item?;
-        if let Ok(s) = item.cast::<pyo3::types::PyString>() {
-            inputs.push(Item::Text(s.to_cow()?.into_owned()));
-        } else {
-            inputs.push(Item::Tokens(convert::tokens(&item, tokenizer.seed())?));
-        }
-    }
-    let results: Vec<_> = py.detach(|| {
-        inputs
-            .par_iter()
-            .map(|i| match i {
-                Item::Text(t) => sketcher.sketch_text(tokenizer, t),
-                Item::Tokens(t) => sketcher.sketch_multiset(t),
-            })
-            .collect()
-    });
-    results
-        .into_iter()
-        .enumerate()
-        .map(|(i, r)| r.map_err(|e| PyValueError::new_err(format!("item {i}: {e}"))))
-        .collect()
-}
-
-/// The Python object of a sketch, of its kind's class.
-pub(crate) fn to_py(py: Python<'_>, sketch: Sketch, tokenizer: Tokenizer) -> PyResult<Py<PyAny>> {
-    let core = Core::frozen(sketch, tokenizer);
-    Ok(match core.params.kind() {
-        SketchKind::MinHash => Py::new(py, PyMinHash::wrap(core))?.into_any(),
-        SketchKind::BBitMinHash => Py::new(py, PyBBitMinHash::wrap(core))?.into_any(),
-        SketchKind::Oph => Py::new(py, PyOph::wrap(core))?.into_any(),
-        _ => Py::new(py, PySimHash::wrap(core))?.into_any(),
-    })
-}
-
-/// The signature of any sketch object (a `TypeError` for anything else).
-pub(crate) fn extract(obj: &Bound<'_, PyAny>) -> PyResult<Sketch> {
-    if let Ok(s) = obj.cast::<PyMinHash>() {
-        return s.get().core.read().sketch().cloned();
-    }
-    if let Ok(s) = obj.cast::<PyBBitMinHash>() {
-        return s.get().core.read().sketch().cloned();
-    }
-    if let Ok(s) = obj.cast::<PyOph>() {
-        return s.get().core.read().sketch().cloned();
-    }
-    if let Ok(s) = obj.cast::<PySimHash>() {
-        return s.get().core.read().sketch().cloned();
-    }
-    Err(PyTypeError::new_err(format!(
-        "expected a MinHash, BBitMinHash, OPH or SimHash sketch, not {}",
-        obj.get_type().name()?
-    )))
 }
 
 /// The shared methods of the four classes. Each class is `frozen` to Python's borrow
@@ -462,17 +396,20 @@ impl CoreLock {
 
 sketch_class!(PyMinHash, "MinHash", "k-permutation MinHash of a token set.", {
     #[new]
-    #[pyo3(signature = (num_perm = 128, seed = DEFAULT_SEED, bits = 32, *, shingle = None, ngram = None, token_seed = 0))]
+    #[pyo3(signature = (num_perm = 128, seed = DEFAULT_SEED, bits = None, *, shingle = None, ngram = None, token_seed = 0, recipe = None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         num_perm: u32,
         seed: u64,
-        bits: u8,
+        bits: Option<u8>,
         shingle: Option<u32>,
         ngram: Option<u32>,
         token_seed: u64,
+        recipe: Option<&str>,
     ) -> PyResult<Self> {
-        let params = convert::params(SketchKind::MinHash, num_perm, Some(bits), seed)?;
-        Ok(Self::wrap(Core::open(params, convert::tokenizer(shingle, ngram, token_seed)?)?))
+        let (params, tokenizer) =
+            convert::config(SketchKind::MinHash, num_perm, bits, seed, recipe, shingle, ngram, token_seed)?;
+        Ok(Self::wrap(Core::open(params, tokenizer)?))
     }
 
     /// The estimated Jaccard resemblance as a float.
@@ -483,7 +420,8 @@ sketch_class!(PyMinHash, "MinHash", "k-permutation MinHash of a token set.", {
 
 sketch_class!(PyBBitMinHash, "BBitMinHash", "b-bit MinHash of a token set.", {
     #[new]
-    #[pyo3(signature = (num_perm = 128, b = 8, seed = DEFAULT_SEED, *, shingle = None, ngram = None, token_seed = 0))]
+    #[pyo3(signature = (num_perm = 128, b = 8, seed = DEFAULT_SEED, *, shingle = None, ngram = None, token_seed = 0, recipe = None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         num_perm: u32,
         b: u8,
@@ -491,9 +429,11 @@ sketch_class!(PyBBitMinHash, "BBitMinHash", "b-bit MinHash of a token set.", {
         shingle: Option<u32>,
         ngram: Option<u32>,
         token_seed: u64,
+        recipe: Option<&str>,
     ) -> PyResult<Self> {
-        let params = convert::params(SketchKind::BBitMinHash, num_perm, Some(b), seed)?;
-        Ok(Self::wrap(Core::open(params, convert::tokenizer(shingle, ngram, token_seed)?)?))
+        let (params, tokenizer) =
+            convert::config(SketchKind::BBitMinHash, num_perm, Some(b), seed, recipe, shingle, ngram, token_seed)?;
+        Ok(Self::wrap(Core::open(params, tokenizer)?))
     }
 
     /// The estimated Jaccard resemblance as a float.
@@ -504,7 +444,8 @@ sketch_class!(PyBBitMinHash, "BBitMinHash", "b-bit MinHash of a token set.", {
 
 sketch_class!(PyOph, "OPH", "One Permutation Hashing sketch of a token set.", {
     #[new]
-    #[pyo3(signature = (bins = 128, bits = 8, seed = DEFAULT_SEED, *, shingle = None, ngram = None, token_seed = 0))]
+    #[pyo3(signature = (bins = 128, bits = 8, seed = DEFAULT_SEED, *, shingle = None, ngram = None, token_seed = 0, recipe = None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         bins: u32,
         bits: u8,
@@ -512,9 +453,11 @@ sketch_class!(PyOph, "OPH", "One Permutation Hashing sketch of a token set.", {
         shingle: Option<u32>,
         ngram: Option<u32>,
         token_seed: u64,
+        recipe: Option<&str>,
     ) -> PyResult<Self> {
-        let params = convert::params(SketchKind::Oph, bins, Some(bits), seed)?;
-        Ok(Self::wrap(Core::open(params, convert::tokenizer(shingle, ngram, token_seed)?)?))
+        let (params, tokenizer) =
+            convert::config(SketchKind::Oph, bins, Some(bits), seed, recipe, shingle, ngram, token_seed)?;
+        Ok(Self::wrap(Core::open(params, tokenizer)?))
     }
 
     /// The estimated Jaccard resemblance as a float.
@@ -525,10 +468,18 @@ sketch_class!(PyOph, "OPH", "One Permutation Hashing sketch of a token set.", {
 
 sketch_class!(PySimHash, "SimHash", "SimHash fingerprint of a weighted token multiset.", {
     #[new]
-    #[pyo3(signature = (bits = 64, seed = DEFAULT_SEED, *, shingle = None, ngram = None, token_seed = 0))]
-    fn new(bits: u8, seed: u64, shingle: Option<u32>, ngram: Option<u32>, token_seed: u64) -> PyResult<Self> {
-        let params = convert::params(SketchKind::SimHash, 0, Some(bits), seed)?;
-        Ok(Self::wrap(Core::open(params, convert::tokenizer(shingle, ngram, token_seed)?)?))
+    #[pyo3(signature = (bits = 64, seed = DEFAULT_SEED, *, shingle = None, ngram = None, token_seed = 0, recipe = None))]
+    fn new(
+        bits: u8,
+        seed: u64,
+        shingle: Option<u32>,
+        ngram: Option<u32>,
+        token_seed: u64,
+        recipe: Option<&str>,
+    ) -> PyResult<Self> {
+        let (params, tokenizer) =
+            convert::config(SketchKind::SimHash, 0, Some(bits), seed, recipe, shingle, ngram, token_seed)?;
+        Ok(Self::wrap(Core::open(params, tokenizer)?))
     }
 
     /// The fingerprint as an int.

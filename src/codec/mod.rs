@@ -7,6 +7,7 @@
 //! * [`layout`]: which fixed-width columns a sketch kind is stored as.
 //! * [`page`]: [`page::PageBuilder`] (writer) and [`page::PageView`] (zero-copy reader).
 //! * [`record`]: one row of columns <-> a [`crate::Sketch`], always through `from_parts`.
+//! * [`shingles`]: a record's exact shingle hashes, sorted, delta-coded and Rice bit-packed.
 //! * [`signature`]: one record's cells as fixed-width bytes (the Arrow kernels' signatures).
 //! * [`meta`]: the postcard-encoded metadata records and the fixed-width table values.
 //! * [`wire`]: the stored shapes of the public configuration types (sketch parameters,
@@ -23,6 +24,7 @@ pub(crate) mod layout;
 pub(crate) mod meta;
 pub(crate) mod page;
 pub(crate) mod record;
+pub(crate) mod shingles;
 pub(crate) mod signature;
 pub(crate) mod wire;
 

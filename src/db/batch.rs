@@ -1,6 +1,7 @@
 //! Batches: many writes to one collection committed in one transaction, all or nothing.
 
 use crate::sketch::sketcher::Sketch;
+use crate::sketch::tokens::TokenSet;
 use crate::storage::rules::WriteOp;
 
 /// One write: its kind, where its key ends in the batch's key bytes, and its sketch (none
@@ -22,6 +23,10 @@ pub struct Batch {
     /// Every write's key, one after another (one allocation for the batch, not one per key).
     keys: Vec<u8>,
     ops: Vec<BatchOp>,
+    /// Exact shingle sets given with inserts and upsert: (op index, where the set ends in
+    /// `hashes`), in op order.
+    sets: Vec<(usize, usize)>,
+    hashes: Vec<u64>,
 }
 
 impl Batch {
@@ -32,7 +37,7 @@ impl Batch {
 
     /// An empty batch with room for `n` writes.
     pub fn with_capacity(n: usize) -> Self {
-        Batch { keys: Vec::with_capacity(n * 16), ops: Vec::with_capacity(n) }
+        Batch { keys: Vec::with_capacity(n * 16), ops: Vec::with_capacity(n), ..Batch::default() }
     }
 
     /// Adds an insert (the key must be absent when it applies).
@@ -65,6 +70,37 @@ impl Batch {
         self
     }
 
+    /// Adds an insert with the record's exact shingle set, for a collection that keeps them
+    /// ([`crate::CollectionConfig::exact_shingles`]; others ignore the set). `sketch` must be
+    /// the sketch of `shingles`.
+    pub fn insert_with_shingles(&mut self, key: impl AsRef<[u8]>, sketch: Sketch, shingles: &TokenSet) -> &mut Self {
+        self.insert(key, sketch);
+        self.push_set(shingles)
+    }
+
+    /// Adds an upsert with the record's exact shingle set (see [`Batch::insert_with_shingles`]).
+    pub fn upsert_with_shingles(&mut self, key: impl AsRef<[u8]>, sketch: Sketch, shingles: &TokenSet) -> &mut Self {
+        self.upsert(key, sketch);
+        self.push_set(shingles)
+    }
+
+    fn push_set(&mut self, shingles: &TokenSet) -> &mut Self {
+        self.hashes.extend_from_slice(shingles.as_slice());
+        self.sets.push((self.ops.len() - 1, self.hashes.len()));
+        self
+    }
+
+    /// Each op's shingle set, if it was given one.
+    pub(crate) fn shingles(&self) -> Vec<Option<&[u64]>> {
+        let mut out = vec![None; self.ops.len()];
+        let mut start = 0;
+        for &(op, end) in &self.sets {
+            out[op] = Some(&self.hashes[start..end]);
+            start = end;
+        }
+        out
+    }
+
     /// Adds a delete (of a key that may be absent).
     pub fn delete(&mut self, key: impl AsRef<[u8]>) -> &mut Self {
         let end = self.push_key(key.as_ref());
@@ -86,6 +122,8 @@ impl Batch {
     pub fn clear(&mut self) {
         self.keys.clear();
         self.ops.clear();
+        self.sets.clear();
+        self.hashes.clear();
     }
 
     /// Appends a key's bytes; returns where they end.

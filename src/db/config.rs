@@ -132,12 +132,39 @@ pub struct CollectionConfig {
     pub tokenizer: Tokenizer,
     /// The index settings.
     pub index: IndexConfig,
+    /// Keep each record's exact shingle set (its distinct token hashes) beside its sketch, so
+    /// that threshold, top-k and dedup questions asked from stored records or from text
+    /// re-rank their candidates by exact Jaccard ([`crate::Hit::exact`]). Costs about 7.2
+    /// bytes per distinct token; records must then be written from text or tokens.
+    /// Recorded in the shingle table, not in the settings; fixed at creation.
+    pub exact_shingles: bool,
 }
 
 impl CollectionConfig {
     /// A configuration with `params`, the default tokenizer and no index.
     pub fn new(params: SketchParams) -> Self {
-        CollectionConfig { params, tokenizer: Tokenizer::default(), index: IndexConfig::None }
+        CollectionConfig { params, tokenizer: Tokenizer::default(), index: IndexConfig::None, exact_shingles: false }
+    }
+
+    /// With or without exact shingle sets ([`CollectionConfig::exact_shingles`]).
+    ///
+    /// ```
+    /// use sketchdb::{CollectionConfig, Database, Query, QueryKind, QueryOptions, SketchParams};
+    ///
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Database::create(dir.path().join("x.sketchdb"))?;
+    /// let config = CollectionConfig::new(SketchParams::bbit(512, 8, 1)?).with_exact_shingles(true);
+    /// let docs = db.create_collection("docs", config)?;
+    /// docs.insert_text("a", "one two three four five six seven eight nine ten")?;
+    /// docs.insert_text("b", "one two three four five six seven eight nine eleven")?;
+    /// let r = docs.query_key("a", QueryKind::Threshold(0.5), QueryOptions::default())?;
+    /// let b = r.hits.iter().find(|h| h.key == b"b").unwrap();
+    /// assert_eq!(b.exact, Some(5.0 / 7.0)); // 5 of 7 distinct 5-word shingles
+    /// # Ok::<(), sketchdb::Error>(())
+    /// ```
+    pub fn with_exact_shingles(mut self, on: bool) -> Self {
+        self.exact_shingles = on;
+        self
     }
 
     /// With another tokenizer.
@@ -243,5 +270,5 @@ pub(crate) fn decode_settings(id: u32, params: SketchParams, bytes: &[u8]) -> Re
     let s: SettingsWire = from_postcard(SETTINGS, bytes).map_err(corrupt)?;
     let tokenizer = Tokenizer::from(s.tokenizer);
     tokenizer.validate().map_err(|e| corrupt(crate::codec::error::CodecError::Sketch { what: SETTINGS, source: e }))?;
-    Ok(CollectionConfig { params, tokenizer, index: s.index.into() })
+    Ok(CollectionConfig { params, tokenizer, index: s.index.into(), exact_shingles: false })
 }

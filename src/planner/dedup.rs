@@ -13,18 +13,64 @@
 //!   banded in memory with the banding an index for the threshold would get, eligible under
 //!   the rule an LSH probe is (not `exact`, expected recall over [t, 1] at least the target).
 //!
-//! Probing every record costs n times a query. Banding costs a pass over every signature's
-//! slots (hashing) and a sort per band, estimated as two decode passes; in-memory SimHash
-//! tables cost a sort of the n fingerprints per table, estimated as 32 compares each. The
-//! choice is between a quadratic and a linear cost, so it does not hinge on those constants:
-//! the in-memory joins win from a few hundred records on.
+//! Every plan first loads each stored row (decoding its sketch and copying its key), so each
+//! alternative's cost includes [`load_cost`]. On top of it:
+//! - probing every record costs n times the planner's cost of one query;
+//! - one pass over LSH buckets reads every band's entries of every run, sorts them band by
+//!   band, and verifies the candidate pairs the index statistics predict (the size-biased
+//!   mean bucket size gives the pairs sharing a bucket);
+//! - banding in memory hashes every signature's slots, sorts the n band keys of each band,
+//!   and verifies the pairs sharing a bucket (without an index, one per record is assumed);
+//! - in-memory SimHash tables cost a sort of the n fingerprints per table, estimated as 32
+//!   compares each; one pass over stored SimHash tables reads their entries.
+//!
+//! The constants below were set from `sketchdb bench dedup` (sets-100k, MinHash 128 and
+//! b-bit 512x8, with and without an LSH index; its `estimate_ratio` prints estimate over
+//! measured) against the default [`CostModel`]. The row load and the fixed cost are the same
+//! for every alternative, so they move the estimate, never the choice; the choice is between
+//! a quadratic and a linear cost and does not hinge on the others either.
 
 use crate::index::{SimhashTableDesign, banding_model, expected_recall_above, lsh_scheme_for};
 use crate::sketch::params::SketchKind;
 
-use super::cost::{Alternative, Choice, CostModel, Stats, choose, finish_of};
+use super::cost::{Alternative, Choice, CostModel, LshStats, Stats, choose, finish_of};
 use super::plan::{Access, Finish, Plan, PlanKind};
 use super::query::{Query, QueryKind};
+
+/// Fixed cost of loading one row besides decoding its slots (allocating its sketch and key,
+/// and its share of the clustering), in nanoseconds.
+const LOAD_ROW_NS: f64 = 1_000.0;
+/// Fixed cost of a self-join: the snapshot, the statistics, the page walk, in nanoseconds.
+const JOIN_FIXED_NS: f64 = 1_000_000.0;
+/// Cost of one element of a band's sort (n log2 n of them per band), in nanoseconds.
+const SORT_NS: f64 = 1.0;
+/// Cost of reading one stored bucket entry (a row of one band in one run), in nanoseconds.
+const ENTRY_NS: f64 = 20.0;
+
+/// Loading every stored row (deleted rows are read too) for an in-memory self-join.
+pub(crate) fn load_cost(s: &Stats, c: &CostModel) -> f64 {
+    JOIN_FIXED_NS + (s.live + s.deleted) as f64 * (s.slots as f64 * c.decode_per_slot + LOAD_ROW_NS)
+}
+
+/// Verifying `pairs` candidate pairs on sketches already in memory.
+fn verify_cost(pairs: f64, s: &Stats, c: &CostModel) -> f64 {
+    pairs * s.slots as f64 * c.bin_compare.max(0.01) * 4.0
+}
+
+/// Sorting `n` keys once per band for `bands` bands.
+fn sort_cost(bands: f64, n: f64) -> f64 {
+    bands * n * n.max(2.0).log2() * SORT_NS
+}
+
+/// One pass over an LSH index's buckets: its entries read and sorted band by band, the
+/// candidate pairs the statistics predict verified.
+fn lsh_pass_cost(lsh: &LshStats, s: &Stats, c: &CostModel) -> (f64, f64) {
+    let n = s.live as f64;
+    let bands = f64::from(lsh.params.bands);
+    let pairs = bands * n * (lsh.mean_hit_bucket - 1.0).max(0.0) / 2.0;
+    let cost = load_cost(s, c) + bands * n * f64::from(lsh.runs.max(1)) * ENTRY_NS + sort_cost(bands, n) + verify_cost(pairs, s, c);
+    (cost, pairs)
+}
 
 fn banding(t: f64, q: &Query, s: &Stats, c: &CostModel) -> Alternative {
     let finish = Finish::Verify { threshold: t };
@@ -58,7 +104,9 @@ fn banding(t: f64, q: &Query, s: &Stats, c: &CostModel) -> Alternative {
             ),
         };
     }
-    let cost = 2.0 * (s.live + s.deleted) as f64 * s.slots as f64 * c.decode_per_slot;
+    let n = s.live as f64;
+    // Hashing every slot once costs about a decode pass; a bucket per record is assumed.
+    let cost = load_cost(s, c) + n * s.slots as f64 * c.decode_per_slot + sort_cost(f64::from(p.bands), n) + verify_cost(n, s, c);
     Alternative {
         plan,
         cost_ns: Some(cost),
@@ -79,7 +127,7 @@ fn simhash_in_memory(radius: u32, q: &Query, s: &Stats, c: &CostModel) -> Altern
     match SimhashTableDesign::design(s.live, radius, u32::from(s.bits)) {
         Ok(d) => {
             let tables = d.table_count() as u32;
-            let cost = s.live as f64 * f64::from(tables) * 32.0 * c.fingerprint_compare;
+            let cost = load_cost(s, c) + s.live as f64 * f64::from(tables) * 32.0 * c.fingerprint_compare;
             Alternative { plan: plan(tables), cost_ns: Some(cost), note: format!("{tables} SimHash tables in memory") }
         }
         Err(e) => Alternative { plan: plan(0), cost_ns: None, note: format!("no table design: {e}") },
@@ -96,6 +144,14 @@ fn take_memory(memory: &Alternative, kind: PlanKind, force: Option<PlanKind>, pe
     }
 }
 
+/// Puts `alt` in place of the alternative with the same plan (or adds it).
+fn replace(alternatives: &mut Vec<Alternative>, alt: Alternative) {
+    match alternatives.iter_mut().find(|a| a.plan == alt.plan) {
+        Some(a) => *a = alt,
+        None => alternatives.push(alt),
+    }
+}
+
 /// The cost of `plan` among the alternatives (infinite when it has none).
 fn cost_of(alternatives: &[Alternative], plan: &Plan) -> f64 {
     alternatives.iter().find(|a| a.plan == *plan).and_then(|a| a.cost_ns).unwrap_or(f64::INFINITY)
@@ -107,12 +163,13 @@ fn cost_of(alternatives: &[Alternative], plan: &Plan) -> f64 {
 pub fn choose_dedup(probe: &Query, stats: &Stats, costs: &CostModel) -> Choice {
     let per = choose(probe, stats, costs);
     let n = stats.live as f64;
+    let load = load_cost(stats, costs);
     let mut alternatives: Vec<Alternative> = per
         .alternatives
         .iter()
         .map(|a| Alternative {
             plan: a.plan,
-            cost_ns: a.cost_ns.map(|c| c * n),
+            cost_ns: a.cost_ns.map(|c| load + c * n),
             note: format!("per record: {}", a.note),
         })
         .collect();
@@ -125,6 +182,10 @@ pub fn choose_dedup(probe: &Query, stats: &Stats, costs: &CostModel) -> Choice {
             {
                 let plan = Plan { access: Access::SimhashProbe { tables: sh.tables }, finish: finish_of(probe.kind) };
                 let reason = "one pass over SimHash tables covering the radius (exact)".into();
+                let entries = n * f64::from(sh.tables) * f64::from(sh.runs.max(1));
+                let cost = load + entries * ENTRY_NS + sort_cost(f64::from(sh.tables), n);
+                let note = format!("one pass over the SimHash tables: {entries:.0} entries read");
+                replace(&mut alternatives, Alternative { plan, cost_ns: Some(cost), note });
                 return Choice { plan, reason, alternatives };
             }
             let memory = simhash_in_memory(radius, probe, stats, costs);
@@ -139,11 +200,20 @@ pub fn choose_dedup(probe: &Query, stats: &Stats, costs: &CostModel) -> Choice {
             // An LSH index the planner may probe (eligible, or forced) answers the self-join in
             // one pass over its buckets: linear like the banding, without hashing anything.
             let index = per.alternatives.iter().find(|a| matches!(a.plan.access, Access::LshProbe { .. }));
-            if let Some(index) = index.filter(|_| stats.lsh.is_some())
+            if let (Some(index), Some(lsh)) = (index, stats.lsh)
                 && (force == Some(PlanKind::LshProbe) || (force.is_none() && index.cost_ns.is_some()))
             {
                 let reason = format!("one pass over the LSH buckets: {}", index.note);
-                return Choice { plan: index.plan, reason, alternatives };
+                // The pass replaces probing every record: its own cost, not n probes'.
+                let (cost, pairs) = lsh_pass_cost(&lsh, stats, costs);
+                let note = format!(
+                    "one pass over the LSH buckets: {} bands x {} runs, about {pairs:.0} candidate pairs",
+                    lsh.params.bands,
+                    lsh.runs.max(1)
+                );
+                let plan = index.plan;
+                replace(&mut alternatives, Alternative { plan, cost_ns: Some(cost), note });
+                return Choice { plan, reason, alternatives };
             }
             let band = banding(t, probe, stats, costs);
             alternatives.push(band.clone());

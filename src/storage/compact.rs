@@ -5,7 +5,7 @@
 //! at the end of the collection (row ids are never reused; a key's row id changes only
 //! here), the emptied pages are removed, and `deleted` drops to zero; the index is optimized
 //! in the same transaction (an LSH index then holds no removed row's entries, whose records
-//! are gone). One write transaction per collection, so a crash leaves each collection either
+//! are gone) and the moved rows' shingle sets move with them. One write transaction per collection, so a crash leaves each collection either
 //! compacted or untouched. Then
 //! redb's own `compact` relocates pages to the front of the file and truncates it; that
 //! needs no live transactions or snapshots ([`StorageError::Busy`] otherwise).
@@ -17,6 +17,7 @@ use super::hook::IndexHook;
 use super::index_tables::IndexTxn;
 use super::reader::decode;
 use super::rules::{corrupt_page, inconsistent};
+use super::shingles::ShingleWriter;
 use super::store::Store;
 use super::tables::KEYS;
 use super::writer::{PageCache, state_in, write_state};
@@ -100,6 +101,7 @@ impl Store {
             let id = info.def.id;
             let mut keys = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
             let mut pages = PageCache::new(&txn, info)?;
+            let mut sets = ShingleWriter::new(&txn, info)?;
             let mut hashes = content_hash::open_in(&txn, false)?;
             for first in holed {
                 let Some(b) = pages.take(first)? else { continue };
@@ -124,6 +126,9 @@ impl Store {
                     pages.append(new_row, key, &sketch)?;
                     hook.removed(old_row, &sketch)?;
                     hook.added(new_row, &sketch)?;
+                    if let Some(sets) = sets.as_mut() {
+                        sets.move_row(old_row, new_row)?;
+                    }
                     let old =
                         keys.insert((id, key), new_row).map_err(StorageError::backend("move key"))?.map(|g| g.value());
                     if old != Some(old_row) {

@@ -9,6 +9,7 @@
 //! * [`reader`]: read snapshots: gets and page scans.
 //! * [`rules`]: what a write is made of, and the key check and error builders reads and
 //!   writes share.
+//! * [`shingles`]: the exact shingle sets of collections that keep them.
 //! * [`compact`]: page compaction and redb file compaction.
 //! * [`content_hash`]: the source-content hash kept per row written with one (sync).
 //! * [`index_tables`]: typed handles on the index's tables, the index layer's only access
@@ -31,6 +32,7 @@ pub(crate) mod integrity;
 pub(crate) mod key_append;
 pub(crate) mod reader;
 pub(crate) mod rules;
+pub(crate) mod shingles;
 pub(crate) mod store;
 pub(crate) mod tables;
 pub(crate) mod writer;

@@ -12,11 +12,12 @@ read_only=True)``). ``query`` returns datasketch's answer, the unverified LSH ca
 every stored key sharing at least one band with the query (the same bands and rows as
 datasketch's, from ``threshold``/``weights`` or ``params``).
 
-Hash family: these sketches use the family named by ``recipe`` (default ``None``:
-sketchdb's own family). Their ``hashvalues`` equal datasketch's only under a
-datasketch-compatible recipe; without one, signatures differ from datasketch's bit for
-bit but estimate the same Jaccard with the same accuracy, and candidate sets follow the
-same banding.
+Hash family: tokens are hashed with datasketch's ``sha1_hash32`` and permuted by the
+datasketch-compatible families of the ``datasketch-affine32`` recipe (datasketch 2.0's
+default ``scheme="affine32"``) or, for ``scheme="legacy"``, the ``datasketch`` recipe; so
+``hashvalues`` are datasketch's bit for bit for the same tokens, ``num_perm`` and ``seed``,
+and ``MinHashLSH.query`` returns the same candidates. ``scheme="affine64"``, a custom
+``hashfunc`` and ``permutations=`` are not supported (``ValueError``).
 
 Keys are ``str`` or ``bytes`` as stored; any other hashable key is stored pickled and
 returned unpickled.
@@ -24,8 +25,10 @@ returned unpickled.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pickle
+import struct
 import tempfile
 from collections.abc import Hashable, Iterable
 from typing import Any, Optional
@@ -41,9 +44,18 @@ DEFAULT_SEED = 1
 _PICKLED = b"\x00sketchdb-pickle\x00"
 
 
-def _sketch_seed(seed: int) -> int:
-    """The sketchdb family seed standing for datasketch seed ``seed``."""
-    return (sketchdb.DEFAULT_SEED ^ (seed * 0x9E3779B97F4A7C15)) & 0xFFFFFFFFFFFFFFFF
+_RECIPES = {None: "datasketch-affine32", "affine32": "datasketch-affine32", "legacy": "datasketch"}
+
+
+def sha1_hash32(data: bytes) -> int:
+    """datasketch's default token hash: the first 4 bytes of SHA-1, little-endian."""
+    return struct.unpack("<I", hashlib.sha1(data).digest()[:4])[0]
+
+
+def _recipe(scheme: Optional[str]) -> str:
+    if scheme not in _RECIPES:
+        raise ValueError(f"scheme {scheme!r} is not supported here: use 'affine32' (the default) or 'legacy'")
+    return _RECIPES[scheme]
 
 
 class MinHash:
@@ -67,19 +79,22 @@ class MinHash:
             num_perm = len(hashvalues)
         self.seed = seed
         self.num_perm = num_perm
-        self._m = sketchdb.MinHash(num_perm=num_perm, seed=_sketch_seed(seed))
+        self.scheme = scheme or "affine32"
+        self._kw = dict(num_perm=num_perm, seed=seed, recipe=_recipe(scheme))
+        self._m = sketchdb.MinHash(**self._kw)
         if hashvalues is not None:
+            # Imported values keep no tokens and no cardinality (stored as 0).
             values = np.asarray(hashvalues, dtype=np.uint64)
             data = values.astype("<u4").tobytes() + (0).to_bytes(8, "little")
-            self._m = sketchdb.MinHash.from_bytes(data, num_perm=num_perm, seed=_sketch_seed(seed))
+            self._m = sketchdb.MinHash.from_bytes(data, **self._kw)
 
-    def update(self, b: Any) -> None:
-        """Adds one token (``bytes``; ``str`` and ``int`` hashes work too)."""
-        self._m.update(b)
+    def update(self, b: bytes) -> None:
+        """Adds one token (``bytes``, hashed with ``sha1_hash32``)."""
+        self._m.update(sha1_hash32(b))
 
-    def update_batch(self, b: Iterable[Any]) -> None:
+    def update_batch(self, b: Iterable[bytes]) -> None:
         """Adds every token of ``b``."""
-        self._m.update_batch(list(b))
+        self._m.update_batch(np.fromiter((sha1_hash32(x) for x in b), dtype=np.uint64))
 
     def jaccard(self, other: "MinHash") -> float:
         """The estimated Jaccard similarity."""
@@ -96,12 +111,13 @@ class MinHash:
 
     def digest(self) -> np.ndarray:
         """The hash values (a copy)."""
-        return self._m.hashvalues.copy()
+        return self.hashvalues.copy()
 
     @property
     def hashvalues(self) -> np.ndarray:
-        """The signature's values as a ``uint64`` array."""
-        return self._m.hashvalues
+        """The signature's values, in datasketch's dtype (``uint32`` for affine32, ``uint64``
+        for legacy)."""
+        return self._m.hashvalues.astype(np.uint32 if self.scheme == "affine32" else np.uint64)
 
     def is_empty(self) -> bool:
         """Whether no token was added."""
@@ -113,24 +129,25 @@ class MinHash:
     def copy(self) -> "MinHash":
         """An independent copy."""
         c = object.__new__(type(self))
-        c.seed, c.num_perm, c._m = self.seed, self.num_perm, self._m.copy()
+        c.__dict__.update(self.__dict__)
+        c._m = self._m.copy()
         return c
 
     def __len__(self) -> int:
         return self.num_perm
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, MinHash) and self.seed == other.seed and self._m == other._m
+        return isinstance(other, MinHash) and self._m == other._m
 
     @classmethod
     def bulk(cls, b: Iterable[Iterable[Any]], **kwargs: Any) -> list["MinHash"]:
         """One sketch per token list, on all cores."""
-        num_perm = kwargs.get("num_perm", 128)
-        seed = kwargs.get("seed", DEFAULT_SEED)
+        template = cls(**kwargs)
+        hashed = [np.fromiter((sha1_hash32(t) for t in x), dtype=np.uint64) for x in b]
         out = []
-        for m in sketchdb.MinHash.bulk([list(x) for x in b], num_perm=num_perm, seed=_sketch_seed(seed)):
-            h = object.__new__(LeanMinHash)
-            h.seed, h.num_perm, h._m = seed, num_perm, m
+        for m in sketchdb.MinHash.bulk(hashed, **template._kw):
+            h = template.copy()
+            h._m = m
             out.append(h)
         return out
 
@@ -140,9 +157,8 @@ class LeanMinHash(MinHash):
 
     def __init__(self, minhash: Optional[MinHash] = None, seed: Optional[int] = None, hashvalues: Any = None) -> None:
         if minhash is not None:
-            self.seed, self.num_perm = minhash.seed, minhash.num_perm
-            self._m = sketchdb.MinHash.from_bytes(minhash._m.to_bytes(), num_perm=minhash.num_perm,
-                                                  seed=_sketch_seed(minhash.seed))
+            self.__dict__.update(minhash.__dict__)
+            self._m = sketchdb.MinHash.from_bytes(minhash._m.to_bytes(), **minhash._kw)
         else:
             MinHash.__init__(self, seed=DEFAULT_SEED if seed is None else seed, hashvalues=hashvalues)
 
@@ -228,9 +244,9 @@ class MinHashLSH:
                 raise ValueError(f"{path}: collection {name!r} has another banding or num_perm")
         else:
             lsh = min(max(threshold, 0.01), 0.99)
-            # MinHashLSH takes no seed: its sketches are those of datasketch's default seed.
+            # MinHashLSH takes no seed or scheme: datasketch's defaults (seed 1, affine32).
             self._coll = self._db.create_collection(
-                name, k=num_perm, seed=_sketch_seed(DEFAULT_SEED), lsh=lsh, bands=self.b, rows=self.r
+                name, k=num_perm, recipe=_recipe(None), lsh=lsh, bands=self.b, rows=self.r
             )
 
     def _sketch(self, minhash: MinHash):

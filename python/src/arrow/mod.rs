@@ -18,8 +18,8 @@ use ffi::{ArrowExport, import_chunks};
 pub(crate) use kernels::{OnError, TokenRows, signature_rows, text_rows};
 
 /// The parameters named by a kernel's keyword arguments.
-fn params(kind: &str, k: u32, bits: Option<u8>, seed: u64) -> PyResult<SketchParams> {
-    convert::params(convert::kind(kind)?, k, bits, seed)
+fn params(kind: &str, k: u32, bits: Option<u8>, seed: u64, recipe: Option<&str>) -> PyResult<SketchParams> {
+    Ok(convert::config(convert::kind(kind)?, k, bits, seed, recipe, None, None, 0)?.0)
 }
 
 pub(crate) fn on_error(name: &str) -> PyResult<OnError> {
@@ -41,7 +41,7 @@ fn bad(msg: String) -> PyErr {
 
 /// Signatures of texts (see `sketchdb.arrow.sketch`).
 #[pyfunction]
-#[pyo3(signature = (chunks, kind, k, bits, seed, shingle, ngram, token_seed, on_error))]
+#[pyo3(signature = (chunks, kind, k, bits, seed, shingle, ngram, token_seed, on_error, recipe = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn arrow_sketch(
     py: Python<'_>,
@@ -54,9 +54,9 @@ pub(crate) fn arrow_sketch(
     ngram: Option<u32>,
     token_seed: u64,
     on_error: &str,
+    recipe: Option<&str>,
 ) -> PyResult<ArrowExport> {
-    let params = params(kind, k, bits, seed)?;
-    let tokenizer = convert::tokenizer(shingle, ngram, token_seed)?;
+    let (params, tokenizer) = convert::config(convert::kind(kind)?, k, bits, seed, recipe, shingle, ngram, token_seed)?;
     let mode = self::on_error(on_error)?;
     let arrays = import_chunks(chunks, "texts")?;
     let sketcher = Sketcher::new(params).map_err(sketch_to_py)?;
@@ -69,7 +69,7 @@ pub(crate) fn arrow_sketch(
 
 /// Signatures of token lists (see `sketchdb.arrow.sketch_tokens`).
 #[pyfunction]
-#[pyo3(signature = (chunks, kind, k, bits, seed, token_seed, on_error))]
+#[pyo3(signature = (chunks, kind, k, bits, seed, token_seed, on_error, recipe = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn arrow_sketch_tokens(
     py: Python<'_>,
@@ -80,8 +80,9 @@ pub(crate) fn arrow_sketch_tokens(
     seed: u64,
     token_seed: u64,
     on_error: &str,
+    recipe: Option<&str>,
 ) -> PyResult<ArrowExport> {
-    let params = params(kind, k, bits, seed)?;
+    let params = params(kind, k, bits, seed, recipe)?;
     let mode = self::on_error(on_error)?;
     let arrays = import_chunks(chunks, "tokens")?;
     let sketcher = Sketcher::new(params).map_err(sketch_to_py)?;
@@ -97,7 +98,7 @@ pub(crate) fn arrow_sketch_tokens(
 
 /// Band keys of signatures (see `sketchdb.arrow.band_keys`).
 #[pyfunction]
-#[pyo3(signature = (chunks, kind, k, bits, seed, threshold, bands, rows, signed))]
+#[pyo3(signature = (chunks, kind, k, bits, seed, threshold, bands, rows, signed, recipe = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn arrow_band_keys(
     py: Python<'_>,
@@ -110,8 +111,9 @@ pub(crate) fn arrow_band_keys(
     bands: Option<u32>,
     rows: Option<u32>,
     signed: bool,
+    recipe: Option<&str>,
 ) -> PyResult<ArrowExport> {
-    let params = params(kind, k, bits, seed)?;
+    let params = params(kind, k, bits, seed, recipe)?;
     let threshold = match (threshold, bands, rows) {
         (Some(t), ..) => t,
         // Both given: the threshold does not enter the banding (any valid value will do).
@@ -128,7 +130,7 @@ pub(crate) fn arrow_band_keys(
 
 /// Pairwise estimates of two signature arrays (see `sketchdb.arrow.estimate`).
 #[pyfunction]
-#[pyo3(signature = (a, b, kind, k, bits, seed, level))]
+#[pyo3(signature = (a, b, kind, k, bits, seed, level, recipe = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn arrow_estimate(
     py: Python<'_>,
@@ -139,8 +141,9 @@ pub(crate) fn arrow_estimate(
     bits: Option<u8>,
     seed: u64,
     level: f64,
+    recipe: Option<&str>,
 ) -> PyResult<ArrowExport> {
-    let params = params(kind, k, bits, seed)?;
+    let params = params(kind, k, bits, seed, recipe)?;
     let xs = import_chunks(a, "a")?;
     let ys = import_chunks(b, "b")?;
     let width = signature::width(&params);
@@ -155,9 +158,9 @@ pub(crate) fn arrow_estimate(
 
 /// The byte width of one signature of these parameters.
 #[pyfunction]
-#[pyo3(signature = (kind, k, bits, seed))]
-pub(crate) fn signature_width(kind: &str, k: u32, bits: Option<u8>, seed: u64) -> PyResult<usize> {
-    Ok(signature::width(&params(kind, k, bits, seed)?))
+#[pyo3(signature = (kind, k, bits, seed, recipe = None))]
+pub(crate) fn signature_width(kind: &str, k: u32, bits: Option<u8>, seed: u64, recipe: Option<&str>) -> PyResult<usize> {
+    Ok(signature::width(&params(kind, k, bits, seed, recipe)?))
 }
 
 /// Registers the kernels on the extension module.

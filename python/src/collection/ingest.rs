@@ -126,6 +126,34 @@ pub(crate) fn arrow_chunks(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Optio
     Ok(None)
 }
 
+/// MinHash values imported as they are (datasketch's `hashvalues`): each row a 1-D NumPy
+/// array of unsigned or signed integers, or a sequence of ints, in the collection's family
+/// (the imported sketch's cardinality is unknown and stored as 0).
+pub(crate) fn hashvalue_rows(coll: &Collection, rows: &Bound<'_, PyAny>) -> PyResult<Vec<Content>> {
+    let params = *coll.params();
+    if params.kind() != sketchdb::SketchKind::MinHash {
+        return Err(PyValueError::new_err("hashvalues= imports MinHash values: this collection is not MinHash"));
+    }
+    let row = |x: &Bound<'_, PyAny>| -> PyResult<Vec<u64>> {
+        if let Ok(a) = x.extract::<numpy::PyReadonlyArray1<'_, u64>>() {
+            return Ok(a.as_array().to_vec());
+        }
+        if let Ok(a) = x.extract::<numpy::PyReadonlyArray1<'_, u32>>() {
+            return Ok(a.as_array().iter().map(|&v| u64::from(v)).collect());
+        }
+        x.extract::<Vec<u64>>().map_err(|_| PyTypeError::new_err("a hashvalues row is a 1-D array of unsigned integers"))
+    };
+    rows.try_iter()?
+        .map(|x| {
+            let x = x?;
+            Ok(row(&x).and_then(|v| {
+                let m = sketchdb::MinHash::from_parts(params, v, 0).map_err(crate::errors::sketch_to_py)?;
+                Ok(Probe::Sketch(Sketch::MinHash(m)))
+            }))
+        })
+        .collect()
+}
+
 /// The contents named by exactly one of texts, tokens, sketches, signatures.
 pub(crate) fn contents(
     coll: &Collection,
@@ -221,7 +249,7 @@ pub(crate) fn insert_many(
         return Err(PyValueError::new_err(format!("{} keys but {} records", ks.len(), contents.len())));
     }
     // Per record: its key (when readable) and its probe, or the error that rejects it.
-    let mut records: Vec<(Option<Vec<u8>>, Result<Probe, PyErr>)> = Vec::with_capacity(ks.len());
+    let mut records: Vec<(Option<Vec<u8>>, Content)> = Vec::with_capacity(ks.len());
     let mut first_at: HashMap<Vec<u8>, usize> = HashMap::with_capacity(ks.len());
     for (i, (k, c)) in ks.into_iter().zip(contents).enumerate() {
         let (key, r) = match k {
@@ -391,7 +419,7 @@ pub(super) fn run_many(
                 let err = to_py(e);
                 PyErr::from_type(err.get_type(py), format!("probe {i}: {}", err.value(py)))
             })?;
-            r.hits.into_iter().map(|h| super::hit(py, h)).collect()
+            r.hits.into_iter().map(|h| super::results::hit(py, h)).collect()
         })
         .collect()
 }

@@ -1,6 +1,10 @@
 //! The result types of collection calls: `Hit`, `Cluster` and `DedupResult`.
 
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use sketchdb::{Collection, CollectionStats, IndexSummary};
+
+use crate::convert;
 
 /// One query result.
 #[pyclass(name = "Hit", module = "sketchdb._sketchdb", frozen, get_all)]
@@ -79,4 +83,54 @@ impl PyDedupResult {
     fn __repr__(&self) -> String {
         format!("DedupResult({} clusters, {} pairs)", self.clusters.len(), self.pairs)
     }
+}
+
+/// `Collection.stats()`'s dict: counters, configuration and the index's summary.
+pub(super) fn stats_dict<'py>(py: Python<'py>, coll: &Collection, s: CollectionStats) -> PyResult<Bound<'py, PyDict>> {
+    let p = coll.params();
+    let d = PyDict::new(py);
+    d.set_item("name", coll.name())?;
+    d.set_item("kind", convert::kind_name(p.kind()))?;
+    d.set_item("size", p.size())?;
+    d.set_item("bits", p.bits())?;
+    d.set_item("seed", p.seed())?;
+    d.set_item("live", s.live)?;
+    d.set_item("deleted", s.deleted)?;
+    d.set_item("next_row", s.next_row)?;
+    d.set_item("page_capacity", s.page_capacity)?;
+    d.set_item("record_width", s.record_width)?;
+    let index = PyDict::new(py);
+    match s.index {
+        Some(IndexSummary::Lsh { bands, rows, runs, band_hash, removed_rows }) => {
+            index.set_item("type", "lsh")?;
+            index.set_item("bands", bands)?;
+            index.set_item("rows", rows)?;
+            index.set_item("runs", runs)?;
+            index.set_item("band_hash", band_hash)?;
+            index.set_item("removed_rows", removed_rows)?;
+            d.set_item("index", index)?;
+        }
+        Some(IndexSummary::SimhashTables { tables, radius, runs }) => {
+            index.set_item("type", "simhash_tables")?;
+            index.set_item("tables", tables)?;
+            index.set_item("radius", radius)?;
+            index.set_item("runs", runs)?;
+            d.set_item("index", index)?;
+        }
+        _ => d.set_item("index", py.None())?,
+    }
+    Ok(d)
+}
+
+/// A hit as Python sees it.
+pub(super) fn hit(py: Python<'_>, h: sketchdb::Hit) -> PyResult<PyHit> {
+    Ok(PyHit {
+        key: convert::key_to_py(py, &h.key)?,
+        row_id: h.row_id,
+        estimate: h.estimate.value,
+        lower: h.estimate.lower,
+        upper: h.estimate.upper,
+        level: h.estimate.level,
+        distance: h.distance,
+    })
 }

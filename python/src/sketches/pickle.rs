@@ -1,24 +1,24 @@
 //! Pickling: a sketch's state as a tuple of plain values (version, kind, size, bits, seed,
 //! universe, tokenizer, the open sketch's tokens as little-endian u64 bytes, or the frozen
-//! signature's words), and back.
+//! signature's words, and from version 2 the hash family's code), and back.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
-use sketchdb::{BBitMinHash, MinHash, OphSketch, SimHash, Sketch, SketchKind, SketchParams};
+use sketchdb::{BBitMinHash, HashFamily, MinHash, OphSketch, SimHash, Sketch, SketchKind, SketchParams};
 
 use super::Core;
 use crate::convert;
 use crate::errors::IntoPy;
 
 /// The pickle state's format version.
-const STATE_VERSION: u32 = 1;
+const STATE_VERSION: u32 = 2;
 
 impl Core {
     /// The pickle state: a tuple of plain values (see `from_state`).
     pub(super) fn state<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let p = &self.params;
-        let (tk, tw) = convert::tokenizer_parts(&self.tokenizer);
+        let (tk, tw) = convert::tokenizer_parts(&self.tokenizer, p.family());
         let tokens = self.open.as_ref().map(|(_, t)| PyBytes::new(py, &convert::u64s_to_le(t)));
         let payload: Option<(Vec<u8>, Vec<u8>, u64, u128)> = match (&self.open, self.cached.get()) {
             (Some(_), _) => None,
@@ -42,12 +42,24 @@ impl Core {
             (tk, tw, self.tokenizer.seed()),
             tokens,
             payload,
+            p.family().code(),
         )
             .into_pyobject(py)
     }
 
     #[allow(clippy::type_complexity)]
     pub(super) fn from_state(state: &Bound<'_, PyAny>) -> PyResult<Core> {
+        // Version 1 states have no trailing family code (sketchdb's own family).
+        let state = state.cast::<PyTuple>()?;
+        let family = match state.len() {
+            10 => {
+                let code: u16 = state.get_item(9)?.extract()?;
+                HashFamily::from_code(code)
+                    .ok_or_else(|| PyValueError::new_err(format!("unknown hash family code {code}")))?
+            }
+            _ => HashFamily::MixMultiplyShift,
+        };
+        let state = state.get_slice(0, 9);
         let (version, kind, size, bits, seed, universe, (tk, tw, ts), tokens, payload): (
             u32,
             String,
@@ -59,7 +71,7 @@ impl Core {
             Option<Vec<u8>>,
             Option<(Vec<u8>, Vec<u8>, u64, u128)>,
         ) = state.extract()?;
-        if version != STATE_VERSION {
+        if version != STATE_VERSION && version != 1 {
             return Err(PyValueError::new_err(format!(
                 "pickle state version {version}; this build reads {STATE_VERSION}"
             )));
@@ -67,7 +79,7 @@ impl Core {
         let kind = convert::kind(&kind)?;
         let params = match (kind, universe) {
             (SketchKind::BBitMinHash, Some(u)) => SketchParams::bbit_with_universe(size, bits, u, seed).py_err()?,
-            _ => convert::params(kind, size, Some(bits), seed)?,
+            _ => convert::params_in(family, kind, size, bits, seed)?,
         };
         let tokenizer = convert::tokenizer_from_parts(&tk, tw, ts)?;
         if let Some(t) = tokens {

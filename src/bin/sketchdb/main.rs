@@ -16,6 +16,7 @@ mod input;
 mod load;
 mod output;
 mod session;
+mod write;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -89,18 +90,9 @@ enum Command {
         #[command(flatten)]
         ask: query::Ask,
     },
-    /// Estimate the similarity of two stored keys, with its interval.
-    Estimate {
-        /// The collection.
-        collection: String,
-        /// First key.
-        a: String,
-        /// Second key.
-        b: String,
-        /// Confidence level.
-        #[arg(long, default_value_t = sketchdb::estimate::DEFAULT_LEVEL)]
-        level: f64,
-    },
+    /// Estimate the similarity of two stored keys (or of every pair in a file), with its
+    /// interval.
+    Estimate(query::EstimateArgs),
     /// Show the plan a query would use, the alternatives and their costs.
     // `explain` shows one query's plan: `--queries` is refused by name, so help hides it.
     #[command(mut_arg("queries", |a| a.hide(true)))]
@@ -115,7 +107,8 @@ enum Command {
         #[arg(long)]
         analyze: bool,
     },
-    /// Group near-duplicates into clusters (a directory is ingested first).
+    /// Group near-duplicates into clusters (a file or folder is ingested first) and write the
+    /// deduplicated records, the drop list and the scored pairs.
     Dedup(dedup::DedupArgs),
     /// Collection and file statistics.
     Stats,
@@ -164,7 +157,7 @@ fn dispatch(session: &mut Session, command: &Command, json_out: bool) -> Result<
         Command::Delete(args) => delete::delete(session, args),
         Command::Reindex(args) => admin::reindex(session, args),
         Command::Query { collection, probe, ask } => query::query(session, collection, probe, ask, json_out),
-        Command::Estimate { collection, a, b, level } => query::estimate(session, collection, a, b, *level, json_out),
+        Command::Estimate(args) => query::estimate(session, args, json_out),
         Command::Explain { collection, probe, ask, analyze } => {
             query::explain(session, collection, probe, ask, *analyze, json_out)
         }
@@ -196,13 +189,13 @@ fn reads_only(command: &Command) -> bool {
     match command {
         Command::List
         | Command::Query { .. }
-        | Command::Estimate { .. }
+        | Command::Estimate(_)
         | Command::Explain { .. }
         | Command::Stats
         | Command::Verify { engine: false }
         | Command::Export { .. } => true,
-        // A directory is ingested into a collection first.
-        Command::Dedup(args) => !std::path::Path::new(&args.target).is_dir(),
+        // A file or folder is ingested into a collection first.
+        Command::Dedup(args) => !std::path::Path::new(&args.target).exists(),
         _ => false,
     }
 }

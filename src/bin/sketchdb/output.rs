@@ -131,8 +131,3 @@ pub fn short_list(items: &[String]) -> String {
     }
     format!("{}, ... and {} more", items[..LIST_LIMIT].join(", "), items.len() - LIST_LIMIT)
 }
-
-/// A CSV field, quoted when it holds a comma, a quote, a carriage return or a newline.
-pub fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
-}

@@ -36,9 +36,19 @@ pub fn dedup(
     let start = Instant::now();
     load_batches(&coll, &keys, sketches, DEFAULT_BATCH)?;
     let load_s = start.elapsed().as_secs_f64();
+    // EXPLAIN's estimate of the self-join, beside its measured time (the plan must be the
+    // one that runs).
+    let explained = coll.explain_dedup(QueryKind::Threshold(threshold), QueryOptions::default())?;
+    let chosen = explained.as_ref().map(|e| e.choice.plan);
+    let estimated_s = explained.as_ref().and_then(|e| {
+        e.choice.alternatives.iter().find(|a| a.plan == e.choice.plan).and_then(|a| a.cost_ns).map(|ns| ns / 1e9)
+    });
     let start = Instant::now();
     let d = coll.dedup(QueryKind::Threshold(threshold), QueryOptions::default())?;
     let wall_s = start.elapsed().as_secs_f64();
+    if chosen != d.plan {
+        return Err(CliError::Runtime(format!("explain chose {chosen:?}, dedup ran {:?}", d.plan)));
+    }
     emit(
         run,
         "dedup",
@@ -47,7 +57,8 @@ pub fn dedup(
                "sets": n, "lsh_index": index}),
         json!({"wall_s": wall_s, "load_s": load_s, "insert_per_s": n as f64 / load_s,
                "parse_s": parse_s, "sketch_s": sketch_s, "end_to_end_s": parse_s + sketch_s + load_s + wall_s,
-               "pairs": d.pairs, "clusters": d.clusters.len()}),
+               "pairs": d.pairs, "clusters": d.clusters.len(),
+               "estimated_s": estimated_s, "estimate_ratio": estimated_s.map(|e| e / wall_s)}),
         &format!("every pair verified; plan {} ({})", d.plan.map(|p| p.to_string()).unwrap_or_default(), d.reason),
     )?;
     Ok(())

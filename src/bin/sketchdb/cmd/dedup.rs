@@ -1,23 +1,30 @@
 //! `dedup`: the collection joined with itself, near-duplicates grouped into clusters; a
-//! directory is ingested first.
+//! folder or file is ingested first. The clusters go to stdout; `--dropped`, `--pairs` and
+//! `--write-deduplicated` write files (see `dedup_out`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 use serde_json::json;
 use sketchdb::QueryKind;
+use sketchdb::recipes::Measure;
 
+use super::dedup_out::{Decided, Input, Keep, decide, score_pairs, write_dropped, write_pairs, write_records};
 use super::ingest::{IngestArgs, ingest};
-use super::query::{Ask, Resolved, explain_json, resolve};
+use super::query::{Ask, Resolved, explain_json, measure_name, resolve};
 use crate::error::CliError;
-use crate::output::{csv_field, note, outln, short_list, summary, table, write_out};
+use crate::load::InputFormat;
+use crate::output::{note, outln, short_list, summary, table, write_out};
 use crate::session::Session;
+use crate::write::{AddedNames, OutFormat, Target};
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ClusterFormat {
     Table,
     Jsonl,
     Csv,
+    /// No clusters on stdout (the summary and the files asked for only).
+    None,
 }
 
 /// What dedup joins on: a threshold or a Hamming radius (no top-k: a self-join keeps every
@@ -56,21 +63,86 @@ impl DedupAsk {
 
 #[derive(Args, Debug, Clone)]
 pub struct DedupArgs {
-    /// A collection name, or a directory of text files to ingest first (into a collection
-    /// named after the directory, in the database file).
+    /// A collection name, or a folder or file of records to ingest first (into a collection
+    /// named after it, in the database file).
     pub target: String,
     #[command(flatten)]
     pub ask: DedupAsk,
-    /// Output format for the clusters (`--json` means jsonl).
+    /// Output format for the clusters on stdout (`--json` means jsonl; `none` prints none).
     #[arg(long, value_enum, default_value_t = ClusterFormat::Table)]
     pub format: ClusterFormat,
     /// Show the self-join plan, why, and the alternatives with their estimated costs,
     /// without running it.
     #[arg(long)]
     pub explain: bool,
+    /// Which member of a cluster is kept: first (stored first), longest or shortest (text
+    /// length), or a field name (its greatest value); ties go to the member stored first.
+    #[arg(long, default_value = "first")]
+    pub keep: Keep,
+    /// Write the keys to remove: .txt one per line; .jsonl/.csv/.parquet with their cluster,
+    /// keeper and best match.
+    #[arg(long, value_name = "FILE")]
+    pub dropped: Option<PathBuf>,
+    /// Write the kept records with every input field unchanged (.jsonl[.gz|.zst], .csv,
+    /// .tsv or .parquet; a file input is written in its own format family).
+    #[arg(long, value_name = "OUT")]
+    pub write_deduplicated: Option<PathBuf>,
+    /// With --write-deduplicated: write every record, adding NAME (cluster id), NAME_keeper
+    /// (the kept record's key) and NAME_kept (true for the record kept).
+    #[arg(long, value_name = "NAME", requires = "write_deduplicated")]
+    pub cluster_column: Option<String>,
+    /// Write the verified pairs with their estimate and interval (.jsonl, .csv, .tsv,
+    /// .parquet).
+    #[arg(long, value_name = "FILE")]
+    pub pairs: Option<PathBuf>,
 }
 
-/// The collection a folder is ingested into: its canonical path, so two folders with the same
+/// The collection to join, ingesting (and syncing) a file or folder first, read as ingest
+/// reads it by default; the input, when there is one (read again for the outputs).
+fn prepare(session: &mut Session, target: &str) -> Result<(String, Option<Input>), CliError> {
+    let path = Path::new(target);
+    if !path.exists() {
+        return Ok((target.to_string(), None));
+    }
+    let name = folder_collection(path)?;
+    let what = if path.is_dir() { "folder" } else { "file" };
+    note(&format!("sketchdb: {what} {} -> collection `{name}` in {}", path.display(), session.path().display()));
+    let mut args = IngestArgs::folder(name.clone(), path.to_path_buf());
+    if !path.is_dir() {
+        args.read.format = InputFormat::Auto;
+    }
+    ingest(session, &args)?;
+    Ok((name, Some(Input { path: path.to_path_buf(), options: args.read.options() })))
+}
+
+/// The output files asked for, checked before any work.
+struct Outputs {
+    dropped: Option<Target>,
+    records: Option<Target>,
+    pairs: Option<Target>,
+}
+
+impl Outputs {
+    fn of(args: &DedupArgs) -> Result<Outputs, CliError> {
+        let target = |p: &Option<PathBuf>, option: &str| p.as_deref().map(|p| Target::of(p, option)).transpose();
+        let records = target(&args.write_deduplicated, "--write-deduplicated")?;
+        if records.as_ref().is_some_and(|t| t.format == OutFormat::Lines) {
+            return Err(CliError::Usage("--write-deduplicated: records are written as .jsonl, .csv, .tsv or .parquet".into()));
+        }
+        let pairs = target(&args.pairs, "--pairs")?;
+        if pairs.as_ref().is_some_and(|t| t.format == OutFormat::Lines) {
+            return Err(CliError::Usage("--pairs: pairs are written as .jsonl, .csv, .tsv or .parquet".into()));
+        }
+        if let Some(name) = &args.cluster_column
+            && name.is_empty()
+        {
+            return Err(CliError::Usage("--cluster-column needs a name".into()));
+        }
+        Ok(Outputs { dropped: target(&args.dropped, "--dropped")?, records, pairs })
+    }
+}
+
+/// The collection a folder (or file) is ingested into: its canonical path, so two folders with the same
 /// name never share one (a path over the 255-byte name limit keeps its last 200 bytes after
 /// a hash of the whole).
 pub fn folder_collection(path: &Path) -> Result<String, CliError> {
@@ -88,15 +160,15 @@ pub fn folder_collection(path: &Path) -> Result<String, CliError> {
 
 pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<(), CliError> {
     let start = std::time::Instant::now();
-    let path = Path::new(&args.target);
-    let name = if path.is_dir() {
-        let name = folder_collection(path)?;
-        note(&format!("sketchdb: folder {} -> collection `{name}` in {}", path.display(), session.path().display()));
-        ingest(session, &IngestArgs::folder(name.clone(), path.to_path_buf()))?;
-        name
-    } else {
-        args.target.clone()
-    };
+    let outputs = Outputs::of(args)?;
+    let (name, input) = prepare(session, &args.target)?;
+    if input.is_none() && (outputs.records.is_some() || args.keep != Keep::First) {
+        let what = if outputs.records.is_some() { "--write-deduplicated" } else { "--keep" };
+        return Err(CliError::Usage(format!(
+            "{what} reads the input's records, and `{name}` is a stored collection (sketches only): \
+             give the file or folder instead"
+        )));
+    }
     let coll = session.collection(&name)?;
     let Resolved { kind, options, .. } = resolve(&coll, None, &args.ask.ask())?;
     if args.explain {
@@ -108,61 +180,99 @@ pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<
         }
         return Ok(());
     }
+    let joined = std::time::Instant::now();
     let d = coll.dedup(kind, options)?;
+    let join_secs = joined.elapsed().as_secs_f64();
     let records = coll.stats()?.live;
-    let key = |k: &[u8]| String::from_utf8_lossy(k).into_owned();
-    let format = if json_out { ClusterFormat::Jsonl } else { args.format };
-    match format {
-        ClusterFormat::Jsonl => {
-            for (i, c) in d.clusters.iter().enumerate() {
-                let keys: Vec<String> = c.keys.iter().map(|k| key(k)).collect();
-                outln!("{}", json!({"cluster": i + 1, "size": c.keys.len(), "keys": keys, "rows": c.rows}))?;
-            }
+    let decided = decide(&d, &args.keep, input.as_ref())?;
+    let format = if json_out && args.format != ClusterFormat::None { ClusterFormat::Jsonl } else { args.format };
+    print_clusters(&decided, format)?;
+    let measure = measure_name(kind, Measure::of(coll.params().kind()));
+    let mut files = Vec::new();
+    if outputs.pairs.is_some() || outputs.dropped.is_some() {
+        let scored = score_pairs(&coll, &d, kind, args.ask.level)?;
+        if let Some(t) = &outputs.pairs {
+            write_pairs(t, &decided, &scored, measure)?;
+            files.push(json!({"option": "pairs", "file": t.path, "records": scored.len()}));
         }
-        ClusterFormat::Csv => {
-            outln!("cluster,key,row_id")?;
-            for (i, c) in d.clusters.iter().enumerate() {
-                for (k, r) in c.keys.iter().zip(&c.rows) {
-                    outln!("{},{},{r}", i + 1, csv_field(&key(k)))?;
-                }
-            }
+        if let Some(t) = &outputs.dropped {
+            write_dropped(t, &decided, &scored, measure, matches!(kind, QueryKind::Hamming(_)))?;
+            files.push(json!({"option": "dropped", "file": t.path, "records": decided.dropped()}));
         }
-        ClusterFormat::Table => {
-            let rows = d
-                .clusters
-                .iter()
-                .enumerate()
-                .map(|(i, c)| {
-                    let members: Vec<String> = c.keys.iter().map(|k| key(k)).collect();
-                    vec![(i + 1).to_string(), c.keys.len().to_string(), short_list(&members)]
-                })
-                .collect();
-            outln!("{}", table(&["cluster", "size", "members"], rows))?;
-        }
+    }
+    if let (Some(t), Some(input)) = (&outputs.records, &input) {
+        let names = args.cluster_column.as_deref().map(AddedNames::new);
+        let n = write_records(input, t, &decided, names)?;
+        files.push(json!({"option": "write_deduplicated", "file": t.path, "records": n}));
     }
     let what = match kind {
         QueryKind::Hamming(r) => format!("Hamming distance <= {r}"),
         QueryKind::Threshold(t) => format!("similarity >= {t}"),
         _ => String::new(),
     };
-    let in_clusters: usize = d.clusters.iter().map(|c| c.keys.len()).sum();
-    let duplicates = in_clusters - d.clusters.len();
+    let duplicates = decided.dropped();
+    let percent = 100.0 * duplicates as f64 / (records.max(1) as f64);
     let secs = start.elapsed().as_secs_f64();
     let plan = d.plan.as_ref().map_or_else(String::new, |p| format!("; plan: {p} ({})", d.reason));
+    let wrote: String = files
+        .iter()
+        .map(|f| format!("; wrote {} records to {}", f["records"], f["file"].as_str().unwrap_or_default()))
+        .collect();
     summary(
         "dedup",
         &format!(
             "{} clusters from {} verified pairs ({what}) in collection `{name}` of {}: {} of {records} records are \
-             duplicates ({:.1}%), in {secs:.2} s{plan}",
+             duplicates ({percent:.1}%), keeping {} per cluster, in {secs:.2} s{plan}{wrote}",
             d.clusters.len(),
             d.pairs,
             session.path().display(),
             duplicates,
-            100.0 * duplicates as f64 / (records.max(1) as f64)
+            args.keep,
         ),
         json!({"collection": name, "records": records, "clusters": d.clusters.len(), "pairs": d.pairs,
-               "duplicates": duplicates, "seconds": secs,
-               "plan": d.plan.as_ref().map(ToString::to_string), "reason": d.reason}),
+               "duplicates": duplicates, "kept": records as usize - duplicates, "percent": percent,
+               "keep": args.keep.to_string(), "seconds": secs, "join_seconds": join_secs,
+               "plan": d.plan.as_ref().map(ToString::to_string), "reason": d.reason, "files": files}),
     );
+    Ok(())
+}
+
+/// The clusters on stdout, each with the key kept.
+fn print_clusters(decided: &Decided, format: ClusterFormat) -> Result<(), CliError> {
+    match format {
+        ClusterFormat::None => {}
+        ClusterFormat::Jsonl => {
+            for (i, g) in decided.groups.iter().enumerate() {
+                outln!(
+                    "{}",
+                    json!({"cluster": i + 1, "size": g.keys.len(), "keeper": g.keys[g.keeper], "keys": g.keys, "rows": g.rows})
+                )?;
+            }
+        }
+        ClusterFormat::Csv => {
+            // Each record quoted by the csv crate, then written as one stdout line.
+            let line = |fields: [&str; 4]| -> Result<(), CliError> {
+                let mut w = csv::Writer::from_writer(Vec::new());
+                w.write_record(fields).map_err(|e| CliError::Io(format!("csv: {e}")))?;
+                let bytes = w.into_inner().map_err(|e| CliError::Io(format!("csv: {}", e.error())))?;
+                write_out(format_args!("{}", String::from_utf8_lossy(&bytes)))
+            };
+            line(["cluster", "key", "row_id", "kept"])?;
+            for (i, g) in decided.groups.iter().enumerate() {
+                for (m, (k, r)) in g.keys.iter().zip(&g.rows).enumerate() {
+                    line([&(i + 1).to_string(), k, &r.to_string(), if m == g.keeper { "true" } else { "false" }])?;
+                }
+            }
+        }
+        ClusterFormat::Table => {
+            let rows = decided
+                .groups
+                .iter()
+                .enumerate()
+                .map(|(i, g)| vec![(i + 1).to_string(), g.keys.len().to_string(), g.keys[g.keeper].clone(), short_list(&g.keys)])
+                .collect();
+            outln!("{}", table(&["cluster", "size", "kept", "members"], rows))?;
+        }
+    }
     Ok(())
 }

@@ -1,13 +1,14 @@
 //! Query-side commands: query, explain and estimate, and the question (`Ask`) they share
 //! with `dedup`.
 
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde_json::{Value, json};
 use sketchdb::recipes::{Content, Measure, check_question};
 use sketchdb::{
-    Collection, Explain, Hit, Query, QueryKind, QueryOptions, QueryResult, Sketch, estimate::DEFAULT_LEVEL,
+    Collection, Estimate, Explain, Hit, Query, QueryKind, QueryOptions, QueryResult, Sketch, estimate::DEFAULT_LEVEL,
     plan::PlanKind,
 };
 
@@ -147,7 +148,7 @@ fn probe_sketch(
 
 /// The name of a hit's `estimate`: the collection's measure, or `hamming_distance` for a
 /// Hamming-radius query (whose estimate is the exact distance).
-fn measure_name(kind: QueryKind, measure: Measure) -> &'static str {
+pub fn measure_name(kind: QueryKind, measure: Measure) -> &'static str {
     match kind {
         QueryKind::Hamming(_) => "hamming_distance",
         _ => measure.name(),
@@ -226,6 +227,33 @@ struct QueryLine {
     simhash: Option<String>,
 }
 
+/// One line per query of a `--queries` file: with `--json` one object (`query`, `results`,
+/// `hits`, `plan`, `elapsed_us`), queries without hits included; else the query's table and
+/// its count, plan and time.
+fn print_query_line(label: &str, r: &QueryResult, measure: &str, json_out: bool) -> Result<(), CliError> {
+    if !json_out {
+        return print_result(label, r, measure, false);
+    }
+    let plan = r.plan.to_string();
+    let hits: Vec<Value> = r
+        .hits
+        .iter()
+        .map(|h| {
+            let mut v = hit_json(label, h, &plan, measure);
+            if let Some(o) = v.as_object_mut() {
+                o.remove("query");
+                o.remove("plan");
+            }
+            v
+        })
+        .collect();
+    outln!(
+        "{}",
+        json!({"query": label, "results": hits.len(), "hits": hits, "plan": plan,
+               "elapsed_us": r.analyze.elapsed.as_secs_f64() * 1e6})
+    )
+}
+
 fn run_query_file(
     coll: &Collection,
     path: &Path,
@@ -233,13 +261,14 @@ fn run_query_file(
     measure: &str,
     json_out: bool,
 ) -> Result<(), CliError> {
-    let text = std::fs::read_to_string(path).map_err(|e| CliError::io(path, e))?;
-    for (i, line) in text.lines().enumerate() {
+    let reader = open_lines(path)?;
+    for (i, line) in reader.lines().enumerate() {
+        let line = line.map_err(|e| CliError::io(path, e))?;
         if line.trim().is_empty() {
             continue;
         }
         let at = |m: String| CliError::Input(format!("{}:{}: {m}", path.display(), i + 1));
-        let q: QueryLine = serde_json::from_str(line).map_err(|e| at(format!("malformed query: {e}")))?;
+        let q: QueryLine = serde_json::from_str(&line).map_err(|e| at(format!("malformed query: {e}")))?;
         let label = q.qid.clone().or_else(|| q.key.clone()).unwrap_or_else(|| format!("line {}", i + 1));
         let r = if q.text.is_none() && q.tokens.is_none() && q.simhash.is_none() {
             let key = q.key.ok_or_else(|| at("a query needs `key`, `text`, `tokens` or `simhash`".into()))?;
@@ -249,9 +278,18 @@ fn run_query_file(
                 .map_err(|e| at(e.to_string()))?;
             coll.query(&resolved.query(sketch))?
         };
-        print_result(&label, &r, measure, json_out)?;
+        print_query_line(&label, &r, measure, json_out)?;
     }
     Ok(())
+}
+
+/// The lines of `path` (`-`: standard input), read as they come.
+fn open_lines(path: &Path) -> Result<Box<dyn BufRead>, CliError> {
+    if path == Path::new("-") {
+        return Ok(Box::new(std::io::stdin().lock()));
+    }
+    let file = std::fs::File::open(path).map_err(|e| CliError::io(path, e))?;
+    Ok(Box::new(std::io::BufReader::new(file)))
 }
 
 pub fn query(
@@ -315,17 +353,45 @@ pub fn explain_json(e: &Explain) -> Value {
     v
 }
 
-pub fn estimate(
-    session: &mut Session,
-    collection: &str,
-    a: &str,
-    b: &str,
-    level: f64,
-    json_out: bool,
-) -> Result<(), CliError> {
-    let coll = session.collection(collection)?;
-    let e = coll.estimate(a, b, level)?;
-    let what = Measure::of(coll.params().kind()).name();
+/// `estimate`: one pair of keys, or every pair of a file.
+#[derive(Args, Debug, Clone)]
+pub struct EstimateArgs {
+    /// The collection.
+    pub collection: String,
+    /// First key.
+    #[arg(required_unless_present = "pairs")]
+    pub a: Option<String>,
+    /// Second key.
+    #[arg(required_unless_present = "pairs")]
+    pub b: Option<String>,
+    /// A file of key pairs (`-` for stdin): JSON lines `{"a": KEY, "b": KEY}`, or two
+    /// tab-separated keys per line; one result line per pair, as the pairs are read.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["a", "b"])]
+    pub pairs: Option<PathBuf>,
+    /// Confidence level.
+    #[arg(long, default_value_t = DEFAULT_LEVEL)]
+    pub level: f64,
+}
+
+#[derive(serde::Deserialize)]
+struct PairLine {
+    a: String,
+    b: String,
+}
+
+/// The keys of one line of a pairs file: a JSON object, or two tab-separated keys.
+fn pair_of(line: &str) -> Result<(String, String), String> {
+    if line.trim_start().starts_with('{') {
+        let p: PairLine = serde_json::from_str(line).map_err(|e| format!("malformed pair: {e}"))?;
+        return Ok((p.a, p.b));
+    }
+    match line.strip_suffix('\r').unwrap_or(line).split('\t').collect::<Vec<_>>()[..] {
+        [a, b] if !a.is_empty() && !b.is_empty() => Ok((a.to_string(), b.to_string())),
+        _ => Err("expected {\"a\": KEY, \"b\": KEY} or two tab-separated keys".into()),
+    }
+}
+
+fn print_estimate(a: &str, b: &str, what: &str, e: &Estimate, level: f64, json_out: bool) -> Result<(), CliError> {
     if json_out {
         outln!(
             "{}",
@@ -334,4 +400,52 @@ pub fn estimate(
     } else {
         outln!("{what}({a}, {b}) = {:.4}  [{:.4}, {:.4}] at {:.0}%", e.value, e.lower, e.upper, level * 100.0)
     }
+}
+
+pub fn estimate(session: &mut Session, args: &EstimateArgs, json_out: bool) -> Result<(), CliError> {
+    let coll = session.collection(&args.collection)?;
+    let what = Measure::of(coll.params().kind()).name();
+    let level = args.level;
+    let path = match (&args.pairs, &args.a, &args.b) {
+        (Some(path), _, _) => path,
+        (None, Some(a), Some(b)) => {
+            let e = coll.estimate(a, b, level)?;
+            return print_estimate(a, b, what, &e, level, json_out);
+        }
+        _ => return Err(CliError::Usage("estimate needs two keys or --pairs FILE".into())),
+    };
+    sketchdb::recipes::check_level(level)?;
+    // One snapshot for the whole file: every pair sees the same commit.
+    let snap = coll.snapshot()?;
+    let (mut done, mut missing) = (0u64, 0u64);
+    for (i, line) in open_lines(path)?.lines().enumerate() {
+        let line = line.map_err(|e| CliError::io(path, e))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let (a, b) = pair_of(&line).map_err(|m| CliError::Input(format!("{}:{}: {m}", path.display(), i + 1)))?;
+        let (x, y) = (snap.get(&a)?, snap.get(&b)?);
+        done += 1;
+        match (x, y) {
+            (Some(x), Some(y)) => print_estimate(&a, &b, what, &x.sketch.similarity(&y.sketch, level)?, level, json_out)?,
+            (x, _) => {
+                missing += 1;
+                let absent = if x.is_none() { &a } else { &b };
+                let message = format!("no key `{absent}` in collection `{}`", args.collection);
+                if json_out {
+                    outln!("{}", json!({"a": a, "b": b, "measure": what, "error": {"kind": "not_found", "message": message}}))?;
+                } else {
+                    outln!("{what}({a}, {b}) = ?  ({message})")?;
+                }
+            }
+        }
+    }
+    if missing > 0 {
+        return Err(CliError::NotFound(format!(
+            "{}: {missing} of {done} pairs name keys that are not in collection `{}`",
+            path.display(),
+            args.collection
+        )));
+    }
+    Ok(())
 }
