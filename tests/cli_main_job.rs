@@ -37,7 +37,7 @@ fn dedup_of_the_sample_corpus_finds_the_planted_families() {
     assert!(again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("12 unchanged"));
     let csv = String::from_utf8(again.stdout).unwrap();
-    assert_eq!(csv.lines().next(), Some("cluster,key,row_id"));
+    assert_eq!(csv.lines().next(), Some("cluster,key,row_id,kept"));
     assert_eq!(csv.lines().count(), 1 + 7);
     // A lower threshold also joins the rewritten comet pair (exact J = 0.34).
     // The folder's collection is named after its canonical path.

@@ -59,7 +59,9 @@ fn words_5_finds_a_case_and_punctuation_variant_that_sketchdb_also_finds() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::create(dir.path().join("w.sketchdb")).unwrap();
     let params = SketchParams::minhash(128, 64, 3).unwrap();
-    let c = db.create_collection("w", CollectionConfig::new(params).with_recipe(Recipe::preset("words-5").unwrap())).unwrap();
+    let c = db
+        .create_collection("w", CollectionConfig::new(params).with_recipe(Recipe::preset("words-5").unwrap()))
+        .unwrap();
     c.insert_text("a", DOCS[0]).unwrap();
     c.insert_text("b", DOCS[1]).unwrap();
     let a = c.sketch_of("a").unwrap();

@@ -15,10 +15,7 @@ fn shingles(preset: &str) -> Vec<String> {
 fn sketchdb_keeps_todays_tokenizer() {
     // Words are runs of alphanumerics, lower-cased per character: U+0301, '-', ',', CRLF, the
     // emoji, '_' and '!' separate. 7 words, 5-word shingles.
-    assert_eq!(
-        shingles("sketchdb"),
-        vec!["cafe déjà vu 日本 ok", "déjà vu 日本 ok straße", "vu 日本 ok straße 2"]
-    );
+    assert_eq!(shingles("sketchdb"), vec!["cafe déjà vu 日本 ok", "déjà vu 日本 ok straße", "vu 日本 ok straße 2"]);
     // And it is the tokenizer every collection made before recipes has.
     assert_eq!(Recipe::preset("sketchdb").unwrap().tokenizer(), sketchdb::Tokenizer::default());
 }
@@ -34,10 +31,7 @@ fn words_5_is_the_docs_workload_recipe() {
 #[test]
 fn unicode_words_5_cuts_at_word_boundaries() {
     // UAX #29: the hyphen breaks, each ideograph is a word, the emoji is no word, '_' joins.
-    assert_eq!(
-        shingles("unicode-words-5"),
-        vec!["café déjà vu 日 本", "déjà vu 日 本 ok", "vu 日 本 ok straße_2"]
-    );
+    assert_eq!(shingles("unicode-words-5"), vec!["café déjà vu 日 本", "déjà vu 日 本 ok", "vu 日 本 ok straße_2"]);
 }
 
 #[test]

@@ -17,7 +17,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::sketch::params::{HashFamily, SketchKind, SketchParams};
 use crate::sketch::recipe::hashes::TokenHash;
 use crate::sketch::recipe::steps::{
-    CaseFold, Digits, Normalization, Pipeline, PunctClass, Punctuation, ShortText, Shingles, Tokens,
+    CaseFold, Digits, Normalization, Pipeline, PunctClass, Punctuation, Shingles, ShortText, Tokens,
 };
 use crate::sketch::tokenize::{Tokenizer, TokenizerKind};
 

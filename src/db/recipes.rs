@@ -44,7 +44,7 @@ use crate::{
 pub use crate::sketch::recipe::hashes::TokenHash;
 pub use crate::sketch::recipe::presets::{Compatibility, Preset};
 pub use crate::sketch::recipe::steps::{
-    CaseFold, Digits, Normalization, Pipeline, PunctClass, Punctuation, ShortText, Shingles, Tokens,
+    CaseFold, Digits, Normalization, Pipeline, PunctClass, Punctuation, Shingles, ShortText, Tokens,
 };
 
 /// The hash seed new sketches use unless a configuration names another.

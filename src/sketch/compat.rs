@@ -57,7 +57,8 @@ impl NumpyRandomState {
             return low + u64::from(self.mt.next_u32());
         }
         loop {
-            let v = if rng <= u64::from(u32::MAX) { u64::from(self.mt.next_u32()) & mask } else { self.next64() & mask };
+            let v =
+                if rng <= u64::from(u32::MAX) { u64::from(self.mt.next_u32()) & mask } else { self.next64() & mask };
             if v <= rng {
                 return low + v;
             }
@@ -171,7 +172,10 @@ mod tests {
         let pairs: Vec<(u64, u64)> = (0..2).map(|_| (rs.randint(1, P61), rs.randint(0, P61))).collect();
         assert_eq!(
             pairs,
-            vec![(2_297_359_619_001_564_596, 1_396_682_528_897_996_046), (1_973_689_801_170_867_272, 1_819_927_849_474_927_636)]
+            vec![
+                (2_297_359_619_001_564_596, 1_396_682_528_897_996_046),
+                (1_973_689_801_170_867_272, 1_819_927_849_474_927_636)
+            ]
         );
     }
 

@@ -58,7 +58,11 @@ impl MinHash {
     }
 
     /// A compatibility family's signature: its 32-bit minima as they are.
-    pub(crate) fn compute_compat(params: SketchParams, perms: &CompatPerms, tokens: &TokenSet) -> Result<Self, SketchError> {
+    pub(crate) fn compute_compat(
+        params: SketchParams,
+        perms: &CompatPerms,
+        tokens: &TokenSet,
+    ) -> Result<Self, SketchError> {
         let values = perms.minima(tokens.as_slice()).ok_or(SketchError::EmptySet)?;
         Ok(MinHash { params, values, cardinality: tokens.len() as u64 })
     }

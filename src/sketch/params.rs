@@ -341,7 +341,11 @@ impl SketchParams {
             }
         }
         if self.family == HashFamily::Charikar && (self.kind != SketchKind::SimHash || self.bits != 64) {
-            return Err(SketchError::invalid("family", self.family, "the Charikar family computes 64-bit SimHash only"));
+            return Err(SketchError::invalid(
+                "family",
+                self.family,
+                "the Charikar family computes 64-bit SimHash only",
+            ));
         }
         if self.kind != SketchKind::BBitMinHash && self.universe.is_some() {
             return Err(SketchError::invalid(

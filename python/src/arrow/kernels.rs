@@ -255,8 +255,11 @@ pub(crate) fn estimate_rows(
         })
         .collect();
     let est = est.into_iter().collect::<Result<Vec<_>, RowError>>()?;
-    let col = |j: usize| -> ArrayRef { Arc::new(Float64Array::from(est.iter().map(|e| e.map(|v| v[j])).collect::<Vec<_>>())) };
+    let col = |j: usize| -> ArrayRef {
+        Arc::new(Float64Array::from(est.iter().map(|e| e.map(|v| v[j])).collect::<Vec<_>>()))
+    };
     let fields = ["estimate", "lower", "upper"].map(|n| Arc::new(Field::new(n, DataType::Float64, true)));
-    let s = StructArray::try_new(fields.to_vec().into(), vec![col(0), col(1), col(2)], None).map_err(|e| (0, e.to_string()))?;
+    let s = StructArray::try_new(fields.to_vec().into(), vec![col(0), col(1), col(2)], None)
+        .map_err(|e| (0, e.to_string()))?;
     Ok(Arc::new(s))
 }

@@ -38,7 +38,10 @@ pub(crate) struct PyReject {
 #[pymethods]
 impl PyReject {
     fn __repr__(&self, py: Python<'_>) -> String {
-        let key = self.key.as_ref().map_or("None".to_string(), |k| k.bind(py).repr().map(|r| r.to_string()).unwrap_or_default());
+        let key = self
+            .key
+            .as_ref()
+            .map_or("None".to_string(), |k| k.bind(py).repr().map(|r| r.to_string()).unwrap_or_default());
         let err = self.error.bind(py).repr().map(|r| r.to_string()).unwrap_or_default();
         format!("Reject(index={}, key={key}, error={err})", self.index)
     }
@@ -76,12 +79,24 @@ fn keys(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Result<Vec<u8>, PyErr>>> {
             use arrow_schema::DataType;
             let null = || Err(PyValueError::new_err("a null key"));
             match a.data_type() {
-                DataType::Utf8 => out.extend(a.as_string::<i32>().iter().map(|k| k.map_or_else(null, |k| Ok(k.as_bytes().to_vec())))),
-                DataType::LargeUtf8 => out.extend(a.as_string::<i64>().iter().map(|k| k.map_or_else(null, |k| Ok(k.as_bytes().to_vec())))),
-                DataType::Utf8View => out.extend(a.as_string_view().iter().map(|k| k.map_or_else(null, |k| Ok(k.as_bytes().to_vec())))),
-                DataType::Binary => out.extend(a.as_binary::<i32>().iter().map(|k| k.map_or_else(null, |k| Ok(k.to_vec())))),
-                DataType::LargeBinary => out.extend(a.as_binary::<i64>().iter().map(|k| k.map_or_else(null, |k| Ok(k.to_vec())))),
-                other => return Err(PyTypeError::new_err(format!("keys must be a string or binary array, not {other}"))),
+                DataType::Utf8 => {
+                    out.extend(a.as_string::<i32>().iter().map(|k| k.map_or_else(null, |k| Ok(k.as_bytes().to_vec()))))
+                }
+                DataType::LargeUtf8 => {
+                    out.extend(a.as_string::<i64>().iter().map(|k| k.map_or_else(null, |k| Ok(k.as_bytes().to_vec()))))
+                }
+                DataType::Utf8View => {
+                    out.extend(a.as_string_view().iter().map(|k| k.map_or_else(null, |k| Ok(k.as_bytes().to_vec()))))
+                }
+                DataType::Binary => {
+                    out.extend(a.as_binary::<i32>().iter().map(|k| k.map_or_else(null, |k| Ok(k.to_vec()))))
+                }
+                DataType::LargeBinary => {
+                    out.extend(a.as_binary::<i64>().iter().map(|k| k.map_or_else(null, |k| Ok(k.to_vec()))))
+                }
+                other => {
+                    return Err(PyTypeError::new_err(format!("keys must be a string or binary array, not {other}")));
+                }
             }
         }
         return Ok(out.into_iter().map(|k| k.and_then(checked)).collect());
@@ -210,7 +225,8 @@ pub(crate) fn contents(
 }
 
 fn not_text(x: &Bound<'_, PyAny>) -> PyErr {
-    let name = if x.is_none() { "None".to_string() } else { x.get_type().name().map(|n| n.to_string()).unwrap_or_default() };
+    let name =
+        if x.is_none() { "None".to_string() } else { x.get_type().name().map(|n| n.to_string()).unwrap_or_default() };
     PyTypeError::new_err(format!("a text is str, not {name}"))
 }
 
@@ -239,9 +255,7 @@ pub(crate) fn insert_many(
         let (key, r) = match k {
             Err(e) => (None, Err(e)),
             Ok(k) => match first_at.get(&k) {
-                Some(j) => {
-                    (Some(k), Err(PyValueError::new_err(format!("duplicate key: record {j} has the same key"))))
-                }
+                Some(j) => (Some(k), Err(PyValueError::new_err(format!("duplicate key: record {j} has the same key")))),
                 None => {
                     first_at.insert(k.clone(), i);
                     (Some(k), c)
@@ -374,7 +388,9 @@ pub(super) fn probes(
     contents
         .into_iter()
         .enumerate()
-        .map(|(i, c)| c.map_err(|e| Python::attach(|py| PyErr::from_type(e.get_type(py), format!("probe {i}: {}", e.value(py))))))
+        .map(|(i, c)| {
+            c.map_err(|e| Python::attach(|py| PyErr::from_type(e.get_type(py), format!("probe {i}: {}", e.value(py)))))
+        })
         .collect()
 }
 

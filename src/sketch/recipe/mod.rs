@@ -10,7 +10,7 @@ use super::error::SketchError;
 use super::params::{HashFamily, SketchParams};
 use super::tokenize::{Tokenizer, TokenizerKind};
 use presets::{Compatibility, Preset};
-use steps::{Pipeline, ShortText, Shingles};
+use steps::{Pipeline, Shingles, ShortText};
 
 /// A text recipe: the tokenizer a collection cuts text with and, for a compatibility preset,
 /// the hash family, NumPy seed and permutation count that make its MinHash signatures equal

@@ -5,7 +5,7 @@ use super::super::compat::nemo_murmur_seed;
 use super::super::params::HashFamily;
 use super::super::tokenize::Tokenizer;
 use super::hashes::TokenHash;
-use super::steps::{CaseFold, Digits, Normalization, Pipeline, PunctClass, Punctuation, ShortText, Shingles, Tokens};
+use super::steps::{CaseFold, Digits, Normalization, Pipeline, PunctClass, Punctuation, Shingles, ShortText, Tokens};
 
 /// A named recipe preset. Shown by name (`sketchdb recipes`), never persisted: a collection
 /// stores its tokenizer and hash family, and its preset is the one whose tokenizer and family

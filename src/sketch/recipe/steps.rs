@@ -313,7 +313,8 @@ impl Pipeline {
             Tokens::Text => vec![text],
         };
         if let Punctuation::StripWordEnds(class) = self.punctuation {
-            tokens = tokens.into_iter().map(|w| w.trim_matches(|c| class.contains(c))).filter(|w| !w.is_empty()).collect();
+            tokens =
+                tokens.into_iter().map(|w| w.trim_matches(|c| class.contains(c))).filter(|w| !w.is_empty()).collect();
         }
         tokens
     }

@@ -201,12 +201,7 @@ pub fn list(session: &mut Session, json_out: bool) -> Result<(), CliError> {
     let mut rows = Vec::new();
     for c in cols {
         let s = c.stats()?;
-        rows.push(vec![
-            c.name().to_string(),
-            c.params().to_string(),
-            tokenizer_text(c.config()),
-            s.live.to_string(),
-        ]);
+        rows.push(vec![c.name().to_string(), c.params().to_string(), tokenizer_text(c.config()), s.live.to_string()]);
     }
     outln!("{}", table(&["collection", "sketch", "tokenizer", "records"], rows))
 }

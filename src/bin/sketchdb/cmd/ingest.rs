@@ -19,7 +19,7 @@ use sketchdb::{Batch, Collection, SketchKind, Snapshot};
 use xxhash_rust::xxh3::xxh3_128;
 
 use crate::error::CliError;
-use crate::load::pipeline::{Prepared, pool, prepare};
+use crate::load::pipeline::{Prepared, hashes, pool, prepare};
 use crate::load::progress::{Progress, total_bytes};
 use crate::load::rejects::{Bad, RejectKind, Rejects};
 use crate::load::{ReadArgs, read_error};
@@ -116,36 +116,43 @@ impl Loader<'_> {
         Ok(())
     }
 
-    /// Sketches `records` in parallel, then writes them in input order and commits.
+    /// Hashes `records`, skips the unchanged ones (no sketch is made for them), sketches the
+    /// rest in parallel, then writes them in input order and commits.
     fn process(&mut self, pool: &rayon::ThreadPool, records: Vec<SourceRecord>) -> Result<(), CliError> {
-        let prepared = prepare(pool, self.coll, records);
-        for p in prepared {
+        let hashes = hashes(pool, &records);
+        let mut todo = Vec::with_capacity(records.len());
+        for (record, hash) in records.into_iter().zip(hashes) {
+            if !self.seen.insert(xxh3_128(record.key.as_bytes())) {
+                let message = format!("duplicate key `{}` in this input", record.key);
+                let (origin, key) = (record.origin.to_string(), Some(record.key.as_str()));
+                self.reject(&Bad { origin, key, kind: RejectKind::DuplicateKey, message })?;
+                continue;
+            }
+            match self.snap.stored_hash(&record.key)? {
+                // The same content as stored: nothing to write, the row id stays.
+                Some((_, Some(h))) if h == hash && !self.upsert => self.counts.unchanged += 1,
+                // Changed, or stored without a hash (before hashes were kept): replaced.
+                stored => todo.push((record, hash, stored.is_some())),
+            }
+        }
+        for p in prepare(pool, self.coll, todo) {
             self.push(p)?;
         }
         self.flush()
     }
 
     fn push(&mut self, p: Prepared) -> Result<(), CliError> {
-        let Prepared { record, result } = p;
+        let Prepared { record, hash, stored, sketch } = p;
         let origin = record.origin.to_string();
-        let (sketch, hash) = match result {
-            Ok(ok) => ok,
+        let sketch = match sketch {
+            Ok(s) => s,
             Err((kind, message)) => return self.reject(&Bad { origin, key: Some(&record.key), kind, message }),
         };
-        if !self.seen.insert(xxh3_128(record.key.as_bytes())) {
-            let message = format!("duplicate key `{}` in this input", record.key);
-            return self.reject(&Bad { origin, key: Some(&record.key), kind: RejectKind::DuplicateKey, message });
+        if stored {
+            self.batch.upsert_with_hash(&record.key, sketch, hash);
+        } else {
+            self.batch.insert_with_hash(&record.key, sketch, hash);
         }
-        match self.snap.stored_hash(&record.key)? {
-            None => self.batch.insert_with_hash(&record.key, sketch, hash),
-            // The same content as stored: nothing to write, the row id stays.
-            Some((_, Some(h))) if h == hash && !self.upsert => {
-                self.counts.unchanged += 1;
-                return Ok(());
-            }
-            // Changed, or stored without a hash (before hashes were kept): replaced.
-            Some(_) => self.batch.upsert_with_hash(&record.key, sketch, hash),
-        };
         match &mut self.span {
             Some((_, last)) => *last = origin,
             None => self.span = Some((origin.clone(), origin)),

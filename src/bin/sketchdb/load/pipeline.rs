@@ -1,5 +1,5 @@
-//! The parallel step of a load: each batch of records read is tokenized, sketched and
-//! hashed on a pool of threads, results in input order, so what is stored does not depend
+//! The parallel steps of a load: each batch of records read is hashed, then the records to
+//! write (new or changed) are tokenized and sketched, on a pool of threads, results in input order, so what is stored does not depend
 //! on the thread count. Reading and committing stay in input order on the calling thread;
 //! memory holds one batch of records and its sketches.
 
@@ -12,11 +12,13 @@ use xxhash_rust::xxh3::{xxh3_128, xxh3_128_with_seed};
 use super::rejects::RejectKind;
 use crate::error::CliError;
 
-/// A record ready to write: its sketch and the hash of its content, or why it cannot be
-/// sketched.
+/// A record to write: its content hash, whether its key is stored already, and its sketch
+/// or why it cannot be sketched.
 pub struct Prepared {
     pub record: SourceRecord,
-    pub result: Result<(Sketch, u128), (RejectKind, String)>,
+    pub hash: u128,
+    pub stored: bool,
+    pub sketch: Result<Sketch, (RejectKind, String)>,
 }
 
 /// The thread pool of a load: `threads`, or every core.
@@ -69,14 +71,19 @@ fn sketch(coll: &Collection, content: &Content) -> Result<Sketch, (RejectKind, S
     result.map_err(|e| (RejectKind::Sketch, e.to_string()))
 }
 
-/// Sketches and hashes `records` on `pool`, in input order.
-pub fn prepare(pool: &rayon::ThreadPool, coll: &Collection, records: Vec<SourceRecord>) -> Vec<Prepared> {
+/// The content hashes of `records`, computed on `pool`, in input order.
+pub fn hashes(pool: &rayon::ThreadPool, records: &[SourceRecord]) -> Vec<u128> {
+    pool.install(|| records.par_iter().map(|r| content_hash(&r.content)).collect())
+}
+
+/// Sketches `(record, hash, stored)` items on `pool`, in input order.
+pub fn prepare(pool: &rayon::ThreadPool, coll: &Collection, items: Vec<(SourceRecord, u128, bool)>) -> Vec<Prepared> {
     pool.install(|| {
-        records
+        items
             .into_par_iter()
-            .map(|record| {
-                let result = sketch(coll, &record.content).map(|s| (s, content_hash(&record.content)));
-                Prepared { record, result }
+            .map(|(record, hash, stored)| {
+                let sketch = sketch(coll, &record.content);
+                Prepared { record, hash, stored, sketch }
             })
             .collect()
     })
