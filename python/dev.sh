@@ -19,5 +19,6 @@ cargo build --release --bin sketchdb
 if [ "${1:-}" = "--no-test" ]; then
   exit 0
 fi
-# pytest exits 5 when it collects no tests: that is a failure here too.
-"$venv/bin/python" -m pytest -q python/tests
+# pytest exits 5 when it collects no tests: that is a failure here too. Spark's Python
+# workers (python/tests/test_spark*.py) run the venv's interpreter.
+PYSPARK_PYTHON="$venv/bin/python" "$venv/bin/python" -m pytest -q python/tests

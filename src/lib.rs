@@ -67,7 +67,7 @@ pub use db::snapshot::{PageColumns, Record, Scan, Snapshot};
 pub use db::stats::{CollectionStats, IndexSummary};
 pub use error::{Error, Result};
 pub use index::IndexError;
-pub use planner::dedup_exec::{Cluster, DedupResult};
+pub use planner::dedup_exec::{Cluster, Clustering, DedupResult};
 pub use planner::error::QueryError;
 pub use planner::exec::Hit;
 pub use planner::explain::Explain;
@@ -79,6 +79,7 @@ pub use sketch::estimate::Estimate;
 pub use sketch::minhash::MinHash;
 pub use sketch::oph::OphSketch;
 pub use sketch::params::{HashFamily, SketchKind, SketchParams};
+pub use sketch::recipe::Recipe;
 pub use sketch::simhash::SimHash;
 pub use sketch::sketcher::{Sketch, Sketcher};
 pub use sketch::tokenize::{Tokenizer, TokenizerKind};
@@ -102,10 +103,29 @@ pub use storage::{MAX_KEY_LEN, StorageError};
 /// # Ok::<(), sketchdb::Error>(())
 /// ```
 pub mod lsh {
+    pub use crate::index::{BandKeyScheme, RowWidth, index_band_scheme};
     pub use crate::index::{
         CollisionModel, LshChoice, LshParams, LshWeights, candidate_probability, candidate_probability_with,
         expected_recall_above, false_negative_area, false_positive_area, optimal_lsh_params,
     };
+}
+
+/// Signatures as fixed-width bytes: one record's cells in column order at their stored widths,
+/// little-endian, exactly as a collection stores them (the Arrow kernels of the Python package
+/// emit these). [`signature::width`] is the collection's `record_width`.
+///
+/// ```
+/// use sketchdb::{SketchParams, Sketcher, signature};
+///
+/// let params = SketchParams::minhash(64, 32, 7)?;
+/// let s = Sketcher::new(params)?.sketch_multiset(&[1, 2, 3])?;
+/// let bytes = signature::encode(&s);
+/// assert_eq!(bytes.len(), signature::width(&params)); // 64 * 4 + 8 (the cardinality)
+/// assert_eq!(signature::decode(&params, &bytes)?, s);
+/// # Ok::<(), sketchdb::Error>(())
+/// ```
+pub mod signature {
+    pub use crate::codec::signature::{decode, encode, encode_into, width};
 }
 
 /// SimHash table designs for experts: how a Hamming radius is covered by permuted tables.
@@ -139,6 +159,7 @@ pub mod plan {
     pub use crate::planner::cost::{Alternative, Choice, CostModel, Stats, choose};
     pub use crate::planner::dedup::choose_dedup;
     pub use crate::planner::exec::Analyze;
+    pub use crate::planner::explain::Scoring;
     pub use crate::planner::plan::{Access, EarlyStop, Finish, Plan, PlanKind};
 }
 

@@ -36,26 +36,29 @@ fn bad_inputs_are_one_clear_line_and_their_class_exit_code() {
     let d = dir.path();
     fails_with(d, RUNTIME, &["ingest", "c", "missing.jsonl"], "missing.jsonl");
     std::fs::write(d.join("bad.jsonl"), "{\"key\":\"a\",\"text\":\"fine\"}\n\n{\"key\": \"b\", \"text\": \n").unwrap();
-    fails_with(d, BAD, &["ingest", "c", "bad.jsonl"], "bad.jsonl:3: malformed JSON record");
+    fails_with(d, BAD, &["ingest", "c", "bad.jsonl", "--strict"], "bad.jsonl:3: invalid JSON");
     std::fs::write(d.join("both.jsonl"), "{\"key\":\"a\",\"text\":\"x\",\"tokens\":[1]}\n").unwrap();
-    fails_with(d, BAD, &["ingest", "c", "both.jsonl"], "both.jsonl:1: a record needs exactly one of");
+    fails_with(d, BAD, &["ingest", "c", "both.jsonl", "--strict"], "both.jsonl:1: a record needs exactly one of");
     std::fs::write(d.join("neg.jsonl"), "{\"key\":\"a\",\"tokens\":[-1]}\n").unwrap();
-    fails_with(d, BAD, &["ingest", "c", "neg.jsonl"], "neg.jsonl:1:");
+    fails_with(d, BAD, &["ingest", "c", "neg.jsonl", "--strict"], "neg.jsonl:1:");
     std::fs::write(d.join("utf.jsonl"), b"{\"key\":\"a\",\"text\":\"\xff\xfe\"}\n").unwrap();
-    fails_with(d, BAD, &["ingest", "c", "utf.jsonl"], "utf.jsonl:1: not valid UTF-8");
+    fails_with(d, BAD, &["ingest", "c", "utf.jsonl", "--strict"], "utf.jsonl:1: invalid UTF-8");
     std::fs::create_dir(d.join("texts")).unwrap();
     std::fs::write(d.join("texts/bad.txt"), b"ok \xc3\x28 broken").unwrap();
-    fails_with(d, BAD, &["ingest", "t", "texts"], "bad.txt: not valid UTF-8");
+    // A file of a folder that is not UTF-8 is skipped as binary and reported, never an error.
+    let out = run(d, &["ingest", "t", "texts", "--strict"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.txt (binary)"));
     std::fs::write(d.join("short.u64"), [1u8, 2, 3]).unwrap();
     fails_with(d, BAD, &["ingest", "f", "short.u64"], "not a whole number of little-endian u64");
     std::fs::write(d.join("fp.jsonl"), "{\"key\":\"a\",\"simhash\":\"xyz\"}\n").unwrap();
-    fails_with(d, BAD, &["ingest", "f", "fp.jsonl"], "fp.jsonl:1: field `simhash`");
+    fails_with(d, BAD, &["ingest", "f", "fp.jsonl", "--strict"], "fp.jsonl:1: field `simhash`");
 
     let mut huge = String::from("{\"key\":\"a\",\"text\":\"");
     huge.push_str(&"x".repeat(17 << 20));
     huge.push_str("\"}\n");
     std::fs::write(d.join("huge.jsonl"), huge).unwrap();
-    fails_with(d, BAD, &["ingest", "c", "huge.jsonl"], "huge.jsonl:1: line longer than 16 MiB");
+    fails_with(d, BAD, &["ingest", "c", "huge.jsonl", "--strict"], "huge.jsonl:1: record larger than 16777216 bytes");
 
     // A database now exists (the failed ingests created it); unknown names and bad params.
     fails_with(d, RUNTIME, &["query", "nope", "k", "--threshold", "0.5"], "unknown collection `nope`");
@@ -158,19 +161,20 @@ fn explain_takes_one_probe() {
     fails_with_all(d, BAD, &["explain", "c", "--queries", "q.jsonl"], &["q.jsonl", "explain takes one probe"]);
 }
 
-/// An error about one record names the file and line it came from (the file for a text file).
+/// With `--strict`, an error about one record names the file and line it came from (the file
+/// for a text file).
 #[test]
 fn per_record_ingest_errors_name_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let good = "{\"key\":\"a\",\"tokens\":[1,2,3]}\n{\"key\":\"b\",\"tokens\":[4,5,6]}\n";
     std::fs::write(d.join("keys.jsonl"), format!("{good}{{\"key\":\"\",\"tokens\":[7]}}\n")).unwrap();
-    fails_with_all(d, BAD, &["ingest", "c", "keys.jsonl"], &["keys.jsonl:3:", "empty key"]);
+    fails_with_all(d, BAD, &["ingest", "c", "keys.jsonl", "--strict"], &["keys.jsonl:3:", "empty key"]);
     std::fs::write(d.join("tokens.jsonl"), format!("{good}{{\"key\":\"z\",\"tokens\":[]}}\n")).unwrap();
-    fails_with_all(d, BAD, &["ingest", "c", "tokens.jsonl"], &["tokens.jsonl:3:", "`z`", "empty set"]);
+    fails_with_all(d, BAD, &["ingest", "c", "tokens.jsonl", "--strict"], &["tokens.jsonl:3:", "no tokens"]);
     // A text file is named by its path.
     std::fs::create_dir(d.join("texts")).unwrap();
     std::fs::write(d.join("texts/fine.txt"), "words enough to make a sketch of").unwrap();
     std::fs::write(d.join("texts/blank.txt"), "  \n").unwrap();
-    fails_with_all(d, BAD, &["ingest", "t", "texts"], &["texts/blank.txt:", "empty set"]);
+    fails_with_all(d, BAD, &["ingest", "t", "texts", "--strict"], &["texts/blank.txt:", "no tokens"]);
 }

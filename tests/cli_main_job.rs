@@ -32,14 +32,17 @@ fn dedup_of_the_sample_corpus_finds_the_planted_families() {
             vec!["sourdough.txt", "sourdough_variant.txt"],
         ]
     );
-    // Run again: resumable ingest skips every stored key, same clusters.
+    // Run again: resumable ingest skips every unchanged record, same clusters.
     let again = sketchdb(dir.path(), &["dedup", docs, "--format", "csv"]);
     assert!(again.status.success());
-    assert!(String::from_utf8_lossy(&again.stderr).contains("12 already present"));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("12 unchanged"));
     let csv = String::from_utf8(again.stdout).unwrap();
     assert_eq!(csv.lines().next(), Some("cluster,key,row_id"));
     assert_eq!(csv.lines().count(), 1 + 7);
     // A lower threshold also joins the rewritten comet pair (exact J = 0.34).
-    let low = sketchdb(dir.path(), &["dedup", "docs", "--threshold", "0.25", "--format", "jsonl"]);
+    // The folder's collection is named after its canonical path.
+    let canonical = Path::new(docs).canonicalize().unwrap();
+    let collection = canonical.to_str().unwrap();
+    let low = sketchdb(dir.path(), &["dedup", collection, "--threshold", "0.25", "--format", "jsonl"]);
     assert!(String::from_utf8_lossy(&low.stdout).contains("comet_rewrite.txt"));
 }

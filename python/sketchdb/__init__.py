@@ -19,6 +19,7 @@ A database file holds named collections::
         hits = docs.query(text="some text here", threshold=0.5)
 """
 
+from . import arrow
 from ._errors import BusyError, CorruptError, Error, IncompatibleError, NotFoundError, ReadOnlyError
 from ._sketchdb import (
     DEFAULT_SEED,
@@ -31,7 +32,9 @@ from ._sketchdb import (
     DedupResult,
     Estimate,
     Hit,
+    InsertReport,
     MinHash,
+    Reject,
     SimHash,
     __version__,
     open,
@@ -54,11 +57,14 @@ __all__ = [
     "Estimate",
     "Hit",
     "IncompatibleError",
+    "InsertReport",
     "MinHash",
     "NotFoundError",
     "ReadOnlyError",
+    "Reject",
     "SimHash",
     "__version__",
+    "arrow",
     "open",
     "token_hash",
     "tokenize",

@@ -14,6 +14,9 @@ from ._sketchdb import Database as Database
 from ._sketchdb import DedupResult as DedupResult
 from ._sketchdb import Estimate as Estimate
 from ._sketchdb import Hit as Hit
+from ._sketchdb import InsertReport as InsertReport
+from ._sketchdb import Reject as Reject
+from . import arrow as arrow
 from ._sketchdb import MinHash as MinHash
 from ._sketchdb import SimHash as SimHash
 from ._sketchdb import __version__ as __version__

@@ -10,13 +10,13 @@ use parking_lot::RwLock;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use rayon::prelude::*;
-use sketchdb::recipes::{Measure, check_key};
-use sketchdb::{Batch, Collection, IndexSummary, Query, QueryKind, QueryOptions, Sketch};
+use sketchdb::plan::PlanKind;
+use sketchdb::recipes::Measure;
+use sketchdb::{Collection, IndexSummary, Query, QueryKind, QueryOptions, Sketch};
 
 use crate::convert;
 use crate::database::{Shared, closed};
-use crate::errors::{IntoPy, to_py};
+use crate::errors::IntoPy;
 use crate::sketches::{self, PyEstimate};
 
 /// A collection handle that `Database.close()` can empty.
@@ -50,8 +50,10 @@ impl Probe {
     }
 }
 
+mod ingest;
 mod results;
 
+pub(crate) use ingest::{PyInsertReport, PyReject};
 pub(crate) use results::{PyCluster, PyDedupResult, PyHit};
 
 /// A named set of keyed sketches of one configuration.
@@ -115,21 +117,7 @@ impl PyCollection {
                 coll.query(&Query { sketch, kind, options })
             })
             .py_err()?;
-        result
-            .hits
-            .into_iter()
-            .map(|h| {
-                Ok(PyHit {
-                    key: convert::key_to_py(py, &h.key)?,
-                    row_id: h.row_id,
-                    estimate: h.estimate.value,
-                    lower: h.estimate.lower,
-                    upper: h.estimate.upper,
-                    level: h.estimate.level,
-                    distance: h.distance,
-                })
-            })
-            .collect()
+        result.hits.into_iter().map(|h| hit(py, h)).collect()
     }
 
     fn write_one(&self, py: Python<'_>, key: &Bound<'_, PyAny>, probe: Probe, upsert: bool) -> PyResult<u64> {
@@ -141,6 +129,19 @@ impl PyCollection {
         })
         .py_err()
     }
+}
+
+/// A hit as Python sees it.
+fn hit(py: Python<'_>, h: sketchdb::Hit) -> PyResult<PyHit> {
+    Ok(PyHit {
+        key: convert::key_to_py(py, &h.key)?,
+        row_id: h.row_id,
+        estimate: h.estimate.value,
+        lower: h.estimate.lower,
+        upper: h.estimate.upper,
+        level: h.estimate.level,
+        distance: h.distance,
+    })
 }
 
 fn options(level: f64, exact: bool) -> QueryOptions {
@@ -190,11 +191,20 @@ impl PyCollection {
     }
 
     /// Inserts (or with `upsert=True` replaces) many records in one durable commit, sketched
-    /// on all cores with the GIL released. `keys` and one of `texts`, `tokens` (token
-    /// iterables) or `sketches` are iterables of equal length. All or nothing: a bad
-    /// record (an empty or over-long key, a text without words, a duplicate key) raises
-    /// naming its position and nothing of the call is written. Returns the records written.
-    #[pyo3(signature = (keys, texts = None, *, tokens = None, sketches = None, upsert = false))]
+    /// on all cores with the GIL released.
+    ///
+    /// `keys` (str/bytes) and one of `texts`, `tokens` (token iterables), `sketches` (sketch
+    /// objects) or `signatures` (signature bytes, as `sketchdb.arrow.sketch` makes them) are
+    /// equally long: lists, iterables, NumPy arrays, or pyarrow arrays (read without a copy).
+    ///
+    /// A bad record (an empty, over-long or non-str/bytes key, a text without words, a
+    /// sketch of other parameters, a key repeated in the call, or for inserts a key already
+    /// stored) is a reject. By default rejects are skipped and every other record is written;
+    /// the returned `InsertReport` has `written` and `rejects` (each with `index`, `key` and
+    /// the `error` it would raise). With `strict=True` the first bad record raises, naming
+    /// its position, and nothing of the call is written.
+    #[pyo3(signature = (keys, texts = None, *, tokens = None, sketches = None, signatures = None, upsert = false, strict = false))]
+    #[allow(clippy::too_many_arguments)]
     fn insert_many(
         &self,
         py: Python<'_>,
@@ -202,54 +212,99 @@ impl PyCollection {
         texts: Option<&Bound<'_, PyAny>>,
         tokens: Option<&Bound<'_, PyAny>>,
         sketches: Option<&Bound<'_, PyAny>>,
+        signatures: Option<&Bound<'_, PyAny>>,
         upsert: bool,
-    ) -> PyResult<u64> {
+        strict: bool,
+    ) -> PyResult<ingest::PyInsertReport> {
         let coll = self.coll()?;
-        let mut ks = Vec::with_capacity(keys.len().unwrap_or(0));
-        for (i, k) in keys.try_iter()?.enumerate() {
-            let k = convert::key(&k?)?;
-            check_key(&k).map_err(|e| PyValueError::new_err(format!("record {i}: {e}")))?;
-            ks.push(k);
+        let contents = ingest::contents(&coll, texts, tokens, sketches, signatures)?;
+        ingest::insert_many(py, &coll, keys, contents, upsert, strict)
+    }
+
+    /// Runs one threshold query per probe (exactly one of `texts`, `tokens`, `keys`,
+    /// `sketches`, `signatures`, each a list, iterable, NumPy or pyarrow array) on all
+    /// cores with the GIL released; returns one hit list per probe, in order, each equal to
+    /// `query(...)` of that probe. A bad probe raises naming its position.
+    #[pyo3(signature = (texts = None, *, tokens = None, keys = None, sketches = None, signatures = None, threshold = None, level = 0.95, exact = false))]
+    #[allow(clippy::too_many_arguments)]
+    fn query_many(
+        &self,
+        py: Python<'_>,
+        texts: Option<&Bound<'_, PyAny>>,
+        tokens: Option<&Bound<'_, PyAny>>,
+        keys: Option<&Bound<'_, PyAny>>,
+        sketches: Option<&Bound<'_, PyAny>>,
+        signatures: Option<&Bound<'_, PyAny>>,
+        threshold: Option<f64>,
+        level: f64,
+        exact: bool,
+    ) -> PyResult<Vec<Vec<PyHit>>> {
+        let coll = self.coll()?;
+        let t = threshold.unwrap_or_else(|| Measure::of(coll.params().kind()).default_threshold());
+        let probes = ingest::probes(&coll, texts, tokens, keys, sketches, signatures)?;
+        ingest::run_many(py, &coll, probes, QueryKind::Threshold(t), options(level, exact))
+    }
+
+    /// The `k` most similar records for each probe (see `query_many`), best first.
+    #[pyo3(signature = (texts = None, *, tokens = None, keys = None, sketches = None, signatures = None, k = 10, level = 0.95, exact = false))]
+    #[allow(clippy::too_many_arguments)]
+    fn top_k_many(
+        &self,
+        py: Python<'_>,
+        texts: Option<&Bound<'_, PyAny>>,
+        tokens: Option<&Bound<'_, PyAny>>,
+        keys: Option<&Bound<'_, PyAny>>,
+        sketches: Option<&Bound<'_, PyAny>>,
+        signatures: Option<&Bound<'_, PyAny>>,
+        k: usize,
+        level: f64,
+        exact: bool,
+    ) -> PyResult<Vec<Vec<PyHit>>> {
+        let coll = self.coll()?;
+        let probes = ingest::probes(&coll, texts, tokens, keys, sketches, signatures)?;
+        ingest::run_many(py, &coll, probes, QueryKind::TopK(k), options(level, exact))
+    }
+
+    /// The keyword arguments of the `sketchdb.arrow` kernels (and of the sketch classes'
+    /// parameters) that reproduce this collection's signatures: `kind`, `k`, `bits`,
+    /// `seed`, `shingle` or `ngram`, and `token_seed`.
+    fn spec<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let coll = self.coll()?;
+        let p = coll.params();
+        let d = PyDict::new(py);
+        d.set_item("kind", convert::kind_name(p.kind()))?;
+        d.set_item("k", p.size())?;
+        d.set_item("bits", p.bits())?;
+        d.set_item("seed", p.seed())?;
+        let t = &coll.config().tokenizer;
+        match convert::tokenizer_parts(t) {
+            ("ngrams", n) => d.set_item("ngram", n)?,
+            (_, w) => d.set_item("shingle", w)?,
         }
-        let seed = coll.config().tokenizer.seed();
-        let probes: Vec<Probe> = match (texts, tokens, sketches) {
-            (Some(t), None, None) => {
-                t.try_iter()?.map(|x| Ok(Probe::Text(x?.extract::<String>()?))).collect::<PyResult<_>>()?
-            }
-            (None, Some(t), None) => {
-                t.try_iter()?.map(|x| Ok(Probe::Tokens(convert::tokens(&x?, seed)?))).collect::<PyResult<_>>()?
-            }
-            (None, None, Some(s)) => {
-                s.try_iter()?.map(|x| Ok(Probe::Sketch(sketches::extract(&x?)?))).collect::<PyResult<_>>()?
-            }
-            _ => return Err(PyValueError::new_err("give exactly one of texts, tokens=, sketches=")),
-        };
-        if probes.len() != ks.len() {
-            return Err(PyValueError::new_err(format!("{} keys but {} records", ks.len(), probes.len())));
-        }
-        let outcome = py.detach(|| -> Result<u64, (Option<usize>, sketchdb::Error)> {
-            let sketched: Vec<sketchdb::Result<Sketch>> = probes.into_par_iter().map(|p| p.sketch(&coll)).collect();
-            let mut batch = Batch::with_capacity(ks.len());
-            for (i, (k, s)) in ks.iter().zip(sketched).enumerate() {
-                let s = s.map_err(|e| (Some(i), e))?;
-                if upsert {
-                    batch.upsert(k, s);
-                } else {
-                    batch.insert(k, s);
-                }
-            }
-            let summary = coll.apply(&batch).map_err(|e| (None, e))?;
-            Ok(summary.inserted + summary.replaced)
-        });
-        match outcome {
-            Ok(n) => Ok(n),
-            Err((Some(i), e)) => {
-                let err = to_py(e);
-                let msg = format!("record {i}: {}", err.value(py));
-                Err(PyErr::from_type(err.get_type(py), msg))
-            }
-            Err((None, e)) => Err(to_py(e)),
-        }
+        d.set_item("token_seed", t.seed())?;
+        Ok(d)
+    }
+
+    /// The band keys this collection's LSH index files a probe's sketch under (one per band,
+    /// in band order), or None without an LSH index; `sketchdb.arrow.band_keys` with the
+    /// index's banding returns the same keys.
+    #[pyo3(signature = (*, text = None, tokens = None, key = None, sketch = None))]
+    fn band_keys(
+        &self,
+        py: Python<'_>,
+        text: Option<String>,
+        tokens: Option<&Bound<'_, PyAny>>,
+        key: Option<&Bound<'_, PyAny>>,
+        sketch: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Option<Vec<u64>>> {
+        let coll = self.coll()?;
+        let probe = self.probe(&coll, text, tokens, key, sketch)?;
+        py.detach(|| -> sketchdb::Result<Option<Vec<u64>>> {
+            let Some(scheme) = coll.lsh_scheme()? else { return Ok(None) };
+            let s = probe.sketch(&coll)?;
+            Ok(Some(scheme.sketch_keys(&s).map_err(sketchdb::Error::from)?))
+        })
+        .py_err()
     }
 
     /// Deletes a record; returns whether it existed.
@@ -291,7 +346,9 @@ impl PyCollection {
 
     /// Records whose estimated similarity (Jaccard; cosine for SimHash) is at least
     /// `threshold` (default 0.5 Jaccard, 0.9 cosine), best first.
-    #[pyo3(signature = (*, text = None, tokens = None, key = None, sketch = None, threshold = None, level = 0.95, exact = false))]
+    /// `plan` forces an access path by name ("full-scan", "lsh-probe", "oph-bin-scan",
+    /// "simhash-probe") instead of the planner's choice.
+    #[pyo3(signature = (*, text = None, tokens = None, key = None, sketch = None, threshold = None, level = 0.95, exact = false, plan = None))]
     #[allow(clippy::too_many_arguments)]
     fn query(
         &self,
@@ -303,11 +360,20 @@ impl PyCollection {
         threshold: Option<f64>,
         level: f64,
         exact: bool,
+        plan: Option<&str>,
     ) -> PyResult<Vec<PyHit>> {
         let coll = self.coll()?;
         let t = threshold.unwrap_or_else(|| Measure::of(coll.params().kind()).default_threshold());
         let probe = self.probe(&coll, text, tokens, key, sketch)?;
-        self.run(py, probe, QueryKind::Threshold(t), options(level, exact))
+        let mut o = options(level, exact);
+        if let Some(name) = plan {
+            o.force = Some(PlanKind::from_name(name).ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "unknown plan {name:?}: expected \"full-scan\", \"lsh-probe\", \"oph-bin-scan\" or \"simhash-probe\""
+                ))
+            })?);
+        }
+        self.run(py, probe, QueryKind::Threshold(t), o)
     }
 
     /// The `k` most similar records, best first.

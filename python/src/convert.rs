@@ -4,6 +4,7 @@
 //! a `str` (its UTF-8 bytes) or `bytes`; `str` and `bytes` tokens are hashed with
 //! [`sketchdb::estimate::token_hash`] and the tokenizer's seed, as the Rust tokenizer hashes shingles.
 
+use numpy::PyReadonlyArray1;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyInt, PyString};
@@ -25,6 +26,10 @@ pub(crate) fn token(obj: &Bound<'_, PyAny>, seed: u64) -> PyResult<u64> {
             .extract::<u64>()
             .map_err(|_| PyValueError::new_err(format!("token {obj} is not a u64 hash (0 ..= 2**64 - 1)")));
     }
+    // NumPy integer scalars (and anything else with `__index__`) are ints too.
+    if obj.hasattr("__index__")? {
+        return token(&obj.call_method0("__index__")?, seed);
+    }
     Err(PyTypeError::new_err(format!("a token is str, bytes or int (a u64 hash), not {}", obj.get_type().name()?)))
 }
 
@@ -34,6 +39,13 @@ pub(crate) fn tokens(obj: &Bound<'_, PyAny>, seed: u64) -> PyResult<Vec<u64>> {
         return Err(PyTypeError::new_err(
             "tokens must be an iterable of tokens, not a single str or bytes (use text= for text)",
         ));
+    }
+    // A 1-D NumPy array of u64 (or i64, read as the same 64 bits) hashes: no per-token call.
+    if let Ok(a) = obj.extract::<PyReadonlyArray1<'_, u64>>() {
+        return Ok(a.as_array().to_vec());
+    }
+    if let Ok(a) = obj.extract::<PyReadonlyArray1<'_, i64>>() {
+        return Ok(a.as_array().iter().map(|&x| x as u64).collect());
     }
     let mut out = Vec::with_capacity(obj.len().unwrap_or(0));
     for t in obj.try_iter()? {

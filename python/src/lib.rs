@@ -2,6 +2,7 @@
 //! `sketchdb` crate's public API. The Python half (`sketchdb/__init__.py`) re-exports it and
 //! defines the exception classes this module raises.
 
+mod arrow;
 mod collection;
 mod convert;
 mod database;
@@ -37,7 +38,10 @@ fn _sketchdb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<collection::PyHit>()?;
     m.add_class::<collection::PyCluster>()?;
     m.add_class::<collection::PyDedupResult>()?;
+    m.add_class::<collection::PyInsertReport>()?;
+    m.add_class::<collection::PyReject>()?;
     m.add_function(wrap_pyfunction!(database::open, m)?)?;
+    arrow::register(m)?;
     m.add_function(wrap_pyfunction!(token_hash, m)?)?;
     m.add_function(wrap_pyfunction!(tokenize, m)?)?;
     m.add("DEFAULT_SEED", sketchdb::recipes::DEFAULT_SEED)?;

@@ -317,6 +317,33 @@ macro_rules! sketch_class {
                 self.core.read().hashvalues(py)
             }
 
+            /// The signature's bytes: exactly what a collection stores for this sketch and
+            /// what `sketchdb.arrow.sketch` emits (see `sketchdb.arrow`).
+            fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+                let core = self.core.read();
+                Ok(pyo3::types::PyBytes::new(py, &sketchdb::signature::encode(core.sketch()?)))
+            }
+
+            /// The frozen sketch whose signature bytes are `data` (`to_bytes`' inverse); keyword
+            /// arguments are the constructor's and must name the same parameters.
+            #[classmethod]
+            #[pyo3(signature = (data, **kwargs))]
+            fn from_bytes(
+                cls: &Bound<'_, PyType>,
+                data: &[u8],
+                kwargs: Option<&Bound<'_, PyDict>>,
+            ) -> PyResult<Self> {
+                let template = cls.call((), kwargs)?;
+                let template = template.cast::<Self>()?;
+                let (params, tokenizer) = {
+                    let core = template.get().core.read();
+                    (core.params, core.tokenizer)
+                };
+                let sketch = sketchdb::signature::decode(&params, data)
+                    .map_err(|e| crate::errors::to_py(sketchdb::Error::from(e)))?;
+                Ok(Self::wrap(Core::frozen(sketch, tokenizer)))
+            }
+
             /// An independent copy.
             fn copy(&self) -> Self {
                 Self::wrap(self.core.read().copy())

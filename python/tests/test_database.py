@@ -17,7 +17,7 @@ def test_python_writes_cli_reads(tmp_path, cli, corpus):
     with sketchdb.open(path) as db:
         docs = db.create_collection("docs", kind="oph", k=128, bits=16, lsh=0.6)
         keys = [f"d{i}" for i in range(len(corpus))]
-        assert docs.insert_many(keys, corpus) == len(corpus)
+        assert docs.insert_many(keys, corpus).written == len(corpus)
         py_hits = {h.key: (h.estimate, h.lower, h.upper) for h in docs.query(key="d7", threshold=0.3)}
     stats = [json.loads(line) for line in cli("--db", path, "--json", "stats").stdout.splitlines()]
     mine = [s for s in stats if s.get("collection") == "docs"]
@@ -147,25 +147,25 @@ def test_threads_query_while_one_inserts(tmp_path):
         assert len(c) == 600
 
 
-def test_insert_many_is_all_or_nothing(tmp_path):
+def test_insert_many_strict_is_all_or_nothing(tmp_path):
     with sketchdb.open(tmp_path / "m.sketchdb") as db:
         c = db.create_collection("c")
         c.insert_many(["a", "b"], ["one two three", "four five six"])
         # An empty key in the middle: rejected before anything is written, naming the record.
         with pytest.raises(ValueError, match=r"record 1: empty key"):
-            c.insert_many(["x", "", "y"], ["seven eight", "nine ten", "eleven twelve"])
+            c.insert_many(["x", "", "y"], ["seven eight", "nine ten", "eleven twelve"], strict=True)
         # A text without words: same.
         with pytest.raises(ValueError, match=r"record 2: cannot sketch an empty set"):
-            c.insert_many(["x", "y", "z"], ["seven eight", "nine ten", "!!!"])
+            c.insert_many(["x", "y", "z"], ["seven eight", "nine ten", "!!!"], strict=True)
         # A duplicate of a stored key: the commit fails as a whole.
         with pytest.raises(sketchdb.Error, match="duplicate key"):
-            c.insert_many(["x", "a", "y"], ["seven eight", "nine ten", "eleven twelve"])
+            c.insert_many(["x", "a", "y"], ["seven eight", "nine ten", "eleven twelve"], strict=True)
         assert len(c) == 2 and "x" not in c and "y" not in c
         # Generators work; upsert replaces.
-        assert c.insert_many((k for k in ["x", "a"]), iter(["seven eight", "thirteen"]), upsert=True) == 2
+        assert c.insert_many((k for k in ["x", "a"]), iter(["seven eight", "thirteen"]), upsert=True).written == 2
         assert len(c) == 3
-        assert c.insert_many(["t1"], tokens=[["u", "v", 5]]) == 1
-        assert c.insert_many(["s1"], sketches=[c.get("a")]) == 1
+        assert c.insert_many(["t1"], tokens=[["u", "v", 5]]).written == 1
+        assert c.insert_many(["s1"], sketches=[c.get("a")]).written == 1
         with pytest.raises(ValueError, match="2 keys but 1 records"):
             c.insert_many(["p", "q"], ["only one"])
 
@@ -207,7 +207,7 @@ def test_typed_errors(tmp_path):
         with pytest.raises(TypeError):
             c.insert(5, text="x")
         with pytest.raises(ValueError, match="longer than"):
-            c.insert_many(["k" * (sketchdb.MAX_KEY_LEN + 1)], ["text here"])
+            c.insert_many(["k" * (sketchdb.MAX_KEY_LEN + 1)], ["text here"], strict=True)
         with pytest.raises(ValueError, match="invalid query parameter"):
             c.query(key="a", threshold=2.0)
         assert s.kind == "simhash"

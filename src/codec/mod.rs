@@ -7,6 +7,8 @@
 //! * [`layout`]: which fixed-width columns a sketch kind is stored as.
 //! * [`page`]: [`page::PageBuilder`] (writer) and [`page::PageView`] (zero-copy reader).
 //! * [`record`]: one row of columns <-> a [`crate::Sketch`], always through `from_parts`.
+//! * [`signature`]: one record's cells as fixed-width bytes (the Arrow kernels' signatures).
+//! * [`shingles`]: a record's exact shingle hashes, sorted, delta-coded and Rice bit-packed.
 //! * [`meta`]: the postcard-encoded metadata records and the fixed-width table values.
 //! * [`wire`]: the stored shapes of the public configuration types (sketch parameters,
 //!   tokenizer, index settings, LSH banding), which carry no serde derives themselves.
@@ -22,6 +24,8 @@ pub(crate) mod layout;
 pub(crate) mod meta;
 pub(crate) mod page;
 pub(crate) mod record;
+pub(crate) mod signature;
+pub(crate) mod shingles;
 pub(crate) mod wire;
 
 #[cfg(test)]

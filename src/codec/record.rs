@@ -25,37 +25,55 @@ pub(crate) fn push_sketch(page: &mut PageBuilder, key: &[u8], sketch: &Sketch) -
     }
     let row_id = page.next_row();
     let i = page.begin_row(key)?;
+    write_cells(sketch, |cell, v| match cell {
+        Cell::Value(j) => page.set_value(j, i, v),
+        Cell::Word(j) => page.set_word(j, i, v),
+        Cell::Cardinality => page.set_cardinality(i, v),
+    });
+    Ok(row_id)
+}
+
+/// One cell of a record: value column `j`, word column `j`, or the cardinality.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Cell {
+    Value(usize),
+    Word(usize),
+    Cardinality,
+}
+
+/// Every cell of `sketch`'s record in column order, as `(cell, value)` (a value is cut to
+/// the layout's width by whoever stores it). The one place that maps a sketch to its columns.
+pub(crate) fn write_cells(sketch: &Sketch, mut put: impl FnMut(Cell, u64)) {
     match sketch {
         Sketch::MinHash(s) => {
             for (j, &v) in s.values().iter().enumerate() {
-                page.set_value(j, i, v);
+                put(Cell::Value(j), v);
             }
-            page.set_cardinality(i, s.cardinality());
+            put(Cell::Cardinality, s.cardinality());
         }
         Sketch::BBit(s) => {
             for (j, &w) in s.words().iter().enumerate() {
-                page.set_value(j, i, w);
+                put(Cell::Value(j), w);
             }
-            page.set_cardinality(i, s.cardinality());
+            put(Cell::Cardinality, s.cardinality());
         }
         Sketch::Oph(s) => {
             for (j, &v) in s.bins().iter().enumerate() {
-                page.set_value(j, i, u64::from(v));
+                put(Cell::Value(j), u64::from(v));
             }
             for (j, &w) in s.empty_bitmap().iter().enumerate() {
-                page.set_word(j, i, w);
+                put(Cell::Word(j), w);
             }
-            page.set_cardinality(i, s.cardinality());
+            put(Cell::Cardinality, s.cardinality());
         }
         Sketch::SimHash(s) => {
             let v = s.value();
-            page.set_value(0, i, v as u64);
-            if layout.value_cols > 1 {
-                page.set_value(1, i, (v >> 64) as u64);
+            put(Cell::Value(0), v as u64);
+            if s.params().bits() > 64 {
+                put(Cell::Value(1), (v >> 64) as u64);
             }
         }
     }
-    Ok(row_id)
 }
 
 /// A page's columns as row decoding reads them: a stored page ([`PageView`]) or one being

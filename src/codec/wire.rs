@@ -15,6 +15,10 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::sketch::params::{HashFamily, SketchKind, SketchParams};
+use crate::sketch::recipe::hashes::TokenHash;
+use crate::sketch::recipe::steps::{
+    CaseFold, Digits, Normalization, Pipeline, PunctClass, Punctuation, ShortText, Shingles, Tokens,
+};
 use crate::sketch::tokenize::{Tokenizer, TokenizerKind};
 
 /// A type stored through a wire struct: [`via`] encodes the field as `Self::Wire`.
@@ -46,10 +50,17 @@ pub(crate) enum SketchKindWire {
     SimHash,
 }
 
-/// [`HashFamily`] as stored: variant index 0 MixMultiplyShift.
+/// [`HashFamily`] as stored: variant index 0 MixMultiplyShift, then the compatibility
+/// families 1 DatasketchLegacy .. 5 DatasketchAffine32, and 6 Charikar (index = code - 1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum HashFamilyWire {
     MixMultiplyShift,
+    DatasketchLegacy,
+    TextDedup,
+    TextDedupSpark,
+    NemoCurator,
+    DatasketchAffine32,
+    Charikar,
 }
 
 /// [`SketchParams`] as stored.
@@ -64,11 +75,91 @@ pub(crate) struct SketchParamsWire {
     pub universe: Option<u64>,
 }
 
-/// [`TokenizerKind`] as stored: 0 Shingles, 1 CharNgrams.
+/// [`TokenizerKind`] as stored: 0 Shingles, 1 CharNgrams, 2 Pipeline (a recipe).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum TokenizerKindWire {
     Shingles { w: u32 },
     CharNgrams { n: u32 },
+    Pipeline(PipelineWire),
+}
+
+/// A recipe's [`Pipeline`] as stored: one field per step, in step order. Every step enum's
+/// variant index is its declaration order (storage-format.md section 8.6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct PipelineWire {
+    pub normalization: NormalizationWire,
+    pub case: CaseFoldWire,
+    pub digits: DigitsWire,
+    pub punctuation: PunctuationWire,
+    pub tokens: TokensWire,
+    pub shingles: ShinglesWire,
+    pub short: ShortTextWire,
+    pub hash: TokenHashWire,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum NormalizationWire {
+    None,
+    Nfc,
+    Nfkc,
+    NfdStripMarks,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum CaseFoldWire {
+    None,
+    Ascii,
+    Unicode,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum DigitsWire {
+    Keep,
+    Zero,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum PunctClassWire {
+    Ascii,
+    Unicode,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum PunctuationWire {
+    Keep,
+    StripWordEnds(PunctClassWire),
+    Space(PunctClassWire),
+    Split(PunctClassWire),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum TokensWire {
+    Whitespace,
+    UnicodeWords,
+    NonWordSplit,
+    Text,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum ShinglesWire {
+    Words { n: u32 },
+    Chars { n: u32 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum ShortTextWire {
+    One,
+    DropBelow { min: u32 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum TokenHashWire {
+    Xxh3_64 { seed: u64 },
+    Xxh3Low32 { seed: u64 },
+    Xxh32 { seed: u32 },
+    Sha1Le32,
+    Sha1Le64,
+    Murmur3_32 { seed: u32 },
 }
 
 /// [`Tokenizer`] as stored.
@@ -122,19 +213,142 @@ impl From<SketchKindWire> for SketchKind {
     }
 }
 
-impl From<HashFamily> for HashFamilyWire {
-    fn from(f: HashFamily) -> Self {
-        match f {
-            HashFamily::MixMultiplyShift => HashFamilyWire::MixMultiplyShift,
+/// Pairs each public enum with its wire enum, both ways, variant by variant.
+macro_rules! wire_enum {
+    ($public:ident <=> $wire:ident { $($v:ident),* $(,)? }) => {
+        impl From<$public> for $wire {
+            fn from(x: $public) -> Self {
+                match x { $($public::$v => $wire::$v),* }
+            }
+        }
+        impl From<$wire> for $public {
+            fn from(x: $wire) -> Self {
+                match x { $($wire::$v => $public::$v),* }
+            }
+        }
+    };
+}
+
+wire_enum!(HashFamily <=> HashFamilyWire {
+    MixMultiplyShift, DatasketchLegacy, TextDedup, TextDedupSpark, NemoCurator, DatasketchAffine32, Charikar
+});
+wire_enum!(Normalization <=> NormalizationWire { None, Nfc, Nfkc, NfdStripMarks });
+wire_enum!(CaseFold <=> CaseFoldWire { None, Ascii, Unicode });
+wire_enum!(Digits <=> DigitsWire { Keep, Zero });
+wire_enum!(PunctClass <=> PunctClassWire { Ascii, Unicode });
+wire_enum!(Tokens <=> TokensWire { Whitespace, UnicodeWords, NonWordSplit, Text });
+
+impl From<Punctuation> for PunctuationWire {
+    fn from(p: Punctuation) -> Self {
+        match p {
+            Punctuation::Keep => PunctuationWire::Keep,
+            Punctuation::StripWordEnds(c) => PunctuationWire::StripWordEnds(c.into()),
+            Punctuation::Space(c) => PunctuationWire::Space(c.into()),
+            Punctuation::Split(c) => PunctuationWire::Split(c.into()),
         }
     }
 }
 
-impl From<HashFamilyWire> for HashFamily {
-    fn from(f: HashFamilyWire) -> Self {
-        match f {
-            HashFamilyWire::MixMultiplyShift => HashFamily::MixMultiplyShift,
+impl From<PunctuationWire> for Punctuation {
+    fn from(p: PunctuationWire) -> Self {
+        match p {
+            PunctuationWire::Keep => Punctuation::Keep,
+            PunctuationWire::StripWordEnds(c) => Punctuation::StripWordEnds(c.into()),
+            PunctuationWire::Space(c) => Punctuation::Space(c.into()),
+            PunctuationWire::Split(c) => Punctuation::Split(c.into()),
         }
+    }
+}
+
+impl From<Shingles> for ShinglesWire {
+    fn from(s: Shingles) -> Self {
+        match s {
+            Shingles::Words { n } => ShinglesWire::Words { n },
+            Shingles::Chars { n } => ShinglesWire::Chars { n },
+        }
+    }
+}
+
+impl From<ShinglesWire> for Shingles {
+    fn from(s: ShinglesWire) -> Self {
+        match s {
+            ShinglesWire::Words { n } => Shingles::Words { n },
+            ShinglesWire::Chars { n } => Shingles::Chars { n },
+        }
+    }
+}
+
+impl From<ShortText> for ShortTextWire {
+    fn from(s: ShortText) -> Self {
+        match s {
+            ShortText::One => ShortTextWire::One,
+            ShortText::DropBelow { min } => ShortTextWire::DropBelow { min },
+        }
+    }
+}
+
+impl From<ShortTextWire> for ShortText {
+    fn from(s: ShortTextWire) -> Self {
+        match s {
+            ShortTextWire::One => ShortText::One,
+            ShortTextWire::DropBelow { min } => ShortText::DropBelow { min },
+        }
+    }
+}
+
+impl From<TokenHash> for TokenHashWire {
+    fn from(h: TokenHash) -> Self {
+        match h {
+            TokenHash::Xxh3_64 { seed } => TokenHashWire::Xxh3_64 { seed },
+            TokenHash::Xxh3Low32 { seed } => TokenHashWire::Xxh3Low32 { seed },
+            TokenHash::Xxh32 { seed } => TokenHashWire::Xxh32 { seed },
+            TokenHash::Sha1Le32 => TokenHashWire::Sha1Le32,
+            TokenHash::Sha1Le64 => TokenHashWire::Sha1Le64,
+            TokenHash::Murmur3_32 { seed } => TokenHashWire::Murmur3_32 { seed },
+        }
+    }
+}
+
+impl From<TokenHashWire> for TokenHash {
+    fn from(h: TokenHashWire) -> Self {
+        match h {
+            TokenHashWire::Xxh3_64 { seed } => TokenHash::Xxh3_64 { seed },
+            TokenHashWire::Xxh3Low32 { seed } => TokenHash::Xxh3Low32 { seed },
+            TokenHashWire::Xxh32 { seed } => TokenHash::Xxh32 { seed },
+            TokenHashWire::Sha1Le32 => TokenHash::Sha1Le32,
+            TokenHashWire::Sha1Le64 => TokenHash::Sha1Le64,
+            TokenHashWire::Murmur3_32 { seed } => TokenHash::Murmur3_32 { seed },
+        }
+    }
+}
+
+impl From<Pipeline> for PipelineWire {
+    fn from(p: Pipeline) -> Self {
+        PipelineWire {
+            normalization: p.normalization.into(),
+            case: p.case.into(),
+            digits: p.digits.into(),
+            punctuation: p.punctuation.into(),
+            tokens: p.tokens.into(),
+            shingles: p.shingles.into(),
+            short: p.short.into(),
+            hash: p.hash.into(),
+        }
+    }
+}
+
+impl From<PipelineWire> for Pipeline {
+    /// Unvalidated: check with [`Pipeline::validate`].
+    fn from(w: PipelineWire) -> Self {
+        Pipeline::words(1)
+            .with_normalization(w.normalization.into())
+            .with_case(w.case.into())
+            .with_digits(w.digits.into())
+            .with_punctuation(w.punctuation.into())
+            .with_tokens(w.tokens.into())
+            .with_shingles(w.shingles.into())
+            .with_short(w.short.into())
+            .with_hash(w.hash.into())
     }
 }
 
@@ -168,6 +382,7 @@ impl From<TokenizerKind> for TokenizerKindWire {
         match k {
             TokenizerKind::Shingles { w } => TokenizerKindWire::Shingles { w },
             TokenizerKind::CharNgrams { n } => TokenizerKindWire::CharNgrams { n },
+            TokenizerKind::Pipeline(p) => TokenizerKindWire::Pipeline(p.into()),
         }
     }
 }
@@ -177,6 +392,7 @@ impl From<TokenizerKindWire> for TokenizerKind {
         match k {
             TokenizerKindWire::Shingles { w } => TokenizerKind::Shingles { w },
             TokenizerKindWire::CharNgrams { n } => TokenizerKind::CharNgrams { n },
+            TokenizerKindWire::Pipeline(p) => TokenizerKind::Pipeline(p.into()),
         }
     }
 }

@@ -7,10 +7,11 @@ use super::config::{CollectionConfig, IndexConfig, decode_settings, encode_setti
 use super::snapshot::{PageColumns, Record, Scan, Snapshot};
 use super::stats::CollectionStats;
 use crate::error::Result;
-use crate::index::IndexMaintainer;
+use crate::index::{BandKeyScheme, IndexDef, IndexMaintainer, IndexSpec};
 use crate::planner::cost::{Choice, CostModel, Stats};
-use crate::planner::dedup_exec::{self, DedupResult};
-use crate::planner::explain::Explain;
+use crate::planner::dedup_exec::{self, Clustering, DedupResult};
+use crate::planner::exact;
+use crate::planner::explain::{Explain, Scoring};
 use crate::planner::query::{Query, QueryKind, QueryOptions};
 use crate::planner::run::{self, QueryResult};
 use crate::sketch::estimate::Estimate;
@@ -52,7 +53,8 @@ pub struct Collection {
 
 impl Collection {
     pub(crate) fn new(store: Arc<Store>, info: CollectionInfo) -> Result<Self> {
-        let config = decode_settings(info.def.id, info.def.params, &info.def.settings)?;
+        let mut config = decode_settings(info.def.id, info.def.params, &info.def.settings)?;
+        config.exact_shingles = info.shingles;
         let sketcher = Arc::new(Sketcher::new(info.def.params)?);
         Ok(Collection { store, info: Arc::new(info), config, sketcher })
     }
@@ -78,14 +80,16 @@ impl Collection {
     /// `StorageError::DuplicateKey`; a sketch of other parameters is
     /// `StorageError::Incompatible` naming the differing field.
     pub fn insert(&self, key: impl AsRef<[u8]>, sketch: &Sketch) -> Result<u64> {
-        let s = self.store.apply(&self.info, [WriteOp::Insert(key.as_ref(), sketch)], &mut IndexMaintainer::new())?;
+        let s =
+            self.store.apply(&self.info, [WriteOp::Insert(key.as_ref(), sketch, None)], &mut IndexMaintainer::new())?;
         Ok(s.first_row)
     }
 
     /// Inserts or replaces a record; returns its (new) row id. A replaced record's old row
     /// is tombstoned and the key moves to a new row id.
     pub fn upsert(&self, key: impl AsRef<[u8]>, sketch: &Sketch) -> Result<u64> {
-        let s = self.store.apply(&self.info, [WriteOp::Upsert(key.as_ref(), sketch)], &mut IndexMaintainer::new())?;
+        let s =
+            self.store.apply(&self.info, [WriteOp::Upsert(key.as_ref(), sketch, None)], &mut IndexMaintainer::new())?;
         Ok(s.first_row)
     }
 
@@ -95,16 +99,25 @@ impl Collection {
         Ok(s.deleted == 1)
     }
 
-    /// Sketches a token set with the collection's parameters and inserts it.
+    /// Sketches a token set with the collection's parameters and inserts it (with the set
+    /// itself, when the collection keeps exact shingles).
     pub fn insert_tokens(&self, key: impl AsRef<[u8]>, tokens: &TokenSet) -> Result<u64> {
         let sketch = self.sketcher.sketch(tokens)?;
-        self.insert(key, &sketch)
+        let op = [WriteOp::Insert(key.as_ref(), &sketch, None)];
+        let s = self.store.apply_with_shingles(&self.info, op, &[Some(tokens.as_slice())], &mut IndexMaintainer::new())?;
+        Ok(s.first_row)
     }
 
-    /// Tokenizes text with the collection's tokenizer, sketches it and inserts it.
+    /// Tokenizes text with the collection's tokenizer, sketches it and inserts it (with its
+    /// token set, when the collection keeps exact shingles).
     pub fn insert_text(&self, key: impl AsRef<[u8]>, text: &str) -> Result<u64> {
-        let sketch = self.sketcher.sketch_text(&self.config.tokenizer, text)?;
-        self.insert(key, &sketch)
+        let tokens = self.config.tokenizer.tokens(text);
+        let sketch = self.sketcher.sketch_multiset(&tokens)?;
+        let set = self.info.shingles.then(|| TokenSet::from_unsorted(tokens));
+        let op = [WriteOp::Insert(key.as_ref(), &sketch, None)];
+        let sets = [set.as_ref().map(TokenSet::as_slice)];
+        let s = self.store.apply_with_shingles(&self.info, op, &sets, &mut IndexMaintainer::new())?;
+        Ok(s.first_row)
     }
 
     /// Applies a batch in one transaction: all of it, or on any error none of it.
@@ -114,7 +127,8 @@ impl Collection {
     /// commit reached the disk, so the batch is then either wholly committed or wholly
     /// absent; reopen the database to see which. It is never partly applied.
     pub fn apply(&self, batch: &Batch) -> Result<WriteSummary> {
-        Ok(self.store.apply(&self.info, batch.ops(), &mut IndexMaintainer::new())?)
+        let sets = batch.shingles();
+        Ok(self.store.apply_with_shingles(&self.info, batch.ops(), &sets, &mut IndexMaintainer::new())?)
     }
 
     /// The record of `key`, if present.
@@ -209,17 +223,32 @@ impl Collection {
 
     /// A query whose probe is the stored sketch of `key` (the key itself is among the hits
     /// when it qualifies).
+    ///
+    /// On a collection that keeps exact shingles, threshold and top-k hits are re-ranked by
+    /// exact Jaccard against the key's stored set ([`crate::Hit::exact`]; candidates from the
+    /// sketches, see [`crate::plan::Scoring::Exact`]).
     pub fn query_key(&self, key: impl AsRef<[u8]>, kind: QueryKind, options: QueryOptions) -> Result<QueryResult> {
         let snap = self.store.snapshot()?;
-        let sketch = run::stored_sketch(&snap, &self.info, key.as_ref())?;
-        Ok(run::run(&snap, &self.info, &Query { sketch, kind, options }, &self.costs())?)
+        Ok(exact::run_key(&snap, &self.info, key.as_ref(), kind, options, &self.costs())?)
+    }
+
+    /// A query from text, tokenized and sketched as the collection's records are. On a
+    /// collection that keeps exact shingles, threshold and top-k hits are re-ranked by exact
+    /// Jaccard against the text's own shingle set ([`crate::Hit::exact`]).
+    pub fn query_text(&self, text: &str, kind: QueryKind, options: QueryOptions) -> Result<QueryResult> {
+        let tokens = self.config.tokenizer.tokens(text);
+        let sketch = self.sketcher.sketch_multiset(&tokens)?;
+        let set = TokenSet::from_unsorted(tokens);
+        let snap = self.store.snapshot()?;
+        let query = Query { sketch, kind, options };
+        Ok(exact::run_scored(&snap, &self.info, &query, Some(set.as_slice()), &self.costs())?)
     }
 
     /// EXPLAIN (and with `analyze`, EXPLAIN ANALYZE): the plan, why, the alternatives with
     /// their estimated costs, and what execution did.
     pub fn explain(&self, query: &Query, analyze: bool) -> Result<Explain> {
         let snap = self.store.snapshot()?;
-        Ok(run::explain(&snap, &self.info, query, &self.costs(), analyze)?)
+        Ok(run::explain(&snap, &self.info, query, &self.costs(), analyze, Scoring::Estimated)?)
     }
 
     /// The pairwise estimate between two stored keys: Jaccard (set sketches) or cosine
@@ -253,8 +282,27 @@ impl Collection {
     /// candidate pair is verified with the estimator. Memory holds every live record's
     /// sketch and key, plus `8 * bands` bytes per record when banding.
     pub fn dedup(&self, kind: QueryKind, options: QueryOptions) -> Result<DedupResult> {
+        self.dedup_clustered(kind, options, Clustering::Components)
+    }
+
+    /// [`Collection::dedup`] with the verified pairs grouped by `clustering`: connected
+    /// components, or star clusters whose members each reach the cluster's representative
+    /// ([`Clustering::Representative`], which never chains through weak links).
+    pub fn dedup_clustered(&self, kind: QueryKind, options: QueryOptions, clustering: Clustering) -> Result<DedupResult> {
         let snap = self.store.snapshot()?;
-        Ok(dedup_exec::dedup(&snap, &self.info, kind, options, &self.costs())?)
+        Ok(dedup_exec::dedup(&snap, &self.info, kind, options, clustering, &self.costs())?)
+    }
+
+    /// The band-key scheme of the collection's LSH index (`None` without one): the keys
+    /// [`crate::lsh::BandKeyScheme::sketch_keys`] computes with it are the keys the index
+    /// files a sketch under.
+    pub fn lsh_scheme(&self) -> Result<Option<BandKeyScheme>> {
+        let snap = self.store.snapshot()?;
+        let def = IndexDef::load(&snap, &self.info)?;
+        Ok(def.and_then(|d| match &d.spec {
+            IndexSpec::Lsh { scheme, .. } | IndexSpec::LshGroups { scheme, .. } => Some(*scheme),
+            _ => None,
+        }))
     }
 
     pub(crate) fn info(&self) -> &CollectionInfo {

@@ -4,6 +4,7 @@ use crate::codec::envelope::{from_postcard, to_postcard};
 use crate::codec::wire::{IndexConfigWire, SettingsWire};
 use crate::error::Error;
 use crate::sketch::params::SketchParams;
+use crate::sketch::recipe::Recipe;
 use crate::sketch::tokenize::Tokenizer;
 use crate::storage::StorageError;
 
@@ -131,18 +132,79 @@ pub struct CollectionConfig {
     pub tokenizer: Tokenizer,
     /// The index settings.
     pub index: IndexConfig,
+    /// Keep each record's exact shingle set (its distinct token hashes) beside its sketch, so
+    /// that threshold, top-k and dedup questions asked from stored records or from text
+    /// re-rank their candidates by exact Jaccard ([`crate::Hit::exact`]). Costs about 7.2
+    /// bytes per distinct token; records must then be written from text or tokens.
+    /// Recorded in the shingle table, not in the settings; fixed at creation.
+    pub exact_shingles: bool,
 }
 
 impl CollectionConfig {
     /// A configuration with `params`, the default tokenizer and no index.
     pub fn new(params: SketchParams) -> Self {
-        CollectionConfig { params, tokenizer: Tokenizer::default(), index: IndexConfig::None }
+        CollectionConfig { params, tokenizer: Tokenizer::default(), index: IndexConfig::None, exact_shingles: false }
+    }
+
+    /// With or without exact shingle sets ([`CollectionConfig::exact_shingles`]).
+    ///
+    /// ```
+    /// use sketchdb::{CollectionConfig, Database, Query, QueryKind, QueryOptions, SketchParams};
+    ///
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Database::create(dir.path().join("x.sketchdb"))?;
+    /// let config = CollectionConfig::new(SketchParams::bbit(512, 8, 1)?).with_exact_shingles(true);
+    /// let docs = db.create_collection("docs", config)?;
+    /// docs.insert_text("a", "one two three four five six seven eight nine ten")?;
+    /// docs.insert_text("b", "one two three four five six seven eight nine eleven")?;
+    /// let r = docs.query_key("a", QueryKind::Threshold(0.5), QueryOptions::default())?;
+    /// let b = r.hits.iter().find(|h| h.key == b"b").unwrap();
+    /// assert_eq!(b.exact, Some(5.0 / 7.0)); // 5 of 7 distinct 5-word shingles
+    /// # Ok::<(), sketchdb::Error>(())
+    /// ```
+    pub fn with_exact_shingles(mut self, on: bool) -> Self {
+        self.exact_shingles = on;
+        self
     }
 
     /// With another tokenizer.
     pub fn with_tokenizer(mut self, tokenizer: Tokenizer) -> Self {
         self.tokenizer = tokenizer;
         self
+    }
+
+    /// With a text recipe: its tokenizer, and for a compatibility recipe its hash family
+    /// too (MinHash, 32-bit, the reference's seed; the permutation count stays when `params`
+    /// already has that family, else it is the reference's default). Every later insert and
+    /// query of text cuts it with this recipe: the collection stores it.
+    ///
+    /// ```
+    /// use sketchdb::{CollectionConfig, HashFamily, Recipe, SketchParams};
+    ///
+    /// let p = SketchParams::oph(256, 16, 9)?;
+    /// let words = CollectionConfig::new(p).with_recipe(Recipe::preset("words-5")?);
+    /// assert_eq!(words.params, p); // a native recipe keeps the sketch
+    /// assert_eq!(words.recipe().name(), "words-5");
+    /// let td = CollectionConfig::new(SketchParams::compat(HashFamily::TextDedup, 64, 42)?)
+    ///     .with_recipe(Recipe::preset("text-dedup")?);
+    /// assert_eq!(td.params.size(), 64); // the family matched: k kept
+    /// # Ok::<(), sketchdb::Error>(())
+    /// ```
+    pub fn with_recipe(mut self, recipe: Recipe) -> Self {
+        self.tokenizer = recipe.tokenizer();
+        if recipe.family().is_compat() {
+            let k = (self.params.family() == recipe.family()).then(|| self.params.size());
+            if let Ok(Some(params)) = recipe.compat_params(k) {
+                self.params = params;
+            }
+        }
+        self
+    }
+
+    /// The recipe of this configuration: the preset its tokenizer and hash family equal, else
+    /// `custom`.
+    pub fn recipe(&self) -> Recipe {
+        Recipe::identify(self.tokenizer, self.params.family())
     }
 
     /// With other index settings.
@@ -208,5 +270,5 @@ pub(crate) fn decode_settings(id: u32, params: SketchParams, bytes: &[u8]) -> Re
     let s: SettingsWire = from_postcard(SETTINGS, bytes).map_err(corrupt)?;
     let tokenizer = Tokenizer::from(s.tokenizer);
     tokenizer.validate().map_err(|e| corrupt(crate::codec::error::CodecError::Sketch { what: SETTINGS, source: e }))?;
-    Ok(CollectionConfig { params, tokenizer, index: s.index.into() })
+    Ok(CollectionConfig { params, tokenizer, index: s.index.into(), exact_shingles: false })
 }

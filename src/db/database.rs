@@ -187,7 +187,7 @@ impl Database {
         config.validate()?;
         let settings = encode_settings(&config)?;
         let request = config.index.request();
-        let info = self.store.create_collection(name, config.params, settings, &mut |txn, info| match request {
+        let info = self.store.create_collection(name, config.params, settings, config.exact_shingles, &mut |txn, info| match request {
             Some(r) => crate::index::create_index_in(txn, info, r),
             None => Ok(()),
         })?;

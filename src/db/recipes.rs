@@ -36,7 +36,16 @@ pub fn check_question(
     crate::planner::exec::validate_question(question, options, kind)
 }
 
-use crate::{Collection, CollectionConfig, MAX_KEY_LEN, SimHash, Sketch, SketchError, SketchKind, SketchParams};
+use crate::{
+    Batch, Collection, CollectionConfig, MAX_KEY_LEN, SimHash, Sketch, SketchError, SketchKind, SketchParams, TokenSet,
+};
+
+/// The steps of a text recipe ([`crate::Recipe`]), its presets and their compatibility.
+pub use crate::sketch::recipe::hashes::TokenHash;
+pub use crate::sketch::recipe::presets::{Compatibility, Preset};
+pub use crate::sketch::recipe::steps::{
+    CaseFold, Digits, Normalization, Pipeline, PunctClass, Punctuation, ShortText, Shingles, Tokens,
+};
 
 /// The hash seed new sketches use unless a configuration names another.
 pub use crate::sketch::params::DEFAULT_SEED;
@@ -197,6 +206,46 @@ impl Content<'_> {
             Content::Tokens(tokens) => coll.sketcher().sketch_multiset(tokens),
             Content::Fingerprint(value) => SimHash::from_parts(*coll.params(), value).map(Sketch::SimHash),
         }
+    }
+}
+
+impl Content<'_> {
+    /// Adds this content to `batch` as an insert (or an upsert) of `key` into `coll`: its
+    /// sketch, and its token set when the collection keeps exact shingles.
+    ///
+    /// ```
+    /// use sketchdb::recipes::{Content, text_config};
+    /// use sketchdb::{Batch, Database};
+    ///
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Database::create(dir.path().join("b.sketchdb"))?;
+    /// let docs = db.create_collection("docs", text_config()?.with_exact_shingles(true))?;
+    /// let mut batch = Batch::new();
+    /// Content::Text("one two three four five six").add_to(&docs, &mut batch, "a", false)?;
+    /// docs.apply(&batch)?;
+    /// assert_eq!(docs.len()?, 1);
+    /// # Ok::<(), sketchdb::Error>(())
+    /// ```
+    pub fn add_to(&self, coll: &Collection, batch: &mut Batch, key: &str, upsert: bool) -> Result<(), SketchError> {
+        let tokens = match *self {
+            Content::Text(text) => coll.config().tokenizer.tokens(text),
+            Content::Tokens(tokens) => tokens.to_vec(),
+            Content::Fingerprint(_) => {
+                let sketch = self.sketch(coll)?;
+                if upsert { batch.upsert(key, sketch) } else { batch.insert(key, sketch) };
+                return Ok(());
+            }
+        };
+        let sketch = coll.sketcher().sketch_multiset(&tokens)?;
+        match (coll.config().exact_shingles, upsert) {
+            (true, up) => {
+                let set = TokenSet::from_unsorted(tokens);
+                if up { batch.upsert_with_shingles(key, sketch, &set) } else { batch.insert_with_shingles(key, sketch, &set) }
+            }
+            (false, true) => batch.upsert(key, sketch),
+            (false, false) => batch.insert(key, sketch),
+        };
+        Ok(())
     }
 }
 

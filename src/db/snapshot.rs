@@ -59,6 +59,30 @@ impl Snapshot {
         Ok(self.snap.get(&self.info, key.as_ref())?.map(Record::from))
     }
 
+    /// The live row id of `key` and the content hash it was written with
+    /// ([`crate::Batch::insert_with_hash`]; `None` for a row written without one, as every row
+    /// of files written before hashes existed), or `None` when the key is absent. Reads no
+    /// page.
+    ///
+    /// ```
+    /// use sketchdb::{Batch, CollectionConfig, Database, SketchParams};
+    ///
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Database::create(dir.path().join("h.sketchdb"))?;
+    /// let docs = db.create_collection("docs", CollectionConfig::new(SketchParams::minhash(32, 32, 1)?))?;
+    /// let sketch = docs.sketcher().sketch_text(&docs.config().tokenizer, "some text to keep")?;
+    /// docs.apply(Batch::new().insert_with_hash("a", sketch.clone(), 7).insert("b", sketch))?;
+    /// let snap = docs.snapshot()?;
+    /// assert_eq!(snap.stored_hash("a")?, Some((0, Some(7))));
+    /// assert_eq!(snap.stored_hash("b")?, Some((1, None)));
+    /// assert_eq!(snap.stored_hash("c")?, None);
+    /// # Ok::<(), sketchdb::Error>(())
+    /// ```
+    pub fn stored_hash(&self, key: impl AsRef<[u8]>) -> Result<Option<(u64, Option<u128>)>> {
+        let Some(row) = self.snap.row_of(&self.info, key.as_ref())? else { return Ok(None) };
+        Ok(Some((row, self.snap.content_hash(self.info.def.id, row)?)))
+    }
+
     /// The record at row id `row`, if live.
     pub fn get_row(&self, row: u64) -> Result<Option<Record>> {
         Ok(self.snap.get_row(&self.info, row)?.map(Record::from))

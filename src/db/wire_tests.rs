@@ -187,3 +187,26 @@ fn band_key_schemes_encode_as_before() {
         assert_eq!(postcard::from_bytes::<BandKeyScheme>(&unhex(old)).unwrap(), scheme);
     }
 }
+
+/// Recipe settings (TokenizerKind variant 2) and compatibility families (HashFamily variants
+/// 1-6): every preset round-trips, and the `words-5` pipeline's bytes are pinned
+/// (storage-format.md section 8.6).
+#[test]
+fn recipe_settings_and_compat_families_round_trip() {
+    use crate::sketch::recipe::Recipe;
+    let base = SketchParams::minhash(128, 32, 42).unwrap();
+    for recipe in Recipe::presets() {
+        let config = CollectionConfig::new(base).with_recipe(recipe);
+        let bytes = encode_settings(&config).unwrap();
+        assert_eq!(decode_settings(7, config.params, &bytes).unwrap(), config, "{}", recipe.name());
+        let def = CollectionDef { id: 7, name: "docs".into(), params: config.params, capacity: 1024, settings: bytes };
+        assert_eq!(CollectionDef::decode(&def.encode().unwrap()).unwrap(), def, "{}", recipe.name());
+    }
+    let words = CollectionConfig::new(base).with_recipe(Recipe::preset("words-5").unwrap());
+    // kind 2 (Pipeline): Nfc 1, Unicode 2, Keep 0, StripWordEnds 1 (Ascii 0), Whitespace 0,
+    // Words 0 (n 5), One 0, Xxh3_64 0 (seed 0); tokenizer seed 0; index None 0.
+    assert_eq!(hex(&encode_settings(&words).unwrap()), "0201020001000000050000000000");
+    let charikar = SketchParams::simhash_charikar().unwrap();
+    let def = CollectionDef { id: 7, name: "docs".into(), params: charikar, capacity: 1024, settings: vec![] };
+    assert_eq!(CollectionDef::decode(&def.encode().unwrap()).unwrap(), def);
+}

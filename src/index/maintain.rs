@@ -103,6 +103,18 @@ pub(crate) fn lsh_scheme_for(
     Ok(BandKeyScheme::new(LSH_SEED, lsh, width))
 }
 
+/// The band-key scheme a new LSH index gets on sketches with `params` for `threshold` (the
+/// given banding, else the index's optimum): what `create_collection` with
+/// `IndexConfig::Lsh` records, so keys computed with it are the keys the index files.
+pub fn index_band_scheme(
+    params: &SketchParams,
+    threshold: f64,
+    bands: Option<u32>,
+    rows: Option<u32>,
+) -> Result<BandKeyScheme, IndexError> {
+    lsh_scheme_for(params.kind(), params.bits(), params.slots(), threshold, bands, rows)
+}
+
 enum Active {
     None,
     Simhash(SimhashDelta),

@@ -50,6 +50,7 @@ pub(crate) use lsh::{
 pub(crate) use maintain::{
     INDEX_LSH_WEIGHTS, IndexMaintainer, IndexRequest, banding_model, create_index_in, lsh_scheme_for, rebuild, spec_for,
 };
+pub use maintain::index_band_scheme;
 pub(crate) use probe_cache::ProbeCaches;
 pub(crate) use simhash::{simhash_pairs, simhash_within, simhash_within_batch, simhash_within_records};
 pub use stats::{LshStats, SimhashStats};

@@ -2,7 +2,10 @@
 //! lines skipped, lines over the size limit rejected without being buffered whole) and raw
 //! little-endian u64 SimHash fingerprints (no header, 8 bytes a row, keyed by row index).
 
+use std::collections::VecDeque;
 use std::io::{BufRead, Read};
+
+use rayon::prelude::*;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -18,10 +21,33 @@ pub(crate) struct Jsonl {
     path: Arc<Path>,
     reader: Stream,
     line: u64,
+    parser: LineParser,
+    max: u64,
+    /// Items read and parsed ahead, in input order.
+    ahead: VecDeque<Item>,
+    /// Whether the stream has ended (or failed).
+    ended: bool,
+}
+
+/// Lines read before they are parsed together on the rayon pool of the calling thread (the
+/// global pool, or the one a caller runs the reader in with `ThreadPool::install`). Memory
+/// is bounded by this many lines...; the items come out in input order whatever the threads.
+const PARSE_AHEAD: usize = 1024;
+/// ... or until the lines read hold this many bytes (one line may be up to the record limit).
+const PARSE_AHEAD_BYTES: usize = 4 << 20;
+
+/// What parsing one line needs (shared by the threads that parse).
+struct LineParser {
+    path: Arc<Path>,
     fields: Fields,
     lossy: bool,
     keep_raw: bool,
-    max: u64,
+}
+
+/// One line read, not yet parsed.
+enum Pending {
+    Line(u64, Vec<u8>),
+    Item(Item),
 }
 
 /// How reading one line ended.
@@ -35,13 +61,18 @@ enum Line {
 impl Jsonl {
     pub(crate) fn new(path: Arc<Path>, reader: Stream, opts: &ReadOptions) -> Self {
         Jsonl {
+            parser: LineParser {
+                path: Arc::clone(&path),
+                fields: Fields::new(opts),
+                lossy: opts.lossy_utf8,
+                keep_raw: opts.keep_raw,
+            },
             path,
             reader,
             line: 0,
-            fields: Fields::new(opts),
-            lossy: opts.lossy_utf8,
-            keep_raw: opts.keep_raw,
             max: opts.max_record_bytes,
+            ahead: VecDeque::new(),
+            ended: false,
         }
     }
 
@@ -78,27 +109,31 @@ impl Jsonl {
         }
         Ok(Line::TooLong)
     }
+}
 
-    fn parse(&self, bytes: Vec<u8>) -> Result<SourceRecord, RejectReason> {
+impl LineParser {
+    fn parse(&self, line: u64, bytes: Vec<u8>) -> Result<SourceRecord, RejectReason> {
         let text = match String::from_utf8(bytes) {
             Ok(s) => s,
             Err(e) if self.lossy => String::from_utf8_lossy(e.as_bytes()).into_owned(),
             Err(e) => return Err(RejectReason::InvalidUtf8 { offset: e.utf8_error().valid_up_to() }),
         };
         // A byte-order mark may open the first line.
-        let json = if self.line == 1 { text.strip_prefix('\u{feff}').unwrap_or(&text) } else { &text };
+        let json = if line == 1 { text.strip_prefix('\u{feff}').unwrap_or(&text) } else { &text };
         let mut value: serde_json::Value =
             serde_json::from_str(json).map_err(|e| RejectReason::InvalidJson(e.to_string()))?;
         let (id, content) = self.fields.extract(&mut value)?;
-        let origin = self.origin();
+        let origin = Origin::new(Arc::clone(&self.path), Position::Line(line));
         let key = id.clone().unwrap_or_else(|| origin.to_string());
         let raw = if self.keep_raw { Raw::JsonLine(text) } else { Raw::None };
         Ok(SourceRecord { origin, id, key, content, raw })
     }
 }
 
-impl Parse for Jsonl {
-    fn next_parsed(&mut self, _: &mut Summary) -> Option<Item> {
+impl Jsonl {
+    /// The next non-blank line, or the item that ends or skips it (a line over the limit, a
+    /// read error); `None` at the end.
+    fn next_line(&mut self) -> Option<Pending> {
         let mut buf = Vec::new();
         loop {
             buf.clear();
@@ -107,9 +142,10 @@ impl Parse for Jsonl {
                 Ok(Line::Eof) => return None,
                 Ok(Line::Read) => {}
                 Ok(Line::TooLong) => {
-                    return Some(Ok(Err(Reject::new(self.origin(), RejectReason::TooLarge { max: self.max }))));
+                    let reject = Reject::new(self.origin(), RejectReason::TooLarge { max: self.max });
+                    return Some(Pending::Item(Ok(Err(reject))));
                 }
-                Err(source) => return Some(Err(ReadError::Io { at: self.origin(), source })),
+                Err(source) => return Some(Pending::Item(Err(ReadError::Io { at: self.origin(), source }))),
             }
             while matches!(buf.last(), Some(b'\n' | b'\r')) {
                 buf.pop();
@@ -117,8 +153,53 @@ impl Parse for Jsonl {
             if buf.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            return Some(Ok(self.parse(std::mem::take(&mut buf)).map_err(|r| Reject::new(self.origin(), r))));
+            return Some(Pending::Line(self.line, std::mem::take(&mut buf)));
         }
+    }
+
+    /// Reads up to [`PARSE_AHEAD`] lines, then parses them in parallel into `ahead`.
+    fn fill(&mut self) {
+        let mut pending = Vec::with_capacity(PARSE_AHEAD);
+        let mut bytes = 0;
+        while pending.len() < PARSE_AHEAD && bytes < PARSE_AHEAD_BYTES {
+            match self.next_line() {
+                None => {
+                    self.ended = true;
+                    break;
+                }
+                Some(p @ Pending::Item(Err(_))) => {
+                    pending.push(p);
+                    self.ended = true;
+                    break;
+                }
+                Some(p) => {
+                    if let Pending::Line(_, b) = &p {
+                        bytes += b.len();
+                    }
+                    pending.push(p);
+                }
+            }
+        }
+        let this = &self.parser;
+        let parsed: Vec<Item> = pending
+            .into_par_iter()
+            .map(|p| match p {
+                Pending::Item(item) => item,
+                Pending::Line(line, bytes) => Ok(this
+                    .parse(line, bytes)
+                    .map_err(|r| Reject::new(Origin::new(Arc::clone(&this.path), Position::Line(line)), r))),
+            })
+            .collect();
+        self.ahead.extend(parsed);
+    }
+}
+
+impl Parse for Jsonl {
+    fn next_parsed(&mut self, _: &mut Summary) -> Option<Item> {
+        if self.ahead.is_empty() && !self.ended {
+            self.fill();
+        }
+        self.ahead.pop_front()
     }
 }
 

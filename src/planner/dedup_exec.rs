@@ -1,7 +1,6 @@
-//! Dedup: the self-join of a collection into clusters (connected components of verified
-//! pairs), on one snapshot, planned by [`super::dedup::choose_dedup`] and run here.
-
-use std::collections::HashMap;
+//! Dedup: the self-join of a collection into clusters, on one snapshot, planned by
+//! [`super::dedup::choose_dedup`] and run here. The verified pairs are grouped by
+//! [`super::cluster`].
 
 use crate::index::{
     BandedKeys, IndexError, SimhashMemIndex, SimhashTableDesign, for_each_lsh_pair, lsh_scheme_for, simhash_pairs,
@@ -14,20 +13,27 @@ use super::cost::{Choice, CostModel, Stats};
 use super::dedup::choose_dedup;
 use super::error::QueryError;
 use super::exec::{execute, validate_question};
-use super::explain::Explain;
+use super::exact::candidate_floor;
+use super::explain::{Explain, Scoring};
+use crate::codec::shingles::exact_jaccard;
 use super::plan::{Access, Finish, Plan};
 use super::query::{Query, QueryKind, QueryOptions};
 use super::run::stats_in;
 
 type Result<T, E = QueryError> = std::result::Result<T, E>;
 
-/// One group of near-duplicates: the connected component of verified pairs.
+pub use super::cluster::Clustering;
+
+/// One group of near-duplicates, as the [`Clustering`] groups verified pairs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cluster {
     /// Row ids, ascending.
     pub rows: Vec<u64>,
     /// The keys, in the same order.
     pub keys: Vec<Vec<u8>>,
+    /// With [`Clustering::Representative`], the row id of the cluster's representative:
+    /// every other member is a verified pair with it. `None` for connected components.
+    pub representative: Option<u64>,
 }
 
 /// The result of a dedup self-join.
@@ -41,6 +47,9 @@ pub struct DedupResult {
     pub plan: Option<Plan>,
     /// Why the planner chose it.
     pub reason: String,
+    /// Whether pairs were kept by their estimate or by exact Jaccard (a collection that
+    /// keeps shingles, threshold dedup).
+    pub scoring: Scoring,
 }
 
 /// A loaded live record: row id, key, sketch.
@@ -72,24 +81,26 @@ fn index_error(info: &CollectionInfo, source: IndexError) -> QueryError {
 }
 
 /// Calls `on_pair` for every pair of `rows` sharing a band of the banding `bands` x
-/// `per_band` for `threshold` (each pair once) whose estimate reaches the threshold.
+/// `per_band` for `threshold` (each pair once) that `keep` accepts (by row index); `None`
+/// for the banding lets the index's rule choose it for `threshold`.
 fn join_banded(
     info: &CollectionInfo,
     rows: &[Row],
-    bands: u32,
-    per_band: u32,
+    banding: Option<(u32, u32)>,
     threshold: f64,
+    keep: &impl Fn(usize, usize) -> Result<bool>,
     on_pair: &mut impl FnMut(u64, u64),
 ) -> Result<()> {
     let p = &info.def.params;
-    let scheme = lsh_scheme_for(p.kind(), p.bits(), p.slots(), threshold, Some(bands), Some(per_band))
+    let (bands, per_band) = (banding.map(|b| b.0), banding.map(|b| b.1));
+    let scheme = lsh_scheme_for(p.kind(), p.bits(), p.slots(), threshold, bands, per_band)
         .map_err(|e| index_error(info, e))?;
     let keys = BandedKeys::new(&scheme, rows, |r| &r.2).map_err(|(i, e)| {
         let row = rows[i].0;
         index_error(info, IndexError::inconsistent("signature", format!("row {row}: {e}")))
     })?;
     keys.for_each_pair(|i, j| -> Result<()> {
-        if rows[i].2.similarity_value(&rows[j].2)? >= threshold {
+        if keep(i, j)? {
             on_pair(rows[i].0, rows[j].0);
         }
         Ok(())
@@ -139,7 +150,8 @@ pub(crate) fn explain_dedup(
         from = end;
     };
     let stats = stats_in(snap, info)?;
-    Ok(Some(Explain { choice: choice(&stats, kind, options, &sketch, costs), analyze: None }))
+    let scoring = Scoring::of(info, kind);
+    Ok(Some(Explain { choice: choice(&stats, kind, options, &sketch, costs), analyze: None, scoring }))
 }
 
 /// Groups the near-duplicates of the collection `info` at `snap` (see
@@ -149,6 +161,7 @@ pub(crate) fn dedup(
     info: &CollectionInfo,
     kind: QueryKind,
     options: QueryOptions,
+    clustering: Clustering,
     costs: &CostModel,
 ) -> Result<DedupResult> {
     check_question(info, kind, &options)?;
@@ -162,26 +175,51 @@ pub(crate) fn dedup(
     })?;
     // Row ids ascend: pages come in row order, rows ascend within a page.
     let Some(first) = rows.first() else {
-        return Ok(DedupResult { clusters: vec![], pairs: 0, plan: None, reason: "no records".into() });
+        let scoring = Scoring::of(info, kind);
+        return Ok(DedupResult { clusters: vec![], pairs: 0, plan: None, reason: "no records".into(), scoring });
     };
     let stats = stats_in(snap, info)?;
     let choice = choice(&stats, kind, options, &first.2, costs);
-    let probe = |sketch: &Sketch| Query { sketch: sketch.clone(), kind, options };
     let plan = choice.plan;
-    let mut parent: HashMap<u64, u64> = HashMap::new();
-    let mut pairs = 0u64;
-    let mut on_pair = |a: u64, b: u64| {
-        pairs += 1;
-        union(&mut parent, a, b);
+    // On a collection that keeps shingles, a threshold pair is a candidate from its estimate
+    // (down to the candidate floor) and kept by its exact Jaccard.
+    let sets: Option<Vec<Vec<u64>>> = match (Scoring::of(info, kind), kind) {
+        (Scoring::Exact, QueryKind::Threshold(_)) => {
+            Some(rows.iter().map(|r| snap.shingles(info, r.0)).collect::<Result<_, _>>()?)
+        }
+        _ => None,
     };
+    let exact_t = match kind {
+        QueryKind::Threshold(t) if sets.is_some() => Some(t),
+        _ => None,
+    };
+    let floor = exact_t.map(|t| candidate_floor(t, &info.def.params));
+    let keep = |i: usize, j: usize| -> Result<bool> {
+        Ok(match (&sets, exact_t, floor) {
+            (Some(sets), Some(t), Some(floor)) => {
+                rows[i].2.similarity_value(&rows[j].2)? >= floor && exact_jaccard(&sets[i], &sets[j]) >= t
+            }
+            _ => match plan.finish {
+                Finish::Verify { threshold } => rows[i].2.similarity_value(&rows[j].2)? >= threshold,
+                _ => true,
+            },
+        })
+    };
+    let probe_kind = match (kind, floor) {
+        (QueryKind::Threshold(_), Some(floor)) => QueryKind::Threshold(floor),
+        _ => kind,
+    };
+    let probe = |sketch: &Sketch| Query { sketch: sketch.clone(), kind: probe_kind, options };
+    let mut edges: Vec<(u64, u64)> = Vec::new();
+    let mut on_pair = |a: u64, b: u64| edges.push((a, b));
     match plan {
         // An LSH probe of every record becomes one pass over the buckets (the same
         // candidate pairs), each pair verified on the sketches already in memory.
-        Plan { access: Access::LshProbe { bands }, finish: Finish::Verify { threshold } } if stats.lsh.is_some() => {
+        Plan { access: Access::LshProbe { bands }, finish: Finish::Verify { .. } } if stats.lsh.is_some() => {
             let at = |row: u64| rows.binary_search_by_key(&row, |r| r.0).ok();
             for_each_lsh_pair(snap, info, bands, |a, b| -> Result<()> {
                 if let (Some(i), Some(j)) = (at(a), at(b))
-                    && rows[i].2.similarity_value(&rows[j].2)? >= threshold
+                    && keep(i, j)?
                 {
                     on_pair(a, b);
                 }
@@ -190,8 +228,11 @@ pub(crate) fn dedup(
         }
         // No LSH index: band the loaded signatures in memory with the banding an index
         // for this threshold would get, and verify each candidate pair the same way.
+        // With exact shingles the banding is the one the index's rule gives the candidate
+        // floor: tuned for candidate recall, its extra candidates only cost verification.
         Plan { access: Access::LshBanding { bands, rows: per_band }, finish: Finish::Verify { threshold } } => {
-            join_banded(info, &rows, bands, per_band, threshold, &mut on_pair)?;
+            let banding = if floor.is_some() { None } else { Some((bands, per_band)) };
+            join_banded(info, &rows, banding, floor.unwrap_or(threshold), &keep, &mut on_pair)?;
         }
         // No SimHash tables covering the radius: build them in memory over the loaded
         // fingerprints and self-join them (exact, like the persisted tables).
@@ -207,59 +248,28 @@ pub(crate) fn dedup(
             }
         }
         _ => {
-            for (row, _, sketch) in &rows {
+            let plan = match (plan.finish, floor) {
+                (Finish::Verify { .. }, Some(floor)) => Plan { finish: Finish::Verify { threshold: floor }, ..plan },
+                _ => plan,
+            };
+            for (i, (row, _, sketch)) in rows.iter().enumerate() {
                 let (hits, _) = execute(snap, info, &probe(sketch), &plan, &stats)?;
-                hits.iter().filter(|h| h.row_id > *row).for_each(|h| on_pair(*row, h.row_id));
+                for h in hits.iter().filter(|h| h.row_id > *row) {
+                    let Ok(j) = rows.binary_search_by_key(&h.row_id, |r| r.0) else { continue };
+                    if sets.is_none() || keep(i, j)? {
+                        on_pair(*row, h.row_id);
+                    }
+                }
             }
         }
     }
-    let mut groups: HashMap<u64, Vec<u64>> = HashMap::new();
-    let members: Vec<u64> = parent.keys().copied().collect();
-    for r in members {
-        let root = find(&mut parent, r);
-        groups.entry(root).or_default().push(r);
-    }
-    let mut clusters: Vec<Cluster> = groups
-        .into_values()
-        .filter(|g| g.len() > 1)
-        .map(|mut g| {
-            g.sort_unstable();
-            let keys = g
-                .iter()
-                .map(|r| rows.binary_search_by_key(r, |x| x.0).map(|i| rows[i].1.clone()).unwrap_or_default())
-                .collect();
-            Cluster { rows: g, keys }
-        })
+    let key_of = |r: &u64| rows.binary_search_by_key(r, |x| x.0).map(|i| rows[i].1.clone()).unwrap_or_default();
+    let mut clusters: Vec<Cluster> = super::cluster::group(&edges, clustering)
+        .into_iter()
+        .map(|g| Cluster { keys: g.rows.iter().map(key_of).collect(), rows: g.rows, representative: g.representative })
         .collect();
     clusters.sort_by(|a, b| b.rows.len().cmp(&a.rows.len()).then(a.rows[0].cmp(&b.rows[0])));
-    Ok(DedupResult { clusters, pairs, plan: Some(plan), reason: choice.reason })
-}
-
-fn find(parent: &mut HashMap<u64, u64>, x: u64) -> u64 {
-    let mut root = x;
-    while let Some(&p) = parent.get(&root) {
-        if p == root {
-            break;
-        }
-        root = p;
-    }
-    // Path compression.
-    let mut cur = x;
-    while cur != root {
-        let next = parent.get(&cur).copied().unwrap_or(root);
-        parent.insert(cur, root);
-        cur = next;
-    }
-    root
-}
-
-fn union(parent: &mut HashMap<u64, u64>, a: u64, b: u64) {
-    parent.entry(a).or_insert(a);
-    parent.entry(b).or_insert(b);
-    let (ra, rb) = (find(parent, a), find(parent, b));
-    if ra != rb {
-        // The smaller row id becomes the root: deterministic clusters.
-        let (lo, hi) = if ra < rb { (ra, rb) } else { (rb, ra) };
-        parent.insert(hi, lo);
-    }
+    let pairs = edges.len() as u64;
+    let scoring = if sets.is_some() { Scoring::Exact } else { Scoring::Estimated };
+    Ok(DedupResult { clusters, pairs, plan: Some(plan), reason: choice.reason, scoring })
 }

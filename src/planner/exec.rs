@@ -36,6 +36,10 @@ pub struct Hit {
     pub estimate: Estimate,
     /// The exact fingerprint distance, for SimHash collections.
     pub distance: Option<u32>,
+    /// The exact Jaccard over the stored shingle sets, on a collection that keeps them
+    /// ([`crate::CollectionConfig::exact_shingles`]) when the question's own set is known
+    /// (asked from a stored key or from text); such hits are kept and ordered by it.
+    pub exact: Option<f64>,
 }
 
 impl Hit {
@@ -230,7 +234,7 @@ fn simhash_hit(query: &SimHash, key: Vec<u8>, row_id: u64, value: u128, level: f
     } else {
         query.cosine(&other, level)?
     };
-    Ok(Hit { key, row_id, estimate, distance: Some(d) })
+    Ok(Hit { key, row_id, estimate, distance: Some(d), exact: None })
 }
 
 fn full_scan(
@@ -274,7 +278,7 @@ fn full_scan(
                 query
                     .sketch
                     .similarity(&stored, level)
-                    .map(|estimate| Hit { key: view.key(i).to_vec(), row_id, estimate, distance: None })
+                    .map(|estimate| Hit { key: view.key(i).to_vec(), row_id, estimate, distance: None, exact: None })
                     .map_err(Into::into)
             };
             match hit {
@@ -323,7 +327,13 @@ fn oph_scan(
             return Ok(false);
         }
         for (i, estimate) in page_hits {
-            out.push(Hit { key: view.key(i).to_vec(), row_id: view.first_row() + i as u64, estimate, distance: None });
+            out.push(Hit {
+                key: view.key(i).to_vec(),
+                row_id: view.first_row() + i as u64,
+                estimate,
+                distance: None,
+                exact: None,
+            });
         }
         Ok(true)
     })?;
@@ -365,7 +375,7 @@ fn lsh_probe(
             continue;
         }
         let estimate = query.sketch.similarity(&rec.sketch, query.options.level)?;
-        out.push(Hit { key: rec.key.clone(), row_id: row, estimate, distance: None });
+        out.push(Hit { key: rec.key.clone(), row_id: row, estimate, distance: None, exact: None });
     }
     Ok(())
 }

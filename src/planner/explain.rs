@@ -13,6 +13,8 @@ pub struct Explain {
     pub choice: Choice,
     /// What running the plan did, for EXPLAIN ANALYZE.
     pub analyze: Option<Analyze>,
+    /// Whether results are estimated from sketches or re-ranked by exact Jaccard.
+    pub scoring: Scoring,
 }
 
 fn cost_text(ns: f64) -> String {
@@ -31,6 +33,10 @@ impl fmt::Display for Explain {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "plan: {}", self.choice.plan)?;
         writeln!(f, "why:  {}", self.choice.reason)?;
+        match self.scoring {
+            Scoring::Exact => writeln!(f, "scores: exact (candidates re-ranked by exact Jaccard over stored shingles)")?,
+            _ => writeln!(f, "scores: estimated (from the sketches)")?,
+        }
         writeln!(f, "alternatives:")?;
         for a in &self.choice.alternatives {
             let mark = if a.plan == self.choice.plan { "*" } else { " " };
@@ -50,5 +56,37 @@ impl fmt::Display for Explain {
             )?;
         }
         Ok(())
+    }
+}
+
+/// How a result's score was obtained, as EXPLAIN shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Scoring {
+    /// Estimated from the sketches (with an interval).
+    Estimated,
+    /// Candidates from the sketches, scored and kept by exact Jaccard over the stored
+    /// shingle sets.
+    Exact,
+}
+
+impl Scoring {
+    /// `estimated` or `exact`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scoring::Estimated => "estimated",
+            Scoring::Exact => "exact",
+        }
+    }
+
+    /// The scoring of `kind` questions on the collection `info`.
+    pub(crate) fn of(info: &crate::storage::catalog::CollectionInfo, kind: super::query::QueryKind) -> Scoring {
+        if info.shingles && !matches!(kind, super::query::QueryKind::Hamming(_)) { Scoring::Exact } else { Scoring::Estimated }
+    }
+}
+
+impl std::fmt::Display for Scoring {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }

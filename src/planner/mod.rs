@@ -2,10 +2,12 @@
 //! statistics and a measured cost model, `exec` that runs a plan, and EXPLAIN.
 #![forbid(unsafe_code)]
 
+pub(crate) mod cluster;
 pub(crate) mod cost;
 pub(crate) mod dedup;
 pub(crate) mod dedup_exec;
 pub(crate) mod error;
+pub(crate) mod exact;
 pub(crate) mod exec;
 pub(crate) mod explain;
 mod kernels;

@@ -12,6 +12,7 @@ use super::error::QueryError;
 use super::exec::{Analyze, Hit, execute, validate};
 use super::explain::Explain;
 use super::plan::Plan;
+use super::explain::Scoring;
 use super::query::Query;
 
 /// The answer to a query: verified, scored hits best first, the plan that produced them and
@@ -73,12 +74,13 @@ pub(crate) fn explain(
     query: &Query,
     costs: &CostModel,
     analyze: bool,
+    scoring: Scoring,
 ) -> Result<Explain, QueryError> {
     validate(query, info.def.params.kind())?;
     let stats = stats_in(snap, info)?;
     let choice = choose(query, &stats, costs);
     let analyze = if analyze { Some(execute(snap, info, query, &choice.plan, &stats)?.1) } else { None };
-    Ok(Explain { choice, analyze })
+    Ok(Explain { choice, analyze, scoring })
 }
 
 /// The stored sketch of `key`, or [`QueryError::UnknownKey`].

@@ -1,5 +1,6 @@
 //! MinHash: k independent permutations, the minimum of each (Broder 1997).
 
+use super::compat::CompatPerms;
 use super::error::SketchError;
 use super::estimate::{Estimate, check_level, gamma_quantile, proportion, proportion_value};
 use super::hash::{Permutations, fmix64};
@@ -53,6 +54,12 @@ impl MinHash {
                 *v >>= 32;
             }
         }
+        Ok(MinHash { params, values, cardinality: tokens.len() as u64 })
+    }
+
+    /// A compatibility family's signature: its 32-bit minima as they are.
+    pub(crate) fn compute_compat(params: SketchParams, perms: &CompatPerms, tokens: &TokenSet) -> Result<Self, SketchError> {
+        let values = perms.minima(tokens.as_slice()).ok_or(SketchError::EmptySet)?;
         Ok(MinHash { params, values, cardinality: tokens.len() as u64 })
     }
 

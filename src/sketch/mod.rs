@@ -6,12 +6,14 @@
 #![forbid(unsafe_code)]
 
 pub(crate) mod bbit;
+pub(crate) mod compat;
 pub(crate) mod error;
 pub(crate) mod estimate;
 pub(crate) mod hash;
 pub(crate) mod minhash;
 pub(crate) mod oph;
 pub(crate) mod params;
+pub(crate) mod recipe;
 pub(crate) mod simhash;
 #[allow(clippy::module_inception)]
 pub(crate) mod sketcher;

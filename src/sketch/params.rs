@@ -73,12 +73,30 @@ impl fmt::Display for SketchKind {
 /// `MixMultiplyShift` (code 1), version 1, is specified in `storage-format.md` section
 /// "Hash family" and in the `sketch` module's documentation: a seeded murmur3 `fmix64` pre-mix
 /// followed by per-slot affine maps `a_i * x + b_i mod 2^64` with odd `a_i`.
+///
+/// The compatibility families (codes 2-6) reproduce other MinHash implementations bit for bit
+/// (MinHash with 32 bits only; the seed is NumPy's `RandomState` seed, below 2^32); `Charikar`
+/// (code 7) is the textbook SimHash (64 bits only). `storage-format.md` section 8.5 specifies
+/// them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 #[repr(u16)]
 pub enum HashFamily {
     /// fmix64 pre-mix then odd-multiplier affine maps modulo 2^64 (a bijection on u64).
     MixMultiplyShift = 1,
+    /// datasketch's `legacy` scheme (every release before 2.0): `(a*h + b) mod (2^61 - 1)`,
+    /// low 32 bits, `(a, b)` drawn per slot.
+    DatasketchLegacy = 2,
+    /// text-dedup's `minhash.py`: datasketch's arithmetic, all `a` drawn before all `b`.
+    TextDedup = 3,
+    /// text-dedup's `minhash_spark.py` (BigCode): uint32 `(a*h + b) mod (2^32 - 5)`.
+    TextDedupSpark = 4,
+    /// NeMo Curator's 32-bit GPU MinHash (cuDF `minhash`): uint32 `a*max(h, 1) + b`.
+    NemoCurator = 5,
+    /// datasketch 2.0's default `affine32` scheme: uint32 `a*fmix32(h) + b`, odd `a`.
+    DatasketchAffine32 = 6,
+    /// Charikar's SimHash as in the textbook: bit j of each feature's hash votes bit j.
+    Charikar = 7,
 }
 
 impl HashFamily {
@@ -93,18 +111,47 @@ impl HashFamily {
 
     /// The family for a persisted code.
     pub fn from_code(code: u16) -> Option<Self> {
-        match code {
-            1 => Some(HashFamily::MixMultiplyShift),
-            _ => None,
+        Self::ALL.into_iter().find(|f| f.code() == code)
+    }
+
+    /// Every family, in code order.
+    pub const ALL: [HashFamily; 7] = [
+        HashFamily::MixMultiplyShift,
+        HashFamily::DatasketchLegacy,
+        HashFamily::TextDedup,
+        HashFamily::TextDedupSpark,
+        HashFamily::NemoCurator,
+        HashFamily::DatasketchAffine32,
+        HashFamily::Charikar,
+    ];
+
+    /// A short lower-case name, as shown.
+    pub fn name(self) -> &'static str {
+        match self {
+            HashFamily::MixMultiplyShift => "mix-multiply-shift",
+            HashFamily::DatasketchLegacy => "datasketch-legacy",
+            HashFamily::TextDedup => "text-dedup",
+            HashFamily::TextDedupSpark => "text-dedup-spark",
+            HashFamily::NemoCurator => "nemo-curator",
+            HashFamily::DatasketchAffine32 => "datasketch-affine32",
+            HashFamily::Charikar => "charikar",
         }
+    }
+
+    /// Parses [`HashFamily::name`].
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    /// Whether this family reproduces another implementation's MinHash (codes 2-6).
+    pub fn is_compat(self) -> bool {
+        !matches!(self, HashFamily::MixMultiplyShift | HashFamily::Charikar)
     }
 }
 
 impl fmt::Display for HashFamily {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            HashFamily::MixMultiplyShift => f.write_str("mix-multiply-shift"),
-        }
+        f.write_str(self.name())
     }
 }
 
@@ -186,6 +233,56 @@ impl SketchParams {
         Self::new(SketchKind::SimHash, seed, u32::from(bits), bits, None)
     }
 
+    /// The textbook (Charikar) 64-bit SimHash: bit j of the fingerprint is the sign of the
+    /// weighted votes of bit j of each feature's own 64-bit hash, with no re-mixing, so a
+    /// fingerprint computed elsewhere from the same feature hashes matches bit for bit. It has
+    /// no seed (recorded as 0).
+    ///
+    /// ```
+    /// use sketchdb::{HashFamily, SketchParams, Sketcher};
+    ///
+    /// let params = SketchParams::simhash_charikar()?;
+    /// assert_eq!(params.family(), HashFamily::Charikar);
+    /// // Two features of weight 1 and one of weight 3: the heavy one decides every bit.
+    /// let s = Sketcher::new(params)?.sketch_weighted(&[(0b1100, 1.0), (0b1010, 1.0), (0b0110, 3.0)])?;
+    /// let sketchdb::Sketch::SimHash(fp) = s else { unreachable!() };
+    /// assert_eq!(fp.value(), 0b0110);
+    /// # Ok::<(), sketchdb::Error>(())
+    /// ```
+    pub fn simhash_charikar() -> Result<Self, SketchError> {
+        Self::with_family(SketchKind::SimHash, HashFamily::Charikar, 0, 64, 64)
+    }
+
+    /// MinHash with `k` permutations of a compatibility `family` (32-bit values) drawn from
+    /// NumPy's `RandomState(seed)`: the signatures equal that implementation's (see
+    /// [`HashFamily`]).
+    ///
+    /// ```
+    /// use sketchdb::{HashFamily, SketchParams};
+    ///
+    /// let p = SketchParams::compat(HashFamily::DatasketchLegacy, 128, 1)?;
+    /// assert_eq!((p.size(), p.bits()), (128, 32));
+    /// assert!(SketchParams::compat(HashFamily::TextDedup, 250, 1 << 32).is_err()); // NumPy seeds are 32-bit
+    /// # Ok::<(), sketchdb::Error>(())
+    /// ```
+    pub fn compat(family: HashFamily, k: u32, seed: u64) -> Result<Self, SketchError> {
+        Self::with_family(SketchKind::MinHash, family, seed, k, 32)
+    }
+
+    fn with_family(kind: SketchKind, family: HashFamily, seed: u64, size: u32, bits: u8) -> Result<Self, SketchError> {
+        let p = SketchParams {
+            kind,
+            family,
+            family_version: HashFamily::CURRENT_VERSION,
+            seed,
+            size,
+            bits,
+            universe: None,
+        };
+        p.validate()?;
+        Ok(p)
+    }
+
     /// Checks every field against the kind's allowed ranges and the family version against
     /// the one this build computes.
     pub fn validate(&self) -> Result<(), SketchError> {
@@ -230,6 +327,21 @@ impl SketchParams {
                     return Err(SketchError::invalid("bits", self.bits, "64 or 128 fingerprint bits"));
                 }
             }
+        }
+        if self.family.is_compat() {
+            if self.kind != SketchKind::MinHash || self.bits != 32 {
+                return Err(SketchError::invalid(
+                    "family",
+                    self.family,
+                    "a compatibility family computes 32-bit MinHash only",
+                ));
+            }
+            if self.seed > u64::from(u32::MAX) {
+                return Err(SketchError::invalid("seed", self.seed, "a NumPy RandomState seed, 0..=4294967295"));
+            }
+        }
+        if self.family == HashFamily::Charikar && (self.kind != SketchKind::SimHash || self.bits != 64) {
+            return Err(SketchError::invalid("family", self.family, "the Charikar family computes 64-bit SimHash only"));
         }
         if self.kind != SketchKind::BBitMinHash && self.universe.is_some() {
             return Err(SketchError::invalid(

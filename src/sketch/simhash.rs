@@ -3,15 +3,18 @@
 use super::error::SketchError;
 use super::estimate::{Estimate, check_level, clopper_pearson};
 use super::hash::fmix64;
-use super::params::{SketchKind, SketchParams};
+use super::params::{HashFamily, SketchKind, SketchParams};
 use crate::simd::simhash_accumulate;
 
 /// A 64- or 128-bit SimHash fingerprint.
 ///
 /// Feature h contributes its weight w to every bit: bit j of word w' is set in the
-/// fingerprint when the sum over features of (+w if bit j of `fmix64(h ^ key_w')` is set,
-/// else -w) is positive (a zero sum gives 0). Each bit is thus the sign of a projection on a
+/// fingerprint when the sum over features of (+w if bit j of `g_w'(h)` is set, else -w) is
+/// positive (a zero sum gives 0). Each bit is thus the sign of a projection on a
 /// pseudo-random ±1 hyperplane. Bits 0..64 are word 0, bits 64..128 word 1.
+///
+/// The family decides `g`: `MixMultiplyShift` re-mixes, `g_w'(h) = fmix64(h ^ key_w')`;
+/// `Charikar` (64 bits only) uses the feature hash itself, `g_0(h) = h`, as the textbook does.
 ///
 /// ```
 /// use sketchdb::{Sketch, SketchParams, Sketcher, Tokenizer};
@@ -43,7 +46,11 @@ impl SimHash {
         }
         let words = params.slots();
         let mut counters = vec![0i64; 64 * words];
-        simhash_accumulate(&mut counters, &keys[..words], features, fmix64);
+        if params.family() == HashFamily::Charikar {
+            simhash_accumulate(&mut counters, &[0][..words], features, |h| h);
+        } else {
+            simhash_accumulate(&mut counters, &keys[..words], features, fmix64);
+        }
         Ok(SimHash { params, value: fold_signs(counters.iter().map(|&c| c > 0)) })
     }
 
@@ -61,9 +68,10 @@ impl SimHash {
         }
         let words = params.slots();
         let mut counters = vec![0f64; 64 * words];
+        let charikar = params.family() == HashFamily::Charikar;
         for (w, key) in keys[..words].iter().enumerate() {
             for &(h, weight) in features {
-                let g = fmix64(h ^ key);
+                let g = if charikar { h } else { fmix64(h ^ key) };
                 for j in 0..64 {
                     counters[64 * w + j] += if (g >> j) & 1 == 1 { weight } else { -weight };
                 }

@@ -3,6 +3,7 @@
 use rayon::prelude::*;
 
 use super::bbit::BBitMinHash;
+use super::compat::CompatPerms;
 use super::error::SketchError;
 use super::estimate::{Estimate, set_hamming_from_resemblance};
 use super::hash::{Permutations, stream};
@@ -159,6 +160,8 @@ pub struct Sketcher {
     params: SketchParams,
     perms: Permutations,
     simhash_keys: [u64; 2],
+    /// The coefficients of a compatibility family (`None` for sketchdb's own families).
+    compat: Option<CompatPerms>,
 }
 
 impl Sketcher {
@@ -180,7 +183,12 @@ impl Sketcher {
             SketchKind::SimHash => 0,
         };
         let keys = stream(params.seed(), 2);
-        Ok(Sketcher { params, perms: Permutations::new(params.seed(), slots), simhash_keys: [keys[0], keys[1]] })
+        if params.family().is_compat() {
+            let compat = Some(CompatPerms::new(params.family(), params.seed(), params.slots())?);
+            return Ok(Sketcher { params, perms: Permutations::new(params.seed(), 0), simhash_keys: [0, 0], compat });
+        }
+        let perms = Permutations::new(params.seed(), slots);
+        Ok(Sketcher { params, perms, simhash_keys: [keys[0], keys[1]], compat: None })
     }
 
     /// The parameters every sketch from this sketcher carries.
@@ -201,6 +209,9 @@ impl Sketcher {
     /// # Ok::<(), sketchdb::Error>(())
     /// ```
     pub fn sketch(&self, tokens: &TokenSet) -> Result<Sketch, SketchError> {
+        if let Some(compat) = &self.compat {
+            return Ok(Sketch::MinHash(MinHash::compute_compat(self.params, compat, tokens)?));
+        }
         match self.params.kind() {
             SketchKind::MinHash => Ok(Sketch::MinHash(MinHash::compute(self.params, &self.perms, tokens)?)),
             SketchKind::BBitMinHash => Ok(Sketch::BBit(BBitMinHash::compute(self.params, &self.perms, tokens)?)),

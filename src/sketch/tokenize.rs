@@ -20,6 +20,7 @@
 
 use super::error::SketchError;
 use super::hash::token_hash;
+use super::recipe::steps::Pipeline;
 use super::tokens::TokenSet;
 
 /// The default shingle width in words.
@@ -41,6 +42,9 @@ pub enum TokenizerKind {
         /// Characters per gram (>= 1).
         n: u32,
     },
+    /// A recipe's pipeline of steps ([`crate::Recipe`]); its token hash is its own step, so
+    /// the tokenizer's seed is 0 and unused.
+    Pipeline(Pipeline),
 }
 
 /// A tokenizer: how to cut text, plus the seed its xxh3-64 token hash uses.
@@ -110,6 +114,11 @@ impl Tokenizer {
         Ok(Tokenizer { kind: TokenizerKind::CharNgrams { n }, seed })
     }
 
+    /// The tokenizer of a recipe's pipeline (seed 0: the pipeline names its own hash).
+    pub fn from_pipeline(pipeline: Pipeline) -> Self {
+        Tokenizer { kind: TokenizerKind::Pipeline(pipeline), seed: 0 }
+    }
+
     /// The cutting rule.
     pub fn kind(&self) -> TokenizerKind {
         self.kind
@@ -125,6 +134,7 @@ impl Tokenizer {
         match self.kind {
             TokenizerKind::Shingles { w } => Self::shingles(w, self.seed).map(|_| ()),
             TokenizerKind::CharNgrams { n } => Self::char_ngrams(n, self.seed).map(|_| ()),
+            TokenizerKind::Pipeline(p) => p.validate(),
         }
     }
 
@@ -141,44 +151,63 @@ impl Tokenizer {
     /// # Ok::<(), sketchdb::Error>(())
     /// ```
     pub fn tokens(&self, text: &str) -> Vec<u64> {
+        let mut out = Vec::new();
+        match self.kind {
+            TokenizerKind::Pipeline(p) => p.for_each_shingle(text, |s| out.push(p.hash.hash(s.as_bytes()))),
+            _ => self.for_each_shingle(text, |s| out.push(token_hash(s.as_bytes(), self.seed))),
+        }
+        out
+    }
+
+    /// Every shingle (or gram) of `text` as text, in order, with repeats: what [`Tokenizer::tokens`]
+    /// hashes.
+    ///
+    /// ```
+    /// use sketchdb::Tokenizer;
+    ///
+    /// assert_eq!(Tokenizer::shingles(2, 0)?.shingle_texts("One, two; THREE"), vec!["one two", "two three"]);
+    /// # Ok::<(), sketchdb::Error>(())
+    /// ```
+    pub fn shingle_texts(&self, text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        self.for_each_shingle(text, |s| out.push(s.to_owned()));
+        out
+    }
+
+    fn for_each_shingle(&self, text: &str, mut f: impl FnMut(&str)) {
+        let (w, n) = match self.kind {
+            TokenizerKind::Pipeline(p) => return p.for_each_shingle(text, f),
+            TokenizerKind::Shingles { w } => (w as usize, 0),
+            TokenizerKind::CharNgrams { n } => (0, n as usize),
+        };
         let words = normalised_words(text);
         if words.is_empty() {
-            return Vec::new();
+            return;
         }
-        match self.kind {
-            TokenizerKind::Shingles { w } => {
-                let w = w as usize;
-                if words.len() <= w {
-                    return vec![token_hash(words.join(" ").as_bytes(), self.seed)];
-                }
-                let mut buf = String::new();
-                words
-                    .windows(w)
-                    .map(|win| {
-                        buf.clear();
-                        for (i, word) in win.iter().enumerate() {
-                            if i > 0 {
-                                buf.push(' ');
-                            }
-                            buf.push_str(word);
-                        }
-                        token_hash(buf.as_bytes(), self.seed)
-                    })
-                    .collect()
+        if n == 0 {
+            if words.len() <= w {
+                return f(&words.join(" "));
             }
-            TokenizerKind::CharNgrams { n } => {
-                let norm = words.join(" ");
-                let starts: Vec<usize> = norm.char_indices().map(|(i, _)| i).collect();
-                let n = n as usize;
-                if starts.len() <= n {
-                    return vec![token_hash(norm.as_bytes(), self.seed)];
+            let mut buf = String::new();
+            for win in words.windows(w) {
+                buf.clear();
+                for (i, word) in win.iter().enumerate() {
+                    if i > 0 {
+                        buf.push(' ');
+                    }
+                    buf.push_str(word);
                 }
-                (0..=starts.len() - n)
-                    .map(|i| {
-                        let end = starts.get(i + n).copied().unwrap_or(norm.len());
-                        token_hash(&norm.as_bytes()[starts[i]..end], self.seed)
-                    })
-                    .collect()
+                f(&buf);
+            }
+        } else {
+            let norm = words.join(" ");
+            let starts: Vec<usize> = norm.char_indices().map(|(i, _)| i).collect();
+            if starts.len() <= n {
+                return f(&norm);
+            }
+            for i in 0..=starts.len() - n {
+                let end = starts.get(i + n).copied().unwrap_or(norm.len());
+                f(&norm[starts[i]..end]);
             }
         }
     }

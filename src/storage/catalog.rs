@@ -5,7 +5,7 @@
 //! the `keys`, `rows` and `pages` tables, all keyed by its u32 id. Ids are never reused, so
 //! a handle to a dropped collection can never reach a newer one of the same name.
 
-use redb::{ReadableTable, ReadableTableMetadata};
+use redb::{ReadTransaction, ReadableTable, ReadableTableMetadata, WriteTransaction};
 
 use super::MAX_COLLECTION_NAME_LEN;
 use super::error::{StorageError, contain};
@@ -13,7 +13,7 @@ use super::index_tables::IndexTxn;
 use super::store::Store;
 use super::tables::{
     CATALOG_KEY, COLLECTION_NAMES, COLLECTION_STATE, COLLECTION_STATE_NAME, COLLECTIONS, COLLECTIONS_NAME, KEYS, META,
-    META_NAME, PAGES,
+    META_NAME, PAGES, SHINGLES, SHINGLES_LAYOUT, SHINGLES_MARKER_ROW, SHINGLES_NAME,
 };
 use crate::codec::layout::ColumnLayout;
 use crate::codec::meta::{CatalogRecord, CollectionDef, CollectionState};
@@ -27,13 +27,15 @@ pub(crate) struct CollectionInfo {
     pub def: CollectionDef,
     /// The page spec derived from it.
     pub spec: PageSpec,
+    /// Whether the collection keeps each record's exact shingle set (`storage::shingles`).
+    pub shingles: bool,
 }
 
 impl CollectionInfo {
     pub(crate) fn from_def(def: CollectionDef) -> CollectionInfo {
         let spec =
             PageSpec { collection_id: def.id, layout: ColumnLayout::for_params(&def.params), capacity: def.capacity };
-        CollectionInfo { def, spec }
+        CollectionInfo { def, spec, shingles: false }
     }
     /// The collection's name.
     pub(crate) fn name(&self) -> &str {
@@ -117,9 +119,10 @@ impl Store {
         name: &str,
         params: SketchParams,
         settings: Vec<u8>,
+        shingles: bool,
         init: &mut dyn FnMut(&IndexTxn<'_>, &CollectionInfo) -> Result<(), E>,
     ) -> Result<CollectionInfo, E> {
-        contain("create collection", || self.create_collection_unguarded(name, params, settings, init))
+        contain("create collection", || self.create_collection_unguarded(name, params, settings, shingles, init))
     }
 
     /// The body of [`Self::create_collection`], run inside [`contain`] (redb panics become errors).
@@ -128,6 +131,7 @@ impl Store {
         name: &str,
         params: SketchParams,
         settings: Vec<u8>,
+        shingles: bool,
         init: &mut dyn FnMut(&IndexTxn<'_>, &CollectionInfo) -> Result<(), E>,
     ) -> Result<CollectionInfo, E> {
         validate_name(name)?;
@@ -180,7 +184,10 @@ impl Store {
                 .map_err(StorageError::backend("open table"))?
                 .insert(id, state_bytes.as_slice())
                 .map_err(StorageError::backend("write collection"))?;
-            CollectionInfo::from_def(def)
+            if shingles {
+                mark_shingles(&txn, id)?;
+            }
+            CollectionInfo { shingles, ..CollectionInfo::from_def(def) }
         };
         init(&IndexTxn(&txn), &info)?;
         txn.commit().map_err(StorageError::backend("commit"))?;
@@ -204,7 +211,8 @@ impl Store {
         let id = names.get(name).map_err(StorageError::backend("read collection name"))?.ok_or_else(unknown)?.value();
         let defs = txn.open_table(COLLECTIONS).map_err(StorageError::backend("open table"))?;
         let v = defs.get(id).map_err(StorageError::backend("read collection"))?.ok_or_else(unknown)?;
-        decode_def(id, v.value())
+        let info = decode_def(id, v.value())?;
+        Ok(CollectionInfo { shingles: keeps_shingles(&txn, id, name)?, ..info })
     }
 
     /// Every collection, ordered by name.
@@ -223,7 +231,9 @@ impl Store {
         let mut out = Vec::with_capacity(defs.len().map_err(StorageError::backend("count collections"))? as usize);
         for entry in defs.iter().map_err(StorageError::backend("list collections"))? {
             let (k, v) = entry.map_err(StorageError::backend("list collections"))?;
-            out.push(decode_def(k.value(), v.value())?);
+            let info = decode_def(k.value(), v.value())?;
+            let shingles = keeps_shingles(&txn, info.def.id, &info.def.name)?;
+            out.push(CollectionInfo { shingles, ..info });
         }
         out.sort_by(|a, b| a.def.name.cmp(&b.def.name));
         Ok(out)
@@ -258,6 +268,8 @@ impl Store {
                 .retain_in((id, 0u64)..=(id, u64::MAX), |_, _| false)
                 .map_err(StorageError::backend("drop collection"))?;
             IndexTxn(&txn).drop_index_entries(id)?;
+            super::content_hash::drop_collection(&txn, id)?;
+            drop_shingles(&txn, id)?;
         }
         txn.commit().map_err(StorageError::backend("commit"))
     }
@@ -281,5 +293,48 @@ pub(crate) fn rewrite_settings(
         .map_err(StorageError::backend("open table"))?
         .insert(def.id, bytes.as_slice())
         .map_err(StorageError::backend("write collection"))?;
-    Ok(CollectionInfo::from_def(def))
+    Ok(CollectionInfo { shingles: info.shingles, ..CollectionInfo::from_def(def) })
+}
+
+/// Whether collection `id` keeps shingles (its marker is present), read in `txn`. A marker
+/// of another version is refused: this build cannot read that collection's shingle sets.
+fn keeps_shingles(txn: &ReadTransaction, id: u32, name: &str) -> Result<bool, StorageError> {
+    let table = match txn.open_table(SHINGLES) {
+        Ok(t) => t,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(false),
+        Err(e) => return Err(StorageError::backend("open table")(e)),
+    };
+    let Some(v) = table.get((id, SHINGLES_MARKER_ROW)).map_err(StorageError::backend("read shingle marker"))? else {
+        return Ok(false);
+    };
+    match v.value() {
+        [SHINGLES_LAYOUT] => Ok(true),
+        other => Err(StorageError::Inconsistent {
+            collection: name.to_string(),
+            row: None,
+            detail: format!("{SHINGLES_NAME}: marker {other:02x?}, this build reads version {SHINGLES_LAYOUT}"),
+        }),
+    }
+}
+
+/// Writes collection `id`'s marker (at creation, in the creating transaction).
+fn mark_shingles(txn: &WriteTransaction, id: u32) -> Result<(), StorageError> {
+    let mut table = txn.open_table(SHINGLES).map_err(StorageError::backend("open table"))?;
+    table.insert((id, SHINGLES_MARKER_ROW), [SHINGLES_LAYOUT].as_slice()).map_err(StorageError::backend("write shingles"))?;
+    Ok(())
+}
+
+/// Removes every entry of collection `id`, marker included (drop); a file without the table
+/// is left without it.
+fn drop_shingles(txn: &WriteTransaction, id: u32) -> Result<(), StorageError> {
+    let exists = txn
+        .list_tables()
+        .map_err(StorageError::backend("list tables"))?
+        .any(|t| redb::TableHandle::name(&t) == SHINGLES_NAME);
+    if !exists {
+        return Ok(());
+    }
+    let mut table = txn.open_table(SHINGLES).map_err(StorageError::backend("open table"))?;
+    table.retain_in((id, 0)..=(id, SHINGLES_MARKER_ROW), |_, _| false).map_err(StorageError::backend("drop shingles"))?;
+    Ok(())
 }

@@ -5,17 +5,19 @@
 //! at the end of the collection (row ids are never reused; a key's row id changes only
 //! here), the emptied pages are removed, and `deleted` drops to zero; the index is optimized
 //! in the same transaction (an LSH index then holds no removed row's entries, whose records
-//! are gone). One write transaction per collection, so a crash leaves each collection either
+//! are gone) and the moved rows' shingle sets move with them. One write transaction per collection, so a crash leaves each collection either
 //! compacted or untouched. Then
 //! redb's own `compact` relocates pages to the front of the file and truncates it; that
 //! needs no live transactions or snapshots ([`StorageError::Busy`] otherwise).
 
 use super::catalog::CollectionInfo;
+use super::content_hash;
 use super::error::{StorageError, contain};
 use super::hook::IndexHook;
 use super::index_tables::IndexTxn;
 use super::reader::decode;
 use super::rules::{corrupt_page, inconsistent};
+use super::shingles::ShingleWriter;
 use super::store::Store;
 use super::tables::KEYS;
 use super::writer::{PageCache, state_in, write_state};
@@ -99,6 +101,8 @@ impl Store {
             let id = info.def.id;
             let mut keys = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
             let mut pages = PageCache::new(&txn, info)?;
+            let mut hashes = content_hash::open_in(&txn, false)?;
+            let mut sets = ShingleWriter::new(&txn, info)?;
             for first in holed {
                 let Some(b) = pages.take(first)? else { continue };
                 let bytes = b.finish();
@@ -110,12 +114,21 @@ impl Store {
                         summary.rows_purged += 1;
                         continue;
                     }
+                    // A moved row keeps its content hash under its new row id.
+                    if let Some(t) = &mut hashes
+                        && let Some(h) = content_hash::take(t, info.def.id, old_row)?
+                    {
+                        content_hash::put(t, info.def.id, state.next_row, h)?;
+                    }
                     let key = view.key(i);
                     let new_row = state.next_row;
                     let sketch = decode(info, &view, first, i)?;
                     pages.append(new_row, key, &sketch)?;
                     hook.removed(old_row, &sketch)?;
                     hook.added(new_row, &sketch)?;
+                    if let Some(sets) = sets.as_mut() {
+                        sets.move_row(old_row, new_row)?;
+                    }
                     let old =
                         keys.insert((id, key), new_row).map_err(StorageError::backend("move key"))?.map(|g| g.value());
                     if old != Some(old_row) {

@@ -167,6 +167,17 @@ pub enum StorageError {
         /// The key, rendered (UTF-8 text quoted, other bytes in hex).
         key: String,
     },
+    /// A record written to a collection that keeps exact shingle sets without its set (a
+    /// bare sketch): such collections take text or tokens.
+    #[error(
+        "collection `{collection}` keeps exact shingles: key {key} was written as a bare sketch; write its text or tokens"
+    )]
+    ShinglesRequired {
+        /// The collection.
+        collection: String,
+        /// The key, rendered (UTF-8 text quoted, other bytes in hex).
+        key: String,
+    },
     /// A sketch whose parameters differ from the collection's (wrong width, kind, seed...).
     #[error("sketch does not fit collection `{collection}`: {source}")]
     Incompatible {

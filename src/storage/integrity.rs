@@ -156,6 +156,8 @@ impl Store {
         let state = snap.state(info)?;
         let mut live_rows = 0u64;
         let mut damaged = 0u64;
+        // Live rows and their stored cardinalities, for the shingle table's check.
+        let mut cards: Vec<(u64, Option<u64>)> = Vec::new();
         let (mut deleted, mut prev_end) = (0u64, 0u64);
         let id = info.def.id;
         // One snapshot for state, pages and keys: a commit in between cannot fake a problem.
@@ -197,6 +199,9 @@ impl Store {
                     continue;
                 }
                 live_rows += 1;
+                if info.shingles {
+                    cards.push((row, view.cardinality(i)));
+                }
                 if let Err(e) = decode_row(&view, i, &info.def.params) {
                     ctx.problem(Some(page), Some(row), format!("row does not decode: {e}"));
                 }
@@ -237,6 +242,9 @@ impl Store {
         if state.deleted != deleted {
             ctx.problem(None, None, format!("state says {} deleted rows, pages hold {deleted}", state.deleted));
         }
+        if info.shingles {
+            verify_shingles(&snap, &cards, ctx, info)?;
+        }
         Ok(())
     }
 
@@ -269,4 +277,39 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// A collection that keeps shingles has exactly one decodable set per live row (`cards`,
+/// ascending), and a set's size equals the cardinality its signature stores.
+fn verify_shingles(
+    snap: &super::reader::ReadSnapshot,
+    cards: &[(u64, Option<u64>)],
+    ctx: &mut Ctx<'_>,
+    info: &CollectionInfo,
+) -> Result<(), StorageError> {
+    let mut next = 0usize;
+    snap.for_each_shingle_entry(info, |row, bytes| {
+        while next < cards.len() && cards[next].0 < row {
+            ctx.problem(None, Some(cards[next].0), "live row has no entry in sketchdb.shingles");
+            next += 1;
+        }
+        if next == cards.len() || cards[next].0 != row {
+            ctx.problem(None, Some(row), "sketchdb.shingles has an entry for a row that is not live");
+            return Ok(());
+        }
+        match crate::codec::shingles::decode_shingles(bytes) {
+            Err(e) => ctx.problem(None, Some(row), format!("shingle set does not decode: {e}")),
+            Ok(set) => {
+                if let Some(card) = cards[next].1.filter(|&c| c != set.len() as u64) {
+                    ctx.problem(None, Some(row), format!("shingle set has {} hashes, the signature says {card}", set.len()));
+                }
+            }
+        }
+        next += 1;
+        Ok(())
+    })?;
+    for &(row, _) in &cards[next..] {
+        ctx.problem(None, Some(row), "live row has no entry in sketchdb.shingles");
+    }
+    Ok(())
 }

@@ -52,7 +52,7 @@ pub(crate) fn append_new_keys(
     let mut late: Vec<(&[u8], usize, Option<u64>)> = Vec::new();
     for (i, op) in ops.iter().enumerate() {
         let key = match *op {
-            WriteOp::Insert(k, _) | WriteOp::Upsert(k, _) => {
+            WriteOp::Insert(k, _, _) | WriteOp::Upsert(k, _, _) => {
                 row += 1;
                 (k, Some(row - 1))
             }

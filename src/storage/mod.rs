@@ -9,7 +9,9 @@
 //! * [`reader`]: read snapshots: gets and page scans.
 //! * [`rules`]: what a write is made of, and the key check and error builders reads and
 //!   writes share.
+//! * [`shingles`]: the exact shingle sets of collections that keep them.
 //! * [`compact`]: page compaction and redb file compaction.
+//! * [`content_hash`]: the source-content hash kept per row written with one (sync).
 //! * [`index_tables`]: typed handles on the index's tables, the index layer's only access
 //!   to the engine ([`index_tables::IndexTxn`] is the write transaction its hook receives).
 //! * [`busy`]: waiting for a file another handle holds, and naming the holder.
@@ -24,6 +26,7 @@ pub(crate) mod backend;
 pub(crate) mod busy;
 pub(crate) mod catalog;
 pub(crate) mod compact;
+pub(crate) mod content_hash;
 pub(crate) mod costs;
 pub(crate) mod error;
 pub(crate) mod hook;
@@ -32,6 +35,7 @@ pub(crate) mod integrity;
 pub(crate) mod key_append;
 pub(crate) mod reader;
 pub(crate) mod rules;
+pub(crate) mod shingles;
 pub(crate) mod store;
 pub(crate) mod tables;
 pub(crate) mod truncation;

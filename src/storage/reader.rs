@@ -13,7 +13,8 @@ use super::index_tables::{BucketKey, BytesView, GroupKey, RowKey, RowsView, RunK
 use super::rules::{check_key, corrupt_page, inconsistent};
 use super::store::{LayerState, layer_state};
 use super::tables::{
-    COLLECTION_STATE, INDEX_DEFS, KEYS, LSH_BUCKETS, LSH_DEAD, LSH_GROUPS_V1, LSH_ROWS, PAGES, SIMHASH_BUCKETS,
+    COLLECTION_STATE, CONTENT_HASHES, INDEX_DEFS, KEYS, LSH_BUCKETS, LSH_DEAD, LSH_GROUPS_V1, LSH_ROWS, PAGES,
+    SIMHASH_BUCKETS,
 };
 use crate::codec::meta::CollectionState;
 use crate::codec::page::PageView;
@@ -94,6 +95,15 @@ impl ReadSnapshot {
             check_key(info, key)?;
             let Some(keys) = open(&self.txn, KEYS)? else { return Ok(None) };
             Ok(keys.get((info.def.id, key)).map_err(StorageError::backend("read key"))?.map(|g| g.value()))
+        })
+    }
+
+    /// The content hash stored with `row` of collection `id`, if it was written with one
+    /// (`sketchdb.content_hashes`, see `content_hash.rs`).
+    pub(crate) fn content_hash(&self, id: u32, row: u64) -> Result<Option<u128>, StorageError> {
+        contain("read content hash", || {
+            let Some(t) = open(&self.txn, CONTENT_HASHES)? else { return Ok(None) };
+            Ok(t.get((id, row)).map_err(StorageError::backend("read content hash"))?.map(|g| g.value()))
         })
     }
 

@@ -10,10 +10,10 @@ use crate::sketch::sketcher::Sketch;
 /// One write of a batch.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum WriteOp<'a> {
-    /// Insert; the key must be absent.
-    Insert(&'a [u8], &'a Sketch),
-    /// Insert or replace.
-    Upsert(&'a [u8], &'a Sketch),
+    /// Insert; the key must be absent. With the source content's hash, if any.
+    Insert(&'a [u8], &'a Sketch, Option<u128>),
+    /// Insert or replace. With the source content's hash, if any.
+    Upsert(&'a [u8], &'a Sketch, Option<u128>),
     /// Delete if present.
     Delete(&'a [u8]),
 }

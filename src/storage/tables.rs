@@ -19,6 +19,21 @@ pub(crate) const KEYS: TableDefinition<(u32, &[u8]), u64> = TableDefinition::new
 /// `(u32, u64) -> &[u8]`: (collection id, first row id of the page) -> columnar page.
 pub(crate) const PAGES: TableDefinition<(u32, u64), &[u8]> = TableDefinition::new("sketchdb.pages");
 
+/// `(u32, u64) -> u128`: (collection id, row id) -> xxh3-128 content hash of the source the
+/// row was sketched from, for rows written with one (`Batch::insert_with_hash`). Created by
+/// the first such write; entries of removed rows are dropped with them.
+pub(crate) const CONTENT_HASHES: TableDefinition<(u32, u64), u128> = TableDefinition::new("sketchdb.content_hashes");
+pub(crate) const CONTENT_HASHES_NAME: &str = "sketchdb.content_hashes";
+/// `(u32, u64) -> &[u8]`: (collection id, row id) -> the row's exact shingle set (layout in
+/// `codec::shingles`), for collections that keep shingles; row `u64::MAX` is the collection's
+/// marker (one byte, the layout version). See `storage::shingles`.
+pub(crate) const SHINGLES: TableDefinition<(u32, u64), &[u8]> = TableDefinition::new("sketchdb.shingles");
+pub(crate) const SHINGLES_NAME: &str = "sketchdb.shingles";
+/// The row id of a collection's marker entry in [`SHINGLES`].
+pub(crate) const SHINGLES_MARKER_ROW: u64 = u64::MAX;
+/// The layout version a marker holds (the only one this build reads and writes).
+pub(crate) const SHINGLES_LAYOUT: u8 = 1;
+
 // ---- Index tables (storage-format.md, "Index tables"). Written by `crate::index`. ----
 
 /// `u32 -> &[u8]`: collection id -> index definition envelope (record kind 5): the index

@@ -18,11 +18,13 @@ use std::collections::BTreeMap;
 use redb::{ReadableTable, Table, WriteTransaction};
 
 use super::catalog::{CollectionInfo, page_fits, read_state};
+use super::content_hash;
 use super::error::{StorageError, contain, panic_message, show_key};
 use super::hook::IndexHook;
 use super::index_tables::IndexTxn;
 use super::key_append::{KeysTable, append_new_keys};
 use super::rules::{WriteOp, check_key, corrupt_page, inconsistent};
+use super::shingles::ShingleWriter;
 use super::tables::{COLLECTION_STATE, COLLECTION_STATE_NAME, KEYS, PAGES};
 use crate::codec::meta::CollectionState;
 use crate::codec::page::{PageBuilder, PageView};
@@ -234,7 +236,20 @@ impl super::store::Store {
         ops: impl IntoIterator<Item = WriteOp<'a>>,
         hook: &mut H,
     ) -> Result<WriteSummary, H::Error> {
-        contain("write", || self.apply_unguarded(info, ops, hook))
+        contain("write", || self.apply_unguarded(info, ops, &[], hook))
+    }
+
+    /// [`Self::apply`] with each insert's or upsert's exact shingle set: `shingles[i]` belongs
+    /// to the i-th op (strictly ascending hashes). A collection that keeps shingles refuses a
+    /// write without one ([`StorageError::ShinglesRequired`]); other collections ignore them.
+    pub(crate) fn apply_with_shingles<'a, H: IndexHook + ?Sized>(
+        &self,
+        info: &CollectionInfo,
+        ops: impl IntoIterator<Item = WriteOp<'a>>,
+        shingles: &[Option<&[u64]>],
+        hook: &mut H,
+    ) -> Result<WriteSummary, H::Error> {
+        contain("write", || self.apply_unguarded(info, ops, shingles, hook))
     }
 
     /// The body of [`Self::apply`], run inside [`contain`] (redb panics become errors).
@@ -242,6 +257,7 @@ impl super::store::Store {
         &self,
         info: &CollectionInfo,
         ops: impl IntoIterator<Item = WriteOp<'a>>,
+        shingles: &[Option<&[u64]>],
         hook: &mut H,
     ) -> Result<WriteSummary, H::Error> {
         let txn = self.begin_write("write records")?;
@@ -252,14 +268,14 @@ impl super::store::Store {
         let sketches: Vec<&Sketch> = ops
             .iter()
             .filter_map(|op| match op {
-                WriteOp::Insert(_, s) | WriteOp::Upsert(_, s) => Some(*s),
+                WriteOp::Insert(_, s, _) | WriteOp::Upsert(_, s, _) => Some(*s),
                 WriteOp::Delete(_) => None,
             })
             .collect();
         std::thread::scope(|scope| {
             // The hook's job runs beside the record writes; an early error waits for it.
             let job = hook.prepare(&sketches, state.next_row).map(|job| scope.spawn(job));
-            self.write_ops(&txn, info, ops, &mut state, &mut summary, hook)?;
+            self.write_ops(&txn, info, ops, shingles, &mut state, &mut summary, hook)?;
             match job.map(|j| j.join()) {
                 None => Ok(()),
                 Some(Ok(result)) => hook.prepared(result, info),
@@ -276,13 +292,16 @@ impl super::store::Store {
         Ok(summary)
     }
 
-    /// Stores the records of `ops` and their keys, in order, telling `hook` of every row
-    /// added and removed; updates `state` and `summary`.
+    /// Stores the records of `ops` and their keys (and shingle sets, for a collection that
+    /// keeps them), in order, telling `hook` of every row added and removed; updates `state`
+    /// and `summary`.
+    #[allow(clippy::too_many_arguments)]
     fn write_ops<H: IndexHook + ?Sized>(
         &self,
         txn: &WriteTransaction,
         info: &CollectionInfo,
         ops: Vec<WriteOp<'_>>,
+        shingles: &[Option<&[u64]>],
         state: &mut CollectionState,
         summary: &mut WriteSummary,
         hook: &mut H,
@@ -291,10 +310,17 @@ impl super::store::Store {
         let mut keys: KeysTable<'_> = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
         let appended = append_new_keys(&mut keys, info, &ops, state.next_row)?;
         let mut pages = PageCache::new(txn, info)?;
+        // Content hashes: the table is opened when an op carries a hash, or when a row may
+        // end and the file has the table (its entry goes with it); never created otherwise.
+        let carries =
+            ops.iter().any(|op| matches!(op, WriteOp::Insert(_, _, Some(_)) | WriteOp::Upsert(_, _, Some(_))));
+        let ends_rows = ops.iter().any(|op| !matches!(op, WriteOp::Insert(..)));
+        let mut hashes = if carries || ends_rows { content_hash::open_in(txn, carries)? } else { None };
+        let mut sets = ShingleWriter::new(txn, info)?;
         let params = &info.def.params;
-        for (op, appended) in ops.into_iter().zip(appended) {
+        for (i, (op, appended)) in ops.into_iter().zip(appended).enumerate() {
             match op {
-                WriteOp::Insert(key, sketch) | WriteOp::Upsert(key, sketch) => {
+                WriteOp::Insert(key, sketch, hash) | WriteOp::Upsert(key, sketch, hash) => {
                     check_key(info, key)?;
                     params
                         .check_compatible(sketch.params())
@@ -316,6 +342,12 @@ impl super::store::Store {
                         }
                         let gone = pages.delete(old_row, key)?;
                         hook.removed(old_row, &gone)?;
+                        if let Some(t) = &mut hashes {
+                            content_hash::take(t, info.def.id, old_row)?;
+                        }
+                        if let Some(sets) = sets.as_mut() {
+                            sets.remove(old_row)?;
+                        }
                         summary.replaced += 1;
                         state.deleted += 1;
                     } else {
@@ -323,6 +355,15 @@ impl super::store::Store {
                         state.live += 1;
                     }
                     pages.append(row, key, sketch)?;
+                    if let (Some(t), Some(h)) = (&mut hashes, hash) {
+                        content_hash::put(t, info.def.id, row, h)?;
+                    }
+                    if let Some(sets) = sets.as_mut() {
+                        let set = shingles.get(i).copied().flatten().ok_or_else(|| {
+                            StorageError::ShinglesRequired { collection: info.def.name.clone(), key: show_key(key) }
+                        })?;
+                        sets.put(row, set)?;
+                    }
                     hook.added(row, sketch)?;
                     state.next_row += 1;
                     summary.new_rows += 1;
@@ -335,6 +376,12 @@ impl super::store::Store {
                         Some(old_row) => {
                             let gone = pages.delete(old_row, key)?;
                             hook.removed(old_row, &gone)?;
+                            if let Some(t) = &mut hashes {
+                                content_hash::take(t, info.def.id, old_row)?;
+                            }
+                            if let Some(sets) = sets.as_mut() {
+                                sets.remove(old_row)?;
+                            }
                             summary.deleted += 1;
                             state.live = state.live.saturating_sub(1);
                             state.deleted += 1;

@@ -160,6 +160,7 @@ fn storage_kind(e: &StorageError) -> ErrorKind {
         | StorageError::EmptyKey { .. }
         | StorageError::KeyTooLong { .. }
         | StorageError::DuplicateKey { .. }
+        | StorageError::ShinglesRequired { .. }
         | StorageError::Incompatible { .. } => ErrorKind::BadInput,
         StorageError::AlreadyExists { .. } | StorageError::CollectionExists { .. } => ErrorKind::Runtime,
         _ if e.is_corruption() => ErrorKind::Corrupt,

@@ -1,38 +1,26 @@
-//! Reading the shell's inputs: JSONL records, u64 fingerprint files and text directories.
-//! Every malformed record is reported with its file and line number, and every record read
-//! carries its [`Origin`] so later errors about it can say where it came from.
+//! The benchmarks' inputs: `{"key", "tokens" | "text" | "simhash"}` JSON lines read strictly
+//! (the first malformed record is an error naming its file and line) and raw u64 fingerprint
+//! files. Corpora for `ingest` are read through `sketchdb::io` instead (`crate::load`).
 
 use std::fmt;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use serde::Deserialize;
-use sketchdb::recipes::Content;
 
 use crate::error::CliError;
 
 /// One ingestable record, whatever the input format.
 #[derive(Debug, Clone)]
 pub enum Payload {
-    /// Text to tokenize with the collection's tokenizer.
-    Text(String),
+    /// Text (the benchmarks read token sets only).
+    Text,
     /// Pre-hashed tokens (a set).
     Tokens(Vec<u64>),
-    /// A SimHash fingerprint given directly.
-    Fingerprint(u128),
-}
-
-impl Payload {
-    /// The payload as the library's record content, to sketch for a collection.
-    pub fn content(&self) -> Content<'_> {
-        match self {
-            Payload::Text(t) => Content::Text(t),
-            Payload::Tokens(t) => Content::Tokens(t),
-            Payload::Fingerprint(v) => Content::Fingerprint(*v),
-        }
-    }
+    /// A SimHash fingerprint (the benchmarks read these from u64 files).
+    Fingerprint,
 }
 
 /// Where a record came from: `path:line` for a line of a JSONL file, the path alone for a
@@ -41,13 +29,6 @@ impl Payload {
 pub struct Origin {
     path: Arc<Path>,
     line: Option<usize>,
-}
-
-impl Origin {
-    /// A whole file.
-    pub fn file(path: impl Into<Arc<Path>>) -> Self {
-        Origin { path: path.into(), line: None }
-    }
 }
 
 impl fmt::Display for Origin {
@@ -97,7 +78,6 @@ pub struct JsonlReader {
     path: Arc<Path>,
     reader: BufReader<Box<dyn Read>>,
     line_no: usize,
-    bytes: u64,
     done: bool,
 }
 
@@ -108,18 +88,7 @@ impl JsonlReader {
         } else {
             Box::new(File::open(path).map_err(|e| CliError::io(path, e))?)
         };
-        Ok(JsonlReader {
-            path: path.into(),
-            reader: BufReader::with_capacity(1 << 20, file),
-            line_no: 0,
-            bytes: 0,
-            done: false,
-        })
-    }
-
-    /// Bytes consumed so far (for progress).
-    pub fn bytes_read(&self) -> u64 {
-        self.bytes
+        Ok(JsonlReader { path: path.into(), reader: BufReader::with_capacity(1 << 20, file), line_no: 0, done: false })
     }
 
     fn bad(&self, msg: impl std::fmt::Display) -> CliError {
@@ -153,7 +122,6 @@ impl Iterator for JsonlReader {
                 self.done = true;
                 return Some(Err(self.bad(format!("line longer than {} MiB", MAX_LINE_BYTES >> 20))));
             }
-            self.bytes += buf.len() as u64;
             if buf.last() == Some(&b'\n') {
                 buf.pop();
             }
@@ -169,10 +137,10 @@ impl Iterator for JsonlReader {
                 Err(e) => return Some(Err(self.bad(format!("malformed JSON record: {e}")))),
             };
             let payload = match (rec.text, rec.tokens, rec.simhash) {
-                (Some(t), None, None) => Payload::Text(t),
+                (Some(_), None, None) => Payload::Text,
                 (None, Some(t), None) => Payload::Tokens(t),
                 (None, None, Some(h)) => match parse_hex_fingerprint(&h) {
-                    Ok(v) => Payload::Fingerprint(v),
+                    Ok(_) => Payload::Fingerprint,
                     Err(e) => return Some(Err(self.bad(format!("field `simhash`: {e}")))),
                 },
                 _ => {
@@ -196,52 +164,4 @@ pub fn read_u64_file(path: &Path) -> Result<Vec<u64>, CliError> {
         )));
     }
     Ok(bytes.chunks_exact(8).map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])).collect())
-}
-
-/// Every regular file under `dir` (recursively), sorted, keyed by its path relative to `dir`.
-pub fn text_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, CliError> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let entries = std::fs::read_dir(&d).map_err(|e| CliError::io(&d, e))?;
-        for entry in entries {
-            let path = entry.map_err(|e| CliError::io(&d, e))?.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.is_file() {
-                let key = path.strip_prefix(dir).unwrap_or(&path).to_string_lossy().replace('\\', "/");
-                out.push((key, path));
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
-/// The fingerprints of a u64 file as records keyed by their row index ("0", "1", ...).
-pub fn fingerprint_records(path: &Path) -> Result<impl ExactSizeIterator<Item = InputRecord>, CliError> {
-    let fps = read_u64_file(path)?;
-    let path: Arc<Path> = path.into();
-    Ok(fps.into_iter().enumerate().map(move |(i, fp)| InputRecord {
-        key: i.to_string(),
-        payload: Payload::Fingerprint(u128::from(fp)),
-        origin: Origin::file(Arc::clone(&path)),
-    }))
-}
-
-/// A text file as one record under `key`.
-pub fn text_record(key: String, path: &Path) -> Result<InputRecord, CliError> {
-    Ok(InputRecord { key, payload: Payload::Text(read_text(path)?), origin: Origin::file(path) })
-}
-
-/// Reads a text file, naming the file when it is not UTF-8.
-fn read_text(path: &Path) -> Result<String, CliError> {
-    let bytes = std::fs::read(path).map_err(|e| CliError::io(path, e))?;
-    String::from_utf8(bytes).map_err(|e| {
-        CliError::Input(format!(
-            "{}: not valid UTF-8 (first bad byte at offset {})",
-            path.display(),
-            e.utf8_error().valid_up_to()
-        ))
-    })
 }

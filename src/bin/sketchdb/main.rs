@@ -13,6 +13,7 @@ mod cmd;
 mod error;
 mod export_header;
 mod input;
+mod load;
 mod output;
 mod panic;
 mod session;
@@ -22,7 +23,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
-use cmd::{admin, bounds, dedup, delete, ingest, query, shell, transfer};
+use cmd::{admin, bounds, dedup, delete, ingest, query, recipes, shell, transfer};
 use error::{CliError, EXIT_CODES_HELP};
 use output::outln;
 use session::Session;
@@ -153,6 +154,11 @@ enum Command {
     Calibrate,
     /// Expected LSH false positives/negatives and estimator error for a configuration.
     Bounds(bounds::BoundsArgs),
+    /// The named text recipes (`create --recipe NAME`) and their steps.
+    Recipes {
+        /// Show only this recipe.
+        name: Option<String>,
+    },
     /// Run a shared benchmark workload; prints JSON result lines.
     Bench {
         #[command(subcommand)]
@@ -191,6 +197,7 @@ fn dispatch(session: &mut Session, command: &Command, json_out: bool) -> Result<
         Command::Import(args) => transfer::import(session, args),
         Command::Calibrate => admin::calibrate(session, json_out),
         Command::Bounds(args) => bounds::bounds(args, json_out),
+        Command::Recipes { name } => recipes::recipes(name.as_deref(), json_out),
         Command::Bench { workload } => bench::run(workload),
     }
 }

@@ -5,6 +5,7 @@
 mod create;
 mod data;
 mod dedup;
+mod docs;
 mod hamming;
 mod lsh;
 mod report;
@@ -103,6 +104,65 @@ pub enum Workload {
         #[arg(long)]
         index: bool,
     },
+    /// Raw documents (`docs-<n>.jsonl`, `.jsonl.gz` or `.parquet`) to near-duplicate clusters,
+    /// per configuration and threshold, with pair recall and precision against the truth file.
+    DedupDocs {
+        #[command(flatten)]
+        docs: DocsArgs,
+        /// Also measure with an LSH index for each threshold (built after loading); `only`
+        /// measures only with it.
+        #[arg(long, default_value = "both")]
+        index: String,
+        /// Clusterings to measure: components, representative (star clusters that do not
+        /// chain), or both.
+        #[arg(long, value_delimiter = ',', default_value = "components")]
+        clustering: Vec<String>,
+    },
+    /// Threshold queries from the planted-family documents of a docs file, through an LSH
+    /// index for the threshold and exactly over the stored sketches, with recall and
+    /// precision against the truth file.
+    SearchDocs {
+        #[command(flatten)]
+        docs: DocsArgs,
+        /// Query documents (the first N family members by number).
+        #[arg(long, default_value_t = 2000)]
+        queries: usize,
+    },
+}
+
+/// The inputs and configurations of the documents workloads.
+#[derive(clap::Args, Debug)]
+pub struct DocsArgs {
+    /// The documents file (../shared/bench `docs-<n>.jsonl`, `.jsonl.gz` or `.parquet`).
+    #[arg(long)]
+    docs: PathBuf,
+    /// Its truth file (default: `docs-<n>.truth.jsonl` beside it).
+    #[arg(long)]
+    truth: Option<PathBuf>,
+    /// Thresholds to measure.
+    #[arg(long, value_delimiter = ',', default_value = "0.5,0.7,0.8,0.9")]
+    thresholds: Vec<f64>,
+    /// Configurations: `default`, `all`, or a list like `minhash128,bbit512x8,oph1024x4`
+    /// (kind, slots, `x` bits per value).
+    #[arg(long, value_delimiter = ',', default_value = "default")]
+    configs: Vec<String>,
+    /// Read only the first N lines.
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Keep each document's exact shingle set (results re-ranked by exact Jaccard).
+    #[arg(long)]
+    exact_shingles: bool,
+}
+
+impl DocsArgs {
+    fn truth(&self) -> PathBuf {
+        self.truth.clone().unwrap_or_else(|| docs::truth_beside(&self.docs))
+    }
+
+    fn configs(&self) -> Result<Vec<docs::DocsConfig>, CliError> {
+        let names = self.configs.iter().flat_map(|c| if c == "all" { docs::ALL_CONFIGS.split(',').collect() } else { vec![c.as_str()] });
+        names.map(docs::parse_config).collect()
+    }
 }
 
 /// Runs one workload.
@@ -127,6 +187,37 @@ pub fn run(w: &Workload) -> Result<(), CliError> {
         }
         Workload::Dedup { sets, threshold, limit, kind, index } => {
             dedup::dedup(sets, *threshold, *limit, kind, *index, &run)
+        }
+        Workload::DedupDocs { docs: a, index, clustering } => {
+            let clusterings = clustering
+                .iter()
+                .map(|c| {
+                    sketchdb::Clustering::from_name(c)
+                        .ok_or_else(|| CliError::Usage(format!("--clustering `{c}`: components or representative")))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let indexes: &[bool] = match index.as_str() {
+                "both" => &[false, true],
+                "none" => &[false],
+                "only" => &[true],
+                other => return Err(CliError::Usage(format!("--index `{other}`: both, none or only"))),
+            };
+            let configs = a.configs()?;
+            docs::dedup_docs(
+                &a.docs,
+                &a.truth(),
+                &a.thresholds,
+                &configs,
+                indexes,
+                &clusterings,
+                a.exact_shingles,
+                a.limit,
+                &run,
+            )
+        }
+        Workload::SearchDocs { docs: a, queries } => {
+            let configs = a.configs()?;
+            docs::search_docs(&a.docs, &a.truth(), &a.thresholds, &configs, *queries, a.exact_shingles, a.limit, &run)
         }
     }
 }

@@ -4,7 +4,7 @@
 use clap::Args;
 use serde_json::json;
 use sketchdb::recipes::{DEFAULT_SLOTS, default_params};
-use sketchdb::{CollectionConfig, IndexConfig, IndexSummary, SketchKind, Tokenizer};
+use sketchdb::{CollectionConfig, HashFamily, IndexConfig, IndexSummary, Recipe, SketchKind, SketchParams, Tokenizer};
 
 use crate::error::CliError;
 use crate::output::{outln, summary, table};
@@ -18,9 +18,9 @@ pub struct CreateArgs {
     /// Sketch kind: minhash, bbit, oph or simhash.
     #[arg(long, default_value = "minhash")]
     pub kind: String,
-    /// Permutations (minhash, bbit) or bins (oph).
-    #[arg(long, default_value_t = DEFAULT_SLOTS)]
-    pub k: u32,
+    /// Permutations (minhash, bbit) or bins (oph) [default: 128, or a compatibility recipe's own].
+    #[arg(long)]
+    pub k: Option<u32>,
     /// Bits per value: minhash 32|64, bbit b in 1|2|4|8|16|32, oph 8|16|32, simhash 64|128.
     #[arg(long)]
     pub bits: Option<u8>,
@@ -36,6 +36,13 @@ pub struct CreateArgs {
     /// Seed of the xxh3-64 token hash.
     #[arg(long, default_value_t = sketchdb::recipes::DEFAULT_TOKEN_SEED)]
     pub token_seed: u64,
+    /// A named text recipe (`sketchdb recipes` lists them); a compatibility recipe also fixes
+    /// the hash family and seed (MinHash).
+    #[arg(long, conflicts_with_all = ["shingle", "ngram"])]
+    pub recipe: Option<String>,
+    /// Hash family: mix-multiply-shift (sketchdb's own), or charikar for the textbook SimHash.
+    #[arg(long)]
+    pub family: Option<String>,
     #[command(flatten)]
     pub index: IndexArgs,
 }
@@ -86,12 +93,37 @@ impl CreateArgs {
         let kind = SketchKind::from_name(&self.kind).ok_or_else(|| {
             CliError::Usage(format!("unknown sketch kind `{}` (expected minhash, bbit, oph or simhash)", self.kind))
         })?;
-        let params = default_params(kind, self.k, self.bits, self.seed)?;
+        let mut params = default_params(kind, self.k.unwrap_or(DEFAULT_SLOTS), self.bits, self.seed)?;
+        match self.family.as_deref().map(|f| (f, HashFamily::from_name(f))) {
+            None | Some((_, Some(HashFamily::MixMultiplyShift))) => {}
+            Some((_, Some(HashFamily::Charikar))) if kind == SketchKind::SimHash && self.bits.unwrap_or(64) == 64 => {
+                params = SketchParams::simhash_charikar()?;
+            }
+            Some((f, _)) => {
+                return Err(CliError::Usage(format!(
+                    "--family {f}: expected mix-multiply-shift, or charikar with --kind simhash (64 bits); \
+                     compatibility families come with --recipe"
+                )));
+            }
+        }
         let tokenizer = match (self.shingle, self.ngram) {
             (_, Some(n)) => Tokenizer::char_ngrams(n, self.token_seed)?,
             (w, None) => Tokenizer::shingles(w.unwrap_or(sketchdb::recipes::DEFAULT_SHINGLE_WORDS), self.token_seed)?,
         };
-        let config = CollectionConfig::new(params).with_tokenizer(tokenizer);
+        let mut config = CollectionConfig::new(params).with_tokenizer(tokenizer);
+        if let Some(name) = &self.recipe {
+            let recipe = Recipe::preset(name)?;
+            config = config.with_recipe(recipe);
+            if let Some(compat) = recipe.compat_params(self.k)? {
+                if kind != SketchKind::MinHash || self.family.is_some() || self.bits.is_some_and(|b| b != 32) {
+                    return Err(CliError::Usage(format!(
+                        "--recipe {name} reproduces {}'s 32-bit MinHash: it takes no --kind, --bits or --family",
+                        compat.family()
+                    )));
+                }
+                config.params = compat;
+            }
+        }
         Ok(match self.index.config() {
             Some(index) => config.with_index(index),
             None => config,
@@ -143,11 +175,13 @@ pub fn create(session: &mut Session, args: &CreateArgs) -> Result<(), CliError> 
     Ok(())
 }
 
-fn tokenizer_text(t: &Tokenizer) -> String {
+fn tokenizer_text(config: &CollectionConfig) -> String {
+    let t = &config.tokenizer;
+    let recipe = config.recipe().name();
     match t.kind() {
-        sketchdb::TokenizerKind::Shingles { w } => format!("{w}-word shingles, seed {}", t.seed()),
-        sketchdb::TokenizerKind::CharNgrams { n } => format!("{n}-char n-grams, seed {}", t.seed()),
-        _ => format!("{:?}", t.kind()),
+        sketchdb::TokenizerKind::Shingles { w } => format!("{w}-word shingles, seed {} (recipe {recipe})", t.seed()),
+        sketchdb::TokenizerKind::CharNgrams { n } => format!("{n}-char n-grams, seed {} (recipe {recipe})", t.seed()),
+        _ => format!("recipe {recipe}"),
     }
 }
 
@@ -159,7 +193,7 @@ pub fn list(session: &mut Session, json_out: bool) -> Result<(), CliError> {
             outln!(
                 "{}",
                 json!({"collection": c.name(), "name": c.name(), "sketch": c.params().to_string(), "records": s.live,
-                       "tokenizer": tokenizer_text(&c.config().tokenizer)})
+                       "tokenizer": tokenizer_text(c.config())})
             )?;
         }
         return Ok(());
@@ -170,7 +204,7 @@ pub fn list(session: &mut Session, json_out: bool) -> Result<(), CliError> {
         rows.push(vec![
             c.name().to_string(),
             c.params().to_string(),
-            tokenizer_text(&c.config().tokenizer),
+            tokenizer_text(c.config()),
             s.live.to_string(),
         ]);
     }

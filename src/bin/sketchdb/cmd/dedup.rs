@@ -7,10 +7,10 @@ use clap::{Args, ValueEnum};
 use serde_json::json;
 use sketchdb::QueryKind;
 
-use super::ingest::{DEFAULT_BATCH, Format, IngestArgs, ingest};
+use super::ingest::{IngestArgs, ingest};
 use super::query::{Ask, Resolved, explain_json, resolve};
 use crate::error::CliError;
-use crate::output::{csv_field, outln, short_list, summary, table, write_out};
+use crate::output::{csv_field, note, outln, short_list, summary, table, write_out};
 use crate::session::Session;
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,22 +70,29 @@ pub struct DedupArgs {
     pub explain: bool,
 }
 
+/// The collection a folder is ingested into: its canonical path, so two folders with the same
+/// name never share one (a path over the 255-byte name limit keeps its last 200 bytes after
+/// a hash of the whole).
+pub fn folder_collection(path: &Path) -> Result<String, CliError> {
+    let canon = path.canonicalize().map_err(|e| CliError::io(path, e))?;
+    let full = canon.to_string_lossy().into_owned();
+    if full.len() <= sketchdb::recipes::MAX_COLLECTION_NAME_LEN {
+        return Ok(full);
+    }
+    let mut cut = full.len() - 200;
+    while !full.is_char_boundary(cut) {
+        cut += 1;
+    }
+    Ok(format!("{:016x}...{}", xxhash_rust::xxh3::xxh3_64(full.as_bytes()), &full[cut..]))
+}
+
 pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<(), CliError> {
     let start = std::time::Instant::now();
     let path = Path::new(&args.target);
     let name = if path.is_dir() {
-        let name = path
-            .canonicalize()
-            .ok()
-            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .unwrap_or_else(|| "docs".into());
-        let args = IngestArgs {
-            collection: name.clone(),
-            inputs: vec![path.to_path_buf()],
-            format: Format::Text,
-            batch: DEFAULT_BATCH,
-        };
-        ingest(session, &args)?;
+        let name = folder_collection(path)?;
+        note(&format!("sketchdb: folder {} -> collection `{name}` in {}", path.display(), session.path().display()));
+        ingest(session, &IngestArgs::folder(name.clone(), path.to_path_buf()))?;
         name
     } else {
         args.target.clone()

@@ -1,48 +1,71 @@
-//! `ingest`: text directories, JSONL records and raw u64 fingerprint files, in batched
-//! transactions, with a progress bar on stderr. Keys already stored are skipped, so an
-//! interrupted ingest can simply be run again. An error about a record names where it was
-//! read (`file:line`, or the file).
+//! `ingest` and `upsert`: corpora read through `sketchdb::io` (JSONL plain/gz/zst, CSV/TSV,
+//! Parquet, folders of text files, raw u64 fingerprints, `-` for stdin), sketched on all
+//! cores and committed in input order in batched transactions.
+//!
+//! A bad record never aborts the run unless `--strict`: it is skipped, counted and reported
+//! (the first few on stderr with `file:line` and the reason, all with `--rejects FILE`). A key
+//! already stored is skipped when its record is unchanged, so an interrupted ingest can
+//! simply be run again; `upsert` replaces every stored key's record.
 
-use std::path::{Path, PathBuf};
+use std::collections::HashSet;
+use std::path::PathBuf;
 use std::time::Instant;
 
-use clap::{Args, ValueEnum};
-use indicatif::{ProgressBar, ProgressStyle};
+use clap::Args;
 use serde_json::json;
-use sketchdb::recipes::{KeyError, check_key, fingerprint_config, text_config};
-use sketchdb::{Batch, Collection, Sketch, SketchKind, Snapshot};
+use sketchdb::io::{ReadError, RecordSource, Reject, SourceRecord};
+use sketchdb::recipes::{fingerprint_config, text_config};
+use sketchdb::{Batch, Collection, SketchKind, Snapshot};
+use xxhash_rust::xxh3::xxh3_128;
 
 use crate::error::CliError;
-use crate::input::{InputRecord, JsonlReader, Origin, fingerprint_records, text_files, text_record};
+use crate::load::pipeline::{Prepared, pool, prepare};
+use crate::load::progress::{Progress, total_bytes};
+use crate::load::rejects::{Bad, RejectKind, Rejects};
+use crate::load::{ReadArgs, read_error};
 use crate::output::summary;
 use crate::session::Session;
-
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
-    /// Decide from the path: a directory is text, `.jsonl`/`.json` JSONL, `.u64` fingerprints.
-    Auto,
-    /// A directory of text files (keys are paths relative to it).
-    Text,
-    /// JSON lines: {"key","text"} or {"key","tokens":[u64..]} or {"key","simhash":"hex"}.
-    Jsonl,
-    /// Raw little-endian u64 fingerprints, no header; keys are row indexes "0", "1", ...
-    U64,
-}
 
 #[derive(Args, Debug, Clone)]
 pub struct IngestArgs {
     /// The collection (created with defaults when missing: MinHash k=128 for text and
     /// tokens, 64-bit SimHash for fingerprints).
     pub collection: String,
-    /// Input files or directories (`-` reads JSONL from stdin).
+    /// Input files or folders (`-` reads standard input).
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
-    /// Input format.
-    #[arg(long, value_enum, default_value_t = Format::Auto)]
-    pub format: Format,
     /// Records per transaction (1 to 1,000,000).
     #[arg(long, default_value_t = DEFAULT_BATCH, value_parser = batch_size())]
     pub batch: usize,
+    /// Also delete the stored keys that the inputs no longer hold (nothing is deleted when a
+    /// record was rejected, since its key may be one of them).
+    #[arg(long)]
+    pub sync: bool,
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
+
+impl IngestArgs {
+    /// A folder ingested into `collection` with the defaults, synced (`dedup DIR`).
+    pub fn folder(collection: String, path: PathBuf) -> Self {
+        IngestArgs {
+            collection,
+            inputs: vec![path],
+            batch: DEFAULT_BATCH,
+            sync: true,
+            read: ReadArgs {
+                format: crate::load::InputFormat::Text,
+                text_field: None,
+                id_field: "id".into(),
+                tokens_field: None,
+                rejects: None,
+                strict: false,
+                lossy_utf8: false,
+                follow_symlinks: false,
+                threads: None,
+            },
+        }
+    }
 }
 
 /// Records per transaction when `--batch` is not given (ingest, import, dedup of a directory).
@@ -54,93 +77,80 @@ pub fn batch_size() -> clap::builder::RangedU64ValueParser<usize> {
     clap::builder::RangedU64ValueParser::new().range(1..=1_000_000)
 }
 
-fn detect(path: &Path, format: Format) -> Format {
-    if format != Format::Auto {
-        return format;
-    }
-    if path.is_dir() {
-        return Format::Text;
-    }
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("u64") => Format::U64,
-        _ => Format::Jsonl,
-    }
-}
-
-/// A progress bar on stderr; `what` = "bytes" counts in human units (KiB, MiB, ...).
-fn progress(total: u64, what: &str) -> ProgressBar {
-    let bar = ProgressBar::new(total);
-    let counts = if what == "bytes" {
-        "{bytes}/{total_bytes} {bytes_per_sec}".to_string()
-    } else {
-        format!("{{human_pos}}/{{human_len}} {what} {{per_sec}}")
-    };
-    let style = ProgressStyle::with_template(&format!("{{spinner}} [{{bar:30}}] {counts} ETA {{eta}}"))
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> ");
-    bar.set_style(style);
-    bar
-}
-
-/// Turns a record into a sketch for `coll`.
-fn sketch_of(coll: &Collection, rec: &InputRecord) -> Result<Sketch, CliError> {
-    rec.payload.content().sketch(coll).map_err(|e| CliError::Input(format!("record `{}`: {e}", rec.key)))
+/// What a load did.
+#[derive(Default)]
+struct Counts {
+    added: u64,
+    updated: u64,
+    unchanged: u64,
+    deleted: u64,
 }
 
 struct Loader<'a> {
     coll: &'a Collection,
     snap: Snapshot,
     batch: Batch,
-    batch_size: usize,
-    /// Replace the records of keys already stored instead of skipping them.
+    /// Replace the records of every key already stored (`upsert`), not only changed ones.
     upsert: bool,
-    added: u64,
-    replaced: u64,
-    skipped: u64,
-    seen: std::collections::HashSet<String>,
+    counts: Counts,
+    /// xxh3-128 of every key read (duplicates across inputs; `--sync`).
+    seen: HashSet<u128>,
+    rejects: Rejects,
+    strict: bool,
     /// Where the first and the last record of the pending batch were read.
-    span: Option<(Origin, Origin)>,
+    span: Option<(String, String)>,
 }
 
 impl Loader<'_> {
-    /// Adds a record to the pending batch; an error about it names its origin.
-    fn push(&mut self, rec: InputRecord) -> Result<(), CliError> {
-        let sketch = match self.sketch_if_new(&rec) {
-            Ok(Some(sketch)) => sketch,
-            Ok(None) => {
-                self.skipped += 1;
-                return Ok(());
-            }
-            Err(e) => return Err(e.context(rec.origin.to_string())),
-        };
-        if self.upsert {
-            self.batch.upsert(&rec.key, sketch);
-        } else {
-            self.batch.insert(&rec.key, sketch);
-        }
-        match &mut self.span {
-            Some((_, last)) => *last = rec.origin,
-            None => self.span = Some((rec.origin.clone(), rec.origin)),
-        }
-        if self.batch.len() >= self.batch_size {
-            self.flush()?;
+    /// Reports a bad record; in strict mode it ends the load (exit 2) with nothing more
+    /// committed.
+    fn reject(&mut self, bad: &Bad<'_>) -> Result<(), CliError> {
+        self.rejects.add(bad)?;
+        if self.strict {
+            self.rejects.finish()?;
+            return Err(CliError::Input(format!(
+                "{} (--strict: stopped at the first bad record; the batches committed before it are kept)",
+                bad.line()
+            )));
         }
         Ok(())
     }
 
-    /// The record's sketch, or `None` when its key is repeated in this input or (unless
-    /// upserting) already stored, so an interrupted ingest can simply be run again.
-    fn sketch_if_new(&mut self, rec: &InputRecord) -> Result<Option<Sketch>, CliError> {
-        check_key(rec.key.as_bytes()).map_err(|e| {
-            CliError::Input(match e {
-                KeyError::Empty => "the record has an empty key".into(),
-                too_long => format!("record {too_long}"),
-            })
-        })?;
-        if (!self.upsert && self.snap.get(&rec.key)?.is_some()) || !self.seen.insert(rec.key.clone()) {
-            return Ok(None);
+    /// Sketches `records` in parallel, then writes them in input order and commits.
+    fn process(&mut self, pool: &rayon::ThreadPool, records: Vec<SourceRecord>) -> Result<(), CliError> {
+        let prepared = prepare(pool, self.coll, records);
+        for p in prepared {
+            self.push(p)?;
         }
-        sketch_of(self.coll, rec).map(Some)
+        self.flush()
+    }
+
+    fn push(&mut self, p: Prepared) -> Result<(), CliError> {
+        let Prepared { record, result } = p;
+        let origin = record.origin.to_string();
+        let (sketch, hash) = match result {
+            Ok(ok) => ok,
+            Err((kind, message)) => return self.reject(&Bad { origin, key: Some(&record.key), kind, message }),
+        };
+        if !self.seen.insert(xxh3_128(record.key.as_bytes())) {
+            let message = format!("duplicate key `{}` in this input", record.key);
+            return self.reject(&Bad { origin, key: Some(&record.key), kind: RejectKind::DuplicateKey, message });
+        }
+        match self.snap.stored_hash(&record.key)? {
+            None => self.batch.insert_with_hash(&record.key, sketch, hash),
+            // The same content as stored: nothing to write, the row id stays.
+            Some((_, Some(h))) if h == hash && !self.upsert => {
+                self.counts.unchanged += 1;
+                return Ok(());
+            }
+            // Changed, or stored without a hash (before hashes were kept): replaced.
+            Some(_) => self.batch.upsert_with_hash(&record.key, sketch, hash),
+        };
+        match &mut self.span {
+            Some((_, last)) => *last = origin,
+            None => self.span = Some((origin.clone(), origin)),
+        }
+        Ok(())
     }
 
     /// Commits the pending batch; an error names the records it held.
@@ -150,14 +160,68 @@ impl Loader<'_> {
                 .coll
                 .apply(&self.batch)
                 .map_err(|e| CliError::from(e).context(format!("the batch of records {first} to {last}")))?;
-            self.added += s.inserted;
-            self.replaced += s.replaced;
+            self.counts.added += s.inserted;
+            self.counts.updated += s.replaced;
+            self.counts.deleted += s.deleted;
             self.batch.clear();
-            self.seen.clear();
             self.snap = self.coll.snapshot()?;
         }
         Ok(())
     }
+
+    /// Deletes the stored keys no input held, in batches of `batch`.
+    fn delete_unseen(&mut self, batch: usize) -> Result<(), CliError> {
+        let snap = self.coll.snapshot()?;
+        for rec in snap.into_scan() {
+            let rec = rec?;
+            if !self.seen.contains(&xxh3_128(&rec.key)) {
+                self.batch.delete(&rec.key);
+                let key = String::from_utf8_lossy(&rec.key).into_owned();
+                match &mut self.span {
+                    Some((_, last)) => *last = format!("key `{key}`"),
+                    None => self.span = Some((format!("key `{key}`"), format!("key `{key}`"))),
+                }
+                if self.batch.len() >= batch {
+                    self.flush()?;
+                }
+            }
+        }
+        self.flush()
+    }
+}
+
+/// Items read from a source at a time (between progress updates).
+const READ_CHUNK: usize = 1024;
+
+/// Items read in one go: records and rejects in input order, and how the read ended.
+struct Chunk {
+    records: Vec<SourceRecord>,
+    rejects: Vec<Reject>,
+    /// An input that cannot be read on (not a strict-mode reject, which is in `rejects`).
+    failure: Option<ReadError>,
+    /// The source has no more items.
+    ended: bool,
+}
+
+/// Reads up to `max` items; stops early at the end, a failure or a strict-mode reject.
+fn read_chunk(source: &mut dyn RecordSource, max: usize) -> Chunk {
+    let mut chunk = Chunk { records: Vec::new(), rejects: Vec::new(), failure: None, ended: false };
+    for _ in 0..max {
+        match source.next() {
+            None => {
+                chunk.ended = true;
+                break;
+            }
+            Some(Ok(Ok(rec))) => chunk.records.push(rec),
+            Some(Ok(Err(reject))) | Some(Err(ReadError::Rejected(reject))) => chunk.rejects.push(reject),
+            Some(Err(e)) => {
+                chunk.failure = Some(e);
+                chunk.ended = true;
+                break;
+            }
+        }
+    }
+    chunk
 }
 
 pub fn ingest(session: &mut Session, args: &IngestArgs) -> Result<(), CliError> {
@@ -170,87 +234,113 @@ pub fn upsert(session: &mut Session, args: &IngestArgs) -> Result<(), CliError> 
 }
 
 fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<(), CliError> {
-    let first = detect(&args.inputs[0], args.format);
-    let default = if first == Format::U64 { fingerprint_config()? } else { text_config()? };
+    let opts = args.read.options();
+    let default = if args.read.is_u64(&args.inputs[0]) { fingerprint_config()? } else { text_config()? };
     session.create_missing = true;
     let coll = session.collection_or_create(&args.collection, default)?;
+    for input in args.inputs.iter().filter(|i| args.read.is_u64(i)) {
+        if coll.params().kind() != SketchKind::SimHash || coll.params().bits() != 64 {
+            return Err(CliError::Usage(format!(
+                "{}: u64 fingerprints need a 64-bit simhash collection, `{}` is {}",
+                input.display(),
+                coll.name(),
+                coll.params()
+            )));
+        }
+    }
+    let pool = pool(args.read.threads)?;
     let start = Instant::now();
+    let mut progress = Progress::new(total_bytes(&args.inputs));
     let mut loader = Loader {
         coll: &coll,
         snap: coll.snapshot()?,
         batch: Batch::with_capacity(args.batch),
-        batch_size: args.batch,
         upsert,
-        added: 0,
-        replaced: 0,
-        skipped: 0,
-        seen: Default::default(),
+        counts: Counts::default(),
+        seen: HashSet::new(),
+        rejects: Rejects::new(args.read.rejects.as_deref(), !args.read.strict)?,
+        strict: args.read.strict,
         span: None,
     };
+    let mut docs = 0u64;
     for input in &args.inputs {
-        match detect(input, args.format) {
-            Format::Text => {
-                let files = text_files(input)?;
-                let bar = progress(files.len() as u64, "files");
-                for (key, path) in files {
-                    loader.push(text_record(key, &path)?)?;
-                    bar.inc(1);
+        let mut source = sketchdb::io::read::open(input, &opts).map_err(read_error)?;
+        let mut pending: Vec<SourceRecord> = Vec::with_capacity(args.batch.min(1 << 16));
+        loop {
+            // Parsing runs on the pool too (a JSONL reader parses lines ahead in parallel).
+            let chunk = pool.install(|| read_chunk(&mut *source, READ_CHUNK));
+            docs += chunk.records.len() as u64;
+            for rec in chunk.records {
+                pending.push(rec);
+                if pending.len() >= args.batch {
+                    loader.process(&pool, std::mem::take(&mut pending))?;
                 }
-                bar.finish_and_clear();
             }
-            Format::Jsonl | Format::Auto => {
-                let total = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
-                let bar = progress(total, "bytes");
-                let mut reader = JsonlReader::open(input)?;
-                while let Some(rec) = reader.next() {
-                    loader.push(rec?)?;
-                    bar.set_position(reader.bytes_read());
-                }
-                bar.finish_and_clear();
+            // After the records read before them: a strict-mode reject ends its chunk, and
+            // the whole batches before it are committed, the pending one is not.
+            for reject in &chunk.rejects {
+                loader.reject(&Bad::read(reject))?;
             }
-            Format::U64 => {
-                if coll.params().kind() != SketchKind::SimHash || coll.params().bits() != 64 {
-                    return Err(CliError::Usage(format!(
-                        "{}: u64 fingerprints need a 64-bit simhash collection, `{}` is {}",
-                        input.display(),
-                        coll.name(),
-                        coll.params()
-                    )));
-                }
-                let records = fingerprint_records(input)?;
-                let bar = progress(records.len() as u64, "fingerprints");
-                for (i, rec) in records.enumerate() {
-                    loader.push(rec)?;
-                    if i % 4096 == 0 {
-                        bar.set_position(i as u64);
-                    }
-                }
-                bar.finish_and_clear();
+            progress.update(docs, source.summary().bytes_read);
+            if let Some(e) = chunk.failure {
+                // What was read whole before the failure is kept.
+                loader.process(&pool, pending)?;
+                loader.rejects.finish()?;
+                progress.finish();
+                return Err(read_error(e));
+            }
+            if chunk.ended {
+                break;
             }
         }
+        loader.process(&pool, pending)?;
+        loader.rejects.skipped(&source.summary().skipped);
+        progress.input_done(source.summary().bytes_read);
     }
-    loader.flush()?;
+    let mut sync_note = String::new();
+    if args.sync {
+        if loader.rejects.count() == 0 {
+            loader.delete_unseen(args.batch)?;
+        } else {
+            sync_note = format!("; --sync deleted nothing: {} records were rejected", loader.rejects.count());
+        }
+    }
+    loader.rejects.finish()?;
+    progress.finish();
     let secs = start.elapsed().as_secs_f64();
-    let fields = json!({"collection": coll.name(), "records": loader.added + loader.replaced, "inserted": loader.added,
-                        "replaced": loader.replaced, "skipped": loader.skipped, "seconds": secs});
-    let rate = (loader.added + loader.replaced) as f64 / secs.max(1e-9);
-    if upsert {
-        let human = format!(
-            "upserted {} records into `{}` ({} new, {} replaced) in {secs:.2}s ({rate:.0} records/s)",
-            loader.added + loader.replaced,
-            coll.name(),
-            loader.added,
-            loader.replaced
-        );
-        summary("upsert", &human, fields);
-    } else {
-        let human = format!(
-            "ingested {} records into `{}` ({} already present, skipped) in {secs:.2}s ({rate:.0} records/s)",
-            loader.added,
-            coll.name(),
-            loader.skipped
-        );
-        summary("ingest", &human, fields);
+    let c = &loader.counts;
+    let bytes = progress.bytes();
+    let (by_reason, skipped) = loader.rejects.json();
+    let fields = json!({"collection": coll.name(), "records": c.added + c.updated, "inserted": c.added,
+                        "replaced": c.updated, "added": c.added, "updated": c.updated, "unchanged": c.unchanged,
+                        "deleted": c.deleted, "rejected": loader.rejects.count(), "rejects": by_reason,
+                        "skipped": loader.rejects.skipped_count(), "skipped_entries": skipped,
+                        "documents": docs, "bytes": bytes, "seconds": secs});
+    let verb = if upsert { "upserted" } else { "ingested" };
+    let mut human = format!(
+        "{verb} {} records into `{}`: {} added, {} updated, {} unchanged, {} deleted, {} rejected",
+        c.added + c.updated,
+        coll.name(),
+        c.added,
+        c.updated,
+        c.unchanged,
+        c.deleted,
+        loader.rejects.count()
+    );
+    let breakdown = loader.rejects.breakdown();
+    if !breakdown.is_empty() {
+        human.push_str(&format!(" ({breakdown})"));
     }
+    if let Some(w) = loader.rejects.where_listed() {
+        human.push_str(&format!("; {w}"));
+    }
+    human.push_str(&sync_note);
+    human.push_str(&format!(
+        "; {docs} documents, {:.1} MB in {secs:.2} s ({:.0} docs/s, {:.1} MB/s)",
+        bytes as f64 / 1e6,
+        docs as f64 / secs.max(1e-9),
+        bytes as f64 / 1e6 / secs.max(1e-9)
+    ));
+    summary(if upsert { "upsert" } else { "ingest" }, &human, fields);
     Ok(())
 }

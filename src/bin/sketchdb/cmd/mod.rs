@@ -7,5 +7,6 @@ pub mod dedup;
 pub mod delete;
 pub mod ingest;
 pub mod query;
+pub mod recipes;
 pub mod shell;
 pub mod transfer;

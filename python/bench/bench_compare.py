@@ -1,0 +1,184 @@
+"""sketchdb against datasketch and rensa, side by side in one run on the same data.
+
+    python python/bench/bench_compare.py [--data /work/data] [--sets N] [--docs N]
+
+Workloads (from ../shared/bench/gen_workloads.py): ``sets-100k.jsonl`` (pre-hashed u64
+token sets) and ``docs-20k.jsonl`` (texts). Measures, 128 permutations everywhere:
+
+1. bulk sketching, tokens/s and documents/s: sketchdb's Arrow kernel and ``MinHash.bulk``;
+   rensa's fastest bulk path (``RMinHash.digest_matrix_from_flat_token_hashes`` for hashes,
+   ``digest_matrix_from_token_sets`` for words); datasketch's ``MinHash.bulk``;
+2. LSH ingest, records/s: ``insert_many`` into a durable LSH collection (t = 0.8) against
+   datasketch ``MinHashLSH.insert`` (in memory) of already built MinHashes;
+3. per-query binding overhead: ``Collection.query(key=)`` from Python against the same
+   queries run inside Rust (``query_many`` on one thread, divided by the count).
+
+Prints one line per figure. Timings are wall clock, best of ``--repeat``.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pyarrow as pa
+
+import sketchdb
+import sketchdb.arrow as sa
+
+K = 128
+
+
+def best(f, repeat):
+    times = []
+    out = None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = f()
+        times.append(time.perf_counter() - t)
+    return min(times), out
+
+
+def load_sets(path, n):
+    sets = []
+    with open(path) as f:
+        for line in f:
+            sets.append(json.loads(line)["tokens"])
+            if len(sets) >= n:
+                break
+    return sets
+
+
+def load_docs(path, n):
+    docs = []
+    with open(path) as f:
+        for line in f:
+            docs.append(json.loads(line)["text"])
+            if len(docs) >= n:
+                break
+    return docs
+
+
+def report(what, seconds, items, tokens=None):
+    line = f"{what:60s} {items / seconds:12,.0f} /s"
+    if tokens is not None:
+        line += f"  {tokens / seconds:14,.0f} tokens/s"
+    print(line, flush=True)
+
+
+def bench_sketch(sets, docs, repeat):
+    import datasketch
+    import rensa
+
+    ntok = sum(len(s) for s in sets)
+    arr = pa.array(sets, type=pa.list_(pa.uint64()))
+    t, _ = best(lambda: sa.sketch_tokens(arr, k=K), repeat)
+    report("sets  sketchdb arrow.sketch_tokens (list<uint64>)", t, len(sets), ntok)
+    np_sets = [np.asarray(s, dtype=np.uint64) for s in sets]
+    t, _ = best(lambda: sketchdb.MinHash.bulk(np_sets, num_perm=K), repeat)
+    report("sets  sketchdb MinHash.bulk (NumPy u64 arrays)", t, len(sets), ntok)
+    flat = np.concatenate(np_sets)
+    offsets = np.concatenate([[0], np.cumsum([len(s) for s in sets])]).astype(np.uint64)
+    t, _ = best(lambda: rensa.RMinHash.digest_matrix_from_flat_token_hashes(flat, offsets, K, 42), repeat)
+    report("sets  rensa digest_matrix_from_flat_token_hashes", t, len(sets), ntok)
+    few = sets[: max(1, len(sets) // 20)]
+    few_bytes = [[str(x).encode() for x in s] for s in few]
+    t, _ = best(lambda: datasketch.MinHash.bulk(few_bytes, num_perm=K), 1)
+    report(f"sets  datasketch MinHash.bulk ({len(few)} sets, bytes tokens)", t, len(few), sum(len(s) for s in few))
+
+    words = [d.split() for d in docs]
+    nwords = sum(len(w) for w in words)
+    texts = pa.array(docs)
+    t, _ = best(lambda: sa.sketch(texts, k=K, shingle=1), repeat)
+    report("docs  sketchdb arrow.sketch (text, 1-word shingles)", t, len(docs), nwords)
+    t, _ = best(lambda: sa.sketch(texts, k=K), repeat)
+    report("docs  sketchdb arrow.sketch (text, 5-word shingles)", t, len(docs), nwords)
+    t, _ = best(lambda: rensa.RMinHash.digest_matrix_from_token_sets(words, K, 42), repeat)
+    report("docs  rensa digest_matrix_from_token_sets (words split in Python)", t, len(docs), nwords)
+    t, _ = best(lambda: rensa.RMinHash.digest_matrix_from_token_sets([d.split() for d in docs], K, 42), repeat)
+    report("docs  rensa incl. Python split", t, len(docs), nwords)
+    fewd = [[w.encode() for w in ws] for ws in words[: max(1, len(words) // 20)]]
+    t, _ = best(lambda: datasketch.MinHash.bulk(fewd, num_perm=K), 1)
+    report(f"docs  datasketch MinHash.bulk ({len(fewd)} docs, words)", t, len(fewd), sum(len(w) for w in fewd))
+
+
+def bench_insert(sets, repeat):
+    import datasketch
+
+    keys = [f"s{i}" for i in range(len(sets))]
+    arr = pa.array(sets, type=pa.list_(pa.uint64()))
+
+    def ours():
+        with tempfile.TemporaryDirectory() as d, sketchdb.open(os.path.join(d, "b.sketchdb")) as db:
+            c = db.create_collection("c", k=K, lsh=0.8)
+            r = c.insert_many(pa.array(keys), tokens=arr)
+            assert r.written == len(keys)
+
+    t, _ = best(ours, repeat)
+    report("insert sketchdb insert_many tokens -> durable LSH t=0.8", t, len(sets))
+    sigs = sa.sketch_tokens(arr, k=K)
+
+    def ours_sigs():
+        with tempfile.TemporaryDirectory() as d, sketchdb.open(os.path.join(d, "b.sketchdb")) as db:
+            c = db.create_collection("c", k=K, lsh=0.8)
+            c.insert_many(pa.array(keys), signatures=sigs, strict=True)
+
+    t, _ = best(ours_sigs, repeat)
+    report("insert sketchdb insert_many signatures -> durable LSH t=0.8", t, len(sets))
+    n = max(1, len(sets) // 5)
+    ms = datasketch.MinHash.bulk([[str(x).encode() for x in s] for s in sets[:n]], num_perm=K)
+
+    def theirs():
+        lsh = datasketch.MinHashLSH(threshold=0.8, num_perm=K)
+        for i, m in enumerate(ms):
+            lsh.insert(keys[i], m)
+
+    t, _ = best(theirs, 1)
+    report(f"insert datasketch MinHashLSH.insert ({n}, MinHashes prebuilt)", t, n)
+
+
+OVERHEAD = r"""
+import os, sys, tempfile, time
+import pyarrow as pa, sketchdb, sketchdb.arrow as sa
+sets = [list(range(i, i + 40)) for i in range(0, 20000 * 7, 7)]
+keys = [f"s{i}" for i in range(len(sets))]
+with tempfile.TemporaryDirectory() as d, sketchdb.open(os.path.join(d, "q.sketchdb")) as db:
+    c = db.create_collection("c", k=128, lsh=0.8)
+    c.insert_many(keys, tokens=pa.array(sets, type=pa.list_(pa.uint64())))
+    probe = keys[::10]
+    for _ in range(2):
+        t = time.perf_counter(); [c.query(key=k, threshold=0.8) for k in probe]; py = (time.perf_counter() - t) / len(probe)
+        t = time.perf_counter(); c.query_many(keys=probe, threshold=0.8); rs = (time.perf_counter() - t) / len(probe)
+    print(f"{py * 1e6:.2f} {rs * 1e6:.2f}")
+"""
+
+
+def bench_overhead():
+    env = dict(os.environ, RAYON_NUM_THREADS="1")
+    out = subprocess.run([sys.executable, "-c", OVERHEAD], env=env, capture_output=True, text=True, check=True).stdout
+    py, rs = map(float, out.split())
+    print(f"query  Python query(key=) {py:.2f} us; the same queries in Rust (query_many, 1 thread) {rs:.2f} us;"
+          f" binding overhead {py - rs:.2f} us per query", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default="/work/data")
+    ap.add_argument("--sets", type=int, default=20000)
+    ap.add_argument("--docs", type=int, default=5000)
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args()
+    sets = load_sets(os.path.join(a.data, "sets-100k.jsonl"), a.sets)
+    docs = load_docs(os.path.join(a.data, "docs-20k.jsonl"), a.docs)
+    print(f"sketchdb {sketchdb.__version__}, {len(sets)} sets, {len(docs)} docs, k={K}, cores={os.cpu_count()}")
+    bench_sketch(sets, docs, a.repeat)
+    bench_insert(sets, a.repeat)
+    bench_overhead()
+
+
+if __name__ == "__main__":
+    main()

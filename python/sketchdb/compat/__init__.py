@@ -1,0 +1,1 @@
+"""Drop-in replacements for other libraries' APIs over sketchdb (see ``sketchdb.compat.datasketch``)."""

@@ -1,0 +1,381 @@
+//! Batches in: the records of `insert_many` and the probes of `query_many`, from Python
+//! iterables (lists, generators, NumPy arrays) or Arrow arrays (read without copying the
+//! column), and `insert_many`'s rejects rule.
+//!
+//! `insert_many` checks every record before it writes: a record whose key or content is bad
+//! (an empty or over-long key, a key that is not str/bytes, a text without words, a sketch
+//! of other parameters, a key repeated in the batch, or for inserts a key already stored)
+//! is a *reject*. By default rejects are skipped and reported and every other record is
+//! written in one durable commit; with `strict=True` the first reject raises and nothing is
+//! written.
+
+use std::collections::HashMap;
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use rayon::prelude::*;
+use sketchdb::recipes::check_key;
+use sketchdb::{Batch, Collection, Query, QueryKind, QueryOptions, Sketch, StorageError, signature};
+
+use super::{Probe, PyHit};
+use crate::arrow::{TokenRows, ffi, signature_rows, text_rows};
+use crate::convert;
+use crate::errors::to_py;
+use crate::sketches;
+
+/// One record left out of an `insert_many`, and why.
+#[pyclass(name = "Reject", module = "sketchdb._sketchdb", frozen, get_all)]
+pub(crate) struct PyReject {
+    /// The record's position in the call's input (from 0).
+    index: usize,
+    /// Its key (`str`/`bytes`), or None when the key itself was unreadable.
+    key: Option<Py<PyAny>>,
+    /// The exception it would have raised (a `ValueError`, `TypeError` or `sketchdb.Error`).
+    error: Py<PyAny>,
+}
+
+#[pymethods]
+impl PyReject {
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let key = self.key.as_ref().map_or("None".to_string(), |k| k.bind(py).repr().map(|r| r.to_string()).unwrap_or_default());
+        let err = self.error.bind(py).repr().map(|r| r.to_string()).unwrap_or_default();
+        format!("Reject(index={}, key={key}, error={err})", self.index)
+    }
+}
+
+/// What `insert_many` did: records written and records rejected.
+#[pyclass(name = "InsertReport", module = "sketchdb._sketchdb", frozen, get_all)]
+pub(crate) struct PyInsertReport {
+    /// Records written (inserted or replaced) in the one commit.
+    written: u64,
+    /// The records left out, in input order (empty under `strict=True`, which raises instead).
+    rejects: Vec<Py<PyReject>>,
+}
+
+#[pymethods]
+impl PyInsertReport {
+    /// `written`, so `int(report)` is the count of records written.
+    fn __int__(&self) -> u64 {
+        self.written
+    }
+    fn __repr__(&self) -> String {
+        format!("InsertReport(written={}, rejects={})", self.written, self.rejects.len())
+    }
+}
+
+/// A record's or probe's content before sketching, or why it is unusable.
+type Content = Result<Probe, PyErr>;
+
+/// Keys from a Python iterable or an Arrow string/binary array, each read or refused.
+fn keys(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Result<Vec<u8>, PyErr>>> {
+    if let Some(arrays) = arrow_chunks(obj, "keys")? {
+        let mut out = Vec::new();
+        for a in &arrays {
+            use arrow_array::cast::AsArray;
+            use arrow_schema::DataType;
+            let null = || Err(PyValueError::new_err("a null key"));
+            match a.data_type() {
+                DataType::Utf8 => out.extend(a.as_string::<i32>().iter().map(|k| k.map_or_else(null, |k| Ok(k.as_bytes().to_vec())))),
+                DataType::LargeUtf8 => out.extend(a.as_string::<i64>().iter().map(|k| k.map_or_else(null, |k| Ok(k.as_bytes().to_vec())))),
+                DataType::Utf8View => out.extend(a.as_string_view().iter().map(|k| k.map_or_else(null, |k| Ok(k.as_bytes().to_vec())))),
+                DataType::Binary => out.extend(a.as_binary::<i32>().iter().map(|k| k.map_or_else(null, |k| Ok(k.to_vec())))),
+                DataType::LargeBinary => out.extend(a.as_binary::<i64>().iter().map(|k| k.map_or_else(null, |k| Ok(k.to_vec())))),
+                other => return Err(PyTypeError::new_err(format!("keys must be a string or binary array, not {other}"))),
+            }
+        }
+        return Ok(out.into_iter().map(|k| k.and_then(checked)).collect());
+    }
+    let mut out = Vec::with_capacity(obj.len().unwrap_or(0));
+    for k in obj.try_iter()? {
+        out.push(convert::key(&k?).and_then(checked));
+    }
+    Ok(out)
+}
+
+fn checked(k: Vec<u8>) -> PyResult<Vec<u8>> {
+    check_key(&k).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(k)
+}
+
+/// The chunks of an Arrow array or chunked array, or `None` for any other object (a NumPy
+/// array, a list, a generator).
+pub(crate) fn arrow_chunks(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Option<Vec<arrow_array::ArrayRef>>> {
+    if obj.hasattr("__arrow_c_array__")? {
+        return Ok(Some(vec![ffi::import_array(obj, what)?]));
+    }
+    // A pyarrow ChunkedArray: its chunks, each through the capsule protocol.
+    if obj.hasattr("__arrow_c_stream__")? && obj.hasattr("chunks")? {
+        return Ok(Some(ffi::import_chunks(&obj.getattr("chunks")?, what)?));
+    }
+    Ok(None)
+}
+
+/// The contents named by exactly one of texts, tokens, sketches, signatures.
+pub(crate) fn contents(
+    coll: &Collection,
+    texts: Option<&Bound<'_, PyAny>>,
+    tokens: Option<&Bound<'_, PyAny>>,
+    sketches: Option<&Bound<'_, PyAny>>,
+    signatures: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Vec<Content>> {
+    let seed = coll.config().tokenizer.seed();
+    let params = *coll.params();
+    match (texts, tokens, sketches, signatures) {
+        (Some(t), None, None, None) => {
+            if let Some(arrays) = arrow_chunks(t, "texts")? {
+                let rows = text_rows(&arrays).map_err(PyTypeError::new_err)?;
+                return Ok(rows
+                    .into_iter()
+                    .map(|r| r.map(|s| Probe::Text(s.to_string())).ok_or_else(|| PyValueError::new_err("a null text")))
+                    .collect());
+            }
+            t.try_iter()?
+                .map(|x| {
+                    let x = x?;
+                    Ok(x.extract::<String>().map(Probe::Text).map_err(|_| not_text(&x)))
+                })
+                .collect()
+        }
+        (None, Some(t), None, None) => {
+            if let Some(arrays) = arrow_chunks(t, "tokens")? {
+                let rows = TokenRows::new(&arrays).map_err(PyTypeError::new_err)?;
+                return Ok(rows
+                    .rows()
+                    .iter()
+                    .map(|r| match r {
+                        Some(r) => rows.tokens(*r, seed).map(Probe::Tokens).map_err(PyValueError::new_err),
+                        None => Err(PyValueError::new_err("a null token list")),
+                    })
+                    .collect());
+            }
+            t.try_iter()?.map(|x| Ok(convert::tokens(&x?, seed).map(Probe::Tokens))).collect()
+        }
+        (None, None, Some(s), None) => s.try_iter()?.map(|x| Ok(sketches::extract(&x?).map(Probe::Sketch))).collect(),
+        (None, None, None, Some(s)) => {
+            let width = signature::width(&params);
+            let decode = |b: &[u8]| {
+                signature::decode(&params, b).map(Probe::Sketch).map_err(|e| to_py(sketchdb::Error::from(e)))
+            };
+            if let Some(arrays) = arrow_chunks(s, "signatures")? {
+                let rows = signature_rows(&arrays, width).map_err(PyValueError::new_err)?;
+                return Ok(rows
+                    .into_iter()
+                    .map(|r| r.map_or_else(|| Err(PyValueError::new_err("a null signature")), decode))
+                    .collect());
+            }
+            s.try_iter()?
+                .map(|x| {
+                    let x = x?;
+                    Ok(match x.cast::<PyBytes>() {
+                        Ok(b) => decode(b.as_bytes()),
+                        Err(_) => Err(PyTypeError::new_err(format!(
+                            "a signature is bytes of {width}, not {}",
+                            x.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                        ))),
+                    })
+                })
+                .collect()
+        }
+        _ => Err(PyValueError::new_err("give exactly one of texts, tokens=, sketches=, signatures=")),
+    }
+}
+
+fn not_text(x: &Bound<'_, PyAny>) -> PyErr {
+    let name = if x.is_none() { "None".to_string() } else { x.get_type().name().map(|n| n.to_string()).unwrap_or_default() };
+    PyTypeError::new_err(format!("a text is str, not {name}"))
+}
+
+/// `err` with "record {i}: " before its message, of the same exception class.
+fn at(py: Python<'_>, i: usize, err: &PyErr) -> PyErr {
+    PyErr::from_type(err.get_type(py), format!("record {i}: {}", err.value(py)))
+}
+
+/// `insert_many`: see the module docs for the rejects rule.
+pub(crate) fn insert_many(
+    py: Python<'_>,
+    coll: &Collection,
+    keys_in: &Bound<'_, PyAny>,
+    contents: Vec<Content>,
+    upsert: bool,
+    strict: bool,
+) -> PyResult<PyInsertReport> {
+    let ks = keys(keys_in)?;
+    if ks.len() != contents.len() {
+        return Err(PyValueError::new_err(format!("{} keys but {} records", ks.len(), contents.len())));
+    }
+    // Per record: its key (when readable) and its probe, or the error that rejects it.
+    let mut records: Vec<(Option<Vec<u8>>, Result<Probe, PyErr>)> = Vec::with_capacity(ks.len());
+    let mut first_at: HashMap<Vec<u8>, usize> = HashMap::with_capacity(ks.len());
+    for (i, (k, c)) in ks.into_iter().zip(contents).enumerate() {
+        let (key, r) = match k {
+            Err(e) => (None, Err(e)),
+            Ok(k) => match first_at.get(&k) {
+                Some(j) => {
+                    (Some(k), Err(PyValueError::new_err(format!("duplicate key: record {j} has the same key"))))
+                }
+                None => {
+                    first_at.insert(k.clone(), i);
+                    (Some(k), c)
+                }
+            },
+        };
+        if strict && let Err(e) = &r {
+            return Err(at(py, i, e));
+        }
+        records.push((key, r));
+    }
+    // Sketch on all cores; then, unless strict mode meets a reject, write the good records.
+    type Sketched = (Option<Vec<u8>>, Result<Sketch, Result<PyErr, sketchdb::Error>>);
+    let (sketched, applied) = py.detach(|| {
+        let sketched: Vec<Sketched> = records
+            .into_par_iter()
+            .map(|(k, r)| {
+                let s = match r {
+                    // A sketch of other parameters is this record's reject, not the batch's failure.
+                    Ok(p) => p
+                        .sketch(coll)
+                        .and_then(|s| {
+                            coll.params().check_compatible(s.params())?;
+                            Ok(s)
+                        })
+                        .map_err(Err),
+                    Err(e) => Err(Ok(e)),
+                };
+                (k, s)
+            })
+            .collect();
+        if strict && sketched.iter().any(|r| r.1.is_err()) {
+            return (sketched, None);
+        }
+        let good = sketched.iter().filter_map(|(k, s)| Some((k.as_ref()?, s.as_ref().ok()?)));
+        let applied = apply(coll, good, upsert);
+        (sketched, Some(applied))
+    });
+    let mut rejects: Vec<(usize, Option<Vec<u8>>, PyErr)> = Vec::new();
+    let mut good: Vec<Option<(Vec<u8>, Sketch)>> = Vec::with_capacity(sketched.len());
+    for (i, (k, r)) in sketched.into_iter().enumerate() {
+        match (k, r) {
+            (Some(k), Ok(s)) => good.push(Some((k, s))),
+            (k, Err(e)) => {
+                let e = e.unwrap_or_else(to_py);
+                if strict {
+                    return Err(at(py, i, &e));
+                }
+                rejects.push((i, k, e));
+                good.push(None);
+            }
+            (None, Ok(_)) => good.push(None),
+        }
+    }
+    let written = match applied {
+        Some(Ok(n)) => n,
+        // Keys already stored fail an insert batch as a whole: outside strict mode they
+        // become rejects and the rest is written.
+        Some(Err(sketchdb::Error::Storage(StorageError::DuplicateKey { .. }))) if !strict && !upsert => {
+            let snap = py.detach(|| coll.snapshot()).map_err(to_py)?;
+            for (i, g) in good.iter_mut().enumerate() {
+                let stored = match g {
+                    Some((k, _)) => snap.get(&*k).map_err(to_py)?.is_some(),
+                    None => false,
+                };
+                if stored && let Some((k, _)) = g.take() {
+                    let msg = format!("record {i}: duplicate key {} (already stored)", String::from_utf8_lossy(&k));
+                    rejects.push((i, Some(k), crate::errors::raise(crate::errors::Class::Error, msg)));
+                }
+            }
+            py.detach(|| apply(coll, good.iter().flatten().map(|(k, s)| (k, s)), false)).map_err(to_py)?
+        }
+        Some(Err(e)) => return Err(to_py(e)),
+        None => 0,
+    };
+    rejects.sort_by_key(|r| r.0);
+    let rejects = rejects
+        .into_iter()
+        .map(|(index, key, error)| {
+            let key = key.map(|k| convert::key_to_py(py, &k)).transpose()?;
+            Py::new(py, PyReject { index, key, error: error.into_value(py).into_any() })
+        })
+        .collect::<PyResult<_>>()?;
+    Ok(PyInsertReport { written, rejects })
+}
+
+/// Writes the records in one commit; returns the records written.
+fn apply<'a>(
+    coll: &Collection,
+    records: impl Iterator<Item = (&'a Vec<u8>, &'a Sketch)>,
+    upsert: bool,
+) -> sketchdb::Result<u64> {
+    let mut batch = Batch::new();
+    for (k, s) in records {
+        if upsert {
+            batch.upsert(k, s.clone());
+        } else {
+            batch.insert(k, s.clone());
+        }
+    }
+    if batch.is_empty() {
+        return Ok(0);
+    }
+    let summary = coll.apply(&batch)?;
+    Ok(summary.inserted + summary.replaced)
+}
+
+/// The probes of exactly one of texts, tokens, keys, sketches, signatures.
+pub(super) fn probes(
+    coll: &Collection,
+    texts: Option<&Bound<'_, PyAny>>,
+    tokens: Option<&Bound<'_, PyAny>>,
+    keys: Option<&Bound<'_, PyAny>>,
+    sketches: Option<&Bound<'_, PyAny>>,
+    signatures: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Vec<Probe>> {
+    let contents = match keys {
+        Some(k) => {
+            if texts.is_some() || tokens.is_some() || sketches.is_some() || signatures.is_some() {
+                return Err(PyValueError::new_err("give exactly one of texts, tokens=, keys=, sketches=, signatures="));
+            }
+            let mut out = Vec::new();
+            for k in k.try_iter()? {
+                out.push(convert::key(&k?).map(Probe::Key));
+            }
+            out
+        }
+        None => contents(coll, texts, tokens, sketches, signatures)?,
+    };
+    contents
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| c.map_err(|e| Python::attach(|py| PyErr::from_type(e.get_type(py), format!("probe {i}: {}", e.value(py))))))
+        .collect()
+}
+
+/// Runs one query per probe on all cores with the GIL released.
+pub(super) fn run_many(
+    py: Python<'_>,
+    coll: &Collection,
+    probes: Vec<Probe>,
+    kind: QueryKind,
+    options: QueryOptions,
+) -> PyResult<Vec<Vec<PyHit>>> {
+    let results: Vec<sketchdb::Result<sketchdb::QueryResult>> = py.detach(|| {
+        probes
+            .into_par_iter()
+            .map(|p| {
+                let sketch = p.sketch(coll)?;
+                coll.query(&Query { sketch, kind, options })
+            })
+            .collect()
+    });
+    results
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let r = r.map_err(|e| {
+                let err = to_py(e);
+                PyErr::from_type(err.get_type(py), format!("probe {i}: {}", err.value(py)))
+            })?;
+            r.hits.into_iter().map(|h| super::hit(py, h)).collect()
+        })
+        .collect()
+}

@@ -1,0 +1,83 @@
+//! The parallel step of a load: each batch of records read is tokenized, sketched and
+//! hashed on a pool of threads, results in input order, so what is stored does not depend
+//! on the thread count. Reading and committing stay in input order on the calling thread;
+//! memory holds one batch of records and its sketches.
+
+use rayon::prelude::*;
+use sketchdb::io::{Content, SourceRecord};
+use sketchdb::recipes::Content as Sketchable;
+use sketchdb::{Collection, Sketch};
+use xxhash_rust::xxh3::{xxh3_128, xxh3_128_with_seed};
+
+use super::rejects::RejectKind;
+use crate::error::CliError;
+
+/// A record ready to write: its sketch and the hash of its content, or why it cannot be
+/// sketched.
+pub struct Prepared {
+    pub record: SourceRecord,
+    pub result: Result<(Sketch, u128), (RejectKind, String)>,
+}
+
+/// The thread pool of a load: `threads`, or every core.
+pub fn pool(threads: Option<usize>) -> Result<rayon::ThreadPool, CliError> {
+    let mut b = rayon::ThreadPoolBuilder::new();
+    if let Some(n) = threads {
+        b = b.num_threads(n);
+    }
+    b.build().map_err(|e| CliError::Runtime(format!("cannot start the worker threads: {e}")))
+}
+
+/// The content hash of a record, what sync compares: xxh3-128 of the text's UTF-8 bytes as
+/// read; of the tokens' little-endian bytes (seed 1); of each term's length (u64 LE) and
+/// bytes (seed 2); of the fingerprint's 16 little-endian bytes (seed 3). The seeds keep
+/// different kinds of content apart.
+pub fn content_hash(content: &Content) -> u128 {
+    match content {
+        Content::Text(t) => xxh3_128(t.as_bytes()),
+        Content::Tokens(t) => {
+            let bytes: Vec<u8> = t.iter().flat_map(|v| v.to_le_bytes()).collect();
+            xxh3_128_with_seed(&bytes, 1)
+        }
+        Content::Terms(terms) => {
+            let mut bytes = Vec::new();
+            for t in terms {
+                bytes.extend_from_slice(&(t.len() as u64).to_le_bytes());
+                bytes.extend_from_slice(t.as_bytes());
+            }
+            xxh3_128_with_seed(&bytes, 2)
+        }
+        Content::Fingerprint(v) => xxh3_128_with_seed(&v.to_le_bytes(), 3),
+        _ => xxh3_128_with_seed(format!("{content:?}").as_bytes(), 4),
+    }
+}
+
+/// The sketch of one record's content under `coll`. Terms are set elements, each hashed as
+/// the collection's tokenizer hashes a shingle (xxh3-64 with its token seed).
+fn sketch(coll: &Collection, content: &Content) -> Result<Sketch, (RejectKind, String)> {
+    let seed = coll.config().tokenizer.seed();
+    let result = match content {
+        Content::Text(t) => Sketchable::Text(t).sketch(coll),
+        Content::Tokens(t) => Sketchable::Tokens(t).sketch(coll),
+        Content::Terms(terms) => {
+            let tokens: Vec<u64> = terms.iter().map(|t| sketchdb::estimate::token_hash(t.as_bytes(), seed)).collect();
+            Sketchable::Tokens(&tokens).sketch(coll)
+        }
+        Content::Fingerprint(v) => Sketchable::Fingerprint(*v).sketch(coll),
+        other => return Err((RejectKind::Other, format!("unsupported content {other:?}"))),
+    };
+    result.map_err(|e| (RejectKind::Sketch, e.to_string()))
+}
+
+/// Sketches and hashes `records` on `pool`, in input order.
+pub fn prepare(pool: &rayon::ThreadPool, coll: &Collection, records: Vec<SourceRecord>) -> Vec<Prepared> {
+    pool.install(|| {
+        records
+            .into_par_iter()
+            .map(|record| {
+                let result = sketch(coll, &record.content).map(|s| (s, content_hash(&record.content)));
+                Prepared { record, result }
+            })
+            .collect()
+    })
+}

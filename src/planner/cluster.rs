@@ -1,0 +1,210 @@
+//! Grouping a dedup's verified pairs into clusters: connected components, or star clusters
+//! around representatives that never chain through weak links.
+
+use std::collections::HashMap;
+
+/// How dedup groups its verified pairs (pairs whose similarity reaches the threshold, or
+/// fingerprints within the radius) into clusters.
+///
+/// ```
+/// use sketchdb::Clustering;
+///
+/// assert_eq!(Clustering::default(), Clustering::Components);
+/// assert_eq!(Clustering::from_name("representative"), Some(Clustering::Representative));
+/// assert_eq!(Clustering::Representative.name(), "representative");
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Clustering {
+    /// Connected components of the verified pairs: two records share a cluster when a chain
+    /// of verified pairs joins them, so pairs near the threshold can merge two groups whose
+    /// members are far apart.
+    #[default]
+    Components,
+    /// Star clusters: records are taken in order of most verified partners first (then
+    /// lowest row id); a record not yet clustered becomes a representative, and its verified
+    /// partners not yet clustered join its cluster. Invariant: every member of a cluster is a
+    /// verified pair with the cluster's representative, so no member is more than one link
+    /// from it; each record is in at most one cluster, and a record whose partners were all
+    /// taken by other clusters stays alone.
+    Representative,
+}
+
+impl Clustering {
+    /// Every clustering, in declaration order.
+    pub const ALL: [Clustering; 2] = [Clustering::Components, Clustering::Representative];
+
+    /// Its name: `components` or `representative`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Clustering::Components => "components",
+            Clustering::Representative => "representative",
+        }
+    }
+
+    /// The clustering named `name` ([`Clustering::name`]).
+    pub fn from_name(name: &str) -> Option<Clustering> {
+        Clustering::ALL.into_iter().find(|c| c.name() == name)
+    }
+}
+
+impl std::fmt::Display for Clustering {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A group of two or more rows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Group {
+    /// Row ids, ascending.
+    pub rows: Vec<u64>,
+    /// The representative (star clusters only).
+    pub representative: Option<u64>,
+}
+
+/// Groups the rows of `edges` (unordered pairs, each once) by `clustering`; groups of one row
+/// are left out.
+pub(crate) fn group(edges: &[(u64, u64)], clustering: Clustering) -> Vec<Group> {
+    match clustering {
+        Clustering::Components => components(edges),
+        Clustering::Representative => stars(edges),
+    }
+}
+
+fn components(edges: &[(u64, u64)]) -> Vec<Group> {
+    let mut parent: HashMap<u64, u64> = HashMap::new();
+    for &(a, b) in edges {
+        union(&mut parent, a, b);
+    }
+    let mut groups: HashMap<u64, Vec<u64>> = HashMap::new();
+    let members: Vec<u64> = parent.keys().copied().collect();
+    for r in members {
+        let root = find(&mut parent, r);
+        groups.entry(root).or_default().push(r);
+    }
+    groups
+        .into_values()
+        .filter(|g| g.len() > 1)
+        .map(|mut rows| {
+            rows.sort_unstable();
+            Group { rows, representative: None }
+        })
+        .collect()
+}
+
+fn stars(edges: &[(u64, u64)]) -> Vec<Group> {
+    let mut partners: HashMap<u64, Vec<u64>> = HashMap::new();
+    for &(a, b) in edges {
+        partners.entry(a).or_default().push(b);
+        partners.entry(b).or_default().push(a);
+    }
+    let mut order: Vec<(u64, usize)> = partners.iter().map(|(&r, p)| (r, p.len())).collect();
+    order.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut taken: HashMap<u64, ()> = HashMap::with_capacity(partners.len());
+    let mut out = Vec::new();
+    for (rep, _) in order {
+        if taken.contains_key(&rep) {
+            continue;
+        }
+        taken.insert(rep, ());
+        let mut rows = vec![rep];
+        for &p in &partners[&rep] {
+            if taken.insert(p, ()).is_none() {
+                rows.push(p);
+            }
+        }
+        if rows.len() > 1 {
+            rows.sort_unstable();
+            out.push(Group { rows, representative: Some(rep) });
+        }
+    }
+    out
+}
+
+fn find(parent: &mut HashMap<u64, u64>, x: u64) -> u64 {
+    let mut root = x;
+    while let Some(&p) = parent.get(&root) {
+        if p == root {
+            break;
+        }
+        root = p;
+    }
+    // Path compression.
+    let mut cur = x;
+    while cur != root {
+        let next = parent.get(&cur).copied().unwrap_or(root);
+        parent.insert(cur, root);
+        cur = next;
+    }
+    root
+}
+
+fn union(parent: &mut HashMap<u64, u64>, a: u64, b: u64) {
+    parent.entry(a).or_insert(a);
+    parent.entry(b).or_insert(b);
+    let (ra, rb) = (find(parent, a), find(parent, b));
+    if ra != rb {
+        // The smaller row id becomes the root: deterministic clusters.
+        let (lo, hi) = if ra < rb { (ra, rb) } else { (rb, ra) };
+        parent.insert(hi, lo);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sorted(mut g: Vec<Group>) -> Vec<Group> {
+        g.sort_by_key(|g| g.rows[0]);
+        g
+    }
+
+    #[test]
+    fn a_chain_is_one_component_but_stars_do_not_chain() {
+        // 0-1-2-3 is a path: one component; stars take 1 (two partners, lower id) with 0
+        // and 2, and leave 3 alone (its only partner is taken).
+        let edges = [(0, 1), (1, 2), (2, 3), (7, 8)];
+        let c = sorted(group(&edges, Clustering::Components));
+        assert_eq!(c.iter().map(|g| g.rows.clone()).collect::<Vec<_>>(), vec![vec![0, 1, 2, 3], vec![7, 8]]);
+        let s = sorted(group(&edges, Clustering::Representative));
+        assert_eq!(s, vec![
+            Group { rows: vec![0, 1, 2], representative: Some(1) },
+            Group { rows: vec![7, 8], representative: Some(7) },
+        ]);
+    }
+
+    #[test]
+    fn every_star_member_is_a_pair_with_its_representative() {
+        // A pseudo-random graph (splitmix64 stream, fixed seed) over 200 rows.
+        let mut x = 0x5eed_u64;
+        let mut next = || {
+            x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        };
+        let mut edges: Vec<(u64, u64)> = (0..400).map(|_| (next() % 200, next() % 200)).filter(|(a, b)| a < b).collect();
+        edges.sort_unstable();
+        edges.dedup();
+        let has = |a: u64, b: u64| edges.binary_search(&(a.min(b), a.max(b))).is_ok();
+        let stars = group(&edges, Clustering::Representative);
+        let mut seen = std::collections::HashSet::new();
+        for g in &stars {
+            let rep = g.representative.unwrap();
+            assert!(g.rows.contains(&rep) && g.rows.len() > 1);
+            for &m in g.rows.iter().filter(|&&m| m != rep) {
+                assert!(has(rep, m), "member {m} is not a pair with representative {rep}");
+            }
+            for &m in &g.rows {
+                assert!(seen.insert(m), "row {m} in two clusters");
+            }
+        }
+        // Each star lies inside one connected component.
+        let comps = group(&edges, Clustering::Components);
+        for g in &stars {
+            assert!(comps.iter().any(|c| g.rows.iter().all(|r| c.rows.contains(r))));
+        }
+    }
+}

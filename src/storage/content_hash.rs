@@ -1,0 +1,55 @@
+//! Content hashes: a row written with one keeps the 128-bit hash of the source content it
+//! was sketched from in `sketchdb.content_hashes`, keyed by (collection id, row id), so a
+//! re-read of the source can tell changed records from unchanged ones.
+//!
+//! The table is created by the first write that carries a hash; files without it (all files
+//! written before it, and files whose writers never pass hashes) read every row's hash as
+//! absent. Invariant: an entry exists only for a live row written with a hash, and holds
+//! that hash. Row ids are never reused, and every path that ends a row (upsert, delete,
+//! compaction's move, drop) removes or moves its entry in the same transaction. Reads are
+//! `ReadSnapshot::content_hash` (reader.rs).
+
+use redb::{Table, WriteTransaction};
+
+use super::error::StorageError;
+use super::tables::{CONTENT_HASHES, CONTENT_HASHES_NAME};
+
+/// The content-hash table in a write transaction.
+pub(crate) type HashTable<'t> = Table<'t, (u32, u64), u128>;
+
+/// Whether the file has the content-hash table.
+pub(crate) fn exists(txn: &WriteTransaction) -> Result<bool, StorageError> {
+    Ok(txn
+        .list_tables()
+        .map_err(StorageError::backend("list tables"))?
+        .any(|t| redb::TableHandle::name(&t) == CONTENT_HASHES_NAME))
+}
+
+/// The table, opened (created) when `create` or when the file already has it; else `None`,
+/// and the file is left without it.
+pub(crate) fn open_in(txn: &WriteTransaction, create: bool) -> Result<Option<HashTable<'_>>, StorageError> {
+    if create || exists(txn)? {
+        Ok(Some(txn.open_table(CONTENT_HASHES).map_err(StorageError::backend("open table"))?))
+    } else {
+        Ok(None)
+    }
+}
+
+/// Stores `hash` for `row` of collection `id`.
+pub(crate) fn put(table: &mut HashTable<'_>, id: u32, row: u64, hash: u128) -> Result<(), StorageError> {
+    table.insert((id, row), hash).map_err(StorageError::backend("write content hash"))?;
+    Ok(())
+}
+
+/// Removes the hash of `row` of collection `id`, returning it.
+pub(crate) fn take(table: &mut HashTable<'_>, id: u32, row: u64) -> Result<Option<u128>, StorageError> {
+    Ok(table.remove((id, row)).map_err(StorageError::backend("remove content hash"))?.map(|g| g.value()))
+}
+
+/// Removes every hash of collection `id` (drop).
+pub(crate) fn drop_collection(txn: &WriteTransaction, id: u32) -> Result<(), StorageError> {
+    if let Some(mut t) = open_in(txn, false)? {
+        t.retain_in((id, 0u64)..=(id, u64::MAX), |_, _| false).map_err(StorageError::backend("drop content hashes"))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,211 @@
+//! `ingest` reads every corpus format through `sketchdb::io`: the same documents as JSONL
+//! (plain, gzip, zstd), Parquet, CSV, TSV and a folder of text files give identical stored
+//! signatures (compared through `export`); extra fields are ignored; a nested text field and
+//! pre-tokenized input work; one thread and several store identical records.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch, StringArray};
+use serde_json::{Value, json};
+
+fn run(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sketchdb")).current_dir(dir).args(args).output().unwrap()
+}
+
+fn ok(dir: &Path, args: &[&str]) -> Output {
+    let out = run(dir, args);
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// Deterministic documents: (id, text). Texts share words so that some are near-duplicates,
+/// and hold commas, quotes, a tab-free CRLF and an embedded newline (CSV quoting).
+fn docs(n: usize) -> Vec<(String, String)> {
+    let words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu"];
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    (0..n)
+        .map(|i| {
+            let mut t = String::new();
+            for j in 0..(12 + i % 9) {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                if j > 0 {
+                    t.push_str(if j % 5 == 0 { ", " } else { " " });
+                }
+                t.push_str(words[(x >> 33) as usize % words.len()]);
+            }
+            if i % 4 == 0 {
+                t.push_str(" \"quoted\"\nsecond line");
+            }
+            if i % 6 == 0 {
+                t.push_str("\r\nÉtude naïve");
+            }
+            (format!("d{i:02}"), t)
+        })
+        .collect()
+}
+
+fn jsonl(docs: &[(String, String)]) -> String {
+    docs.iter()
+        .map(|(id, text)| {
+            let v = json!({"id": id, "url": format!("https://example.org/{id}"), "text": text,
+                           "meta": {"body": text, "lang": "en"}, "n": 3});
+            format!("{v}\n")
+        })
+        .collect()
+}
+
+fn write_parquet(path: &Path, docs: &[(String, String)]) {
+    let ids = StringArray::from(docs.iter().map(|d| d.0.as_str()).collect::<Vec<_>>());
+    let texts = StringArray::from(docs.iter().map(|d| d.1.as_str()).collect::<Vec<_>>());
+    let urls = StringArray::from(docs.iter().map(|d| format!("u/{}", d.0)).collect::<Vec<_>>());
+    let batch = RecordBatch::try_from_iter([
+        ("url", Arc::new(urls) as ArrayRef),
+        ("id", Arc::new(ids) as ArrayRef),
+        ("text", Arc::new(texts) as ArrayRef),
+    ])
+    .unwrap();
+    let mut w =
+        parquet::arrow::ArrowWriter::try_new(std::fs::File::create(path).unwrap(), batch.schema(), None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+}
+
+fn write_delimited(path: &Path, docs: &[(String, String)], delimiter: u8) {
+    let mut w = csv::WriterBuilder::new().delimiter(delimiter).from_path(path).unwrap();
+    w.write_record(["id", "source", "text"]).unwrap();
+    for (id, text) in docs {
+        w.write_record([id.as_str(), "web", text.as_str()]).unwrap();
+    }
+    w.flush().unwrap();
+}
+
+/// `export`'s records of `collection` in `db`: key -> the record without its key.
+fn exported(dir: &Path, db: &str, collection: &str) -> BTreeMap<String, Value> {
+    let out = ok(dir, &["--db", db, "export", collection]);
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            let key = v.as_object_mut().unwrap().remove("key").unwrap().as_str().unwrap().to_string();
+            (key, v)
+        })
+        .collect()
+}
+
+#[test]
+fn every_format_stores_the_same_signatures() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let docs = docs(40);
+    let lines = jsonl(&docs);
+    std::fs::write(d.join("docs.jsonl"), &lines).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(lines.as_bytes()).unwrap();
+    std::fs::write(d.join("docs.jsonl.gz"), gz.finish().unwrap()).unwrap();
+    std::fs::write(d.join("docs.jsonl.zst"), zstd::encode_all(lines.as_bytes(), 3).unwrap()).unwrap();
+    write_parquet(&d.join("docs.parquet"), &docs);
+    write_delimited(&d.join("docs.csv"), &docs, b',');
+    write_delimited(&d.join("docs.tsv"), &docs, b'\t');
+    std::fs::create_dir(d.join("folder")).unwrap();
+    for (id, text) in &docs {
+        std::fs::write(d.join("folder").join(id), text).unwrap();
+    }
+
+    // The reference: JSONL with its extra fields (url, meta, n) ignored.
+    ok(d, &["--db", "x.db", "ingest", "plain", "docs.jsonl"]);
+    let want = exported(d, "x.db", "plain");
+    assert_eq!(want.len(), docs.len());
+    let cases: [(&str, &[&str]); 7] = [
+        ("gz", &["docs.jsonl.gz"]),
+        ("zst", &["docs.jsonl.zst"]),
+        ("parquet", &["docs.parquet"]),
+        ("csv", &["docs.csv", "--text-field", "text"]),
+        ("tsv", &["docs.tsv"]),
+        ("folder", &["folder"]),
+        ("nested", &["docs.jsonl", "--text-field", "meta.body"]),
+    ];
+    for (name, args) in cases {
+        let mut argv = vec!["--db", "x.db", "ingest", name];
+        argv.extend_from_slice(args);
+        let out = ok(d, &argv);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("ingested {} records", docs.len())), "{name}: {err}");
+        assert!(err.contains("0 rejected"), "{name}: {err}");
+        assert_eq!(exported(d, "x.db", name), want, "{name}");
+    }
+    // Standard input, detected from its first bytes (a zstd stream here).
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sketchdb"))
+        .current_dir(d)
+        .args(["--db", "x.db", "ingest", "stdin", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&std::fs::read(d.join("docs.jsonl.zst")).unwrap()).unwrap();
+    assert!(child.wait_with_output().unwrap().status.success());
+    assert_eq!(exported(d, "x.db", "stdin"), want);
+}
+
+#[test]
+fn without_an_id_the_key_is_file_and_line_or_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("a.jsonl"), "{\"text\": \"one two three\"}\n\n{\"text\": \"four five six\"}\n").unwrap();
+    ok(d, &["--db", "x.db", "ingest", "c", "a.jsonl", "--id-field", "nope"]);
+    let keys: Vec<String> = exported(d, "x.db", "c").into_keys().collect();
+    assert_eq!(keys, ["a.jsonl:1", "a.jsonl:3"]);
+    write_parquet(&d.join("p.parquet"), &[("x".into(), "seven eight".into()), ("y".into(), "nine ten".into())]);
+    ok(d, &["--db", "x.db", "ingest", "p", "p.parquet", "--id-field", "url"]);
+    let keys: Vec<String> = exported(d, "x.db", "p").into_keys().collect();
+    assert_eq!(keys, ["u/x", "u/y"]);
+    ok(d, &["--db", "x.db", "ingest", "q", "p.parquet", "--id-field", "missing"]);
+    let keys: Vec<String> = exported(d, "x.db", "q").into_keys().collect();
+    assert_eq!(keys, ["p.parquet:0", "p.parquet:1"]);
+}
+
+/// Pre-tokenized input: terms (strings) are set elements hashed as the collection's
+/// tokenizer hashes a shingle, so terms equal to the words of a text sketch as that text
+/// does under one-word shingles; u64 tokens sketch as the library sketches them.
+#[test]
+fn pre_tokenized_input_sketches_as_its_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text = "The quick brown fox, the lazy dog; and the quick cat";
+    let terms: Vec<String> =
+        text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect();
+    let tokens: Vec<u64> = (0..50u64).map(|t| t * 7919).collect();
+    std::fs::write(d.join("text.jsonl"), format!("{}\n", json!({"id": "a", "text": text}))).unwrap();
+    std::fs::write(d.join("terms.jsonl"), format!("{}\n", json!({"id": "a", "words": terms, "text": "ignored"})))
+        .unwrap();
+    std::fs::write(d.join("tokens.jsonl"), format!("{}\n", json!({"id": "t", "hashes": tokens}))).unwrap();
+    for c in ["words", "terms", "hashes"] {
+        ok(d, &["--db", "x.db", "create", c, "--shingle", "1"]);
+    }
+    ok(d, &["--db", "x.db", "ingest", "words", "text.jsonl"]);
+    ok(d, &["--db", "x.db", "ingest", "terms", "terms.jsonl", "--tokens-field", "words"]);
+    assert_eq!(exported(d, "x.db", "terms"), exported(d, "x.db", "words"));
+    ok(d, &["--db", "x.db", "ingest", "hashes", "tokens.jsonl", "--tokens-field", "hashes"]);
+    let db = sketchdb::Database::open_read_only(d.join("x.db")).unwrap();
+    let c = db.collection("hashes").unwrap();
+    assert_eq!(c.get("t").unwrap().unwrap().sketch, c.sketcher().sketch_multiset(&tokens).unwrap());
+}
+
+#[test]
+fn one_thread_and_several_store_identical_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("docs.jsonl"), jsonl(&docs(500))).unwrap();
+    ok(d, &["--db", "one.db", "ingest", "c", "docs.jsonl", "--threads", "1", "--batch", "64"]);
+    ok(d, &["--db", "four.db", "ingest", "c", "docs.jsonl", "--threads", "4", "--batch", "64"]);
+    let one = ok(d, &["--db", "one.db", "export", "c"]).stdout;
+    let four = ok(d, &["--db", "four.db", "export", "c"]).stdout;
+    assert_eq!(String::from_utf8_lossy(&one).lines().count(), 501);
+    assert_eq!(one, four);
+}
