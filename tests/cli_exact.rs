@@ -91,3 +91,70 @@ fn ingest_into_an_exact_collection_reports_exact_jaccard_equal_to_brute_force() 
     assert!(checked > 2 * docs.len(), "only {checked} hits");
     ok(d, &["--db", "x.db", "verify"]);
 }
+
+/// A chain of five records: k{i} holds tokens [20i, 20i + 60), so neighbours have Jaccard
+/// 0.5, records two apart 0.2 and further ones nothing.
+fn chain(d: &Path) -> BTreeSet<(String, String)> {
+    let mut s = String::new();
+    for i in 0..5u64 {
+        let tokens: Vec<String> = (20 * i..20 * i + 60).map(|t| t.to_string()).collect();
+        s.push_str(&format!("{{\"id\":\"k{i}\",\"tokens\":[{}]}}\n", tokens.join(",")));
+    }
+    std::fs::write(d.join("chain.jsonl"), s).unwrap();
+    ok(d, &["--db", "x.db", "create", "c", "--kind", "bbit", "--k", "256", "--bits", "8", "--exact-shingles"]);
+    ok(d, &["--db", "x.db", "ingest", "c", "chain.jsonl"]);
+    (0..4).map(|i| (format!("k{i}"), format!("k{}", i + 1))).collect()
+}
+
+fn dedup(d: &Path, clustering: Option<&str>) -> (Vec<Value>, Value, BTreeSet<(String, String)>) {
+    let mut args = vec!["--db", "x.db", "--json", "dedup", "c", "--threshold", "0.4", "--pairs", "pairs.jsonl"];
+    if let Some(c) = clustering {
+        args.extend(["--clustering", c]);
+    }
+    let out = ok(d, &args);
+    let summary = lines(&out.stderr).into_iter().find(|v| v["command"] == "dedup").unwrap();
+    let pairs = lines(&std::fs::read(d.join("pairs.jsonl")).unwrap())
+        .iter()
+        .map(|p| {
+            let (a, b) = (p["a"].as_str().unwrap().to_string(), p["b"].as_str().unwrap().to_string());
+            if a < b { (a, b) } else { (b, a) }
+        })
+        .collect();
+    (lines(&out.stdout), summary, pairs)
+}
+
+#[test]
+fn dedup_clustering_components_chains_and_representative_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let truth = chain(d);
+
+    let (clusters, summary, pairs) = dedup(d, None);
+    assert_eq!(summary["clustering"], "components", "{summary}");
+    assert_eq!(pairs, truth, "verified pairs are the chain's links");
+    assert_eq!(clusters.len(), 1, "{clusters:?}");
+    assert_eq!(clusters[0]["keys"], serde_json::json!(["k0", "k1", "k2", "k3", "k4"]));
+    assert!(clusters[0].get("representative").is_none());
+
+    let (clusters, summary, pairs) = dedup(d, Some("representative"));
+    assert_eq!(summary["clustering"], "representative", "{summary}");
+    assert_eq!(pairs, truth);
+    let mut seen = BTreeSet::new();
+    for c in &clusters {
+        let rep = c["representative"].as_str().unwrap_or_else(|| panic!("no representative: {c}"));
+        for k in c["keys"].as_array().unwrap().iter().map(|k| k.as_str().unwrap()) {
+            assert!(seen.insert(k.to_string()), "{k} in two clusters");
+            if k != rep {
+                let pair = if k < rep { (k.to_string(), rep.to_string()) } else { (rep.to_string(), k.to_string()) };
+                assert!(pairs.contains(&pair), "{k} is not a verified pair with its representative {rep}");
+            }
+        }
+    }
+    // The chain is cut: k1 (first of the most-linked) takes k0 and k2, then k3 takes k4.
+    let keys: Vec<&Value> = clusters.iter().map(|c| &c["keys"]).collect();
+    assert_eq!(keys, [&serde_json::json!(["k0", "k1", "k2"]), &serde_json::json!(["k3", "k4"])]);
+
+    let bad = run(d, &["--db", "x.db", "dedup", "c", "--clustering", "chains"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown clustering `chains`"));
+}
