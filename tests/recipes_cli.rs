@@ -102,3 +102,47 @@ fn create_refuses_a_compat_recipe_with_another_kind_and_takes_charikar() {
     assert_eq!(db.collection("s").unwrap().config().recipe().name(), "words-5");
     assert_eq!(db.collection("w").unwrap().params().size(), 64);
 }
+
+#[test]
+fn ingest_and_dedup_create_with_a_recipe_and_refuse_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let docs = fixture("docs");
+    let mut jsonl = String::new();
+    for (i, text) in docs["docs"].as_array().unwrap().iter().enumerate().take(50) {
+        if text.as_str().is_some_and(|t| t.chars().any(char::is_alphanumeric)) {
+            jsonl.push_str(&format!("{}\n", serde_json::json!({"id": format!("d{i}"), "text": text})));
+        }
+    }
+    std::fs::write(d.join("docs.jsonl"), &jsonl).unwrap();
+    ok(d, &["--db", "i.sketchdb", "ingest", "ds", "docs.jsonl", "--recipe", "datasketch"]);
+    ok(d, &["--db", "i.sketchdb", "ingest", "w5", "docs.jsonl", "--recipe", "words-5"]);
+    // Ingesting again with the same recipe (or none) keeps the collection.
+    ok(d, &["--db", "i.sketchdb", "ingest", "ds", "docs.jsonl", "--recipe", "datasketch"]);
+    ok(d, &["--db", "i.sketchdb", "ingest", "ds", "docs.jsonl"]);
+    let bad = run(d, &["--db", "i.sketchdb", "ingest", "ds", "docs.jsonl", "--recipe", "words-5"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("`ds`") && err.contains("datasketch") && err.contains("words-5"), "{err}");
+    let bad = run(d, &["--db", "i.sketchdb", "ingest", "new", "docs.jsonl", "--recipe", "no-such-recipe"]);
+    assert_eq!(bad.status.code(), Some(2));
+
+    // dedup FILE creates the collection named after the file with the recipe.
+    ok(d, &["--db", "d.sketchdb", "dedup", "docs.jsonl", "--recipe", "nemo-curator", "--threshold", "0.8"]);
+    let bad = run(d, &["--db", "d.sketchdb", "dedup", "docs.jsonl", "--recipe", "sketchdb", "--threshold", "0.8"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", String::from_utf8_lossy(&bad.stderr));
+    let bad = run(d, &["--db", "i.sketchdb", "dedup", "w5", "--recipe", "datasketch", "--threshold", "0.8"]);
+    assert_eq!(bad.status.code(), Some(2));
+    ok(d, &["--db", "i.sketchdb", "dedup", "w5", "--recipe", "words-5", "--threshold", "0.8"]);
+
+    let idb = Database::open_read_only(d.join("i.sketchdb")).unwrap();
+    let ds = idb.collection("ds").unwrap();
+    assert_eq!(ds.config().recipe().name(), "datasketch");
+    assert_eq!(ds.params().family().name(), "datasketch-legacy");
+    assert_eq!(ds.len().unwrap(), jsonl.lines().count() as u64);
+    assert_eq!(idb.collection("w5").unwrap().config().recipe().name(), "words-5");
+    let ddb = Database::open_read_only(d.join("d.sketchdb")).unwrap();
+    let names: Vec<String> = ddb.collections().unwrap().iter().map(|c| c.name().to_string()).collect();
+    assert_eq!(names.len(), 1);
+    assert_eq!(ddb.collection(&names[0]).unwrap().config().recipe().name(), "nemo-curator");
+}

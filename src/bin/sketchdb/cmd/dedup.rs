@@ -13,7 +13,7 @@ use super::dedup_out::{Decided, Input, Keep, decide, score_pairs, write_dropped,
 use super::ingest::{IngestArgs, ingest};
 use super::query::{Ask, Resolved, explain_json, measure_name, resolve};
 use crate::error::CliError;
-use crate::load::InputFormat;
+use crate::load::{InputFormat, check_recipe};
 use crate::output::{note, outln, short_list, summary, table, write_out};
 use crate::session::Session;
 use crate::write::{AddedNames, OutFormat, Target};
@@ -68,6 +68,10 @@ pub struct DedupArgs {
     pub target: String,
     #[command(flatten)]
     pub ask: DedupAsk,
+    /// The named text recipe of the collection that a file or folder is ingested into, when
+    /// it is created; an existing collection made with another recipe is refused.
+    #[arg(long)]
+    pub recipe: Option<String>,
     /// Output format for the clusters on stdout (`--json` means jsonl; `none` prints none).
     #[arg(long, value_enum, default_value_t = ClusterFormat::Table)]
     pub format: ClusterFormat,
@@ -112,15 +116,19 @@ fn clustering(name: &str) -> Result<Clustering, String> {
 
 /// The collection to join, ingesting (and syncing) a file or folder first, read as ingest
 /// reads it by default; the input, when there is one (read again for the outputs).
-fn prepare(session: &mut Session, target: &str) -> Result<(String, Option<Input>), CliError> {
+fn prepare(session: &mut Session, target: &str, recipe: Option<&str>) -> Result<(String, Option<Input>), CliError> {
     let path = Path::new(target);
     if !path.exists() {
+        if recipe.is_some() {
+            check_recipe(&session.db()?.collection(target)?, recipe)?;
+        }
         return Ok((target.to_string(), None));
     }
     let name = folder_collection(path)?;
     let what = if path.is_dir() { "folder" } else { "file" };
     note(&format!("sketchdb: {what} {} -> collection `{name}` in {}", path.display(), session.path().display()));
     let mut args = IngestArgs::folder(name.clone(), path.to_path_buf());
+    args.recipe = recipe.map(str::to_owned);
     if !path.is_dir() {
         args.read.format = InputFormat::Auto;
     }
@@ -174,7 +182,7 @@ pub fn folder_collection(path: &Path) -> Result<String, CliError> {
 pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<(), CliError> {
     let start = std::time::Instant::now();
     let outputs = Outputs::of(args)?;
-    let (name, input) = prepare(session, &args.target)?;
+    let (name, input) = prepare(session, &args.target, args.recipe.as_deref())?;
     if input.is_none() && (outputs.records.is_some() || args.keep != Keep::First) {
         let what = if outputs.records.is_some() { "--write-deduplicated" } else { "--keep" };
         return Err(CliError::Usage(format!(

@@ -22,7 +22,7 @@ use crate::error::CliError;
 use crate::load::pipeline::{Prepared, hashes, pool, prepare};
 use crate::load::progress::{Progress, total_bytes};
 use crate::load::rejects::{Bad, RejectKind, Rejects};
-use crate::load::{ReadArgs, read_error};
+use crate::load::{ReadArgs, check_recipe, read_error, with_recipe};
 use crate::output::summary;
 use crate::session::Session;
 
@@ -41,6 +41,10 @@ pub struct IngestArgs {
     /// record was rejected, since its key may be one of them).
     #[arg(long)]
     pub sync: bool,
+    /// The named text recipe of the collection when it is created (`sketchdb recipes` lists
+    /// them); an existing collection made with another recipe is refused.
+    #[arg(long)]
+    pub recipe: Option<String>,
     #[command(flatten)]
     pub read: ReadArgs,
 }
@@ -53,6 +57,7 @@ impl IngestArgs {
             inputs: vec![path],
             batch: DEFAULT_BATCH,
             sync: true,
+            recipe: None,
             read: ReadArgs {
                 format: crate::load::InputFormat::Text,
                 text_field: None,
@@ -244,8 +249,10 @@ pub fn upsert(session: &mut Session, args: &IngestArgs) -> Result<(), CliError> 
 fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<(), CliError> {
     let opts = args.read.options();
     let default = if args.read.is_u64(&args.inputs[0]) { fingerprint_config()? } else { text_config()? };
+    let default = with_recipe(default, args.recipe.as_deref())?;
     session.create_missing = true;
     let coll = session.collection_or_create(&args.collection, default)?;
+    check_recipe(&coll, args.recipe.as_deref())?;
     for input in args.inputs.iter().filter(|i| args.read.is_u64(i)) {
         if coll.params().kind() != SketchKind::SimHash || coll.params().bits() != 64 {
             return Err(CliError::Usage(format!(

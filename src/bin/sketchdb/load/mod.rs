@@ -135,3 +135,34 @@ pub fn read_error(e: ReadError) -> CliError {
         other => CliError::Input(other.to_string()),
     }
 }
+
+/// `default` with the named recipe (`--recipe` of ingest and dedup): a compatibility recipe
+/// also fixes the sketch parameters (its reference library's MinHash at its own k).
+pub fn with_recipe(
+    default: sketchdb::CollectionConfig,
+    name: Option<&str>,
+) -> Result<sketchdb::CollectionConfig, CliError> {
+    let Some(name) = name else { return Ok(default) };
+    let recipe = sketchdb::Recipe::preset(name)?;
+    let mut config = default.with_recipe(recipe);
+    if let Some(params) = recipe.compat_params(None)? {
+        config.params = params;
+    }
+    Ok(config)
+}
+
+/// Refuses (exit 2) `--recipe NAME` for an existing collection made with another recipe: its
+/// stored sketches are comparable only with sketches made the same way.
+pub fn check_recipe(coll: &sketchdb::Collection, name: Option<&str>) -> Result<(), CliError> {
+    match name {
+        Some(name) if coll.config().recipe().name() != sketchdb::Recipe::preset(name)?.name() => {
+            Err(CliError::Usage(format!(
+                "--recipe {name}: collection `{}` exists with recipe {} (a collection keeps the recipe it was \
+                 created with; create another collection for {name})",
+                coll.name(),
+                coll.config().recipe().name()
+            )))
+        }
+        _ => Ok(()),
+    }
+}
