@@ -101,8 +101,10 @@ fn finish_reader(r: Proc, final_batches: u64) -> u64 {
     done[0]
 }
 
+/// The batches a new writer finds (it recovers a file whose writer was killed: a read-only
+/// open cannot run that recovery and is refused until a writer has opened the file).
 fn batches_on_disk(path: &Path) -> u64 {
-    let db = Database::open_read_only(path).unwrap();
+    let db = Database::open(path).unwrap();
     let report = sketchdb::admin::verify(&db).unwrap();
     assert!(report.is_ok(), "{:?}", report.problems);
     let len = db.collection(COLLECTION).unwrap().len().unwrap();

@@ -191,7 +191,7 @@ pub enum StorageError {
     /// `unreachable!()` on a b-tree page with an unknown type byte). sketchdb catches the
     /// panic at the storage boundary and reports it as damage; `admin::verify` names it too.
     /// (With `panic = "abort"` the process aborts instead.)
-    #[error("the storage engine failed during {op}, most likely on a damaged file: {detail}")]
+    #[error("the storage engine failed during {op}, most likely on a damaged file")]
     EnginePanic {
         /// What was being done.
         op: &'static str,
