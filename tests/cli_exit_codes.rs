@@ -155,7 +155,10 @@ fn exit_3_when_another_process_holds_the_database() {
         let out = run(d, args);
         assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     }
-    for args in [&["--db", "x.db", "ingest", "c", "docs.jsonl"][..], &["--db", "x.db", "drop", "f"]] {
+    for args in [
+        &["--busy-timeout", "0", "--db", "x.db", "ingest", "c", "docs.jsonl"][..],
+        &["--busy-timeout", "0", "--db", "x.db", "drop", "f"],
+    ] {
         let out = run(d, args);
         assert_eq!(out.status.code(), Some(3), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
         let mut json = args.to_vec();

@@ -83,7 +83,7 @@ fn readers_run_beside_a_writer_process_and_a_second_writer_is_busy() {
     for args in READS {
         ok(d, args);
     }
-    let out = run(d, &["--db", "x.db", "ingest", "c", "docs.jsonl"]);
+    let out = run(d, &["--busy-timeout", "0", "--db", "x.db", "ingest", "c", "docs.jsonl"]);
     assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("x.db") && err.contains("locked"), "{err}");

@@ -223,3 +223,71 @@ fn every_page_corrupted_in_turn_is_reported_never_misread() {
     assert!(pages > 0 && t.images > 0, "no page was damaged ({} bytes)", image.len());
     assert!(t.verify_flagged + t.refused_at_open > 0, "no damage was detected: verify flagged none, open refused none");
 }
+
+/// Text a panic prints through Rust's default hook.
+const PANIC_TEXT: [&str; 4] = ["panicked at", "entered unreachable code", "RUST_BACKTRACE", "thread 'main'"];
+
+/// The same damages through the command line: every read command, in one shell per damaged
+/// file, ends with a typed error line or an answer; no panic text ever reaches stderr (the
+/// storage engine's panics are caught, and the panic hook keeps their text off the terminal),
+/// and no run exits with a panic's code. With `--verbose` the detail is shown.
+#[cfg(feature = "cli")]
+#[test]
+fn no_panic_text_reaches_the_terminal_from_a_damaged_file() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let (image, _) = build();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("damaged.db");
+    let script = "list\nstats\nverify\nquery c0 k1\nquery c1 k2 --top-k 3\nquery c3 k3\nestimate c2 k1 k2\nexport c1\n";
+    let run = |img: &[u8], verbose: bool| {
+        std::fs::write(&path, img).unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sketchdb"));
+        cmd.arg(&path).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped());
+        if verbose {
+            cmd.arg("--verbose");
+        }
+        let mut child = cmd.spawn().unwrap();
+        child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let pages = image.len().div_ceil(PAGE);
+    let mut rng = SplitMix::new(11);
+    let (mut images, mut failed, mut engine) = (0, 0, vec![]);
+    for p in 0..pages {
+        let (start, end) = (p * PAGE, ((p + 1) * PAGE).min(image.len()));
+        let mut cases = vec![image[..start].to_vec()];
+        let mut zeroed = image.clone();
+        zeroed[start..end].fill(0);
+        cases.push(zeroed);
+        for _ in 0..2 {
+            let mut img = image.clone();
+            img[start + rng.below((end - start) as u64) as usize] ^= 1 << rng.below(8);
+            cases.push(img);
+        }
+        for img in cases {
+            images += 1;
+            let (code, err) = run(&img, false);
+            assert!(matches!(code, Some(0 | 1)), "page {p}: exit {code:?}: {err}");
+            for text in PANIC_TEXT {
+                assert!(!err.contains(text), "page {p}: panic text on stderr: {err}");
+            }
+            failed += u64::from(code == Some(1));
+            if err.contains("the storage engine failed") {
+                engine.push(img);
+            }
+        }
+    }
+    eprintln!(
+        "cli corruption sweep: {images} damaged files, {failed} with errors, {} where the storage engine panicked \
+         (caught, no panic text shown)",
+        engine.len()
+    );
+    assert!(failed > 0, "no damage was reported");
+    // --verbose shows the caught panic's detail on stderr.
+    if let Some(img) = engine.first() {
+        let (_, err) = run(img, true);
+        assert!(err.contains("sketchdb: detail:"), "{err}");
+    }
+}

@@ -1,8 +1,9 @@
 //! Read-only opens: they never change the file (bytes and mtime), refuse every write with
-//! `StorageError::ReadOnly`, share the file with a writer, and a second writer is `Locked`.
+//! `StorageError::ReadOnly`, share the file with a writer, and a second writer waits for the
+//! busy timeout, then is `Locked`.
 
 use std::path::Path;
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use sketchdb::{Batch, CollectionConfig, Database, Error, Query, SketchParams, StorageError, TokenSet};
 
@@ -112,7 +113,8 @@ fn a_reader_shares_the_file_with_a_writer_and_sees_commits_after_reopening() {
     let reader = Database::open_read_only(&path).unwrap();
     assert_eq!(reader.collection("docs").unwrap().len().unwrap(), 50);
     // A second writer is refused with the typed error naming the file.
-    match Database::open(&path) {
+    let no_wait = || Database::builder().busy_timeout(Duration::ZERO);
+    match no_wait().open(&path) {
         Err(Error::Storage(e @ StorageError::Locked { .. })) => {
             assert!(e.to_string().contains(&path.display().to_string()), "{e}");
         }
@@ -120,7 +122,7 @@ fn a_reader_shares_the_file_with_a_writer_and_sees_commits_after_reopening() {
     }
     // Closing a reader does not release the writer's locks.
     drop(Database::open_read_only(&path).unwrap());
-    assert!(matches!(Database::open(&path), Err(Error::Storage(StorageError::Locked { .. }))));
+    assert!(matches!(no_wait().open(&path), Err(Error::Storage(StorageError::Locked { .. }))));
     writer.collection("docs").unwrap().insert_tokens("late", &tokens(1000)).unwrap();
     // The storage engine's single-writer mode lets an open reader see later commits: its
     // next read transaction starts from the newest commit.
@@ -148,4 +150,43 @@ fn read_only_open_of_a_missing_file_is_not_found() {
     let path = dir.path().join("missing.sketchdb");
     assert!(matches!(Database::open_read_only(&path), Err(Error::Storage(StorageError::Io { .. }))));
     assert!(!path.exists());
+}
+
+#[test]
+fn a_second_writer_waits_for_the_busy_timeout_then_is_locked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.sketchdb");
+    build(&path, 5);
+    let writer = Database::open(&path).unwrap();
+    let timeout = Duration::from_millis(300);
+    let t = Instant::now();
+    match Database::builder().busy_timeout(timeout).open(&path) {
+        Err(Error::Storage(e @ StorageError::Locked { .. })) => {
+            let StorageError::Locked { waited, .. } = &e else { unreachable!() };
+            // It waited the whole timeout before giving up, and says so.
+            assert!(*waited >= timeout && t.elapsed() >= timeout, "{waited:?}");
+            let text = e.to_string();
+            assert!(text.contains(&path.display().to_string()) && text.contains("gave up after waiting 0.3 s"), "{text}");
+        }
+        other => panic!("expected Locked, got {other:?}"),
+    }
+    drop(writer);
+}
+
+#[test]
+fn a_second_writer_opens_once_the_first_lets_go_within_the_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.sketchdb");
+    build(&path, 5);
+    let writer = Database::open(&path).unwrap();
+    let released = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        writer.collection("docs").unwrap().insert_tokens("last", &tokens(99)).unwrap();
+        drop(writer);
+    });
+    let second = Database::builder().busy_timeout(Duration::from_secs(60)).open(&path).unwrap();
+    released.join().unwrap();
+    // It opened after the first writer's last commit.
+    assert!(second.collection("docs").unwrap().get("last").unwrap().is_some());
+    second.collection("docs").unwrap().insert_tokens("next", &tokens(100)).unwrap();
 }

@@ -84,6 +84,31 @@ impl Batch {
         self.push_set(shingles)
     }
 
+    /// Adds an insert with both the content hash ([`Batch::insert_with_hash`]) and the exact
+    /// shingle set ([`Batch::insert_with_shingles`]).
+    pub fn insert_with_hash_and_shingles(
+        &mut self,
+        key: impl AsRef<[u8]>,
+        sketch: Sketch,
+        content_hash: u128,
+        shingles: &TokenSet,
+    ) -> &mut Self {
+        self.insert_with_hash(key, sketch, content_hash);
+        self.push_set(shingles)
+    }
+
+    /// Adds an upsert with both the content hash and the exact shingle set.
+    pub fn upsert_with_hash_and_shingles(
+        &mut self,
+        key: impl AsRef<[u8]>,
+        sketch: Sketch,
+        content_hash: u128,
+        shingles: &TokenSet,
+    ) -> &mut Self {
+        self.upsert_with_hash(key, sketch, content_hash);
+        self.push_set(shingles)
+    }
+
     fn push_set(&mut self, shingles: &TokenSet) -> &mut Self {
         self.hashes.extend_from_slice(shingles.as_slice());
         self.sets.push((self.ops.len() - 1, self.hashes.len()));

@@ -8,7 +8,7 @@ use super::config::{CollectionConfig, encode_settings};
 use crate::error::Result;
 use crate::storage::backend::Backend;
 use crate::storage::compact::CompactionSummary;
-use crate::storage::store::{Durability, Store, StoreOptions};
+use crate::storage::store::{Durability, Sharing, Store, StoreOptions};
 
 /// A sketchdb database: one file holding named collections of sketches.
 ///
@@ -41,6 +41,9 @@ pub struct DatabaseBuilder {
 }
 
 impl DatabaseBuilder {
+    /// The busy timeout an open uses unless [`DatabaseBuilder::busy_timeout`] sets another.
+    pub const DEFAULT_BUSY_TIMEOUT: std::time::Duration = crate::storage::busy::DEFAULT_BUSY_TIMEOUT;
+
     /// The page cache size in bytes (default 1 GiB). Scans are fastest when the collection
     /// fits.
     pub fn cache_size(mut self, bytes: usize) -> Self {
@@ -52,6 +55,16 @@ impl DatabaseBuilder {
     /// exactly what `Eventual` can lose.
     pub fn durability(mut self, durability: Durability) -> Self {
         self.opts.durability = durability;
+        self
+    }
+
+    /// How long an open waits for a file that another handle holds in a mode it cannot share
+    /// (a second writer beside a writer) before failing with
+    /// [`StorageError::Locked`](crate::StorageError::Locked), which names the file, the wait
+    /// and, on Linux, the process holding it. Default 5 s ([`DatabaseBuilder::DEFAULT_BUSY_TIMEOUT`]); zero fails
+    /// at once. Like SQLite's busy timeout, the open retries with short pauses meanwhile.
+    pub fn busy_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.opts.busy_timeout = timeout;
         self
     }
 
@@ -89,6 +102,12 @@ impl DatabaseBuilder {
             Err(crate::Error::Storage(crate::StorageError::AlreadyExists { .. })) => self.open(path),
             other => other,
         }
+    }
+
+    /// How a read-write handle shares the file (measurements; see [`Sharing`]).
+    pub(crate) fn sharing(mut self, sharing: Sharing) -> Self {
+        self.opts.sharing = sharing;
+        self
     }
 
     pub(crate) fn create_on<B: Backend>(self, backend: B) -> Result<Database> {

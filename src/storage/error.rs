@@ -50,6 +50,20 @@ pub enum StorageError {
         /// What is missing.
         reason: String,
     },
+    /// The file is shorter than its header says: it was cut short (an interrupted copy, a
+    /// full disk). `expected` is 0 when it ends inside the header.
+    #[error(
+        "{path} is truncated: the file has {len} bytes{}; it was cut short (an interrupted copy or a full disk?) and cannot be read as a database",
+        if *expected > 0 { format!(" but its header says {expected}") } else { " and ends inside its header".to_string() }
+    )]
+    Truncated {
+        /// The database file.
+        path: PathBuf,
+        /// Its length in bytes.
+        len: u64,
+        /// The length its header states (0: the file ends inside the header).
+        expected: u64,
+    },
     /// The file (or one of its records) has a format version this build does not read.
     #[error("{path}: {what} has format version {found}; this build of sketchdb reads version {supported} only")]
     UnsupportedFormat {
@@ -192,11 +206,22 @@ pub enum StorageError {
         op: &'static str,
     },
     /// Another handle holds the file in a mode this open cannot share (a writer beside a
-    /// writer, a reader beside an exclusive writer), in this process or another.
-    #[error("{path} is in use by another process (or another handle in this one): the database is locked")]
+    /// writer, a reader beside an exclusive writer), in this process or another, and it was
+    /// still held when the busy timeout ran out.
+    #[error(
+        "database {path} is locked: {} holds it{}",
+        holder.as_deref().unwrap_or("another process (or another handle in this one)"),
+        waited_text(*waited)
+    )]
+    #[non_exhaustive]
     Locked {
         /// The database file.
         path: PathBuf,
+        /// How long the open waited for it (the busy timeout).
+        waited: std::time::Duration,
+        /// The process holding it, as `process <pid> (<command line>)`, where the operating
+        /// system can tell (Linux).
+        holder: Option<String>,
     },
     /// A write (or an operation that must write) through a handle opened read-only.
     #[error("{op} needs a writable database, but it was opened read-only")]
@@ -221,8 +246,13 @@ impl StorageError {
                 | StorageError::CorruptRow { .. }
                 | StorageError::Inconsistent { .. }
                 | StorageError::EnginePanic { .. }
+                | StorageError::Truncated { .. }
         )
     }
+}
+
+fn waited_text(waited: std::time::Duration) -> String {
+    if waited < std::time::Duration::from_millis(100) { String::new() } else { format!(" (gave up after waiting {:.1} s)", waited.as_secs_f64()) }
 }
 
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {

@@ -14,6 +14,8 @@
 //! * [`content_hash`]: the source-content hash kept per row written with one (sync).
 //! * [`index_tables`]: typed handles on the index's tables, the index layer's only access
 //!   to the engine ([`index_tables::IndexTxn`] is the write transaction its hook receives).
+//! * [`busy`]: waiting for a file another handle holds, and naming the holder.
+//! * [`truncation`]: a file shorter than its header says is reported as truncated.
 //! * [`integrity`]: the storage-level consistency checks behind `admin::verify`.
 //!
 //! No redb type escapes this module; redb errors become [`StorageError::Backend`] with the
@@ -21,6 +23,7 @@
 #![forbid(unsafe_code)]
 
 pub(crate) mod backend;
+pub(crate) mod busy;
 pub(crate) mod catalog;
 pub(crate) mod compact;
 pub(crate) mod content_hash;
@@ -35,6 +38,7 @@ pub(crate) mod rules;
 pub(crate) mod shingles;
 pub(crate) mod store;
 pub(crate) mod tables;
+pub(crate) mod truncation;
 pub(crate) mod writer;
 
 pub use error::StorageError;

@@ -6,11 +6,13 @@ use std::sync::{Arc, OnceLock};
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use parking_lot::{MappedRwLockWriteGuard, RwLock, RwLockWriteGuard};
 use redb::{ConcurrencyMode, ReadTransaction, ReadableDatabase, WriteTransaction};
 
 use super::backend::{Backend, RedbBackend};
+use super::busy::{DEFAULT_BUSY_TIMEOUT, retry_while_locked};
 use super::error::{StorageError, contain, contain_any};
 use super::tables::{CATALOG_KEY, FORMAT_KEY, META, META_NAME, REDB_FILE_FORMAT};
 use crate::codec::FORMAT_VERSION;
@@ -39,13 +41,39 @@ pub enum Durability {
     Eventual,
 }
 
+/// How a read-write handle shares the file with other processes. Opens use `SingleWriter`;
+/// the others exist to measure it against (see `benches/MEASUREMENTS.md`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Sharing {
+    /// One writer process; read-only handles in any number of processes follow its commits.
+    #[default]
+    SingleWriter,
+    /// Any number of writer processes, one write transaction at a time.
+    MultiWriter,
+    /// The writer excludes every other process, readers included.
+    Exclusive,
+}
+
 /// Options for opening or creating a store.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct StoreOptions {
     /// redb's page cache size in bytes (`None`: redb's default, 1 GiB).
     pub cache_size: Option<usize>,
     /// Commit durability.
     pub durability: Durability,
+    /// How long an open waits for a file another handle holds (see [`super::busy`]).
+    pub busy_timeout: Duration,
+    /// How a read-write handle shares the file.
+    pub sharing: Sharing,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions { cache_size: None, durability: Durability::default(), busy_timeout: DEFAULT_BUSY_TIMEOUT,
+            sharing: Sharing::default(),
+        }
+    }
 }
 
 /// An opened sketchdb file. `Send + Sync`; share it behind an `Arc`.
@@ -140,9 +168,14 @@ impl Store {
     /// refuses in the shared modes, so such a writer excludes readers of other processes.
     fn file_builder(opts: &StoreOptions, read_only: bool) -> redb::Builder {
         let mut b = Self::builder(opts);
-        if read_only || opts.durability == Durability::Immediate {
-            b.set_concurrency_mode(ConcurrencyMode::SingleWriter);
-        }
+        let mode = match opts.sharing {
+            _ if read_only => ConcurrencyMode::SingleWriter,
+            _ if opts.durability == Durability::Eventual => ConcurrencyMode::ExclusiveWriter,
+            Sharing::SingleWriter => ConcurrencyMode::SingleWriter,
+            Sharing::MultiWriter => ConcurrencyMode::MultiWriter,
+            Sharing::Exclusive => ConcurrencyMode::ExclusiveWriter,
+        };
+        b.set_concurrency_mode(mode);
         b
     }
 
@@ -197,26 +230,36 @@ impl Store {
 
     /// Opens an existing database. Reads only the format record: nothing is scanned or
     /// rebuilt, so opening costs what redb's own open costs plus one small read.
+    /// A file another handle holds is retried until `opts.busy_timeout` has passed.
     pub(crate) fn open(path: &Path, opts: StoreOptions) -> Result<Store, StorageError> {
         Self::exists(path)?;
-        let db = contain_any("open", || Self::file_builder(&opts, false).open(path))?
-            .map_err(|e| Self::open_error(e, path))?;
-        Self::check_format(&db, path)?;
+        let db = retry_while_locked(path, opts.busy_timeout, || {
+            contain_any("open", || Self::file_builder(&opts, false).open(path))?.map_err(|e| Self::open_error(e, path))
+        })?;
+        Self::check_format(&db, path).map_err(|e| Self::truncated_or(e, path))?;
         Ok(Self::wrap(Handle::Write(db), path, opts))
     }
 
     /// Opens an existing database read-only: the file is opened without write access and
     /// never written (a read-only file or mount is fine); it may be shared with one writer
-    /// process and any number of readers. Every write is [`StorageError::ReadOnly`].
+    /// process and any number of readers. Every write is [`StorageError::ReadOnly`]. A file an
+    /// exclusive writer holds is retried until `opts.busy_timeout` has passed.
     pub(crate) fn open_read_only(path: &Path, opts: StoreOptions) -> Result<Store, StorageError> {
         Self::exists(path)?;
-        let db = contain_any("open", || Self::file_builder(&opts, true).open_read_only(path))?
-            .map_err(|e| Self::open_error(e, path))?;
-        Self::check_format(&db, path)?;
+        let db = retry_while_locked(path, opts.busy_timeout, || {
+            contain_any("open", || Self::file_builder(&opts, true).open_read_only(path))?
+                .map_err(|e| Self::open_error(e, path))
+        })?;
+        Self::check_format(&db, path).map_err(|e| Self::truncated_or(e, path))?;
         Ok(Self::wrap(Handle::Read(db), path, opts))
     }
 
+    /// The file is there and not shorter than its header says (a cut file would otherwise
+    /// open and fail later, on whichever page is missing).
     fn exists(path: &Path) -> Result<(), StorageError> {
+        if let Some((len, expected)) = super::truncation::truncated(path) {
+            return Err(StorageError::Truncated { path: path.to_path_buf(), len, expected });
+        }
         if path.exists() {
             Ok(())
         } else {
@@ -224,14 +267,32 @@ impl Store {
         }
     }
 
+    /// The error of a failed open: a file shorter than its header says is
+    /// [`StorageError::Truncated`], whatever the engine's complaint.
     fn open_error(e: redb::DatabaseError, path: &Path) -> StorageError {
+        let locked = matches!(e, redb::DatabaseError::DatabaseAlreadyOpen | redb::DatabaseError::LockProtocolMismatch);
+        if !locked && let Some((len, expected)) = super::truncation::truncated(path) {
+            return StorageError::Truncated { path: path.to_path_buf(), len, expected };
+        }
+        Self::engine_open_error(e, path)
+    }
+
+    /// `e`, or [`StorageError::Truncated`] when the file is shorter than its header says.
+    fn truncated_or(e: StorageError, path: &Path) -> StorageError {
+        match super::truncation::truncated(path) {
+            Some((len, expected)) => StorageError::Truncated { path: path.to_path_buf(), len, expected },
+            None => e,
+        }
+    }
+
+    fn engine_open_error(e: redb::DatabaseError, path: &Path) -> StorageError {
         let not_redb = |e: redb::DatabaseError| StorageError::NotSketchdb {
             path: path.to_path_buf(),
             reason: format!("the storage engine refuses the file: {e}"),
         };
         match e {
             redb::DatabaseError::DatabaseAlreadyOpen | redb::DatabaseError::LockProtocolMismatch => {
-                StorageError::Locked { path: path.to_path_buf() }
+                StorageError::Locked { path: path.to_path_buf(), waited: Duration::ZERO, holder: None }
             }
             redb::DatabaseError::Storage(redb::StorageError::Corrupted(_))
             | redb::DatabaseError::UpgradeRequired(_) => not_redb(e),

@@ -19,12 +19,21 @@ pub use crate::index::{
 pub mod crash;
 pub mod faults;
 pub mod fuzz;
+pub mod fuzz_open;
 pub mod model;
 pub mod rng;
 pub mod simhash;
 
 pub use faults::{CrashPoint, FaultyBackend, IoCounters, IoFault};
+pub use fuzz_open::{db_open_seeds, fuzz_db_open};
 pub use fuzz::{fuzz_db_ops, fuzz_meta_decode, fuzz_page_decode, fuzz_sketch_ops, seed_inputs};
+
+pub use crate::storage::store::Sharing;
+
+/// `builder` with another [`Sharing`] mode for read-write handles (to measure them).
+pub fn with_sharing(builder: DatabaseBuilder, sharing: Sharing) -> DatabaseBuilder {
+    builder.sharing(sharing)
+}
 
 /// Creates a database on a custom backend (which must be empty).
 pub fn create_on<B: Backend>(builder: DatabaseBuilder, backend: B) -> Result<Database> {

@@ -191,13 +191,19 @@ impl std::fmt::Display for CliError {
             CliError::Context(prefix, e) => write!(f, "{prefix}: {e}"),
             CliError::Closed => f.write_str("stdout closed"),
             CliError::Db(e) => {
-                write!(f, "{e}")?;
+                // The chain of causes, each said once: most messages already end with their
+                // cause's text, which is then not repeated.
+                let mut text = e.to_string();
                 let mut src = std::error::Error::source(e);
                 while let Some(s) = src {
-                    write!(f, ": {s}")?;
+                    let cause = s.to_string();
+                    if !text.contains(&cause) {
+                        text.push_str(": ");
+                        text.push_str(&cause);
+                    }
                     src = s.source();
                 }
-                Ok(())
+                f.write_str(&text)
             }
         }
     }

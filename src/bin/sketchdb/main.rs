@@ -15,6 +15,7 @@ mod export_header;
 mod input;
 mod load;
 mod output;
+mod panic;
 mod session;
 mod write;
 
@@ -44,6 +45,17 @@ struct Cli {
     /// Show tables at full width and every member of long lists.
     #[arg(long, global = true)]
     wide: bool,
+    /// Seconds to wait for a database another process holds before giving up with exit 3
+    /// (0: give up at once).
+    #[arg(long, global = true, env = "SKETCHDB_BUSY_TIMEOUT", value_name = "SECS", value_parser = session::parse_busy_timeout)]
+    busy_timeout: Option<std::time::Duration>,
+    /// The interactive shell: open the database read-write at once (by default it is read-only
+    /// until the first command that writes).
+    #[arg(long)]
+    write: bool,
+    /// Also print the detail of internal failures (a storage engine's panic message) on stderr.
+    #[arg(long, global = true)]
+    verbose: bool,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -209,7 +221,14 @@ impl shell::ShellCommands for Shell {
         match ShellLine::try_parse_from(argv) {
             Ok(line) => {
                 output::set_mode(line.json, line.wide);
-                dispatch(&mut self.session, &line.command, line.json)
+                // The first command that writes reopens the file read-write; when another
+                // process holds it, the shell goes on reading through a read-only handle.
+                let upgrade = !reads_only(&line.command) && self.session.make_writable();
+                let result = dispatch(&mut self.session, &line.command, line.json);
+                if upgrade && !self.session.is_open() {
+                    self.session.read_only = true;
+                }
+                result
             }
             Err(e) if matches!(e.kind(), clap::error::ErrorKind::DisplayHelp) => outln!("{e}"),
             Err(e) => {
@@ -222,21 +241,20 @@ impl shell::ShellCommands for Shell {
 
     fn help(&self) -> String {
         let mut cmd = ShellLine::command();
-        format!("{}\n.help  this text\n.quit  leave the shell", cmd.render_help())
+        format!(
+            "{}\n.help  this text\n.complete TEXT  list what tab completes TEXT with\n.quit  leave the shell",
+            cmd.render_help()
+        )
     }
 
     fn command_names(&self) -> Vec<String> {
         let mut names: Vec<String> = ShellLine::command().get_subcommands().map(|c| c.get_name().to_string()).collect();
-        names.extend([".help".to_string(), ".quit".to_string()]);
+        names.extend([".help".to_string(), ".complete".to_string(), ".quit".to_string()]);
         names
     }
 
-    fn collection_names(&self) -> Vec<String> {
-        // Completion must not create, write or lock out anything: a throwaway read-only
-        // session, which shares the file with the shell's own writer handle.
-        let mut names = Session::new(Some(self.session.path().to_path_buf()));
-        names.read_only = true;
-        names.collection_names()
+    fn collection_names(&mut self) -> Vec<String> {
+        self.session.collection_names()
     }
 }
 
@@ -262,6 +280,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                 None => cli.db,
             };
             let mut session = Session::new(path);
+            session.busy_timeout = cli.busy_timeout;
             session.read_only = reads_only(&command);
             dispatch(&mut session, &command, cli.json)?;
             Ok(true)
@@ -270,6 +289,8 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             let path = cli.database.or(cli.db).unwrap_or_else(|| PathBuf::from(session::DEFAULT_DB));
             let mut session = Session::new(Some(path));
             session.create_missing = true;
+            session.busy_timeout = cli.busy_timeout;
+            session.read_only = !cli.write;
             shell::run(&mut Shell { session })
         }
     }
@@ -297,7 +318,14 @@ fn main() -> ExitCode {
         }
     };
     let json = cli.json;
-    match run(cli).and_then(|ok| output::flush_out().map(|()| ok)) {
+    panic::install(cli.verbose);
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli))).unwrap_or_else(|payload| {
+        Err(CliError::Runtime(format!(
+            "internal error: {} (this is a bug in sketchdb; please report it)",
+            panic::describe(payload.as_ref())
+        )))
+    });
+    match outcome.and_then(|ok| output::flush_out().map(|()| ok)) {
         Ok(true) | Err(CliError::Closed) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(error::EXIT_RUNTIME),
         Err(e) => {

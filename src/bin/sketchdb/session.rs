@@ -1,6 +1,7 @@
 //! The open database of one invocation (or one interactive shell), opened on first use.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use sketchdb::{Collection, CollectionConfig, Database};
 
@@ -18,6 +19,14 @@ pub struct Session {
     pub create_missing: bool,
     /// Whether to open read-only (the file is then never written; writes are refused).
     pub read_only: bool,
+    /// How long to wait for a file another process holds (`None`: the library's default).
+    pub busy_timeout: Option<Duration>,
+}
+
+/// Parses `--busy-timeout SECS`: a finite, non-negative number of seconds.
+pub fn parse_busy_timeout(text: &str) -> Result<Duration, String> {
+    let secs: f64 = text.trim().parse().map_err(|_| format!("`{text}` is not a number of seconds"))?;
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("{text} is not a number of seconds from 0 up"))
 }
 
 impl Session {
@@ -27,6 +36,7 @@ impl Session {
             db: None,
             create_missing: false,
             read_only: false,
+            busy_timeout: None,
         }
     }
 
@@ -37,10 +47,14 @@ impl Session {
     /// The database, opened (or, when allowed, created) on first use.
     pub fn db(&mut self) -> Result<&Database, CliError> {
         if self.db.is_none() {
+            let mut builder = Database::builder();
+            if let Some(t) = self.busy_timeout {
+                builder = builder.busy_timeout(t);
+            }
             let db = if self.path.exists() && self.read_only {
-                Database::open_read_only(&self.path)?
+                builder.open_read_only(&self.path)?
             } else if self.path.exists() {
-                Database::open(&self.path)?
+                builder.open(&self.path)?
             } else if self.create_missing {
                 note(&format!("sketchdb: creating database {}", self.path.display()));
                 Database::create(&self.path)?
@@ -74,8 +88,35 @@ impl Session {
         Ok(db.create_collection(name, config)?)
     }
 
-    /// Names of the collections, for completion (empty when the database cannot be opened).
+    /// From now on, open read-write: a read-only handle is closed, and the next use reopens
+    /// the file for writing. Whether it was read-only.
+    pub fn make_writable(&mut self) -> bool {
+        let was = self.read_only;
+        if was {
+            self.read_only = false;
+            self.db = None;
+        }
+        was
+    }
+
+    /// Whether the database is open.
+    pub fn is_open(&self) -> bool {
+        self.db.is_some()
+    }
+
+    /// Names of the collections through this session's handle, for completion (empty when
+    /// the database cannot be opened; a missing file is not created).
     pub fn collection_names(&mut self) -> Vec<String> {
+        if self.db.is_none() && !self.path.exists() {
+            return vec![];
+        }
+        // Completion never waits for a busy file.
+        let wait = self.busy_timeout.replace(Duration::ZERO);
+        let opened = self.db().is_ok();
+        self.busy_timeout = wait;
+        if !opened {
+            return vec![];
+        }
         self.db()
             .ok()
             .and_then(|db| db.collections().ok())

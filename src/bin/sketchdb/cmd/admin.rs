@@ -43,6 +43,10 @@ pub struct CreateArgs {
     /// Hash family: mix-multiply-shift (sketchdb's own), or charikar for the textbook SimHash.
     #[arg(long)]
     pub family: Option<String>,
+    /// Keep each record's exact shingle set: threshold, top-k and dedup results are then
+    /// re-ranked by exact Jaccard, reported beside the estimate (text and token collections).
+    #[arg(long)]
+    pub exact_shingles: bool,
     #[command(flatten)]
     pub index: IndexArgs,
 }
@@ -124,6 +128,10 @@ impl CreateArgs {
                 config.params = compat;
             }
         }
+        if self.exact_shingles && kind == SketchKind::SimHash {
+            return Err(CliError::Usage("--exact-shingles: SimHash collections keep no shingle sets".into()));
+        }
+        let config = config.with_exact_shingles(self.exact_shingles);
         Ok(match self.index.config() {
             Some(index) => config.with_index(index),
             None => config,
@@ -167,11 +175,14 @@ pub fn create(session: &mut Session, args: &CreateArgs) -> Result<(), CliError> 
         (Some(i), None) => format!("; {}", index_text(Some(i))),
         (None, _) => String::new(),
     };
-    let mut fields = json!({"collection": c.name(), "sketch": c.params().to_string(), "index": index_json(index)});
+    let exact = c.config().exact_shingles;
+    let mut fields = json!({"collection": c.name(), "sketch": c.params().to_string(), "index": index_json(index),
+                            "exact_shingles": exact});
     if let (Some(_), Some(o)) = (args.index.lsh, fields.as_object_mut()) {
         o.insert("weights".into(), super::bounds::index_weights_json());
     }
-    summary("create", &format!("created collection `{}`: {}{index_note}", c.name(), c.params()), fields);
+    let exact_note = if exact { "; exact shingle sets kept" } else { "" };
+    summary("create", &format!("created collection `{}`: {}{index_note}{exact_note}", c.name(), c.params()), fields);
     Ok(())
 }
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 use serde_json::json;
-use sketchdb::QueryKind;
+use sketchdb::{Clustering, QueryKind};
 use sketchdb::recipes::Measure;
 
 use super::dedup_out::{Decided, Input, Keep, decide, score_pairs, write_dropped, write_pairs, write_records};
@@ -99,6 +99,19 @@ pub struct DedupArgs {
     /// .parquet).
     #[arg(long, value_name = "FILE")]
     pub pairs: Option<PathBuf>,
+    /// How verified pairs form clusters: components (connected components: chains of pairs
+    /// join) or representative (star clusters: every member is a verified pair with its
+    /// cluster's representative, so no chaining through weak links).
+    #[arg(long, default_value = "components", value_parser = clustering)]
+    pub clustering: Clustering,
+}
+
+/// `--clustering`: a [`Clustering`] by name.
+fn clustering(name: &str) -> Result<Clustering, String> {
+    Clustering::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = Clustering::ALL.iter().map(|c| c.name()).collect();
+        format!("unknown clustering `{name}` (expected {})", names.join(" or "))
+    })
 }
 
 /// The collection to join, ingesting (and syncing) a file or folder first, read as ingest
@@ -189,7 +202,7 @@ pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<
         return Ok(());
     }
     let joined = std::time::Instant::now();
-    let d = coll.dedup(kind, options)?;
+    let d = coll.dedup_clustered(kind, options, args.clustering)?;
     let join_secs = joined.elapsed().as_secs_f64();
     let records = coll.stats()?.live;
     let decided = decide(&d, &args.keep, input.as_ref())?;
@@ -230,16 +243,17 @@ pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<
         "dedup",
         &format!(
             "{} clusters from {} verified pairs ({what}) in collection `{name}` of {}: {} of {records} records are \
-             duplicates ({percent:.1}%), keeping {} per cluster, in {secs:.2} s{plan}{wrote}",
+             duplicates ({percent:.1}%), keeping {} per cluster, clustering {}, in {secs:.2} s{plan}{wrote}",
             d.clusters.len(),
             d.pairs,
             session.path().display(),
             duplicates,
             args.keep,
+            args.clustering,
         ),
         json!({"collection": name, "records": records, "clusters": d.clusters.len(), "pairs": d.pairs,
                "duplicates": duplicates, "kept": records as usize - duplicates, "percent": percent,
-               "keep": args.keep.to_string(), "seconds": secs, "join_seconds": join_secs,
+               "keep": args.keep.to_string(), "clustering": args.clustering.name(), "seconds": secs, "join_seconds": join_secs,
                "plan": d.plan.as_ref().map(ToString::to_string), "reason": d.reason, "files": files}),
     );
     Ok(())
@@ -251,10 +265,12 @@ fn print_clusters(decided: &Decided, format: ClusterFormat) -> Result<(), CliErr
         ClusterFormat::None => {}
         ClusterFormat::Jsonl => {
             for (i, g) in decided.groups.iter().enumerate() {
-                outln!(
-                    "{}",
-                    json!({"cluster": i + 1, "size": g.keys.len(), "keeper": g.keys[g.keeper], "keys": g.keys, "rows": g.rows})
-                )?;
+                let mut v = json!({"cluster": i + 1, "size": g.keys.len(), "keeper": g.keys[g.keeper], "keys": g.keys,
+                                   "rows": g.rows});
+                if let (Some(r), Some(o)) = (&g.representative, v.as_object_mut()) {
+                    o.insert("representative".into(), json!(r));
+                }
+                outln!("{v}")?;
             }
         }
         ClusterFormat::Csv => {

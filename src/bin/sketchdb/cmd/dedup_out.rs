@@ -85,6 +85,9 @@ pub struct Group {
     pub keys: Vec<String>,
     pub rows: Vec<u64>,
     pub keeper: usize,
+    /// The representative's key (representative clustering: every other member is a
+    /// verified pair with it).
+    pub representative: Option<String>,
 }
 
 /// The clusters of a dedup with their keepers, and where each clustered key is.
@@ -164,6 +167,10 @@ pub fn decide(d: &DedupResult, keep: &Keep, input: Option<&Input>) -> Result<Dec
             keys: c.keys.iter().map(|k| String::from_utf8_lossy(k).into_owned()).collect(),
             rows: c.rows.clone(),
             keeper: 0,
+            representative: c
+                .representative
+                .and_then(|r| c.rows.iter().position(|&x| x == r))
+                .map(|i| String::from_utf8_lossy(&c.keys[i]).into_owned()),
         })
         .collect();
     let by_key: HashMap<String, (usize, usize)> = groups
@@ -254,12 +261,13 @@ pub fn write_pairs(target: &Target, decided: &Decided, pairs: &[ScoredPair], mea
     let at = row_index(decided);
     let mut sink = write::rows(target, columns)?;
     for p in pairs {
-        let (Some(&(g, ma)), Some(&(_, mb))) = (at.get(&p.a), at.get(&p.b)) else { continue };
-        let keys = &decided.groups[g].keys;
+        let (Some(&(ga, ma)), Some(&(gb, mb))) = (at.get(&p.a), at.get(&p.b)) else { continue };
+        // Representative clustering can put a verified pair's records in two clusters.
+        let cluster = if ga == gb { Cell::UInt(ga as u64 + 1) } else { Cell::Null };
         sink.row(vec![
-            Cell::Str(keys[ma].clone()),
-            Cell::Str(keys[mb].clone()),
-            Cell::UInt(g as u64 + 1),
+            Cell::Str(decided.groups[ga].keys[ma].clone()),
+            Cell::Str(decided.groups[gb].keys[mb].clone()),
+            cluster,
             Cell::Str(measure.to_string()),
             Cell::Float(p.estimate.value),
             Cell::Float(p.estimate.lower),

@@ -147,17 +147,18 @@ impl Loader<'_> {
     }
 
     fn push(&mut self, p: Prepared) -> Result<(), CliError> {
-        let Prepared { record, hash, stored, sketch } = p;
+        let Prepared { record, hash, stored, sketch, shingles } = p;
         let origin = record.origin.to_string();
         let sketch = match sketch {
             Ok(s) => s,
             Err((kind, message)) => return self.reject(&Bad { origin, key: Some(&record.key), kind, message }),
         };
-        if stored {
-            self.batch.upsert_with_hash(&record.key, sketch, hash);
-        } else {
-            self.batch.insert_with_hash(&record.key, sketch, hash);
-        }
+        match (stored, &shingles) {
+            (true, Some(set)) => self.batch.upsert_with_hash_and_shingles(&record.key, sketch, hash, set),
+            (false, Some(set)) => self.batch.insert_with_hash_and_shingles(&record.key, sketch, hash, set),
+            (true, None) => self.batch.upsert_with_hash(&record.key, sketch, hash),
+            (false, None) => self.batch.insert_with_hash(&record.key, sketch, hash),
+        };
         match &mut self.span {
             Some((_, last)) => *last = origin,
             None => self.span = Some((origin.clone(), origin)),

@@ -166,6 +166,9 @@ fn hit_json(label: &str, h: &Hit, plan: &str, measure: &str) -> Value {
         if let Some(d) = h.distance {
             o.insert("distance".into(), json!(d));
         }
+        if let Some(j) = h.exact {
+            o.insert("exact_jaccard".into(), json!(j));
+        }
         if measure == "cosine" {
             o.insert("cosine".into(), json!(h.estimate.value));
         }
@@ -273,6 +276,8 @@ fn run_query_file(
         let r = if q.text.is_none() && q.tokens.is_none() && q.simhash.is_none() {
             let key = q.key.ok_or_else(|| at("a query needs `key`, `text`, `tokens` or `simhash`".into()))?;
             coll.query_key(&key, resolved.kind, resolved.options)?
+        } else if let (true, Some(text), None) = (coll.config().exact_shingles, q.text.as_deref(), q.simhash.as_deref()) {
+            coll.query_text(text, resolved.kind, resolved.options)?
         } else {
             let sketch = probe_sketch(coll, q.text.as_deref(), q.tokens.as_deref(), q.simhash.as_deref())
                 .map_err(|e| at(e.to_string()))?;
@@ -304,7 +309,16 @@ pub fn query(
     let measure = measure_name(resolved.kind, Measure::of(coll.params().kind()));
     match &resolved.probes {
         Probes::File(path) => run_query_file(&coll, path, &resolved, measure, json_out),
-        Probes::One { label, query } => print_result(label, &coll.query(query)?, measure, json_out),
+        Probes::One { label, query } => {
+            // A collection that keeps exact shingles re-ranks by exact Jaccard against the
+            // probe's own set: the key's stored set, or the text's shingles.
+            let r = match (coll.config().exact_shingles, &probe.key, &probe.text) {
+                (true, Some(key), _) => coll.query_key(key, resolved.kind, resolved.options)?,
+                (true, None, Some(text)) => coll.query_text(text, resolved.kind, resolved.options)?,
+                _ => coll.query(query)?,
+            };
+            print_result(label, &r, measure, json_out)
+        }
         Probes::SelfJoin => Err(CliError::Usage("a query needs a probe".into())),
     }
 }

@@ -1,7 +1,9 @@
 //! The interactive shell: `sketchdb DB` with no subcommand. Each line is split like a POSIX
 //! shell line and parsed as the same subcommands the command line takes; `.help` lists them,
 //! `.quit` (or end of input) leaves. With a terminal, rustyline gives history and completion
-//! of command and collection names; piped input is read line by line without prompts.
+//! of command and collection names (`.complete TEXT` prints what tab would offer); piped
+//! input is read line by line without prompts. The shell's one database handle is read-only
+//! until the first command that writes, so it runs beside a writer process.
 
 use std::io::{BufRead, IsTerminal};
 
@@ -22,8 +24,17 @@ pub trait ShellCommands {
     fn help(&self) -> String;
     /// Command names, for completion.
     fn command_names(&self) -> Vec<String>;
-    /// Collection names, for completion (best effort).
-    fn collection_names(&self) -> Vec<String>;
+    /// Collection names, for completion (best effort), read through the shell's own handle.
+    fn collection_names(&mut self) -> Vec<String>;
+}
+
+/// Where the word being completed starts in `before` (the line up to the cursor), and the
+/// candidates: command names for the first word, collection names after it.
+fn completions(commands: &[String], collections: &[String], before: &str) -> (usize, Vec<String>) {
+    let start = before.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+    let word = &before[start..];
+    let pool = if start == 0 { commands } else { collections };
+    (start, pool.iter().filter(|c| c.starts_with(word)).cloned().collect())
 }
 
 struct ShellHelper {
@@ -35,16 +46,8 @@ impl Completer for ShellHelper {
     type Candidate = Pair;
 
     fn complete(&self, line: &str, pos: usize, _ctx: &Context<'_>) -> rustyline::Result<(usize, Vec<Pair>)> {
-        let before = &line[..pos];
-        let start = before.rfind(char::is_whitespace).map_or(0, |i| i + 1);
-        let word = &before[start..];
-        let pool = if start == 0 { &self.commands } else { &self.collections };
-        let hits = pool
-            .iter()
-            .filter(|c| c.starts_with(word))
-            .map(|c| Pair { display: c.clone(), replacement: c.clone() })
-            .collect();
-        Ok((start, hits))
+        let (start, hits) = completions(&self.commands, &self.collections, &line[..pos]);
+        Ok((start, hits.into_iter().map(|c| Pair { display: c.clone(), replacement: c }).collect()))
     }
 }
 
@@ -57,6 +60,8 @@ impl Helper for ShellHelper {}
 
 /// Runs one line; returns false when the shell should stop.
 fn run_line(cmds: &mut dyn ShellCommands, line: &str, interactive: bool, line_no: usize) -> Result<bool, CliError> {
+    // `.complete` keeps trailing blanks: "query " completes a collection name.
+    let untrimmed = line.trim_start();
     let line = line.trim();
     if line.is_empty() || line.starts_with('#') {
         return Ok(true);
@@ -65,6 +70,15 @@ fn run_line(cmds: &mut dyn ShellCommands, line: &str, interactive: bool, line_no
         ".quit" | ".exit" => return Ok(false),
         ".help" | "help" => {
             outln!("{}", cmds.help())?;
+            return Ok(true);
+        }
+        _ if line == ".complete" || line.starts_with(".complete ") => {
+            // What tab would offer at the end of the text after `.complete `, one per line.
+            let text = untrimmed.strip_prefix(".complete").unwrap_or_default().trim_start();
+            let (commands, collections) = (cmds.command_names(), cmds.collection_names());
+            for c in completions(&commands, &collections, text).1 {
+                outln!("{c}")?;
+            }
             return Ok(true);
         }
         _ if line.starts_with('.') => {

@@ -106,12 +106,20 @@ fn u64s(v: &Value, field: &str) -> Result<Vec<u64>, String> {
         .and_then(Value::as_array)
         .ok_or_else(|| format!("missing array `{field}`"))?
         .iter()
-        .map(|x| x.as_u64().ok_or_else(|| format!("`{field}` holds a value that is not a u64")))
+        .map(|x| x.as_u64().ok_or_else(|| format!("`{field}` holds {x}, which is not an integer in 0..=2^64-1")))
         .collect()
 }
 
+/// A u64 field: missing and out of range are told apart.
+fn u64_field(v: &Value, field: &str) -> Result<u64, String> {
+    match v.get(field) {
+        None | Some(Value::Null) => Err(format!("missing `{field}`")),
+        Some(x) => x.as_u64().ok_or_else(|| format!("`{field}` is {x}, not an integer in 0..=2^64-1")),
+    }
+}
+
 fn sketch_from_json(params: SketchParams, v: &Value) -> Result<Sketch, String> {
-    let card = || v.get("cardinality").and_then(Value::as_u64).ok_or("missing `cardinality`".to_string());
+    let card = || u64_field(v, "cardinality");
     let s = match params.kind() {
         sketchdb::SketchKind::MinHash => {
             Sketch::MinHash(MinHash::from_parts(params, u64s(v, "values")?, card()?).map_err(|e| e.to_string())?)

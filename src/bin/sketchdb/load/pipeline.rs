@@ -6,7 +6,7 @@
 use rayon::prelude::*;
 use sketchdb::io::{Content, SourceRecord};
 use sketchdb::recipes::Content as Sketchable;
-use sketchdb::{Collection, Sketch};
+use sketchdb::{Collection, Sketch, TokenSet};
 use xxhash_rust::xxh3::{xxh3_128, xxh3_128_with_seed};
 
 use super::rejects::RejectKind;
@@ -19,6 +19,8 @@ pub struct Prepared {
     pub hash: u128,
     pub stored: bool,
     pub sketch: Result<Sketch, (RejectKind, String)>,
+    /// The record's token set, for a collection that keeps exact shingles (text and tokens).
+    pub shingles: Option<TokenSet>,
 }
 
 /// The thread pool of a load: `threads`, or every core.
@@ -76,6 +78,20 @@ fn sketch(coll: &Collection, content: &Content) -> Result<Sketch, (RejectKind, S
     })
 }
 
+/// The sketch and token set of one record for a collection that keeps exact shingles: the
+/// sketch is made from the very tokens stored, so the two agree. Fingerprints have no set.
+fn sketch_with_set(coll: &Collection, content: &Content) -> (Result<Sketch, (RejectKind, String)>, Option<TokenSet>) {
+    let seed = coll.config().tokenizer.seed();
+    let tokens = match content {
+        Content::Text(t) => coll.config().tokenizer.tokens(t),
+        Content::Tokens(t) => t.clone(),
+        Content::Terms(terms) => terms.iter().map(|t| sketchdb::estimate::token_hash(t.as_bytes(), seed)).collect(),
+        _ => return (sketch(coll, content), None),
+    };
+    let sketch = coll.sketcher().sketch_multiset(&tokens).map_err(|e| (RejectKind::Sketch, e.to_string()));
+    (sketch, Some(TokenSet::from_unsorted(tokens)))
+}
+
 /// The content hashes of `records`, computed on `pool`, in input order.
 pub fn hashes(pool: &rayon::ThreadPool, records: &[SourceRecord]) -> Vec<u128> {
     pool.install(|| records.par_iter().map(|r| content_hash(&r.content)).collect())
@@ -87,8 +103,12 @@ pub fn prepare(pool: &rayon::ThreadPool, coll: &Collection, items: Vec<(SourceRe
         items
             .into_par_iter()
             .map(|(record, hash, stored)| {
-                let sketch = sketch(coll, &record.content);
-                Prepared { record, hash, stored, sketch }
+                let (sketch, shingles) = if coll.config().exact_shingles {
+                    sketch_with_set(coll, &record.content)
+                } else {
+                    (sketch(coll, &record.content), None)
+                };
+                Prepared { record, hash, stored, sketch, shingles }
             })
             .collect()
     })
