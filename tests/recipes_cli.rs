@@ -146,3 +146,44 @@ fn ingest_and_dedup_create_with_a_recipe_and_refuse_another() {
     assert_eq!(names.len(), 1);
     assert_eq!(ddb.collection(&names[0]).unwrap().config().recipe().name(), "nemo-curator");
 }
+
+/// Whether a text has tokens is the collection's recipe's decision, not the reader's: a
+/// punctuation or emoji text is sketched under nemo-curator's character grams and rejected
+/// (no_tokens, in input order, exit 2 with --strict) under sketchdb's words.
+#[test]
+fn a_punctuation_text_has_tokens_under_a_gram_recipe_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lines = [
+        r#"{"id": "w", "text": "plain words of a text"}"#,
+        r#"{"id": "p", "text": "!!! ... ??? --- *** ((( ))) !!! ... ???"}"#,
+        r#"{"id": "e", "text": "🙂🙂🙂 🎉🎉🎉 🙂🙂🙂 🎉🎉🎉 🙂🙂🙂 🎉🎉🎉 🙂"}"#,
+        r#"{"id": "x", "text": ""}"#,
+    ];
+    std::fs::write(d.join("p.jsonl"), lines.join("\n") + "\n").unwrap();
+    ok(d, &["--db", "p.sketchdb", "ingest", "nemo", "p.jsonl", "--recipe", "nemo-curator", "--rejects", "n.jsonl"]);
+    ok(d, &["--db", "p.sketchdb", "ingest", "words", "p.jsonl", "--rejects", "w.jsonl"]);
+    let reasons = |f: &str| -> Vec<(String, String)> {
+        json_lines(&std::fs::read_to_string(d.join(f)).unwrap())
+            .iter()
+            .map(|v| (v["origin"].as_str().unwrap().to_owned(), v["reason"].as_str().unwrap().to_owned()))
+            .collect()
+    };
+    let r = |l: usize, why: &str| (format!("p.jsonl:{l}"), why.to_owned());
+    assert_eq!(reasons("n.jsonl"), [r(4, "empty_text")]);
+    assert_eq!(reasons("w.jsonl"), [r(2, "no_tokens"), r(3, "no_tokens"), r(4, "empty_text")]);
+    let db = Database::open_read_only(d.join("p.sketchdb")).unwrap();
+    let keys = |c: &str| {
+        let mut k: Vec<String> = db.collection(c).unwrap().snapshot().unwrap().into_scan()
+            .map(|r| String::from_utf8(r.unwrap().key.to_vec()).unwrap())
+            .collect();
+        k.sort();
+        k
+    };
+    assert_eq!(keys("nemo"), ["e", "p", "w"]);
+    assert_eq!(keys("words"), ["w"]);
+    let bad = run(d, &["--db", "p.sketchdb", "ingest", "strict", "p.jsonl", "--strict"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("p.jsonl:2") && err.contains("no tokens"), "{err}");
+}

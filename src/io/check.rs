@@ -20,13 +20,13 @@ pub(crate) trait Parse: Send {
     fn next_parsed(&mut self, summary: &mut Summary) -> Option<Item>;
 }
 
-/// Whether `content` can be sketched: text with at least one letter or digit (the default
-/// tokenizer's words are exactly the runs of alphanumeric characters), a non-empty token
-/// list, any fingerprint.
+/// Whether `content` can be sketched as far as the reader can tell: non-empty text, a
+/// non-empty token list, any fingerprint. Whether a text has tokens depends on the
+/// collection's tokenizer (a recipe of character grams finds tokens in punctuation), so that
+/// is decided by whoever tokenizes it.
 pub(crate) fn check_content(content: &Content) -> Result<(), RejectReason> {
     match content {
         Content::Text(t) if t.is_empty() => Err(RejectReason::EmptyText),
-        Content::Text(t) if !t.chars().any(char::is_alphanumeric) => Err(RejectReason::NoTokens),
         Content::Tokens(t) if t.is_empty() => Err(RejectReason::NoTokens),
         Content::Terms(t) if t.iter().all(String::is_empty) => Err(RejectReason::NoTokens),
         _ => Ok(()),

@@ -39,9 +39,9 @@ pub enum RejectReason {
     /// The text is empty.
     #[error("empty text")]
     EmptyText,
-    /// The text has no letter or digit (or a token list is empty): it has no tokens, so it
-    /// cannot be similar to anything.
-    #[error("no tokens: the text has no letter or digit")]
+    /// The token list is empty, or (reported by a loader that tokenizes) the text has no
+    /// token under the collection's tokenizer: it cannot be similar to anything.
+    #[error("no tokens: nothing to sketch under the collection's tokenizer")]
     NoTokens,
     /// The tokens field is not an array of unsigned 64-bit integers or of strings.
     #[error("field `{0}` is not an array of u64 or of strings")]

@@ -13,9 +13,9 @@ use std::time::Instant;
 
 use clap::Args;
 use serde_json::json;
-use sketchdb::io::{ReadError, RecordSource, Reject, SourceRecord};
+use sketchdb::io::{Content, ReadError, RecordSource, Reject, RejectReason, SourceRecord};
 use sketchdb::recipes::{fingerprint_config, text_config};
-use sketchdb::{Batch, Collection, SketchKind, Snapshot};
+use sketchdb::{Batch, Collection, SketchKind, Snapshot, Tokenizer};
 use xxhash_rust::xxh3::xxh3_128;
 
 use crate::error::CliError;
@@ -216,14 +216,27 @@ struct Chunk {
     ended: bool,
 }
 
-/// Reads up to `max` items; stops early at the end, a failure or a strict-mode reject.
-fn read_chunk(source: &mut dyn RecordSource, max: usize) -> Chunk {
+/// Whether `text` has no token under `tokenizer` (the collection's recipe). A text with a
+/// letter or digit is tokenized only when it is sketched.
+fn tokenless(tokenizer: &Tokenizer, rec: &SourceRecord) -> bool {
+    matches!(&rec.content, Content::Text(t) if !t.chars().any(char::is_alphanumeric) && tokenizer.tokens(t).is_empty())
+}
+
+/// Reads up to `max` items; stops early at the end, a failure or a strict-mode reject. A text
+/// without tokens under `tokenizer` is a reject, in input order with the reader's.
+fn read_chunk(source: &mut dyn RecordSource, max: usize, tokenizer: &Tokenizer, strict: bool) -> Chunk {
     let mut chunk = Chunk { records: Vec::new(), rejects: Vec::new(), failure: None, ended: false };
     for _ in 0..max {
         match source.next() {
             None => {
                 chunk.ended = true;
                 break;
+            }
+            Some(Ok(Ok(rec))) if tokenless(tokenizer, &rec) => {
+                chunk.rejects.push(Reject::new(rec.origin, RejectReason::NoTokens));
+                if strict {
+                    break;
+                }
             }
             Some(Ok(Ok(rec))) => chunk.records.push(rec),
             Some(Ok(Err(reject))) | Some(Err(ReadError::Rejected(reject))) => chunk.rejects.push(reject),
@@ -263,6 +276,7 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<(), Cl
             )));
         }
     }
+    let tokenizer = coll.config().tokenizer;
     let pool = pool(args.read.threads)?;
     let start = Instant::now();
     let mut progress = Progress::new(total_bytes(&args.inputs));
@@ -283,7 +297,7 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<(), Cl
         let mut pending: Vec<SourceRecord> = Vec::with_capacity(args.batch.min(1 << 16));
         loop {
             // Parsing runs on the pool too (a JSONL reader parses lines ahead in parallel).
-            let chunk = pool.install(|| read_chunk(&mut *source, READ_CHUNK));
+            let chunk = pool.install(|| read_chunk(&mut *source, READ_CHUNK, &tokenizer, args.read.strict));
             docs += chunk.records.len() as u64;
             for rec in chunk.records {
                 pending.push(rec);

@@ -70,7 +70,12 @@ fn sketch(coll: &Collection, content: &Content) -> Result<Sketch, (RejectKind, S
         Content::Fingerprint(v) => Sketchable::Fingerprint(*v).sketch(coll),
         other => return Err((RejectKind::Other, format!("unsupported content {other:?}"))),
     };
-    result.map_err(|e| (RejectKind::Sketch, e.to_string()))
+    result.map_err(|e| match e {
+        sketchdb::SketchError::EmptySet => {
+            (RejectKind::NoTokens, format!("no tokens under the collection's recipe {}", coll.config().recipe().name()))
+        }
+        e => (RejectKind::Sketch, e.to_string()),
+    })
 }
 
 /// The sketch and token set of one record for a collection that keeps exact shingles: the
