@@ -69,7 +69,7 @@ fn ingest_into_an_exact_collection_reports_exact_jaccard_equal_to_brute_force() 
     let again = lines(&ok(d, &["--db", "x.db", "--json", "ingest", "c", "docs.jsonl"]).stderr);
     assert_eq!(again.last().unwrap()["unchanged"], docs.len(), "{again:?}");
 
-    let tokenizer = Database::open(d.join("x.db")).unwrap().collection("c").unwrap().config().tokenizer.clone();
+    let tokenizer = Database::open(d.join("x.db")).unwrap().collection("c").unwrap().config().tokenizer;
     let sets: BTreeMap<&str, BTreeSet<u64>> =
         docs.iter().map(|(k, t)| (k.as_str(), tokenizer.tokens(t).into_iter().collect())).collect();
     let mut checked = 0;

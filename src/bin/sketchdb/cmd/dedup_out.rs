@@ -218,11 +218,11 @@ pub fn score_pairs(coll: &Collection, d: &DedupResult, kind: QueryKind, level: f
     let mut out = Vec::with_capacity(pairs.len());
     for (a, b) in pairs {
         for row in [a, b] {
-            if !sketches.contains_key(&row) {
+            if let std::collections::hash_map::Entry::Vacant(slot) = sketches.entry(row) {
                 let rec = snap
                     .get_row(row)?
                     .ok_or_else(|| CliError::Runtime(format!("row {row} was deleted while dedup ran")))?;
-                sketches.insert(row, rec.sketch);
+                slot.insert(rec.sketch);
             }
         }
         let (x, y) = (&sketches[&a], &sketches[&b]);
