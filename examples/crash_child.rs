@@ -34,7 +34,11 @@ fn main() {
 }
 
 fn write(path: &str, max: u64) {
-    let db = if Path::new(path).exists() { Database::open(path).expect("open") } else { Database::create(path).expect("create") };
+    let db = if Path::new(path).exists() {
+        Database::open(path).expect("open")
+    } else {
+        Database::create(path).expect("create")
+    };
     let params = params().expect("params");
     let c = match db.collection(COLLECTION) {
         Ok(c) => c,

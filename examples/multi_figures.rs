@@ -161,7 +161,11 @@ fn readers(path: &Path, procs: u64, secs: f64) -> Res<()> {
 }
 
 fn commits(dir: &Path) -> Res<()> {
-    let modes = [("single-writer", Sharing::SingleWriter), ("multi-writer", Sharing::MultiWriter), ("exclusive", Sharing::Exclusive)];
+    let modes = [
+        ("single-writer", Sharing::SingleWriter),
+        ("multi-writer", Sharing::MultiWriter),
+        ("exclusive", Sharing::Exclusive),
+    ];
     let mut rng = Rng(99);
     for round in 0..2 {
         for (name, mode) in modes {

@@ -85,8 +85,11 @@ fn estimate_pairs_reports_unknown_keys_per_line_and_bad_lines_by_position() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     setup(d);
-    std::fs::write(d.join("p.jsonl"), "{\"a\":\"k0\",\"b\":\"k1\"}\n{\"a\":\"k0\",\"b\":\"nope\"}\n{\"a\":\"k2\",\"b\":\"k3\"}\n")
-        .unwrap();
+    std::fs::write(
+        d.join("p.jsonl"),
+        "{\"a\":\"k0\",\"b\":\"k1\"}\n{\"a\":\"k0\",\"b\":\"nope\"}\n{\"a\":\"k2\",\"b\":\"k3\"}\n",
+    )
+    .unwrap();
     let out = run(d, &["--db", "x.db", "estimate", "c", "--pairs", "p.jsonl", "--json"]);
     assert_eq!(out.status.code(), Some(1), "unknown keys are a runtime error (not found)");
     let l = lines(&out.stdout);
@@ -114,7 +117,8 @@ fn query_file_prints_one_line_per_query_with_its_plan_and_time() {
     // Stored keys, token probes, and a probe like nothing stored (no hits).
     let q = "{\"qid\":\"q1\",\"key\":\"k0\"}\n\n{\"key\":\"k5\"}\n{\"qid\":\"none\",\"tokens\":[999999,999998,999997]}\n{\"tokens\":[100,101,102,103,104,105,106,107,108,109,110,111,112,113,114,115,116,117,118,119,120,121,122,123,124,125,126,127,128,129]}\n";
     std::fs::write(d.join("q.jsonl"), q).unwrap();
-    let out = lines(&ok(d, &["--db", "x.db", "query", "c", "--queries", "q.jsonl", "--threshold", "0.5", "--json"]).stdout);
+    let out =
+        lines(&ok(d, &["--db", "x.db", "query", "c", "--queries", "q.jsonl", "--threshold", "0.5", "--json"]).stdout);
     let labels: Vec<&str> = out.iter().map(|v| v["query"].as_str().unwrap()).collect();
     assert_eq!(labels, ["q1", "k5", "none", "line 5"]);
     for v in &out {
@@ -130,7 +134,9 @@ fn query_file_prints_one_line_per_query_with_its_plan_and_time() {
         vec!["--tokens", &(100..130).map(|t: u32| t.to_string()).collect::<Vec<_>>().join(",")],
     ]) {
         let args: Vec<&str> = args.iter().map(|s| s.as_ref()).collect();
-        let one = lines(&ok(d, &[&["--db", "x.db", "query", "c"][..], &args, &["--threshold", "0.5", "--json"]].concat()).stdout);
+        let one = lines(
+            &ok(d, &[&["--db", "x.db", "query", "c"][..], &args, &["--threshold", "0.5", "--json"]].concat()).stdout,
+        );
         let keys = |hits: &[Value]| hits.iter().map(|h| h["key"].as_str().unwrap().to_string()).collect::<Vec<_>>();
         assert_eq!(keys(v["hits"].as_array().unwrap()), keys(&one), "{v}");
         if let Some(first) = one.first() {

@@ -91,14 +91,26 @@ fn dedup_of_a_jsonl_file_writes_every_output() {
     let out = ok(
         d,
         &[
-            "--db", "x.db", "dedup", "docs.jsonl", "--threshold", "0.8", "--json",
-            "--dropped", "dropped.jsonl", "--pairs", "pairs.jsonl", "--write-deduplicated", "out.jsonl",
+            "--db",
+            "x.db",
+            "dedup",
+            "docs.jsonl",
+            "--threshold",
+            "0.8",
+            "--json",
+            "--dropped",
+            "dropped.jsonl",
+            "--pairs",
+            "pairs.jsonl",
+            "--write-deduplicated",
+            "out.jsonl",
         ],
     );
     // Clusters: A then B (largest first), each keeping the member stored first.
     let clusters = lines(&out.stdout);
     assert_eq!(clusters.len(), 2, "{clusters:?}");
-    for (c, (id, keys, keeper)) in clusters.iter().zip([(1, vec!["k0", "k1", "k2"], "k0"), (2, vec!["k3", "k4"], "k3")]) {
+    for (c, (id, keys, keeper)) in clusters.iter().zip([(1, vec!["k0", "k1", "k2"], "k0"), (2, vec!["k3", "k4"], "k3")])
+    {
         assert_eq!(c["cluster"], id);
         assert_eq!(c["size"], keys.len());
         assert_eq!(c["keys"], serde_json::json!(keys));
@@ -166,10 +178,8 @@ fn dedup_of_a_jsonl_file_writes_every_output() {
 
     // The deduplicated records: the input's lines of the kept keys, byte for byte, in input
     // order; kept = input - dropped.
-    let kept: Vec<String> = jsonl_lines()
-        .into_iter()
-        .filter(|l| !["\"k1\"", "\"k2\"", "\"k4\""].iter().any(|k| l.contains(k)))
-        .collect();
+    let kept: Vec<String> =
+        jsonl_lines().into_iter().filter(|l| !["\"k1\"", "\"k2\"", "\"k4\""].iter().any(|k| l.contains(k))).collect();
     assert_eq!(file_lines(&d.join("out.jsonl")), kept);
     assert_eq!(kept.len(), corpus.len() - dropped.len());
 }
@@ -200,13 +210,26 @@ fn cluster_column_writes_every_record_with_its_cluster_and_keeper() {
     ok(
         d,
         &[
-            "--db", "x.db", "dedup", "docs.jsonl", "--threshold", "0.8", "--format", "none",
-            "--write-deduplicated", "all.jsonl.gz", "--cluster-column", "dup",
+            "--db",
+            "x.db",
+            "dedup",
+            "docs.jsonl",
+            "--threshold",
+            "0.8",
+            "--format",
+            "none",
+            "--write-deduplicated",
+            "all.jsonl.gz",
+            "--cluster-column",
+            "dup",
         ],
     );
     let mut text = String::new();
-    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(File::open(d.join("all.jsonl.gz")).unwrap()), &mut text)
-        .unwrap();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(File::open(d.join("all.jsonl.gz")).unwrap()),
+        &mut text,
+    )
+    .unwrap();
     let written: Vec<&str> = text.lines().collect();
     let input = jsonl_lines();
     assert_eq!(written.len(), input.len(), "every record is written");
@@ -264,10 +287,7 @@ fn golden_deduplicated_outputs_of_the_bundled_samples() {
     }
     let out = ok(
         d,
-        &[
-            "--db", "x.db", "dedup", "docs", "--json", "--dropped", "dropped.txt",
-            "--write-deduplicated", "kept.jsonl",
-        ],
+        &["--db", "x.db", "dedup", "docs", "--json", "--dropped", "dropped.txt", "--write-deduplicated", "kept.jsonl"],
     );
     let clusters = lines(&out.stdout);
     assert!(clusters.len() >= 2, "the samples hold near-duplicates: {clusters:?}");
@@ -293,8 +313,16 @@ fn golden_deduplicated_outputs_of_the_bundled_samples() {
     ok(
         d,
         &[
-            "--db", "x.db", "dedup", "docs", "--format", "none", "--write-deduplicated", "all.parquet",
-            "--cluster-column", "cluster",
+            "--db",
+            "x.db",
+            "dedup",
+            "docs",
+            "--format",
+            "none",
+            "--write-deduplicated",
+            "all.parquet",
+            "--cluster-column",
+            "cluster",
         ],
     );
     let batches = parquet_batches(&d.join("all.parquet"));
@@ -324,7 +352,8 @@ fn golden_deduplicated_outputs_of_the_bundled_samples() {
 
     // Kept records only, as Parquet: the same set as the JSONL.
     ok(d, &["--db", "x.db", "dedup", "docs", "--format", "none", "--write-deduplicated", "kept.parquet"]);
-    let ids: BTreeSet<String> = parquet_batches(&d.join("kept.parquet")).iter().flat_map(|b| strings(b, "id")).collect();
+    let ids: BTreeSet<String> =
+        parquet_batches(&d.join("kept.parquet")).iter().flat_map(|b| strings(b, "id")).collect();
     assert_eq!(ids, kept_ids);
 }
 

@@ -58,8 +58,26 @@ fn docs() -> Vec<(String, String)> {
 fn ingest_into_an_exact_collection_reports_exact_jaccard_equal_to_brute_force() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let created = lines(&ok(d, &["--db", "x.db", "--json", "create", "c", "--kind", "bbit", "--k", "256",
-                                  "--bits", "8", "--exact-shingles"]).stderr);
+    let created = lines(
+        &ok(
+            d,
+            &[
+                "--db",
+                "x.db",
+                "--json",
+                "create",
+                "c",
+                "--kind",
+                "bbit",
+                "--k",
+                "256",
+                "--bits",
+                "8",
+                "--exact-shingles",
+            ],
+        )
+        .stderr,
+    );
     assert_eq!(created[0]["exact_shingles"], true, "{created:?}");
     let docs = docs();
     let jsonl: String = docs.iter().map(|(k, t)| format!("{}\n", serde_json::json!({"id": k, "text": t}))).collect();

@@ -174,7 +174,12 @@ fn a_punctuation_text_has_tokens_under_a_gram_recipe_only() {
     assert_eq!(reasons("w.jsonl"), [r(2, "no_tokens"), r(3, "no_tokens"), r(4, "empty_text")]);
     let db = Database::open_read_only(d.join("p.sketchdb")).unwrap();
     let keys = |c: &str| {
-        let mut k: Vec<String> = db.collection(c).unwrap().snapshot().unwrap().into_scan()
+        let mut k: Vec<String> = db
+            .collection(c)
+            .unwrap()
+            .snapshot()
+            .unwrap()
+            .into_scan()
             .map(|r| String::from_utf8(r.unwrap().key.to_vec()).unwrap())
             .collect();
         k.sort();

@@ -166,7 +166,10 @@ fn a_second_writer_waits_for_the_busy_timeout_then_is_locked() {
             // It waited the whole timeout before giving up, and says so.
             assert!(*waited >= timeout && t.elapsed() >= timeout, "{waited:?}");
             let text = e.to_string();
-            assert!(text.contains(&path.display().to_string()) && text.contains("gave up after waiting 0.3 s"), "{text}");
+            assert!(
+                text.contains(&path.display().to_string()) && text.contains("gave up after waiting 0.3 s"),
+                "{text}"
+            );
         }
         other => panic!("expected Locked, got {other:?}"),
     }

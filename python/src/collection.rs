@@ -54,8 +54,8 @@ mod ingest;
 mod results;
 
 pub(crate) use ingest::{PyInsertReport, PyReject};
-pub(crate) use results::{PyCluster, PyDedupResult, PyHit};
 use results::hit;
+pub(crate) use results::{PyCluster, PyDedupResult, PyHit};
 
 /// A named set of keyed sketches of one configuration.
 #[pyclass(name = "Collection", module = "sketchdb._sketchdb", frozen)]
@@ -212,7 +212,11 @@ impl PyCollection {
             Some(h) if texts.is_none() && tokens.is_none() && sketches.is_none() && signatures.is_none() => {
                 ingest::hashvalue_rows(&coll, h)?
             }
-            Some(_) => return Err(PyValueError::new_err("give exactly one of texts, tokens=, sketches=, signatures=, hashvalues=")),
+            Some(_) => {
+                return Err(PyValueError::new_err(
+                    "give exactly one of texts, tokens=, sketches=, signatures=, hashvalues=",
+                ));
+            }
             None => ingest::contents(&coll, texts, tokens, sketches, signatures)?,
         };
         ingest::insert_many(py, &coll, keys, contents, upsert, strict)

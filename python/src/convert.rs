@@ -8,8 +8,8 @@ use numpy::PyReadonlyArray1;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyInt, PyString};
-use sketchdb::recipes::default_params;
 use sketchdb::recipes::DEFAULT_SEED;
+use sketchdb::recipes::default_params;
 use sketchdb::{HashFamily, Recipe, SketchKind, SketchParams, Tokenizer, TokenizerKind, estimate::token_hash};
 
 use crate::errors::IntoPy;
@@ -142,13 +142,21 @@ pub(crate) fn config(
 }
 
 /// The parameters of `kind` in hash family `family` (a pickled or imported sketch's).
-pub(crate) fn params_in(family: HashFamily, kind: SketchKind, size: u32, bits: u8, seed: u64) -> PyResult<SketchParams> {
+pub(crate) fn params_in(
+    family: HashFamily,
+    kind: SketchKind,
+    size: u32,
+    bits: u8,
+    seed: u64,
+) -> PyResult<SketchParams> {
     if family.is_compat() {
         return SketchParams::compat(family, size, seed).py_err();
     }
     let p = params(kind, size, Some(bits), seed)?;
     if p.family() != family {
-        return Err(PyValueError::new_err(format!("hash family {family} is not one this binding rebuilds for {kind:?}")));
+        return Err(PyValueError::new_err(format!(
+            "hash family {family} is not one this binding rebuilds for {kind:?}"
+        )));
     }
     Ok(p)
 }

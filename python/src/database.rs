@@ -114,9 +114,7 @@ impl PyDatabase {
             (None, Some(radius)) => IndexConfig::simhash_tables(radius),
             (None, None) => IndexConfig::None,
         };
-        let config = CollectionConfig::new(params)
-            .with_tokenizer(tokenizer)
-            .with_index(index);
+        let config = CollectionConfig::new(params).with_tokenizer(tokenizer).with_index(index);
         let db = self.shared.db()?;
         let coll = py.detach(|| db.create_collection(name, config)).py_err()?;
         Ok(self.handle(coll))

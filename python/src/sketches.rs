@@ -16,8 +16,8 @@ use sketchdb::{Estimate, Sketch, SketchKind, SketchParams, Sketcher, Tokenizer, 
 use crate::convert;
 use crate::errors::IntoPy;
 
-mod pickle;
 mod objects;
+mod pickle;
 
 pub(crate) use objects::{bulk_sketch, extract, to_py};
 

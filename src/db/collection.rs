@@ -104,7 +104,8 @@ impl Collection {
     pub fn insert_tokens(&self, key: impl AsRef<[u8]>, tokens: &TokenSet) -> Result<u64> {
         let sketch = self.sketcher.sketch(tokens)?;
         let op = [WriteOp::Insert(key.as_ref(), &sketch, None)];
-        let s = self.store.apply_with_shingles(&self.info, op, &[Some(tokens.as_slice())], &mut IndexMaintainer::new())?;
+        let s =
+            self.store.apply_with_shingles(&self.info, op, &[Some(tokens.as_slice())], &mut IndexMaintainer::new())?;
         Ok(s.first_row)
     }
 
@@ -288,7 +289,12 @@ impl Collection {
     /// [`Collection::dedup`] with the verified pairs grouped by `clustering`: connected
     /// components, or star clusters whose members each reach the cluster's representative
     /// ([`Clustering::Representative`], which never chains through weak links).
-    pub fn dedup_clustered(&self, kind: QueryKind, options: QueryOptions, clustering: Clustering) -> Result<DedupResult> {
+    pub fn dedup_clustered(
+        &self,
+        kind: QueryKind,
+        options: QueryOptions,
+        clustering: Clustering,
+    ) -> Result<DedupResult> {
         let snap = self.store.snapshot()?;
         Ok(dedup_exec::dedup(&snap, &self.info, kind, options, clustering, &self.costs())?)
     }

@@ -187,10 +187,13 @@ impl Database {
         config.validate()?;
         let settings = encode_settings(&config)?;
         let request = config.index.request();
-        let info = self.store.create_collection(name, config.params, settings, config.exact_shingles, &mut |txn, info| match request {
-            Some(r) => crate::index::create_index_in(txn, info, r),
-            None => Ok(()),
-        })?;
+        let info =
+            self.store.create_collection(name, config.params, settings, config.exact_shingles, &mut |txn, info| {
+                match request {
+                    Some(r) => crate::index::create_index_in(txn, info, r),
+                    None => Ok(()),
+                }
+            })?;
         Collection::new(self.store.clone(), info)
     }
 

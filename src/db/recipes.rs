@@ -265,7 +265,11 @@ impl Content<'_> {
             Content::Tokens(tokens) => tokens.to_vec(),
             Content::Fingerprint(_) => {
                 let sketch = self.sketch(coll)?;
-                if upsert { batch.upsert(key, sketch) } else { batch.insert(key, sketch) };
+                if upsert {
+                    batch.upsert(key, sketch)
+                } else {
+                    batch.insert(key, sketch)
+                };
                 return Ok(());
             }
         };
@@ -273,7 +277,11 @@ impl Content<'_> {
         match (coll.config().exact_shingles, upsert) {
             (true, up) => {
                 let set = TokenSet::from_unsorted(tokens);
-                if up { batch.upsert_with_shingles(key, sketch, &set) } else { batch.insert_with_shingles(key, sketch, &set) }
+                if up {
+                    batch.upsert_with_shingles(key, sketch, &set)
+                } else {
+                    batch.insert_with_shingles(key, sketch, &set)
+                }
             }
             (false, true) => batch.upsert(key, sketch),
             (false, false) => batch.insert(key, sketch),

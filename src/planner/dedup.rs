@@ -68,7 +68,10 @@ fn lsh_pass_cost(lsh: &LshStats, s: &Stats, c: &CostModel) -> (f64, f64) {
     let n = s.live as f64;
     let bands = f64::from(lsh.params.bands);
     let pairs = bands * n * (lsh.mean_hit_bucket - 1.0).max(0.0) / 2.0;
-    let cost = load_cost(s, c) + bands * n * f64::from(lsh.runs.max(1)) * ENTRY_NS + sort_cost(bands, n) + verify_cost(pairs, s, c);
+    let cost = load_cost(s, c)
+        + bands * n * f64::from(lsh.runs.max(1)) * ENTRY_NS
+        + sort_cost(bands, n)
+        + verify_cost(pairs, s, c);
     (cost, pairs)
 }
 
@@ -106,7 +109,10 @@ fn banding(t: f64, q: &Query, s: &Stats, c: &CostModel) -> Alternative {
     }
     let n = s.live as f64;
     // Hashing every slot once costs about a decode pass; a bucket per record is assumed.
-    let cost = load_cost(s, c) + n * s.slots as f64 * c.decode_per_slot + sort_cost(f64::from(p.bands), n) + verify_cost(n, s, c);
+    let cost = load_cost(s, c)
+        + n * s.slots as f64 * c.decode_per_slot
+        + sort_cost(f64::from(p.bands), n)
+        + verify_cost(n, s, c);
     Alternative {
         plan,
         cost_ns: Some(cost),

@@ -12,13 +12,13 @@ use crate::storage::reader::{ReadSnapshot, decode};
 use super::cost::{Choice, CostModel, Stats};
 use super::dedup::choose_dedup;
 use super::error::QueryError;
-use super::exec::{execute, validate_question};
 use super::exact::candidate_floor;
+use super::exec::{execute, validate_question};
 use super::explain::{Explain, Scoring};
-use crate::codec::shingles::exact_jaccard;
 use super::plan::{Access, Finish, Plan};
 use super::query::{Query, QueryKind, QueryOptions};
 use super::run::stats_in;
+use crate::codec::shingles::exact_jaccard;
 
 type Result<T, E = QueryError> = std::result::Result<T, E>;
 
@@ -95,8 +95,8 @@ fn join_banded(
 ) -> Result<()> {
     let p = &info.def.params;
     let (bands, per_band) = (banding.map(|b| b.0), banding.map(|b| b.1));
-    let scheme = lsh_scheme_for(p.kind(), p.bits(), p.slots(), threshold, bands, per_band)
-        .map_err(|e| index_error(info, e))?;
+    let scheme =
+        lsh_scheme_for(p.kind(), p.bits(), p.slots(), threshold, bands, per_band).map_err(|e| index_error(info, e))?;
     let keys = BandedKeys::new(&scheme, rows, |r| &r.2).map_err(|(i, e)| {
         let row = rows[i].0;
         index_error(info, IndexError::inconsistent("signature", format!("row {row}: {e}")))

@@ -34,7 +34,9 @@ impl fmt::Display for Explain {
         writeln!(f, "plan: {}", self.choice.plan)?;
         writeln!(f, "why:  {}", self.choice.reason)?;
         match self.scoring {
-            Scoring::Exact => writeln!(f, "scores: exact (candidates re-ranked by exact Jaccard over stored shingles)")?,
+            Scoring::Exact => {
+                writeln!(f, "scores: exact (candidates re-ranked by exact Jaccard over stored shingles)")?
+            }
             _ => writeln!(f, "scores: estimated (from the sketches)")?,
         }
         writeln!(f, "alternatives:")?;
@@ -81,7 +83,11 @@ impl Scoring {
 
     /// The scoring of `kind` questions on the collection `info`.
     pub(crate) fn of(info: &crate::storage::catalog::CollectionInfo, kind: super::query::QueryKind) -> Scoring {
-        if info.shingles && !matches!(kind, super::query::QueryKind::Hamming(_)) { Scoring::Exact } else { Scoring::Estimated }
+        if info.shingles && !matches!(kind, super::query::QueryKind::Hamming(_)) {
+            Scoring::Exact
+        } else {
+            Scoring::Estimated
+        }
     }
 }
 

@@ -11,8 +11,8 @@ use super::cost::{Choice, CostModel, Stats, choose, choose_plan};
 use super::error::QueryError;
 use super::exec::{Analyze, Hit, execute, validate};
 use super::explain::Explain;
-use super::plan::Plan;
 use super::explain::Scoring;
+use super::plan::Plan;
 use super::query::Query;
 
 /// The answer to a query: verified, scored hits best first, the plan that produced them and

@@ -320,7 +320,9 @@ fn keeps_shingles(txn: &ReadTransaction, id: u32, name: &str) -> Result<bool, St
 /// Writes collection `id`'s marker (at creation, in the creating transaction).
 fn mark_shingles(txn: &WriteTransaction, id: u32) -> Result<(), StorageError> {
     let mut table = txn.open_table(SHINGLES).map_err(StorageError::backend("open table"))?;
-    table.insert((id, SHINGLES_MARKER_ROW), [SHINGLES_LAYOUT].as_slice()).map_err(StorageError::backend("write shingles"))?;
+    table
+        .insert((id, SHINGLES_MARKER_ROW), [SHINGLES_LAYOUT].as_slice())
+        .map_err(StorageError::backend("write shingles"))?;
     Ok(())
 }
 
@@ -335,6 +337,8 @@ fn drop_shingles(txn: &WriteTransaction, id: u32) -> Result<(), StorageError> {
         return Ok(());
     }
     let mut table = txn.open_table(SHINGLES).map_err(StorageError::backend("open table"))?;
-    table.retain_in((id, 0)..=(id, SHINGLES_MARKER_ROW), |_, _| false).map_err(StorageError::backend("drop shingles"))?;
+    table
+        .retain_in((id, 0)..=(id, SHINGLES_MARKER_ROW), |_, _| false)
+        .map_err(StorageError::backend("drop shingles"))?;
     Ok(())
 }

@@ -252,7 +252,11 @@ impl StorageError {
 }
 
 fn waited_text(waited: std::time::Duration) -> String {
-    if waited < std::time::Duration::from_millis(100) { String::new() } else { format!(" (gave up after waiting {:.1} s)", waited.as_secs_f64()) }
+    if waited < std::time::Duration::from_millis(100) {
+        String::new()
+    } else {
+        format!(" (gave up after waiting {:.1} s)", waited.as_secs_f64())
+    }
 }
 
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {

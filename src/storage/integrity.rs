@@ -301,7 +301,11 @@ fn verify_shingles(
             Err(e) => ctx.problem(None, Some(row), format!("shingle set does not decode: {e}")),
             Ok(set) => {
                 if let Some(card) = cards[next].1.filter(|&c| c != set.len() as u64) {
-                    ctx.problem(None, Some(row), format!("shingle set has {} hashes, the signature says {card}", set.len()));
+                    ctx.problem(
+                        None,
+                        Some(row),
+                        format!("shingle set has {} hashes, the signature says {card}", set.len()),
+                    );
                 }
             }
         }

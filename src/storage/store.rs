@@ -70,7 +70,10 @@ pub(crate) struct StoreOptions {
 
 impl Default for StoreOptions {
     fn default() -> Self {
-        StoreOptions { cache_size: None, durability: Durability::default(), busy_timeout: DEFAULT_BUSY_TIMEOUT,
+        StoreOptions {
+            cache_size: None,
+            durability: Durability::default(),
+            busy_timeout: DEFAULT_BUSY_TIMEOUT,
             sharing: Sharing::default(),
         }
     }

@@ -46,7 +46,8 @@ pub(crate) fn declared(header: &[u8]) -> Declared {
     let (full, trailing) = (u32_at(header, 24), u32_at(header, 28));
     let trailing_pages = if trailing > 0 { region_header + trailing } else { 0 };
     // At most 2^32 regions of 2^33 pages of 2^24 bytes: the sum fits in u128, not always u64.
-    let len = u128::from(page) * (1 + u128::from(full) * u128::from(region_header + region_data) + u128::from(trailing_pages));
+    let len = u128::from(page)
+        * (1 + u128::from(full) * u128::from(region_header + region_data) + u128::from(trailing_pages));
     u64::try_from(len).map_or(Declared::Unknown, Declared::Len)
 }
 

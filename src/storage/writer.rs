@@ -356,8 +356,9 @@ impl super::store::Store {
                     }
                     pages.append(row, key, sketch)?;
                     if let Some(sets) = sets.as_mut() {
-                        let set = shingles.get(i).copied().flatten().ok_or_else(|| {
-                            StorageError::ShinglesRequired { collection: info.def.name.clone(), key: show_key(key) }
+                        let set = shingles.get(i).copied().flatten().ok_or_else(|| StorageError::ShinglesRequired {
+                            collection: info.def.name.clone(),
+                            key: show_key(key),
                         })?;
                         sets.put(row, set)?;
                     }

@@ -57,7 +57,8 @@ fn build_image() -> Result<Vec<u8>> {
             }
         }
     }
-    let bytes = std::fs::read(&path).map_err(|source| crate::StorageError::Io { op: "read", path: path.clone(), source })?;
+    let bytes =
+        std::fs::read(&path).map_err(|source| crate::StorageError::Io { op: "read", path: path.clone(), source })?;
     let _ = std::fs::remove_file(&path);
     Ok(bytes)
 }

@@ -25,8 +25,8 @@ pub mod rng;
 pub mod simhash;
 
 pub use faults::{CrashPoint, FaultyBackend, IoCounters, IoFault};
-pub use fuzz_open::{db_open_seeds, fuzz_db_open};
 pub use fuzz::{fuzz_db_ops, fuzz_meta_decode, fuzz_page_decode, fuzz_sketch_ops, seed_inputs};
+pub use fuzz_open::{db_open_seeds, fuzz_db_open};
 
 pub use crate::storage::store::Sharing;
 

@@ -159,7 +159,13 @@ pub(crate) fn arrow_estimate(
 /// The byte width of one signature of these parameters.
 #[pyfunction]
 #[pyo3(signature = (kind, k, bits, seed, recipe = None))]
-pub(crate) fn signature_width(kind: &str, k: u32, bits: Option<u8>, seed: u64, recipe: Option<&str>) -> PyResult<usize> {
+pub(crate) fn signature_width(
+    kind: &str,
+    k: u32,
+    bits: Option<u8>,
+    seed: u64,
+    recipe: Option<&str>,
+) -> PyResult<usize> {
     Ok(signature::width(&params(kind, k, bits, seed, recipe)?))
 }
 

@@ -141,7 +141,8 @@ pub(crate) fn hashvalue_rows(coll: &Collection, rows: &Bound<'_, PyAny>) -> PyRe
         if let Ok(a) = x.extract::<numpy::PyReadonlyArray1<'_, u32>>() {
             return Ok(a.as_array().iter().map(|&v| u64::from(v)).collect());
         }
-        x.extract::<Vec<u64>>().map_err(|_| PyTypeError::new_err("a hashvalues row is a 1-D array of unsigned integers"))
+        x.extract::<Vec<u64>>()
+            .map_err(|_| PyTypeError::new_err("a hashvalues row is a 1-D array of unsigned integers"))
     };
     rows.try_iter()?
         .map(|x| {

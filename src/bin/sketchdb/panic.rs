@@ -27,10 +27,8 @@ pub fn install(verbose: bool) {
 
 /// What a panic that reached `main` says: the payload's message, else the hook's last text.
 pub fn describe(payload: &(dyn std::any::Any + Send)) -> String {
-    let message = payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned());
+    let message =
+        payload.downcast_ref::<&str>().map(|s| (*s).to_string()).or_else(|| payload.downcast_ref::<String>().cloned());
     let last = LAST.lock().ok().and_then(|l| l.clone());
     match (message, last) {
         (_, Some(text)) => text,

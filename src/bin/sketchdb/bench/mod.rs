@@ -171,7 +171,10 @@ impl DocsArgs {
     }
 
     fn configs(&self) -> Result<Vec<docs::DocsConfig>, CliError> {
-        let names = self.configs.iter().flat_map(|c| if c == "all" { docs::ALL_CONFIGS.split(',').collect() } else { vec![c.as_str()] });
+        let names = self
+            .configs
+            .iter()
+            .flat_map(|c| if c == "all" { docs::ALL_CONFIGS.split(',').collect() } else { vec![c.as_str()] });
         names.map(docs::parse_config).collect()
     }
 }

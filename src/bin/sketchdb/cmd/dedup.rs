@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 use serde_json::json;
-use sketchdb::{Clustering, QueryKind};
 use sketchdb::recipes::Measure;
+use sketchdb::{Clustering, QueryKind};
 
 use super::dedup_out::{Decided, Input, Keep, decide, score_pairs, write_dropped, write_pairs, write_records};
 use super::ingest::{IngestArgs, ingest};
@@ -148,7 +148,9 @@ impl Outputs {
         let target = |p: &Option<PathBuf>, option: &str| p.as_deref().map(|p| Target::of(p, option)).transpose();
         let records = target(&args.write_deduplicated, "--write-deduplicated")?;
         if records.as_ref().is_some_and(|t| t.format == OutFormat::Lines) {
-            return Err(CliError::Usage("--write-deduplicated: records are written as .jsonl, .csv, .tsv or .parquet".into()));
+            return Err(CliError::Usage(
+                "--write-deduplicated: records are written as .jsonl, .csv, .tsv or .parquet".into(),
+            ));
         }
         let pairs = target(&args.pairs, "--pairs")?;
         if pairs.as_ref().is_some_and(|t| t.format == OutFormat::Lines) {
@@ -293,7 +295,9 @@ fn print_clusters(decided: &Decided, format: ClusterFormat) -> Result<(), CliErr
                 .groups
                 .iter()
                 .enumerate()
-                .map(|(i, g)| vec![(i + 1).to_string(), g.keys.len().to_string(), g.keys[g.keeper].clone(), short_list(&g.keys)])
+                .map(|(i, g)| {
+                    vec![(i + 1).to_string(), g.keys.len().to_string(), g.keys[g.keeper].clone(), short_list(&g.keys)]
+                })
                 .collect();
             outln!("{}", table(&["cluster", "size", "kept", "members"], rows))?;
         }

@@ -193,9 +193,8 @@ pub fn decide(d: &DedupResult, keep: &Keep, input: Option<&Input>) -> Result<Dec
         for (g, group) in groups.iter_mut().enumerate() {
             // Members are in row order: a later member must be strictly better.
             let value = |m: usize| values.get(&(g, m)).unwrap_or(&FieldValue::Missing);
-            group.keeper = (1..group.keys.len()).fold(0, |best, m| {
-                if value(m).cmp(value(best)) == std::cmp::Ordering::Greater { m } else { best }
-            });
+            group.keeper = (1..group.keys.len())
+                .fold(0, |best, m| if value(m).cmp(value(best)) == std::cmp::Ordering::Greater { m } else { best });
         }
     }
     Ok(Decided { groups, by_key })
@@ -210,7 +209,12 @@ pub struct ScoredPair {
 
 /// Every verified pair, sorted by row ids, with its estimate and interval at `level` (the
 /// exact Hamming distance for a radius dedup).
-pub fn score_pairs(coll: &Collection, d: &DedupResult, kind: QueryKind, level: f64) -> Result<Vec<ScoredPair>, CliError> {
+pub fn score_pairs(
+    coll: &Collection,
+    d: &DedupResult,
+    kind: QueryKind,
+    level: f64,
+) -> Result<Vec<ScoredPair>, CliError> {
     let snap = coll.snapshot()?;
     let mut sketches: HashMap<u64, Sketch> = HashMap::new();
     let mut pairs = d.verified.clone();
@@ -316,7 +320,10 @@ pub fn write_dropped(
     for (g, group) in decided.groups.iter().enumerate() {
         for (m, key) in group.keys.iter().enumerate().filter(|&(m, _)| m != group.keeper) {
             let (matched, estimate) = match best.get(&group.rows[m]) {
-                Some(&(r, e)) => (at.get(&r).map_or(Cell::Null, |&(g, m)| Cell::Str(decided.groups[g].keys[m].clone())), Cell::Float(e)),
+                Some(&(r, e)) => (
+                    at.get(&r).map_or(Cell::Null, |&(g, m)| Cell::Str(decided.groups[g].keys[m].clone())),
+                    Cell::Float(e),
+                ),
                 None => (Cell::Null, Cell::Null),
             };
             sink.row(vec![
@@ -334,7 +341,12 @@ pub fn write_dropped(
 
 /// Writes `--write-deduplicated`: the input's kept records unchanged (every record, with the
 /// cluster columns, when `names` is given). Returns the records written.
-pub fn write_records(input: &Input, target: &Target, decided: &Decided, names: Option<AddedNames>) -> Result<u64, CliError> {
+pub fn write_records(
+    input: &Input,
+    target: &Target,
+    decided: &Decided,
+    names: Option<AddedNames>,
+) -> Result<u64, CliError> {
     let all = names.is_some();
     let mut first = true;
     let mut parquet_rows: Option<Vec<Option<Added>>> = None;

@@ -276,7 +276,8 @@ fn run_query_file(
         let r = if q.text.is_none() && q.tokens.is_none() && q.simhash.is_none() {
             let key = q.key.ok_or_else(|| at("a query needs `key`, `text`, `tokens` or `simhash`".into()))?;
             coll.query_key(&key, resolved.kind, resolved.options)?
-        } else if let (true, Some(text), None) = (coll.config().exact_shingles, q.text.as_deref(), q.simhash.as_deref()) {
+        } else if let (true, Some(text), None) = (coll.config().exact_shingles, q.text.as_deref(), q.simhash.as_deref())
+        {
             coll.query_text(text, resolved.kind, resolved.options)?
         } else {
             let sketch = probe_sketch(coll, q.text.as_deref(), q.tokens.as_deref(), q.simhash.as_deref())
@@ -441,13 +442,18 @@ pub fn estimate(session: &mut Session, args: &EstimateArgs, json_out: bool) -> R
         let (x, y) = (snap.get(&a)?, snap.get(&b)?);
         done += 1;
         match (x, y) {
-            (Some(x), Some(y)) => print_estimate(&a, &b, what, &x.sketch.similarity(&y.sketch, level)?, level, json_out)?,
+            (Some(x), Some(y)) => {
+                print_estimate(&a, &b, what, &x.sketch.similarity(&y.sketch, level)?, level, json_out)?
+            }
             (x, _) => {
                 missing += 1;
                 let absent = if x.is_none() { &a } else { &b };
                 let message = format!("no key `{absent}` in collection `{}`", args.collection);
                 if json_out {
-                    outln!("{}", json!({"a": a, "b": b, "measure": what, "error": {"kind": "not_found", "message": message}}))?;
+                    outln!(
+                        "{}",
+                        json!({"a": a, "b": b, "measure": what, "error": {"kind": "not_found", "message": message}})
+                    )?;
                 } else {
                     outln!("{what}({a}, {b}) = ?  ({message})")?;
                 }

@@ -8,8 +8,7 @@ use std::sync::Arc;
 use arrow_array::builder::{BooleanBuilder, Float64Builder, StringBuilder, UInt64Builder};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
-    Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type, UInt32Type,
-    UInt64Type,
+    Float32Type, Float64Type, Int8Type, Int16Type, Int32Type, Int64Type, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 use arrow_array::{Array, ArrayRef, RecordBatch, RecordBatchReader};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
@@ -95,10 +94,17 @@ pub struct ParquetRows {
 
 impl ParquetRows {
     pub fn create(target: &Target, columns: Vec<Column>) -> Result<ParquetRows, CliError> {
-        let schema: SchemaRef =
-            Arc::new(Schema::new(columns.iter().map(|c| Field::new(&c.name, data_type(c.ty), true)).collect::<Vec<_>>()));
+        let schema: SchemaRef = Arc::new(Schema::new(
+            columns.iter().map(|c| Field::new(&c.name, data_type(c.ty), true)).collect::<Vec<_>>(),
+        ));
         let builders = columns.iter().map(|c| Builder::new(c.ty)).collect();
-        Ok(ParquetRows { w: writer(target, Arc::clone(&schema))?, path: target.path.clone(), schema, builders, pending: 0 })
+        Ok(ParquetRows {
+            w: writer(target, Arc::clone(&schema))?,
+            path: target.path.clone(),
+            schema,
+            builders,
+            pending: 0,
+        })
     }
 
     fn flush(&mut self) -> Result<(), CliError> {
@@ -128,9 +134,7 @@ impl RowSink for ParquetRows {
     }
 }
 
-fn open_batches(
-    input: &Path,
-) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader, CliError> {
+fn open_batches(input: &Path) -> Result<parquet::arrow::arrow_reader::ParquetRecordBatchReader, CliError> {
     let file = File::open(input).map_err(|e| CliError::io(input, e))?;
     ParquetRecordBatchReaderBuilder::try_new(file)
         .and_then(|b| b.with_batch_size(BATCH_ROWS).build())
@@ -228,7 +232,10 @@ pub fn column_values(input: &Path, name: &str) -> Result<Vec<FieldValue>, CliErr
     for batch in reader {
         let batch = batch.map_err(|e| perr(input, e))?;
         values_of(batch.column(0), &mut out).map_err(|ty| {
-            CliError::Usage(format!("--keep {name}: column `{name}` of {} has type {ty}, expected a number or text", input.display()))
+            CliError::Usage(format!(
+                "--keep {name}: column `{name}` of {} has type {ty}, expected a number or text",
+                input.display()
+            ))
         })?;
     }
     Ok(out)
@@ -237,7 +244,9 @@ pub fn column_values(input: &Path, name: &str) -> Result<Vec<FieldValue>, CliErr
 macro_rules! numbers {
     ($a:expr, $out:expr, $t:ty) => {{
         let p = $a.as_primitive::<$t>();
-        $out.extend((0..p.len()).map(|i| if p.is_null(i) { FieldValue::Missing } else { FieldValue::Num(p.value(i) as f64) }));
+        $out.extend(
+            (0..p.len()).map(|i| if p.is_null(i) { FieldValue::Missing } else { FieldValue::Num(p.value(i) as f64) }),
+        );
     }};
 }
 

@@ -13,8 +13,8 @@ use std::io::Write;
 use sketchdb::io::{Content, Raw, SourceRecord};
 
 use super::parquet::ParquetRows;
-use super::text::{CsvRows, JsonlRows, LineRows};
 use super::sink::{Added, AddedNames, ByteSink, Cell, ColType, Column, OutFormat, RowSink, Target};
+use super::text::{CsvRows, JsonlRows, LineRows};
 use crate::error::CliError;
 
 enum State {
@@ -46,10 +46,7 @@ impl RecordWriter {
     }
 
     fn refuse(&self, what: &str, formats: &str) -> CliError {
-        CliError::Usage(format!(
-            "--write-deduplicated {}: {what} is written as {formats}",
-            self.target.path.display()
-        ))
+        CliError::Usage(format!("--write-deduplicated {}: {what} is written as {formats}", self.target.path.display()))
     }
 
     fn start(&mut self, raw: &Raw) -> Result<(), CliError> {
@@ -92,7 +89,9 @@ impl RecordWriter {
         match (&mut self.state, &rec.raw) {
             (State::Lines(out), Raw::JsonLine(line)) => {
                 let line = match names {
-                    Some(n) => with_fields(line, n, added).map_err(|m| CliError::Input(format!("{}: {m}", rec.origin)))?,
+                    Some(n) => {
+                        with_fields(line, n, added).map_err(|m| CliError::Input(format!("{}: {m}", rec.origin)))?
+                    }
                     None => line.clone(),
                 };
                 writeln!(out, "{line}").map_err(|e| CliError::io(&self.target.path, e))?;

@@ -217,7 +217,11 @@ impl FieldValue {
         if s.is_empty() {
             FieldValue::Missing
         } else {
-            s.trim().parse::<f64>().ok().filter(|x| x.is_finite()).map_or_else(|| FieldValue::Text(s.to_string()), FieldValue::Num)
+            s.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite())
+                .map_or_else(|| FieldValue::Text(s.to_string()), FieldValue::Num)
         }
     }
 
