@@ -5,22 +5,14 @@
 //! representative clustering's members all pair with their representative.
 #![cfg(feature = "cli")]
 
+mod common;
+
+use common::cli::{ok, run};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::{Command, Output};
 
 use serde_json::Value;
 use sketchdb::Database;
-
-fn run(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sketchdb")).current_dir(dir).args(args).output().unwrap()
-}
-
-fn ok(dir: &Path, args: &[&str]) -> Output {
-    let out = run(dir, args);
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    out
-}
 
 fn lines(bytes: &[u8]) -> Vec<Value> {
     String::from_utf8(bytes.to_vec())

@@ -4,6 +4,8 @@
 
 use sketchdb::TokenSet;
 
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod simhash;
 
 /// The files of a fuzz corpus folder (seeds or regressions), sorted by path, as
