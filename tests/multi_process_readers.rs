@@ -173,6 +173,13 @@ fn kill_once(path: &Path, delay: Duration, max_acked: &mut Option<u64>) -> (u64,
     *max_acked = Some(last - 1);
     next_child.kill().unwrap();
     next_child.wait().unwrap();
+    // Every ACK the writer printed before the kill counts as acknowledged, also those still
+    // in the pipe.
+    while let Ok(l) = next_lines.recv_timeout(Duration::from_secs(1)) {
+        if let Some(a) = l.strip_prefix("ACK ") {
+            last = last.max(a.parse::<u64>().unwrap() + 1);
+        }
+    }
     // The second kill may have landed after one more commit.
     let on_disk = batches_on_disk(path);
     assert!(on_disk == last || on_disk == last + 1, "{on_disk} batches, {last} acknowledged");
