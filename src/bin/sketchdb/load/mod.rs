@@ -2,8 +2,11 @@
 //! command shares ([`ReadArgs`]), the rejects report, the progress bar and the parallel
 //! sketching of batches. `ingest`, `upsert` and the ingest step of `dedup DIR` use it.
 
+pub mod commit;
+pub mod loader;
 pub mod pipeline;
 pub mod progress;
+pub mod reader;
 pub mod rejects;
 
 use std::path::PathBuf;
