@@ -197,15 +197,111 @@ fn pre_tokenized_input_sketches_as_its_tokens() {
     assert_eq!(c.get("t").unwrap().unwrap().sketch, c.sketcher().sketch_multiset(&tokens).unwrap());
 }
 
+/// Every record of `collection` in `db` in row order: (row id, key, sketch); the only
+/// collection when `collection` is empty.
+fn rows(db: &Path, collection: &str) -> Vec<(u64, Vec<u8>, sketchdb::Sketch)> {
+    let db = sketchdb::Database::open_read_only(db).unwrap();
+    let coll = if collection.is_empty() {
+        let mut all = db.collections().unwrap();
+        assert_eq!(all.len(), 1);
+        all.remove(0)
+    } else {
+        db.collection(collection).unwrap()
+    };
+    coll.snapshot().unwrap().into_scan().map(|r| r.unwrap()).map(|r| (r.row_id, r.key, r.sketch)).collect()
+}
+
+/// One thread runs every stage in turn; several read and commit on threads of their own
+/// beside the sketching pool. Either way the same records get the same row ids (commits in
+/// input order), in every format, with rejects reported at the same places, in small
+/// batches that span read chunks and inputs.
 #[test]
 fn one_thread_and_several_store_identical_records() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::write(d.join("docs.jsonl"), jsonl(&docs(500))).unwrap();
-    ok(d, &["--db", "one.db", "ingest", "c", "docs.jsonl", "--threads", "1", "--batch", "64"]);
-    ok(d, &["--db", "four.db", "ingest", "c", "docs.jsonl", "--threads", "4", "--batch", "64"]);
-    let one = ok(d, &["--db", "one.db", "export", "c"]).stdout;
-    let four = ok(d, &["--db", "four.db", "export", "c"]).stdout;
-    assert_eq!(String::from_utf8_lossy(&one).lines().count(), 501);
-    assert_eq!(one, four);
+    let docs = docs(2500);
+    let mut lines = jsonl(&docs);
+    // Bad records at known lines: invalid JSON, a missing text, a duplicate id.
+    for (at, bad) in [(700, "{\"id\": \"bad\", \"text\": \n"), (1500, "{\"id\": \"nt\"}\n"), (2100, "{\"id\": \"d05\", \"text\": \"again\"}\n")] {
+        let pos = lines.match_indices('\n').nth(at - 2).unwrap().0 + 1;
+        lines.insert_str(pos, bad);
+    }
+    std::fs::write(d.join("docs.jsonl"), &lines).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(lines.as_bytes()).unwrap();
+    std::fs::write(d.join("docs.jsonl.gz"), gz.finish().unwrap()).unwrap();
+    std::fs::write(d.join("docs.jsonl.zst"), zstd::encode_all(lines.as_bytes(), 1).unwrap()).unwrap();
+    write_parquet(&d.join("docs.parquet"), &docs);
+    write_delimited(&d.join("docs.csv"), &docs, b',');
+    std::fs::create_dir(d.join("folder")).unwrap();
+    for (id, text) in docs.iter().take(300) {
+        std::fs::write(d.join("folder").join(id), text).unwrap();
+    }
+    let inputs: [&[&str]; 6] = [
+        &["docs.jsonl"],
+        &["docs.jsonl.gz", "--rejects", "REJECTS"],
+        &["docs.jsonl.zst"],
+        &["docs.parquet"],
+        &["docs.csv", "--text-field", "text"],
+        &["folder", "docs.parquet", "--id-field", "url"],
+    ];
+    for (i, input) in inputs.iter().enumerate() {
+        let mut got = Vec::new();
+        for threads in ["1", "2", "5"] {
+            let db = format!("t{i}-{threads}.db");
+            let rejects = format!("t{i}-{threads}.rejects");
+            let mut argv = vec!["--db", &db, "ingest", "c", "--threads", threads, "--batch", "97"];
+            argv.extend(input.iter().map(|a| if *a == "REJECTS" { rejects.as_str() } else { a }));
+            let err = String::from_utf8(ok(d, &argv).stderr).unwrap();
+            let summary = err.lines().last().unwrap().split("; ").next().unwrap().to_string();
+            let listed = std::fs::read_to_string(d.join(&rejects)).unwrap_or_default();
+            got.push((rows(&d.join(&db), "c"), summary, listed));
+        }
+        let (rows1, summary1, listed1) = &got[0];
+        assert!(rows1.len() >= 300, "{input:?}: {summary1}");
+        if input[0].starts_with("docs.jsonl") {
+            assert!(summary1.contains("3 rejected"), "{input:?}: {summary1}");
+        }
+        if input.contains(&"REJECTS") {
+            let lines: Vec<&str> = listed1.lines().collect();
+            assert_eq!(lines.len(), 3, "{listed1}");
+            assert!(lines[0].contains("docs.jsonl.gz:700"), "{listed1}");
+        }
+        for (rows, summary, listed) in &got[1..] {
+            assert_eq!(rows, rows1, "{input:?}");
+            assert_eq!(summary, summary1, "{input:?}");
+            assert_eq!(listed, listed1, "{input:?}");
+        }
+    }
+}
+
+/// `dedup DIR` ingests through the same pipeline with every core unless told otherwise:
+/// its clusters do not depend on the thread count (RAYON_NUM_THREADS sets the default).
+#[test]
+fn dedup_of_a_folder_does_not_depend_on_the_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("corpus")).unwrap();
+    for (i, (id, text)) in docs(400).into_iter().enumerate() {
+        if i % 10 == 0 {
+            std::fs::write(d.join("corpus").join(format!("copy-{id}")), format!("{text} and one more")).unwrap();
+        }
+        std::fs::write(d.join("corpus").join(id), text).unwrap();
+    }
+    let mut outs = Vec::new();
+    for threads in ["1", "3"] {
+        let db = format!("x{threads}.db");
+        let out = Command::new(env!("CARGO_BIN_EXE_sketchdb"))
+            .current_dir(d)
+            .env("RAYON_NUM_THREADS", threads)
+            .args(["--db", &db, "dedup", "corpus", "--format", "jsonl"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        outs.push((out.stdout, rows(&d.join(&db), "")));
+    }
+    // At least the 40 copies cluster with their originals.
+    assert!(String::from_utf8_lossy(&outs[0].0).lines().count() >= 40);
+    assert_eq!(outs[0].1.len(), 440);
+    assert_eq!(outs[0], outs[1]);
 }

@@ -211,9 +211,10 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<(), Cl
         docs as f64 / secs.max(1e-9),
         bytes as f64 / 1e6 / secs.max(1e-9)
     ));
+    let threads = pool.current_num_threads();
     human.push_str(&format!(
-        "; {} threads, busy: read {:.2} s, sketch {:.2} s, commit {:.2} s",
-        pool.current_num_threads(),
+        "; {threads} thread{}, busy: read {:.2} s, sketch {:.2} s, commit {:.2} s",
+        if threads == 1 { "" } else { "s" },
         read_time.as_secs_f64(),
         sketch_time.as_secs_f64(),
         commit_time.as_secs_f64()
