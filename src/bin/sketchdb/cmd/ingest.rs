@@ -14,7 +14,6 @@ use std::time::Instant;
 use clap::Args;
 use serde_json::json;
 use sketchdb::SketchKind;
-use sketchdb::io::SourceRecord;
 use sketchdb::recipes::{fingerprint_config, text_config};
 
 use crate::error::CliError;
@@ -125,28 +124,37 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<(), Cl
         let mut loader = Loader::new(&coll, &pool, committer, args.batch, upsert, rejects, args.read.strict)?;
         let mut reading = if threaded { Reading::spawn(reader)? } else { Reading::Inline(reader) };
         let mut docs = 0u64;
-        let mut pending: Vec<SourceRecord> = Vec::with_capacity(args.batch.min(1 << 16));
+        // Records read into the pending batch: a batch is `--batch` records read (the
+        // unchanged and rejected ones count), whatever the chunks.
+        let mut in_batch = 0;
         for read in reading.by_ref() {
             let chunk = match read {
                 Read::Chunk(chunk) => chunk,
                 Read::InputDone { skipped, bytes } => {
                     // A batch never spans two inputs.
-                    loader.process(std::mem::take(&mut pending))?;
+                    loader.flush()?;
+                    in_batch = 0;
                     loader.rejects.skipped(&skipped);
                     progress.input_done(bytes);
                     continue;
                 }
                 Read::OpenFailed(e) => {
-                    loader.process(std::mem::take(&mut pending))?;
+                    loader.flush()?;
                     return Err(read_error(e));
                 }
             };
             docs += chunk.records.len() as u64;
-            for rec in chunk.records {
-                pending.push(rec);
-                if pending.len() >= args.batch {
-                    loader.process(std::mem::take(&mut pending))?;
+            // Sketched as they come, so that sketching overlaps reading.
+            let mut records = chunk.records;
+            while !records.is_empty() {
+                let rest = records.split_off(records.len().min(args.batch - in_batch));
+                in_batch += records.len();
+                loader.add(records)?;
+                if in_batch == args.batch {
+                    loader.flush()?;
+                    in_batch = 0;
                 }
+                records = rest;
             }
             // After the records read before them: a strict-mode reject ends the reading,
             // and the whole batches before it are committed, the pending one is not.
@@ -156,7 +164,7 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<(), Cl
             progress.update(docs, chunk.bytes);
             if let Some(e) = chunk.failure {
                 // What was read whole before the failure is kept.
-                loader.process(pending)?;
+                loader.flush()?;
                 loader.rejects.finish()?;
                 progress.finish();
                 return Err(read_error(e));

@@ -95,8 +95,8 @@ impl<'c> Loader<'c> {
     }
 
     /// Hashes `records`, skips the unchanged ones (no sketch is made for them), sketches the
-    /// rest in parallel, then adds them in input order and submits the batch.
-    pub fn process(&mut self, records: Vec<SourceRecord>) -> Result<(), CliError> {
+    /// rest in parallel, then adds them to the pending batch in input order.
+    pub fn add(&mut self, records: Vec<SourceRecord>) -> Result<(), CliError> {
         let start = Instant::now();
         let hashes = hashes(self.pool, &records);
         let mut todo = Vec::with_capacity(records.len());
@@ -118,7 +118,7 @@ impl<'c> Loader<'c> {
             self.push(p)?;
         }
         self.busy += start.elapsed();
-        self.flush()
+        Ok(())
     }
 
     fn push(&mut self, p: Prepared) -> Result<(), CliError> {
@@ -142,7 +142,7 @@ impl<'c> Loader<'c> {
     }
 
     /// Submits the pending batch for commit.
-    fn flush(&mut self) -> Result<(), CliError> {
+    pub fn flush(&mut self) -> Result<(), CliError> {
         if let Some(span) = self.span.take() {
             let next = self.spare.pop().unwrap_or_else(|| Batch::with_capacity(self.batch_size));
             let batch = std::mem::replace(&mut self.batch, next);
