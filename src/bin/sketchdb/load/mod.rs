@@ -1,6 +1,8 @@
 //! Loading records from corpora through `sketchdb::io`: the reading options every loading
-//! command shares ([`ReadArgs`]), the rejects report, the progress bar and the parallel
-//! sketching of batches. `ingest`, `upsert` and the ingest step of `dedup DIR` use it.
+//! command shares ([`ReadArgs`]), the rejects report, the progress bar, and the pipeline of
+//! stages: reading ([`reader`]), sketching ([`loader`], on the pool of [`pipeline`]) and
+//! committing ([`commit`]), joined by bounded queues so that memory holds a few chunks and
+//! batches. `ingest`, `upsert` and the ingest step of `dedup DIR` use it.
 
 pub mod commit;
 pub mod loader;
@@ -83,8 +85,10 @@ pub struct ReadArgs {
     /// Follow symbolic links inside folders (loops are detected either way).
     #[arg(long)]
     pub follow_symlinks: bool,
-    /// Threads that tokenize and sketch (default: every core); the records stored do not
-    /// depend on it.
+    /// Worker threads that parse, tokenize and sketch (default: every core). With two or
+    /// more, reading (and decompression) and committing also run on threads of their own,
+    /// overlapped with them; with one, every stage runs in turn. The records stored (and
+    /// their row ids) do not depend on it.
     #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
     pub threads: Option<usize>,
 }

@@ -1,7 +1,7 @@
-//! The parallel steps of a load: each batch of records read is hashed, then the records to
-//! write (new or changed) are tokenized and sketched, on a pool of threads, results in input order, so what is stored does not depend
-//! on the thread count. Reading and committing stay in input order on the calling thread;
-//! memory holds one batch of records and its sketches.
+//! The parallel steps of a load: each chunk of records read is hashed, then the records to
+//! write (new or changed) are tokenized and sketched on the load's pool, results in input
+//! order, so what is stored does not depend on the thread count. The same pool parses JSONL
+//! lines for the reading stage ([`super::reader`]).
 
 use rayon::prelude::*;
 use sketchdb::io::{Content, SourceRecord};
