@@ -122,7 +122,7 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<(), Cl
     let (loader, reading, docs) = std::thread::scope(|scope| -> Result<_, CliError> {
         let committer = if threaded { Committer::spawn(scope, &coll)? } else { Committer::inline(&coll) };
         let mut loader = Loader::new(&coll, &pool, committer, args.batch, upsert, rejects, args.read.strict)?;
-        let mut reading = if threaded { Reading::spawn(reader)? } else { Reading::Inline(reader) };
+        let mut reading = if threaded { Reading::spawn(reader)? } else { Reading::Inline(Box::new(reader)) };
         let mut docs = 0u64;
         // Records read into the pending batch: a batch is `--batch` records read (the
         // unchanged and rejected ones count), whatever the chunks.

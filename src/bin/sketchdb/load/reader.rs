@@ -161,7 +161,7 @@ fn read_chunk(source: &mut dyn RecordSource, max: usize, tokenizer: &Tokenizer, 
 
 /// The reading stage, on the calling thread or on its own.
 pub enum Reading {
-    Inline(Reader),
+    Inline(Box<Reader>),
     /// A thread runs the reader; its chunks come out of `rx` in input order, at most
     /// [`CHUNKS_AHEAD`] ready at a time. It ends with the reader, or when `rx` is dropped
     /// (after its current read), and returns its busy time.
