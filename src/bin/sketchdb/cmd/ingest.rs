@@ -47,6 +47,10 @@ pub struct IngestArgs {
     pub recipe: Option<String>,
     #[command(flatten)]
     pub read: ReadArgs,
+    /// Read the input `-` from this file instead of standard input, still named `-` in keys
+    /// and origins (`dedup -` spools standard input to read it twice).
+    #[arg(skip)]
+    pub stdin_from: Option<PathBuf>,
 }
 
 impl IngestArgs {
@@ -69,6 +73,7 @@ impl IngestArgs {
                 follow_symlinks: false,
                 threads: None,
             },
+            stdin_from: None,
         }
     }
 }
@@ -251,15 +256,20 @@ fn read_chunk(source: &mut dyn RecordSource, max: usize, tokenizer: &Tokenizer, 
 }
 
 pub fn ingest(session: &mut Session, args: &IngestArgs) -> Result<(), CliError> {
+    load(session, args, false).map(drop)
+}
+
+/// `ingest`, returning the fields of its `--json` summary (`dedup FILE` reports from them).
+pub fn ingest_report(session: &mut Session, args: &IngestArgs) -> Result<serde_json::Value, CliError> {
     load(session, args, false)
 }
 
 /// `upsert`: as `ingest`, but a key already stored gets the new record.
 pub fn upsert(session: &mut Session, args: &IngestArgs) -> Result<(), CliError> {
-    load(session, args, true)
+    load(session, args, true).map(drop)
 }
 
-fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<(), CliError> {
+fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_json::Value, CliError> {
     let opts = args.read.options();
     let default = if args.read.is_u64(&args.inputs[0]) { fingerprint_config()? } else { text_config()? };
     let default = with_recipe(default, args.recipe.as_deref())?;
@@ -293,7 +303,10 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<(), Cl
     };
     let mut docs = 0u64;
     for input in &args.inputs {
-        let mut source = sketchdb::io::read::open(input, &opts).map_err(read_error)?;
+        let mut source = match &args.stdin_from {
+            Some(spool) if input.as_os_str() == "-" => crate::load::open_spool(spool, &opts),
+            _ => sketchdb::io::read::open(input, &opts).map_err(read_error),
+        }?;
         let mut pending: Vec<SourceRecord> = Vec::with_capacity(args.batch.min(1 << 16));
         loop {
             // Parsing runs on the pool too (a JSONL reader parses lines ahead in parallel).
@@ -370,6 +383,6 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<(), Cl
         docs as f64 / secs.max(1e-9),
         bytes as f64 / 1e6 / secs.max(1e-9)
     ));
-    summary(if upsert { "upsert" } else { "ingest" }, &human, fields);
-    Ok(())
+    summary(if upsert { "upsert" } else { "ingest" }, &human, fields.clone());
+    Ok(fields)
 }

@@ -4,6 +4,7 @@
 pub mod admin;
 pub mod bounds;
 pub mod dedup;
+pub mod dedup_in;
 pub mod dedup_out;
 pub mod delete;
 pub mod ingest;
