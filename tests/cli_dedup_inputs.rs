@@ -306,6 +306,20 @@ fn records_without_tokens_are_kept_counted_and_marked() {
     assert!(!dropped.lines().any(|k| k.starts_with('e')), "{dropped}");
     assert_eq!(dropped.lines().count(), 4);
 
+    // A record that loses its tokens on a second run leaves its cluster: its stored sketch
+    // is deleted (records without tokens do not keep --sync from deleting).
+    let mut edited: Vec<Doc> = docs.iter().take(n).map(|x| Doc { id: x.id.clone(), body: x.body.clone(), score: x.score, lang: x.lang.clone() }).collect();
+    edited[0].body = "--".into();
+    write_jsonl(&d.join("docs.jsonl"), &edited);
+    let out = ok(d, &[&["--db", "x.db", "--json", "dedup", "docs.jsonl"][..], &FIELDS].concat());
+    let s = summary(&out);
+    assert_eq!((s["records"].as_u64(), s["no_tokens"].as_u64()), (Some(n as u64 - 1), Some(1)), "{s}");
+    let mut want = expected_clusters();
+    let first = want.pop_first().unwrap();
+    want.insert(first.into_iter().filter(|k| k != "d00").collect());
+    assert_eq!(clusters(&out), want);
+    write_jsonl(&d.join("docs.jsonl"), &docs);
+
     // Every record with the cluster columns: the status names what dedup decided.
     for (input, db, outf) in [("docs.jsonl", "y.db", "all.jsonl"), ("docs.parquet", "z.db", "all.parquet")] {
         ok(

@@ -341,10 +341,10 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_
     }
     let mut sync_note = String::new();
     if args.sync {
-        if loader.rejects.count() == 0 {
+        if loader.rejects.blocking_sync() == 0 {
             loader.delete_unseen(args.batch)?;
         } else {
-            sync_note = format!("; --sync deleted nothing: {} records were rejected", loader.rejects.count());
+            sync_note = format!("; --sync deleted nothing: {} records were rejected", loader.rejects.blocking_sync());
         }
     }
     loader.rejects.finish()?;
