@@ -133,6 +133,7 @@ fn exit_2_on_usage_and_every_out_of_range_parameter() {
         &["--db", "y.db", "dedup", "docs.jsonl", "--text-field", "body", "--strict"],
         &["--db", "y.db", "dedup", "docs.jsonl", "--format", "parquet"],
         &["--db", "y.db", "dedup", "docs.jsonl", "--write-deduplicated", "out.csv"],
+        &["--db", "x.db", "dedup", "c", "--text-field", "body"],
     ];
     for args in cases {
         let start = Instant::now();

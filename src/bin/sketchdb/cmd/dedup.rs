@@ -13,7 +13,7 @@ use super::dedup_in::{Prepared, prepare};
 use super::dedup_out::{Decided, Keep, decide, score_pairs, write_dropped, write_pairs, write_records};
 use super::query::{Ask, Resolved, explain_json, measure_name, resolve};
 use crate::error::CliError;
-use crate::load::ReadArgs;
+use crate::load::{InputFormat, ReadArgs};
 use crate::output::{outln, short_list, summary, table, write_out};
 use crate::session::Session;
 use crate::write::{AddedNames, OutFormat, Target};
@@ -134,6 +134,23 @@ impl DedupArgs {
     }
 }
 
+/// The first reading option given a value of its own (they apply to an input only).
+fn read_flag(r: &ReadArgs) -> Option<&'static str> {
+    [
+        (r.format != InputFormat::Auto, "--input-format"),
+        (r.text_field.is_some(), "--text-field"),
+        (r.id_field != "id", "--id-field"),
+        (r.tokens_field.is_some(), "--tokens-field"),
+        (r.rejects.is_some(), "--rejects"),
+        (r.strict, "--strict"),
+        (r.lossy_utf8, "--lossy-utf8"),
+        (r.follow_symlinks, "--follow-symlinks"),
+        (r.threads.is_some(), "--threads"),
+    ]
+    .into_iter()
+    .find_map(|(given, flag)| given.then_some(flag))
+}
+
 /// `--clustering`: a [`Clustering`] by name.
 fn clustering(name: &str) -> Result<Clustering, String> {
     Clustering::from_name(name).ok_or_else(|| {
@@ -182,6 +199,12 @@ pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<
         args.second_pass(),
         &args.spool_dir(),
     )?;
+    if let (None, Some(flag)) = (&input, read_flag(&args.read)) {
+        return Err(CliError::Usage(format!(
+            "{flag} is an option of reading an input, and `{name}` is a stored collection: give the file, \
+             folder or - instead"
+        )));
+    }
     if input.is_none() && (outputs.records.is_some() || args.keep != Keep::First) {
         let what = if outputs.records.is_some() { "--write-deduplicated" } else { "--keep" };
         return Err(CliError::Usage(format!(
