@@ -183,7 +183,10 @@ fn every_input_format_and_stdin_give_the_same_clusters_and_keep_every_field() {
     let out = dedup("docs.jsonl", "a.db", "kept.jsonl");
     assert_eq!(clusters(&out), expected_clusters());
     let s = summary(&out);
-    assert_eq!((s["records"].as_u64(), s["duplicates"].as_u64(), s["no_tokens"].as_u64()), (Some(10), Some(4), Some(0)));
+    assert_eq!(
+        (s["records"].as_u64(), s["duplicates"].as_u64(), s["no_tokens"].as_u64()),
+        (Some(10), Some(4), Some(0))
+    );
     let kept_lines: Vec<String> =
         std::fs::read_to_string(d.join("kept.jsonl")).unwrap().lines().map(str::to_string).collect();
     let want: Vec<String> = docs.iter().filter(|x| kept_ids.contains(&x.id)).map(jsonl_line).collect();
@@ -205,10 +208,15 @@ fn every_input_format_and_stdin_give_the_same_clusters_and_keep_every_field() {
         .iter()
         .filter(|x| kept_ids.contains(&x.id))
         .map(|x| {
-            [("doc_id", x.id.clone()), ("body", x.body.clone()), ("score", x.score.to_string()), ("lang", x.lang.clone())]
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect()
+            [
+                ("doc_id", x.id.clone()),
+                ("body", x.body.clone()),
+                ("score", x.score.to_string()),
+                ("lang", x.lang.clone()),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect()
         })
         .collect();
     let out = dedup("docs.csv", "c.db", "kept.csv");
@@ -232,7 +240,12 @@ fn every_input_format_and_stdin_give_the_same_clusters_and_keep_every_field() {
         let scores = b.column_by_name("score").unwrap().as_primitive::<Int64Type>();
         let langs = b.column_by_name("lang").unwrap().as_string::<i32>();
         for i in 0..b.num_rows() {
-            got.push((ids.value(i).to_string(), bodies.value(i).to_string(), scores.value(i), langs.value(i).to_string()));
+            got.push((
+                ids.value(i).to_string(),
+                bodies.value(i).to_string(),
+                scores.value(i),
+                langs.value(i).to_string(),
+            ));
         }
     }
     let want: Vec<(String, String, i64, String)> = docs
@@ -308,7 +321,11 @@ fn records_without_tokens_are_kept_counted_and_marked() {
 
     // A record that loses its tokens on a second run leaves its cluster: its stored sketch
     // is deleted (records without tokens do not keep --sync from deleting).
-    let mut edited: Vec<Doc> = docs.iter().take(n).map(|x| Doc { id: x.id.clone(), body: x.body.clone(), score: x.score, lang: x.lang.clone() }).collect();
+    let mut edited: Vec<Doc> = docs
+        .iter()
+        .take(n)
+        .map(|x| Doc { id: x.id.clone(), body: x.body.clone(), score: x.score, lang: x.lang.clone() })
+        .collect();
     edited[0].body = "--".into();
     write_jsonl(&d.join("docs.jsonl"), &edited);
     let out = ok(d, &[&["--db", "x.db", "--json", "dedup", "docs.jsonl"][..], &FIELDS].concat());
@@ -388,14 +405,34 @@ fn reader_options_on_dedup_and_the_input_format_spelling() {
     );
     // `--json` prints the clusters as JSON lines; without it `--format csv` prints CSV.
     assert_eq!(clusters(&out), expected_clusters());
-    let out = ok(d, &[&["--db", "x.db", "dedup", "docs.data", "--input-format", "csv", "--format", "csv"][..], &FIELDS].concat());
+    let out = ok(
+        d,
+        &[&["--db", "x.db", "dedup", "docs.data", "--input-format", "csv", "--format", "csv"][..], &FIELDS].concat(),
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(text.lines().next(), Some("cluster,key,row_id,kept"), "{text}");
     // Ingest takes both spellings.
     for (c, flag) in [("c1", "--format"), ("c2", "--input-format")] {
-        let out = ok(d, &["--db", "y.db", "--json", "ingest", c, "docs.data", flag, "csv", "--text-field", "body", "--id-field", "doc_id"]);
+        let out = ok(
+            d,
+            &[
+                "--db",
+                "y.db",
+                "--json",
+                "ingest",
+                c,
+                "docs.data",
+                flag,
+                "csv",
+                "--text-field",
+                "body",
+                "--id-field",
+                "doc_id",
+            ],
+        );
         let err = String::from_utf8(out.stderr).unwrap();
-        let s: Value = err.lines().filter(|l| l.starts_with('{')).map(|l| serde_json::from_str(l).unwrap()).last().unwrap();
+        let s: Value =
+            err.lines().filter(|l| l.starts_with('{')).map(|l| serde_json::from_str(l).unwrap()).next_back().unwrap();
         assert_eq!(s["added"], json!(docs.len()), "{flag}: {err}");
     }
 
@@ -403,7 +440,8 @@ fn reader_options_on_dedup_and_the_input_format_spelling() {
     let mut text: String = docs.iter().map(|x| jsonl_line(x) + "\n").collect();
     text.push_str("{not json\n");
     std::fs::write(d.join("bad.jsonl"), &text).unwrap();
-    let out = ok(d, &[&["--db", "r.db", "--json", "dedup", "bad.jsonl", "--rejects", "rej.jsonl"][..], &FIELDS].concat());
+    let out =
+        ok(d, &[&["--db", "r.db", "--json", "dedup", "bad.jsonl", "--rejects", "rej.jsonl"][..], &FIELDS].concat());
     assert_eq!(clusters(&out), expected_clusters());
     let rejects = lines(&std::fs::read(d.join("rej.jsonl")).unwrap());
     assert_eq!(rejects.len(), 1);

@@ -191,14 +191,8 @@ impl Outputs {
 pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<(), CliError> {
     let start = std::time::Instant::now();
     let outputs = Outputs::of(args)?;
-    let Prepared { name, input, no_tokens } = prepare(
-        session,
-        &args.target,
-        args.recipe.as_deref(),
-        &args.read,
-        args.second_pass(),
-        &args.spool_dir(),
-    )?;
+    let Prepared { name, input, no_tokens } =
+        prepare(session, &args.target, args.recipe.as_deref(), &args.read, args.second_pass(), &args.spool_dir())?;
     if let (None, Some(flag)) = (&input, read_flag(&args.read)) {
         return Err(CliError::Usage(format!(
             "{flag} is an option of reading an input, and `{name}` is a stored collection: give the file, \
