@@ -57,7 +57,7 @@ pub struct DedupResult {
 }
 
 /// The value in `cell`, made by `load` on first use.
-fn cached<'s>(cell: &'s OnceCell<Vec<u64>>, load: impl FnOnce() -> Result<Vec<u64>>) -> Result<&'s [u64]> {
+fn cached(cell: &OnceCell<Vec<u64>>, load: impl FnOnce() -> Result<Vec<u64>>) -> Result<&[u64]> {
     if let Some(v) = cell.get() {
         return Ok(v);
     }
