@@ -15,7 +15,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use sketchdb::testing::crash::kill9::{BATCH, COLLECTION, params, sketch};
-use sketchdb::{Database, Sketcher};
+use sketchdb::{Database, Error, Sketcher, StorageError};
 
 fn child_binary() -> PathBuf {
     // target/<profile>/deps/crash_kill9-<hash> -> target/<profile>/examples/crash_child
@@ -40,6 +40,13 @@ fn check(path: &std::path::Path, acked: Option<u64>) -> u64 {
         // Killed during the atomic create: no file (at most a temporary one) is right.
         assert!(acked.is_none(), "database file lost after ACK");
         return 0;
+    }
+    // A read-only open cannot recover the file a killed writer left: it is refused with the
+    // typed error naming the file (or opens, when the kill came before the writer opened it).
+    match Database::open_read_only(path) {
+        Ok(_) => {}
+        Err(Error::Storage(StorageError::NeedsRecovery { path: p, .. })) => assert_eq!(p, path),
+        Err(e) => panic!("read-only open after kill -9: {e:?}"),
     }
     let db = Database::open(path).unwrap();
     let report = sketchdb::admin::verify(&db).unwrap();
