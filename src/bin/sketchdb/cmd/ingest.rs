@@ -105,6 +105,10 @@ struct Loader<'a> {
     counts: Counts,
     /// xxh3-128 of every key read (duplicates across inputs; `--sync`).
     seen: HashSet<u128>,
+    /// Whether `seen` holds every key, or only ids: a record without an id is keyed by its
+    /// position in its input (row, line, relative path), unique within one input, so a
+    /// single input without `--sync` keeps memory flat however long it is.
+    track_all: bool,
     rejects: Rejects,
     strict: bool,
     /// Where the first and the last record of the pending batch were read.
@@ -132,7 +136,7 @@ impl Loader<'_> {
         let hashes = hashes(pool, &records);
         let mut todo = Vec::with_capacity(records.len());
         for (record, hash) in records.into_iter().zip(hashes) {
-            if !self.seen.insert(xxh3_128(record.key.as_bytes())) {
+            if (self.track_all || record.id.is_some()) && !self.seen.insert(xxh3_128(record.key.as_bytes())) {
                 let message = format!("duplicate key `{}` in this input", record.key);
                 let (origin, key) = (record.origin.to_string(), Some(record.key.as_str()));
                 self.reject(&Bad { origin, key, kind: RejectKind::DuplicateKey, message })?;
@@ -297,6 +301,7 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_
         upsert,
         counts: Counts::default(),
         seen: HashSet::new(),
+        track_all: args.sync || args.inputs.len() > 1,
         rejects: Rejects::new(args.read.rejects.as_deref(), !args.read.strict)?,
         strict: args.read.strict,
         span: None,
