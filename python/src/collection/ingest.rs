@@ -185,11 +185,16 @@ pub(crate) fn contents(
         (None, Some(t), None, None) => {
             if let Some(arrays) = arrow_chunks(t, "tokens")? {
                 let rows = TokenRows::new(&arrays).map_err(PyTypeError::new_err)?;
+                if !coll.config().exact_shingles {
+                    return Ok(sketch_token_rows(t.py(), coll, &rows));
+                }
                 return Ok(rows
                     .rows()
                     .iter()
                     .map(|r| match r {
-                        Some(r) => rows.tokens(*r, seed).map(Probe::Tokens).map_err(PyValueError::new_err),
+                        Some(r) => {
+                            rows.tokens(*r, seed).map(|t| Probe::Tokens(t.into_owned())).map_err(PyValueError::new_err)
+                        }
                         None => Err(PyValueError::new_err("a null token list")),
                     })
                     .collect());
@@ -224,6 +229,30 @@ pub(crate) fn contents(
         }
         _ => Err(PyValueError::new_err("give exactly one of texts, tokens=, sketches=, signatures=")),
     }
+}
+
+/// The sketches of Arrow token rows, made from the column in place on all cores with the GIL
+/// released (a collection without shingle sets needs no copy of the tokens).
+fn sketch_token_rows(py: Python<'_>, coll: &Collection, rows: &TokenRows<'_>) -> Vec<Content> {
+    let seed = coll.config().tokenizer.seed();
+    let sketched: Vec<Result<Sketch, Result<String, sketchdb::SketchError>>> = py.detach(|| {
+        rows.rows()
+            .par_iter()
+            .map(|r| {
+                let r = r.ok_or_else(|| Ok("a null token list".to_string()))?;
+                let tokens = rows.tokens(r, seed).map_err(Ok)?;
+                coll.sketcher().sketch_multiset(&tokens).map_err(Err)
+            })
+            .collect()
+    });
+    sketched
+        .into_iter()
+        .map(|r| match r {
+            Ok(s) => Ok(Probe::Sketch(s)),
+            Err(Ok(msg)) => Err(PyValueError::new_err(msg)),
+            Err(Err(e)) => Err(crate::errors::sketch_to_py(e)),
+        })
+        .collect()
 }
 
 fn not_text(x: &Bound<'_, PyAny>) -> PyErr {
