@@ -17,7 +17,9 @@ __version__: str
 
 def token_hash(token: Token, seed: int = 0) -> int: ...
 def tokenize(text: str, *, shingle: Optional[int] = None, ngram: Optional[int] = None, token_seed: int = 0) -> list[int]: ...
-def open(path: Union[str, os.PathLike[str]], create: Optional[bool] = None, *, read_only: bool = False) -> Database: ...
+def open(
+    path: Union[str, os.PathLike[str]], create: Optional[bool] = None, *, read_only: bool = False, busy_timeout: float = 5.0
+) -> Database: ...
 
 class Estimate:
     value: float
@@ -125,6 +127,7 @@ class Hit:
     upper: float
     level: float
     distance: Optional[int]
+    exact: Optional[float]
 
 class Cluster:
     keys: list[Key]
@@ -272,6 +275,8 @@ class Database:
         ngram: Optional[int] = None,
         token_seed: int = 0,
         recipe: Optional[str] = None,
+        exact_shingles: Optional[bool] = None,
+        exact: Optional[bool] = None,
     ) -> Collection: ...
     def collection(self, name: str) -> Collection: ...
     def __getitem__(self, name: str) -> Collection: ...
