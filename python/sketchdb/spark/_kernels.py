@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import tempfile
 from typing import Optional
 
 import pyarrow as pa
@@ -28,6 +29,20 @@ from sketchdb import arrow
 
 # Kinds and the constructor of their sketch class.
 _CLASSES = {"minhash": "MinHash", "bbit": "BBitMinHash", "oph": "OPH"}
+
+# The key of the signature Parquet's configuration (see SketchSpec.signature_metadata).
+SIGNATURE_METADATA_KEY = "sketchdb.signatures"
+SIGNATURE_METADATA_VERSION = 1
+# The hash family each compatibility recipe brings (`sketchdb recipes`); every other recipe
+# uses sketchdb's own, mix-multiply-shift. `sketchdb import` checks this against its own table.
+_COMPAT_FAMILIES = {
+    "datasketch": "datasketch-legacy",
+    "datasketch-affine32": "datasketch-affine32",
+    "text-dedup": "text-dedup",
+    "text-dedup-sha1": "text-dedup",
+    "text-dedup-spark": "text-dedup-spark",
+    "nemo-curator": "nemo-curator",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,18 +115,44 @@ class SketchSpec:
             "token_seed": self.token_seed,
             "recipe": self.recipe,
         }
+        kw["lsh"] = self.threshold
         if self.bands and self.rows:
             kw.update(bands=self.bands, rows=self.rows)
-        else:
-            kw["lsh"] = self.threshold
         return kw
+
+    def signature_metadata(self) -> str:
+        """The ``sketchdb.signatures`` metadata of signature Parquet made with this spec (the
+        pipeline writes it as the ``signature`` column's field metadata, which Spark keeps in
+        the Parquet footer): the collection's resolved configuration, as ``sketchdb import``
+        reads it to recreate the collection."""
+        spec = self.with_banding()
+        with tempfile.TemporaryDirectory(prefix="sketchdb-spec-") as d:
+            with sketchdb.open(f"{d}/s.sketchdb") as db:
+                coll = db.create_collection("s", **spec.collection_kwargs())
+                stats, resolved = coll.stats(), coll.spec()
+        recipe = resolved.get("recipe")
+        meta = {
+            "version": SIGNATURE_METADATA_VERSION,
+            "kind": stats["kind"],
+            "k": stats["size"],
+            "bits": stats["bits"],
+            "seed": stats["seed"],
+            "family": _COMPAT_FAMILIES.get(recipe or "", "mix-multiply-shift"),
+            "recipe": recipe,
+            "shingle": resolved.get("shingle"),
+            "ngram": resolved.get("ngram"),
+            "token_seed": resolved.get("token_seed", 0),
+            "threshold": spec.threshold,
+            "bands": spec.bands,
+            "rows": spec.rows,
+            "signature_width": Kernels(spec).width,
+        }
+        return json.dumps(meta, sort_keys=True)
 
 
 def default_banding(spec: SketchSpec) -> tuple[int, int]:
     """The bands x rows a sketchdb LSH index gets for ``spec.threshold`` (asked of the
     library itself, through a collection in a throwaway file, so the two never disagree)."""
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="sketchdb-banding-") as d:
         with sketchdb.open(f"{d}/b.sketchdb") as db:
             kw = spec.collection_kwargs()
