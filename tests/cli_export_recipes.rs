@@ -140,3 +140,20 @@ fn a_header_whose_recipe_contradicts_its_tokenizer_is_refused() {
             || Database::open(d.join("b.sketchdb")).unwrap().collections().unwrap().is_empty()
     );
 }
+
+#[test]
+fn importing_into_a_collection_with_another_recipe_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_docs(d);
+    ok(d, &["--db", "a.sketchdb", "create", "c", "--recipe", "words-5"]);
+    ok(d, &["--db", "a.sketchdb", "ingest", "c", "docs.jsonl"]);
+    ok(d, &["--db", "a.sketchdb", "export", "c", "--out", "c.export"]);
+    // Same sketch parameters, the original tokenizer: the records would not match its queries.
+    ok(d, &["--db", "b.sketchdb", "create", "c"]);
+    let out = run(d, &["--db", "b.sketchdb", "import", "c.export"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("recipe `sketchdb`") && err.contains("`words-5`"), "{err}");
+    assert!(Database::open(d.join("b.sketchdb")).unwrap().collection("c").unwrap().is_empty().unwrap());
+}

@@ -7,7 +7,8 @@ byte-identical to what a collection stores and to what its LSH index files):
 * ``sketch(texts) -> RecordBatch(signature: binary)``: one row per text; a null text, or one
   with no tokens, gives a null signature (the caller reports it);
 * ``band_keys(signatures) -> RecordBatch(row: int32, band: int32, key: int64)``: ``bands``
-  rows per non-null signature, the index's keys as signed 64-bit integers (Spark has no u64);
+  rows per non-null signature, full 64-bit band keys (``BUCKET_KEY_BITS``) as signed
+  integers (Spark has no u64);
 * ``estimate(a, b) -> RecordBatch(estimate, lower, upper: float64)``: sketchdb's estimator
   with its interval, pairwise.
 
@@ -29,6 +30,12 @@ from sketchdb import arrow
 
 # Kinds and the constructor of their sketch class.
 _CLASSES = {"minhash": "MinHash", "bbit": "BBitMinHash", "oph": "OPH"}
+
+# The pipeline buckets on all 64 bits of each band's hash: with the index's 32-bit keys, two
+# different bands collide with probability 2^-32, which at 10^9 documents is about 0.23
+# spurious members per bucket and 1.6e9 spurious candidate pairs (docs/spark.md); with 64
+# bits, about 0.4 pairs in all.
+BUCKET_KEY_BITS = 64
 
 # The key of the signature Parquet's configuration (see SketchSpec.signature_metadata).
 SIGNATURE_METADATA_KEY = "sketchdb.signatures"
@@ -185,7 +192,14 @@ class Kernels:
         return pa.RecordBatch.from_arrays([sig.cast(pa.binary())], names=["signature"])
 
     def band_keys(self, signatures: pa.Array) -> pa.RecordBatch:
-        return arrow.band_keys(_fixed(signatures, self.width), bands=self.spec.bands, rows=self.spec.rows, signed=True, **self._kw)
+        return arrow.band_keys(
+            _fixed(signatures, self.width),
+            bands=self.spec.bands,
+            rows=self.spec.rows,
+            signed=True,
+            key_bits=BUCKET_KEY_BITS,
+            **self._kw,
+        )
 
     def estimate(self, a: pa.Array, b: pa.Array) -> pa.RecordBatch:
         return arrow.estimate(_fixed(a, self.width), _fixed(b, self.width), level=self.spec.level, **self._kw)

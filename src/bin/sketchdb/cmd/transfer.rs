@@ -21,7 +21,7 @@ use crate::export_header::{
 };
 use crate::input::parse_hex_fingerprint;
 pub use crate::load::import::ImportArgs;
-use crate::load::import::Importer;
+use crate::load::import::{Importer, check_same};
 use crate::output::summary;
 use crate::session::Session;
 
@@ -234,8 +234,7 @@ pub fn import(session: &mut Session, args: &ImportArgs) -> Result<(), CliError> 
     })?;
     session.create_missing = true;
     let coll = session.collection_or_create(&name, header.config)?;
-    coll.params()
-        .check_compatible(&params)
+    check_same(coll.config(), &header.config)
         .map_err(|e| CliError::Input(format!("{}:1: collection `{name}`: {e}", input.display())))?;
     let mut w = Importer::new(&coll, args.batch, args.upsert)?;
     for_each_record(input, params, |key, sketch| w.push(key, sketch))?;
