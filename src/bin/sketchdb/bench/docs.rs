@@ -233,12 +233,16 @@ pub fn dedup_docs(
                 let dedup_s = at.elapsed().as_secs_f64();
                 let q = quality::measure(d.clusters.iter().map(|c| c.keys.as_slice()), &truth, &family, t);
                 let (reported, right) = (q.reported, q.right);
+                let clusters = d.clusters.iter().map(|c| (c.rows.as_slice(), c.keys.as_slice()));
+                let (verified, verified_right) = quality::verified_right(&d.verified, clusters, &truth, t);
                 let wall_s = loaded.ingest_s + index_s + dedup_s;
                 let mut metrics = json!({
                     "wall_s": wall_s, "docs_per_s": loaded.lines as f64 / wall_s,
                     "mb_per_s": bytes as f64 / 1e6 / wall_s, "pairs": reported, "clusters": d.clusters.len(),
                     "pair_recall": ratio(right as usize, common.truth.count_at(t)),
                     "pair_precision": ratio(right as usize, reported as usize),
+                    "verified_recall": ratio(verified_right as usize, common.truth.count_at(t)),
+                    "verified_precision": ratio(verified_right as usize, verified as usize),
                     "purity": q.purity, "pure_clusters": q.pure_clusters, "verified_pairs": d.pairs, "ingest_s": loaded.ingest_s, "index_s": index_s, "dedup_s": dedup_s,
                     "skipped": loaded.skipped,
                 });

@@ -23,6 +23,30 @@ pub struct Quality {
     pub pure_clusters: usize,
 }
 
+/// Of `verified` pairs (row ids), how many are true pairs at `t`: `(verified, right)`. Rows are
+/// named through `clusters` (row ids and keys in the same order), which hold every row of a
+/// verified pair; a row no cluster names counts as a wrong pair.
+pub fn verified_right<'a>(
+    verified: &[(u64, u64)],
+    clusters: impl IntoIterator<Item = (&'a [u64], &'a [Vec<u8>])>,
+    truth: &Truth,
+    t: f64,
+) -> (u64, u64) {
+    let mut doc: HashMap<u64, u32> = HashMap::new();
+    for (rows, keys) in clusters {
+        for (&row, key) in rows.iter().zip(keys) {
+            if let Some(d) = doc_number(key) {
+                doc.insert(row, d);
+            }
+        }
+    }
+    let right = verified
+        .iter()
+        .filter(|(a, b)| matches!((doc.get(a), doc.get(b)), (Some(&x), Some(&y)) if truth.holds(x, y, t)))
+        .count();
+    (verified.len() as u64, right as u64)
+}
+
 /// Each listed document's family: the smallest document number of its component.
 pub fn families(truth: &Truth) -> HashMap<u32, u32> {
     let mut parent: HashMap<u32, u32> = HashMap::new();
@@ -97,6 +121,14 @@ mod tests {
 
     fn keys(ids: &[u32]) -> Vec<Vec<u8>> {
         ids.iter().map(|i| format!("d{i:06}").into_bytes()).collect()
+    }
+
+    #[test]
+    fn verified_pairs_are_named_through_the_clusters() {
+        let t = truth(&[(1, 2, 0.9), (2, 3, 0.6)]);
+        let (rows, k) = (vec![10u64, 20, 30], keys(&[1, 2, 3]));
+        let got = verified_right(&[(10, 20), (20, 30), (10, 99)], [(rows.as_slice(), k.as_slice())], &t, 0.8);
+        assert_eq!(got, (3, 1));
     }
 
     #[test]
