@@ -87,7 +87,7 @@ def main():
     import_signatures(run, py, "docs")
     out["python_import_signatures_s"] = time.perf_counter() - start
     for k in ("cli_bulk_s", "cli_into_existing_s", "python_import_signatures_s"):
-        out[k.replace("_s", "_docs_per_s")] = round(n / out[k], 1)
+        out[k[: -len("_s")] + "_docs_per_s"] = round(n / out[k], 1)
         out[k] = round(out[k], 3)
     sample = ids[:: max(1, n // 200)]
     with sketchdb.open(bulk, read_only=True) as b, sketchdb.open(inc, read_only=True) as i:
