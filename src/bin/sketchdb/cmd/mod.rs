@@ -7,6 +7,7 @@ pub mod dedup;
 pub mod dedup_in;
 pub mod dedup_out;
 pub mod delete;
+pub mod import_signatures;
 pub mod ingest;
 pub mod query;
 pub mod recipes;

@@ -2,9 +2,12 @@
 //! command shares ([`ReadArgs`]), the rejects report, the progress bar and the parallel
 //! sketching of batches. `ingest`, `upsert` and the ingest step of `dedup DIR` use it.
 
+pub mod import;
 pub mod pipeline;
 pub mod progress;
 pub mod rejects;
+pub mod signature_spec;
+pub mod signatures;
 
 use std::path::PathBuf;
 
