@@ -4,8 +4,6 @@
 //! with recall and precision. Both run over a list of sketch configurations, with and without
 //! an LSH index, so that defaults can be chosen by measurement.
 
-use std::collections::{HashMap, HashSet};
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -17,90 +15,10 @@ use sketchdb::{
 };
 
 use super::data::{DEFAULT_BATCH, workdir};
+use super::quality;
 use super::report::{emit, percentile, ratio};
+use super::truth::{Truth, doc_number};
 use crate::error::CliError;
-
-/// The exact pairs of a `docs-<n>.truth.jsonl` file, by document number (`d000123` is 123).
-pub struct Truth {
-    /// Every listed pair (a < b) with its Jaccard under the truth's own recipe.
-    pairs: HashMap<(u32, u32), f64>,
-    /// The dataset name the file states (`docs-20k`).
-    pub dataset: String,
-}
-
-impl Truth {
-    /// Reads a truth file: the recipe line, then pair lines and bad-record lines.
-    pub fn load(path: &Path) -> Result<Truth, CliError> {
-        let file = std::fs::File::open(path).map_err(|e| CliError::io(path, e))?;
-        let (mut pairs, mut dataset) = (HashMap::new(), String::new());
-        for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-            let line = line.map_err(|e| CliError::io(path, e))?;
-            let bad = |what: &str| CliError::Input(format!("{}:{}: {what}", path.display(), i + 1));
-            let v: Value = serde_json::from_str(&line).map_err(|e| bad(&e.to_string()))?;
-            if let Some(name) = v.get("dataset").and_then(Value::as_str) {
-                dataset = name.to_string();
-            } else if let (Some(a), Some(b), Some(j)) = (v.get("a"), v.get("b"), v.get("jaccard")) {
-                let num = |x: &Value| x.as_str().and_then(|s| doc_number(s.as_bytes()));
-                let (Some(a), Some(b), Some(j)) = (num(a), num(b), j.as_f64()) else {
-                    return Err(bad("a pair line needs string ids `d<number>` and a numeric jaccard"));
-                };
-                pairs.insert((a.min(b), a.max(b)), j);
-            } else if v.get("bad").is_none() {
-                return Err(bad("neither the recipe, a pair nor a bad record"));
-            }
-        }
-        if pairs.is_empty() {
-            return Err(CliError::Input(format!("no pairs in {}", path.display())));
-        }
-        Ok(Truth { pairs, dataset })
-    }
-
-    /// Keeps only the pairs of documents numbered below `n` (the lines a limited run read).
-    pub fn restrict(&mut self, n: u64) {
-        self.pairs.retain(|&(a, b), _| u64::from(a.max(b)) < n);
-    }
-
-    /// Pairs whose true Jaccard reaches `t`.
-    pub fn count_at(&self, t: f64) -> usize {
-        self.pairs.values().filter(|&&j| j >= t).count()
-    }
-
-    /// Whether documents `a` and `b` are a true pair at `t`.
-    pub fn holds(&self, a: u32, b: u32, t: f64) -> bool {
-        self.pairs.get(&(a.min(b), a.max(b))).is_some_and(|&j| j >= t)
-    }
-
-    /// Each document's partners with true Jaccard >= `t`.
-    fn partners_at(&self, t: f64) -> HashMap<u32, HashSet<u32>> {
-        let mut out: HashMap<u32, HashSet<u32>> = HashMap::new();
-        for (&(a, b), _) in self.pairs.iter().filter(|(_, j)| **j >= t) {
-            out.entry(a).or_default().insert(b);
-            out.entry(b).or_default().insert(a);
-        }
-        out
-    }
-
-    /// Every document in some listed pair, ascending.
-    fn members(&self) -> Vec<u32> {
-        let mut m: Vec<u32> = self.pairs.keys().flat_map(|&(a, b)| [a, b]).collect();
-        m.sort_unstable();
-        m.dedup();
-        m
-    }
-}
-
-/// `d000123` -> 123.
-pub fn doc_number(key: &[u8]) -> Option<u32> {
-    std::str::from_utf8(key.strip_prefix(b"d")?).ok()?.parse().ok()
-}
-
-/// The truth file beside a docs file: `docs-20k.jsonl[.gz]` or `.parquet` ->
-/// `docs-20k.truth.jsonl`.
-pub fn truth_beside(docs: &Path) -> PathBuf {
-    let name = docs.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let stem = name.split('.').next().unwrap_or("docs");
-    docs.with_file_name(format!("{stem}.truth.jsonl"))
-}
 
 /// A configuration to measure: a name and its sketch parameters.
 #[derive(Clone, Debug)]
@@ -290,6 +208,7 @@ pub fn dedup_docs(
 ) -> Result<(), CliError> {
     let mut truth = Truth::load(truth)?;
     let bytes = jsonl_bytes(docs);
+    let mut family = quality::families(&truth);
     for config in configs {
         let mut loaded = ingest(docs, limit, setup.config(config.params))?;
         eprintln!(
@@ -298,6 +217,7 @@ pub fn dedup_docs(
         );
         if limit.is_some() {
             truth.restrict(loaded.lines);
+            family = quality::families(&truth);
         }
         for &with_index in indexes {
             for (&t, &clustering) in thresholds.iter().flat_map(|t| clusterings.iter().map(move |c| (t, c))) {
@@ -311,25 +231,19 @@ pub fn dedup_docs(
                 let at = Instant::now();
                 let d = loaded.coll.dedup_clustered(QueryKind::Threshold(t), QueryOptions::default(), clustering)?;
                 let dedup_s = at.elapsed().as_secs_f64();
-                let (mut reported, mut right) = (0u64, 0u64);
-                for c in &d.clusters {
-                    let ids: Vec<Option<u32>> = c.keys.iter().map(|k| doc_number(k)).collect();
-                    for i in 0..ids.len() {
-                        for j in i + 1..ids.len() {
-                            reported += 1;
-                            if let (Some(a), Some(b)) = (ids[i], ids[j]) {
-                                right += u64::from(common.truth.holds(a, b, t));
-                            }
-                        }
-                    }
-                }
+                let q = quality::measure(d.clusters.iter().map(|c| c.keys.as_slice()), &truth, &family, t);
+                let (reported, right) = (q.reported, q.right);
+                let clusters = d.clusters.iter().map(|c| (c.rows.as_slice(), c.keys.as_slice()));
+                let (verified, verified_right) = quality::verified_right(&d.verified, clusters, &truth, t);
                 let wall_s = loaded.ingest_s + index_s + dedup_s;
                 let mut metrics = json!({
                     "wall_s": wall_s, "docs_per_s": loaded.lines as f64 / wall_s,
                     "mb_per_s": bytes as f64 / 1e6 / wall_s, "pairs": reported, "clusters": d.clusters.len(),
                     "pair_recall": ratio(right as usize, common.truth.count_at(t)),
                     "pair_precision": ratio(right as usize, reported as usize),
-                    "verified_pairs": d.pairs, "ingest_s": loaded.ingest_s, "index_s": index_s, "dedup_s": dedup_s,
+                    "verified_recall": ratio(verified_right as usize, common.truth.count_at(t)),
+                    "verified_precision": ratio(verified_right as usize, verified as usize),
+                    "purity": q.purity, "pure_clusters": q.pure_clusters, "verified_pairs": d.pairs, "ingest_s": loaded.ingest_s, "index_s": index_s, "dedup_s": dedup_s,
                     "skipped": loaded.skipped,
                 });
                 merge(&mut metrics, common.sizes()?);
@@ -438,26 +352,5 @@ mod tests {
             assert!(parse_config(bad).is_err(), "{bad}");
         }
         assert_eq!(ALL_CONFIGS.split(',').filter(|c| parse_config(c).is_ok()).count(), 5);
-    }
-
-    #[test]
-    fn truth_files_give_pairs_by_document_number() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("docs-3.truth.jsonl");
-        let lines = [
-            r#"{"recipe": {}, "dataset": "docs-3", "n": 3}"#,
-            r#"{"a": "d000002", "b": "d000000", "jaccard": 0.81}"#,
-            r#"{"a": "d000000", "b": "d000001", "jaccard": 0.5}"#,
-            r#"{"bad": 4, "why": "empty_text", "id": "d000003"}"#,
-        ];
-        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-        let t = Truth::load(&path).unwrap();
-        assert_eq!(t.dataset, "docs-3");
-        assert!(t.holds(0, 2, 0.8) && t.holds(2, 0, 0.8) && !t.holds(0, 1, 0.8) && t.holds(1, 0, 0.5));
-        assert_eq!((t.count_at(0.5), t.count_at(0.8), t.count_at(0.9)), (2, 1, 0));
-        assert_eq!(t.members(), vec![0, 1, 2]);
-        assert_eq!(truth_beside(Path::new("/x/docs-20k.jsonl.gz")), Path::new("/x/docs-20k.truth.jsonl"));
-        std::fs::write(&path, "{\"a\": 1}\n").unwrap();
-        assert!(Truth::load(&path).is_err());
     }
 }

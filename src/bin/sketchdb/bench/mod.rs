@@ -8,7 +8,9 @@ mod dedup;
 mod docs;
 mod hamming;
 mod lsh;
+mod quality;
 mod report;
+mod truth;
 
 use std::path::PathBuf;
 
@@ -159,7 +161,7 @@ pub struct DocsArgs {
 
 impl DocsArgs {
     fn truth(&self) -> PathBuf {
-        self.truth.clone().unwrap_or_else(|| docs::truth_beside(&self.docs))
+        self.truth.clone().unwrap_or_else(|| truth::truth_beside(&self.docs))
     }
 
     fn setup(&self) -> Result<docs::Setup, CliError> {
