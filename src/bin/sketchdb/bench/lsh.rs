@@ -229,7 +229,6 @@ pub fn lsh(
         let notes = format!("{} {}", if force.is_some() { "forced" } else { "planner chose" }, choice.plan);
         let loaded = format!("{notes}; as loaded (index of {} run(s))", index_runs(&coll)?);
         emit(run, "lsh-query", &dataset, config.clone(), m.json(), &loaded)?;
-        emit(run, "lsh-query-stages", &dataset, config.clone(), stages(&coll, &stored, t, opts)?, &loaded)?;
         let m = measure(&queries, t, |q| {
             let sketch = coll.sketcher().sketch(&TokenSet::from_unsorted(q.tokens.clone()))?;
             threshold_keys(&coll, sketch, t, opts)
@@ -273,9 +272,17 @@ pub fn lsh(
             run,
             "lsh-query",
             &dataset,
-            compacted,
+            compacted.clone(),
             m.json(),
             &format!("{notes}; after compaction (index of {runs} run(s))"),
+        )?;
+        emit(
+            run,
+            "lsh-query-stages",
+            &dataset,
+            compacted,
+            stages(&coll, &stored, t, opts)?,
+            &format!("{notes}; after compaction; each stored-signature query once more, warm"),
         )?;
         let (upsert_per_s, delete_per_s, rows) = maintain(&coll, &keys, &sketches)?;
         let mut config = config;
