@@ -48,6 +48,10 @@ pub struct IngestArgs {
     pub recipe: Option<String>,
     #[command(flatten)]
     pub read: ReadArgs,
+    /// Read the input `-` from this file instead of standard input, still named `-` in keys
+    /// and origins (`dedup -` spools standard input to read it twice).
+    #[arg(skip)]
+    pub stdin_from: Option<PathBuf>,
 }
 
 impl IngestArgs {
@@ -70,6 +74,7 @@ impl IngestArgs {
                 follow_symlinks: false,
                 threads: None,
             },
+            stdin_from: None,
         }
     }
 }
@@ -84,15 +89,20 @@ pub fn batch_size() -> clap::builder::RangedU64ValueParser<usize> {
 }
 
 pub fn ingest(session: &mut Session, args: &IngestArgs) -> Result<(), CliError> {
+    load(session, args, false).map(drop)
+}
+
+/// `ingest`, returning the fields of its `--json` summary (`dedup FILE` reports from them).
+pub fn ingest_report(session: &mut Session, args: &IngestArgs) -> Result<serde_json::Value, CliError> {
     load(session, args, false)
 }
 
 /// `upsert`: as `ingest`, but a key already stored gets the new record.
 pub fn upsert(session: &mut Session, args: &IngestArgs) -> Result<(), CliError> {
-    load(session, args, true)
+    load(session, args, true).map(drop)
 }
 
-fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<(), CliError> {
+fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_json::Value, CliError> {
     let opts = args.read.options();
     let default = if args.read.is_u64(&args.inputs[0]) { fingerprint_config()? } else { text_config()? };
     let default = with_recipe(default, args.recipe.as_deref())?;
@@ -115,13 +125,17 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<(), Cl
     let start = Instant::now();
     let mut progress = Progress::new(total_bytes(&args.inputs));
     let rejects = Rejects::new(args.read.rejects.as_deref(), !args.read.strict)?;
-    let reader = Reader::new(args.inputs.clone(), opts, tokenizer, Arc::clone(&pool));
+    let reader = Reader::new(args.inputs.clone(), args.stdin_from.clone(), opts, tokenizer, Arc::clone(&pool));
     // One thread: every stage in turn on this one. More: reading and committing run on
     // threads of their own beside the sketching pool, overlapped.
     let threaded = pool.current_num_threads() > 1;
     let (loader, reading, docs) = std::thread::scope(|scope| -> Result<_, CliError> {
         let committer = if threaded { Committer::spawn(scope, &coll)? } else { Committer::inline(&coll) };
-        let mut loader = Loader::new(&coll, &pool, committer, args.batch, upsert, rejects, args.read.strict)?;
+        // Keys without an id are unique by position within one input: only ids need
+        // tracking, unless several inputs or --sync need every key.
+        let track_all = args.sync || args.inputs.len() > 1;
+        let mut loader =
+            Loader::new(&coll, &pool, committer, args.batch, upsert, track_all, rejects, args.read.strict)?;
         let mut reading = if threaded { Reading::spawn(reader)? } else { Reading::Inline(Box::new(reader)) };
         let mut docs = 0u64;
         // Records read into the pending batch: a batch is `--batch` records read (the
@@ -140,7 +154,7 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<(), Cl
                 }
                 Read::OpenFailed(e) => {
                     loader.flush()?;
-                    return Err(read_error(e));
+                    return Err(e);
                 }
             };
             docs += chunk.records.len() as u64;
@@ -171,10 +185,11 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<(), Cl
             }
         }
         if args.sync {
-            if loader.rejects.count() == 0 {
+            if loader.rejects.blocking_sync() == 0 {
                 loader.delete_unseen()?;
             } else {
-                sync_note = format!("; --sync deleted nothing: {} records were rejected", loader.rejects.count());
+                sync_note =
+                    format!("; --sync deleted nothing: {} records were rejected", loader.rejects.blocking_sync());
             }
         }
         Ok((loader.finish()?, reading, docs))
@@ -227,6 +242,6 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<(), Cl
         sketch_time.as_secs_f64(),
         commit_time.as_secs_f64()
     ));
-    summary(if upsert { "upsert" } else { "ingest" }, &human, fields);
-    Ok(())
+    summary(if upsert { "upsert" } else { "ingest" }, &human, fields.clone());
+    Ok(fields)
 }

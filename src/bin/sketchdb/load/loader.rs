@@ -30,8 +30,8 @@ pub struct Loader<'c> {
     pool: &'c rayon::ThreadPool,
     committer: Committer<'c>,
     /// A snapshot for the stored-hash checks, taken after the last batch committed. A key
-    /// read twice is a duplicate (`seen`), so a batch still committing never holds a key
-    /// the checks ask about.
+    /// read twice is a duplicate (`seen`; a key without an id is unique by its position),
+    /// so a batch still committing never holds a key the checks ask about.
     snap: Snapshot,
     batch: Batch,
     batch_size: usize,
@@ -42,6 +42,10 @@ pub struct Loader<'c> {
     pub counts: Counts,
     /// xxh3-128 of every key read (duplicates across inputs; `--sync`).
     seen: HashSet<u128>,
+    /// Whether `seen` holds every key, or only ids: a record without an id is keyed by its
+    /// position in its input (row, line, relative path), unique within one input, so a
+    /// single input without `--sync` keeps memory flat however long it is.
+    track_all: bool,
     pub rejects: Rejects,
     strict: bool,
     /// Where the first and the last record of the pending batch were read.
@@ -52,13 +56,15 @@ pub struct Loader<'c> {
 
 impl<'c> Loader<'c> {
     /// A loader into `coll` sketching on `pool`, committing through `committer` in batches of
-    /// `batch_size`.
+    /// `batch_size`; `track_all`: every key is checked for duplicates, not only ids.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         coll: &'c Collection,
         pool: &'c rayon::ThreadPool,
         committer: Committer<'c>,
         batch_size: usize,
         upsert: bool,
+        track_all: bool,
         rejects: Rejects,
         strict: bool,
     ) -> Result<Self, CliError> {
@@ -73,6 +79,7 @@ impl<'c> Loader<'c> {
             upsert,
             counts: Counts::default(),
             seen: HashSet::new(),
+            track_all,
             rejects,
             strict,
             span: None,
@@ -101,7 +108,7 @@ impl<'c> Loader<'c> {
         let hashes = hashes(self.pool, &records);
         let mut todo = Vec::with_capacity(records.len());
         for (record, hash) in records.into_iter().zip(hashes) {
-            if !self.seen.insert(xxh3_128(record.key.as_bytes())) {
+            if (self.track_all || record.id.is_some()) && !self.seen.insert(xxh3_128(record.key.as_bytes())) {
                 let message = format!("duplicate key `{}` in this input", record.key);
                 let (origin, key) = (record.origin.to_string(), Some(record.key.as_str()));
                 self.reject(&Bad { origin, key, kind: RejectKind::DuplicateKey, message })?;

@@ -40,13 +40,15 @@ pub enum Read {
     /// The current input is finished: the folder entries it skipped and the bytes it read.
     InputDone { skipped: Vec<Skipped>, bytes: u64 },
     /// An input could not be opened; nothing follows.
-    OpenFailed(ReadError),
+    OpenFailed(CliError),
 }
 
 /// The reading stage as an iterator: chunks of each input, then its end, input after input.
 /// It ends after an input that fails (to open or to read) and after a strict-mode reject.
 pub struct Reader {
     inputs: std::vec::IntoIter<PathBuf>,
+    /// Where the input `-` is read from instead of standard input (a spooled copy).
+    stdin_from: Option<PathBuf>,
     opts: ReadOptions,
     source: Option<Box<dyn RecordSource>>,
     tokenizer: Tokenizer,
@@ -59,11 +61,17 @@ pub struct Reader {
 }
 
 impl Reader {
-    /// Reads `inputs` with `opts`; a text with no token under `tokenizer` (the collection's
-    /// recipe) is rejected here, in input order with the reader's rejects. Parsing runs on
-    /// `pool`.
-    pub fn new(inputs: Vec<PathBuf>, opts: ReadOptions, tokenizer: Tokenizer, pool: Arc<rayon::ThreadPool>) -> Self {
-        Reader { inputs: inputs.into_iter(), opts, source: None, tokenizer, pool, done: false, pending: None, busy: Duration::ZERO }
+    /// Reads `inputs` with `opts` (the input `-` from `stdin_from` when given); a text with
+    /// no token under `tokenizer` (the collection's recipe) is rejected here, in input order
+    /// with the reader's rejects. Parsing runs on `pool`.
+    pub fn new(
+        inputs: Vec<PathBuf>,
+        stdin_from: Option<PathBuf>,
+        opts: ReadOptions,
+        tokenizer: Tokenizer,
+        pool: Arc<rayon::ThreadPool>,
+    ) -> Self {
+        Reader { inputs: inputs.into_iter(), stdin_from, opts, source: None, tokenizer, pool, done: false, pending: None, busy: Duration::ZERO }
     }
 
     /// Time spent so far reading, decompressing and parsing.
@@ -77,7 +85,11 @@ impl Reader {
         }
         let Some(source) = self.source.as_mut() else {
             let input = self.inputs.next()?;
-            return match sketchdb::io::read::open(&input, &self.opts) {
+            let opened = match &self.stdin_from {
+                Some(spool) if input.as_os_str() == "-" => super::open_spool(spool, &self.opts),
+                _ => sketchdb::io::read::open(&input, &self.opts).map_err(super::read_error),
+            };
+            return match opened {
                 Ok(source) => {
                     self.source = Some(source);
                     self.step()
