@@ -222,7 +222,11 @@ fn one_thread_and_several_store_identical_records() {
     let docs = docs(2500);
     let mut lines = jsonl(&docs);
     // Bad records at known lines: invalid JSON, a missing text, a duplicate id.
-    for (at, bad) in [(700, "{\"id\": \"bad\", \"text\": \n"), (1500, "{\"id\": \"nt\"}\n"), (2100, "{\"id\": \"d05\", \"text\": \"again\"}\n")] {
+    for (at, bad) in [
+        (700, "{\"id\": \"bad\", \"text\": \n"),
+        (1500, "{\"id\": \"nt\"}\n"),
+        (2100, "{\"id\": \"d05\", \"text\": \"again\"}\n"),
+    ] {
         let pos = lines.match_indices('\n').nth(at - 2).unwrap().0 + 1;
         lines.insert_str(pos, bad);
     }

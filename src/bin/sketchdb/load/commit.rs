@@ -34,7 +34,8 @@ pub enum Committer<'scope> {
 
 /// Commits `batch`; an error names the records it held.
 fn commit(coll: &Collection, mut batch: Batch, span: &Span) -> Outcome {
-    let context = |e: sketchdb::Error| CliError::from(e).context(format!("the batch of records {} to {}", span.0, span.1));
+    let context =
+        |e: sketchdb::Error| CliError::from(e).context(format!("the batch of records {} to {}", span.0, span.1));
     let summary = coll.apply(&batch).map_err(context)?;
     batch.clear();
     Ok(Committed { summary, batch, snapshot: coll.snapshot().map_err(context)? })

@@ -71,7 +71,17 @@ impl Reader {
         tokenizer: Tokenizer,
         pool: Arc<rayon::ThreadPool>,
     ) -> Self {
-        Reader { inputs: inputs.into_iter(), stdin_from, opts, source: None, tokenizer, pool, done: false, pending: None, busy: Duration::ZERO }
+        Reader {
+            inputs: inputs.into_iter(),
+            stdin_from,
+            opts,
+            source: None,
+            tokenizer,
+            pool,
+            done: false,
+            pending: None,
+            busy: Duration::ZERO,
+        }
     }
 
     /// Time spent so far reading, decompressing and parsing.
@@ -177,7 +187,10 @@ pub enum Reading {
     /// A thread runs the reader; its chunks come out of `rx` in input order, at most
     /// [`CHUNKS_AHEAD`] ready at a time. It ends with the reader, or when `rx` is dropped
     /// (after its current read), and returns its busy time.
-    Thread { rx: Receiver<Read>, handle: JoinHandle<Duration> },
+    Thread {
+        rx: Receiver<Read>,
+        handle: JoinHandle<Duration>,
+    },
 }
 
 impl Reading {
