@@ -450,3 +450,29 @@ fn reader_options_on_dedup_and_the_input_format_spelling() {
     let out = run(d, &[&["--db", "s.db", "dedup", "bad.jsonl", "--strict"][..], &FIELDS].concat());
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// `ReadOptions::keep_empty` (dedup's second pass) passes records with an empty text or
+/// token list through; by default the reader rejects them.
+#[test]
+fn keep_empty_passes_empty_records_through() {
+    use sketchdb::io::{Content, ReadOptions, RejectReason, read};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("e.jsonl");
+    std::fs::write(&path, "{\"id\":\"a\",\"text\":\"\"}\n{\"id\":\"b\",\"text\":\"word\"}\n").unwrap();
+    let texts = |opts: &ReadOptions| -> Vec<Result<String, RejectReason>> {
+        read::open(&path, opts)
+            .unwrap()
+            .map(|item| match item.unwrap() {
+                Ok(rec) => match rec.content {
+                    Content::Text(t) => Ok(t),
+                    other => panic!("{other:?}"),
+                },
+                Err(reject) => Err(reject.reason),
+            })
+            .collect()
+    };
+    let mut opts = ReadOptions::default();
+    assert_eq!(texts(&opts), [Err(RejectReason::EmptyText), Ok("word".to_string())]);
+    opts.keep_empty = true;
+    assert_eq!(texts(&opts), [Ok(String::new()), Ok("word".to_string())]);
+}

@@ -407,3 +407,47 @@ fn wrong_or_missing_configuration_and_bad_rows_are_clear_errors() {
     std::fs::write(d.join("e.jsonl"), "{}\n").unwrap();
     fails(d, &["--db", "x.sketchdb", "import", "e.jsonl", "--k", "64"], 2, &["signature Parquet"]);
 }
+
+#[test]
+fn only_kept_leaves_out_the_ids_the_run_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let docs = corpus(120);
+    let config = CollectionConfig::new(SketchParams::minhash(128, 32, 4).unwrap()).with_index(IndexConfig::Lsh {
+        threshold: 0.8,
+        bands: Some(16),
+        rows: Some(8),
+    });
+    let spec = spec_json(&config, None, 16, 8);
+    for sub in ["run/signatures", "run/removed"] {
+        std::fs::create_dir_all(d.join(sub)).unwrap();
+    }
+    write_signatures(&d.join("run/signatures/part-0.parquet"), &config, IdColumn::Ints(0), &docs, Meta::Spark, &spec);
+    // removed/ as the pipeline writes it: (id, cluster), ids of the same type.
+    let gone: Vec<i64> = (0..120).filter(|i| i % 3 == 1).collect();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, true),
+        Field::new("cluster", DataType::Int64, true),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![Arc::new(Int64Array::from(gone.clone())), Arc::new(Int64Array::from(vec![0i64; gone.len()]))],
+    )
+    .unwrap();
+    let mut w =
+        ArrowWriter::try_new(File::create(d.join("run/removed/part-0.parquet")).unwrap(), schema, None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let out = ok(d, &["--db", "k.sketchdb", "--json", "import", "run", "--into", "kept", "--only-kept"]);
+    let s = summary_of(&out);
+    assert_eq!((s["rows"].as_u64(), s["removed"].as_u64(), s["inserted"].as_u64()), (Some(120), Some(40), Some(80)));
+    let c = imported(d, "k.sketchdb", "kept");
+    let mut keys: Vec<String> = c.scan().unwrap().map(|r| String::from_utf8(r.unwrap().key).unwrap()).collect();
+    keys.sort();
+    let mut want: Vec<String> = (0..120).filter(|i| i % 3 != 1).map(|i: i32| i.to_string()).collect();
+    want.sort();
+    assert_eq!(keys, want);
+    drop(c);
+    // --only-kept needs a run folder.
+    fails(d, &["--db", "x.sketchdb", "import", "run/signatures", "--into", "c", "--only-kept"], 2, &["run folder"]);
+}

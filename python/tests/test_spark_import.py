@@ -95,10 +95,21 @@ def test_cli_import_equals_python_import(spark, sample, cli, tmp_path, spec):
     assert json.loads(up.stderr.strip().splitlines()[-1])["replaced"] == len(ids)
 
 
-def test_flags_that_contradict_the_footer_are_refused(spark, sample, cli, tmp_path):
-    path, _, _ = sample
+def test_only_kept_and_contradicting_flags(spark, sample, cli, tmp_path):
+    path, ids, _ = sample
     run = tmp_path / "run"
-    dedup(spark, str(path), str(run), SketchSpec(threshold=0.5))
+    s = dedup(spark, str(path), str(run), SketchSpec(threshold=0.5))
+    assert s["removed"] > 0
+    # --only-kept: the collection Python's only_kept import makes.
+    kept_cli, kept_py = tmp_path / "kept-cli.sketchdb", tmp_path / "kept-py.sketchdb"
+    r = cli("--db", kept_cli, "--json", "import", run, "--into", "kept", "--only-kept")
+    summary = json.loads(r.stderr.strip().splitlines()[-1])
+    assert summary["removed"] == s["removed"] and summary["inserted"] == len(ids) - s["removed"]
+    assert import_signatures(str(run), kept_py, "kept", only_kept=True) == summary["inserted"]
+    removed = set(pq.read_table(str(run / "removed")).column("id").to_pylist())
+    with sketchdb.open(kept_cli, read_only=True) as c, sketchdb.open(kept_py, read_only=True) as p:
+        for i in ids:
+            assert (i in c["kept"]) == (i in p["kept"]) == (i not in removed), i
     db = tmp_path / "x.sketchdb"
     r = cli("--db", db, "import", run, "--into", "docs", "--k", "64", check=False)
     assert r.returncode == 2 and "--k" in r.stderr and "k = 128" in r.stderr

@@ -195,8 +195,8 @@ pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<
         prepare(session, &args.target, args.recipe.as_deref(), &args.read, args.second_pass(), &args.spool_dir())?;
     if let (None, Some(flag)) = (&input, read_flag(&args.read)) {
         return Err(CliError::Usage(format!(
-            "{flag} is an option of reading an input, and `{name}` is a stored collection: give the file, \
-             folder or - instead"
+            "{flag} is an option of reading an input, and `{name}` is not a file, a folder or - (a stored \
+             collection is joined as stored)"
         )));
     }
     if input.is_none() && (outputs.records.is_some() || args.keep != Keep::First) {

@@ -8,7 +8,10 @@
 //! pages instead of one index update per batch); if anything fails on the way, the new
 //! collection is dropped again. Into an existing collection (a second import, or `--upsert`)
 //! the records go batch by batch with the index kept up to date, and keys already stored are
-//! skipped or, with `--upsert`, replaced.
+//! skipped or, with `--upsert`, replaced. With `--only-kept` the ids in the run's `removed/`
+//! are left out.
+
+use std::collections::HashSet;
 
 use serde_json::json;
 use sketchdb::{IndexConfig, Sketch};
@@ -23,6 +26,8 @@ use crate::session::Session;
 /// Counts of one import.
 struct Counts {
     rows: u64,
+    /// Rows left out as removed by the run (`--only-kept`).
+    removed: u64,
     inserted: u64,
     replaced: u64,
     skipped: u64,
@@ -40,12 +45,15 @@ pub fn import(session: &mut Session, args: &ImportArgs) -> Result<(), CliError> 
         CliError::Usage(format!("{}: a signature Parquet names no collection; pass --into NAME", input.display()))
     })?;
     let params = config.params;
-    let mut rows = 0u64;
-    files.for_each(|_, bytes| {
+    let removed = if args.only_kept { SignatureFiles::removed_ids(input)? } else { HashSet::new() };
+    let (mut rows, mut left_out) = (0u64, 0u64);
+    files.for_each(|key, bytes| {
         sketchdb::signature::decode(&params, bytes).map_err(|e| CliError::Input(e.to_string()))?;
         rows += 1;
+        left_out += u64::from(removed.contains(&key));
         Ok(())
     })?;
+    let (files, rows) = (Rows { files: &files, removed: &removed, left_out }, rows);
     session.create_missing = true;
     let db = session.db()?;
     let exists = db.collections()?.iter().any(|c| c.name() == name);
@@ -75,18 +83,19 @@ pub fn import(session: &mut Session, args: &ImportArgs) -> Result<(), CliError> 
     let secs = start.elapsed().as_secs_f64();
     let coll = db.collection(&name)?;
     let index = coll.stats()?.index;
-    let Counts { rows, inserted, replaced, skipped } = counts;
+    let Counts { rows, removed, inserted, replaced, skipped } = counts;
     summary(
         "import",
         &format!(
             "imported {} of {rows} signatures into `{name}` from {} in {secs:.2} s ({inserted} new, {replaced} \
-             replaced, {skipped} already present, skipped; configuration from {source}; {})",
+             replaced, {skipped} already present, skipped, {removed} removed by the run, left out; configuration \
+             from {source}; {})",
             inserted + replaced,
             input.display(),
             index_text(index)
         ),
         json!({"collection": name, "records": inserted + replaced, "inserted": inserted, "replaced": replaced,
-               "skipped": skipped, "rows": rows, "file": input.display().to_string(), "seconds": secs,
+               "skipped": skipped, "removed": removed, "rows": rows, "file": input.display().to_string(), "seconds": secs,
                "sketch": coll.params().to_string(), "recipe": coll.config().recipe().name(),
                "configuration": if source == "the flags" { "flags" } else { "metadata" },
                "index": crate::cmd::admin::index_json(index)}),
@@ -94,14 +103,24 @@ pub fn import(session: &mut Session, args: &ImportArgs) -> Result<(), CliError> 
     Ok(())
 }
 
-/// Writes every row through an [`Importer`].
-fn load(coll: &sketchdb::Collection, files: &SignatureFiles, args: &ImportArgs, rows: u64) -> Result<Counts, CliError> {
+/// The rows to load: the files' rows whose ids the run did not remove.
+struct Rows<'a> {
+    files: &'a SignatureFiles,
+    removed: &'a HashSet<Vec<u8>>,
+    left_out: u64,
+}
+
+/// Writes every row to load through an [`Importer`].
+fn load(coll: &sketchdb::Collection, src: &Rows<'_>, args: &ImportArgs, rows: u64) -> Result<Counts, CliError> {
     let params = *coll.params();
     let mut w = Importer::new(coll, args.batch, args.upsert)?;
-    files.for_each(|key, bytes| {
+    src.files.for_each(|key, bytes| {
+        if src.removed.contains(&key) {
+            return Ok(());
+        }
         let sketch: Sketch = sketchdb::signature::decode(&params, bytes).map_err(|e| CliError::Input(e.to_string()))?;
         w.push(key, sketch)
     })?;
     w.flush()?;
-    Ok(Counts { rows, inserted: w.inserted, replaced: w.replaced, skipped: w.skipped })
+    Ok(Counts { rows, removed: src.left_out, inserted: w.inserted, replaced: w.replaced, skipped: w.skipped })
 }

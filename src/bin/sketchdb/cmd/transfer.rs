@@ -213,10 +213,10 @@ pub fn import(session: &mut Session, args: &ImportArgs) -> Result<(), CliError> 
     if crate::load::signatures::is_parquet_input(&args.input) {
         return super::import_signatures::import(session, args);
     }
-    if args.spec.any() {
+    if args.spec.any() || args.only_kept {
         return Err(CliError::Usage(format!(
             "{}: an export file's header carries its configuration; --kind, --k, --lsh and the other \
-             signature flags describe a signature Parquet",
+             signature flags (and --only-kept) describe a signature Parquet",
             args.input.display()
         )));
     }

@@ -26,6 +26,10 @@ pub struct ImportArgs {
     /// Records per transaction (1 to 1,000,000).
     #[arg(long, default_value_t = DEFAULT_BATCH, value_parser = batch_size())]
     pub batch: usize,
+    /// Signature Parquet: import only the documents the run kept (the run folder's
+    /// `signatures/` less the ids in its `removed/`).
+    #[arg(long)]
+    pub only_kept: bool,
     #[command(flatten)]
     pub spec: SpecArgs,
 }

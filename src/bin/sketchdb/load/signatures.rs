@@ -8,6 +8,7 @@
 //! a collection stores (`sketchdb::signature`). Only these two columns are decoded, a batch at
 //! a time, so memory is bounded by one batch.
 
+use std::collections::HashSet;
 use std::fs::File;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -62,20 +63,31 @@ impl SignatureFiles {
         }
         let run = path.join("signatures");
         let dir = if run.is_dir() { run } else { path.to_path_buf() };
-        let mut files = Vec::new();
-        for entry in std::fs::read_dir(&dir).map_err(|e| CliError::io(&dir, e))? {
-            let entry = entry.map_err(|e| CliError::io(&dir, e))?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let hidden = name.starts_with('.') || name.starts_with('_');
-            if !hidden && name.ends_with(".parquet") && entry.path().is_file() {
-                files.push(entry.path());
-            }
-        }
-        files.sort();
+        let files = parquet_files(&dir)?;
         if files.is_empty() {
             return Err(perr(&dir, "no .parquet files: not a signature Parquet (sketchdb.spark's `signatures/`)"));
         }
         Ok(SignatureFiles { files })
+    }
+
+    /// The keys of the ids a run removed (its `removed/` folder beside `signatures/`), for
+    /// importing only the documents it kept. `path` is the run folder.
+    pub fn removed_ids(path: &Path) -> Result<HashSet<Vec<u8>>, CliError> {
+        let dir = path.join("removed");
+        if !path.join("signatures").is_dir() || !dir.is_dir() {
+            return Err(CliError::Usage(format!(
+                "{}: --only-kept needs the run folder of `sketchdb.spark dedup` (with `signatures/` and `removed/`)",
+                path.display()
+            )));
+        }
+        let mut ids = HashSet::new();
+        for file in parquet_files(&dir)? {
+            read_file(&file, false, &mut |key, _| {
+                ids.insert(key);
+                Ok(())
+            })?;
+        }
+        Ok(ids)
     }
 
     /// The configuration the files' metadata states (`None` when no file states one); every
@@ -102,7 +114,7 @@ impl SignatureFiles {
     /// signature is an error naming the file and row.
     pub fn for_each(&self, mut f: impl FnMut(Vec<u8>, &[u8]) -> Result<(), CliError>) -> Result<(), CliError> {
         for path in &self.files {
-            read_file(path, &mut f)?;
+            read_file(path, true, &mut f)?;
         }
         Ok(())
     }
@@ -183,7 +195,28 @@ fn is_binary(t: &DataType) -> bool {
     matches!(t, DataType::Binary | DataType::LargeBinary | DataType::BinaryView | DataType::FixedSizeBinary(_))
 }
 
-fn read_file(path: &Path, f: &mut impl FnMut(Vec<u8>, &[u8]) -> Result<(), CliError>) -> Result<(), CliError> {
+/// The Parquet files of `dir` in name order (hidden and `_` files skipped).
+fn parquet_files(dir: &Path) -> Result<Vec<PathBuf>, CliError> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(|e| CliError::io(dir, e))? {
+        let entry = entry.map_err(|e| CliError::io(dir, e))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let hidden = name.starts_with('.') || name.starts_with('_');
+        if !hidden && name.ends_with(".parquet") && entry.path().is_file() {
+            files.push(entry.path());
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Calls `f` with each row's key and signature bytes (without `signatures` only the `id`
+/// column is read, and the bytes are empty).
+fn read_file(
+    path: &Path,
+    signatures: bool,
+    f: &mut impl FnMut(Vec<u8>, &[u8]) -> Result<(), CliError>,
+) -> Result<(), CliError> {
     let file = File::open(path).map_err(|e| CliError::io(path, e))?;
     let builder = guard(path, || ParquetRecordBatchReaderBuilder::try_new(file))?.map_err(|e| perr(path, e))?;
     let schema = builder.schema().clone();
@@ -195,8 +228,8 @@ fn read_file(path: &Path, f: &mut impl FnMut(Vec<u8>, &[u8]) -> Result<(), CliEr
         if ok(t) { Ok(i) } else { Err(perr(path, format!("column `{name}` is {t}, expected {expected}"))) }
     };
     let id = column("id", is_id_type, "a string, an integer or binary")?;
-    let sig = column("signature", is_binary, "binary")?;
-    let mask = ProjectionMask::roots(builder.parquet_schema(), [id, sig]);
+    let roots = if signatures { vec![id, column("signature", is_binary, "binary")?] } else { vec![id] };
+    let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
     let reader = guard(path, move || builder.with_projection(mask).with_batch_size(BATCH_ROWS).build())?
         .map_err(|e| perr(path, e))?;
     let mut row = 0u64;
@@ -207,11 +240,19 @@ fn read_file(path: &Path, f: &mut impl FnMut(Vec<u8>, &[u8]) -> Result<(), CliEr
             Some(b) => b.map_err(|e| perr(path, format!("row {row}: {e}")))?,
         };
         let ids = batch.column_by_name("id").ok_or_else(|| perr(path, "no column `id` in a batch"))?;
-        let sigs = batch.column_by_name("signature").ok_or_else(|| perr(path, "no column `signature` in a batch"))?;
+        let sigs = batch.column_by_name("signature");
+        if signatures && sigs.is_none() {
+            return Err(perr(path, "no column `signature` in a batch"));
+        }
         for i in 0..batch.num_rows() {
             let at = row + i as u64;
             let key = key_at(ids.as_ref(), i).ok_or_else(|| perr(path, format!("row {at}: null `id`")))?;
-            let s = signature_at(sigs.as_ref(), i).ok_or_else(|| perr(path, format!("row {at}: null `signature`")))?;
+            let s = match sigs {
+                Some(sigs) => {
+                    signature_at(sigs.as_ref(), i).ok_or_else(|| perr(path, format!("row {at}: null `signature`")))?
+                }
+                None => &[],
+            };
             f(key, s).map_err(|e| e.context(format!("{}: row {at}", path.display())))?;
         }
         row += batch.num_rows() as u64;
