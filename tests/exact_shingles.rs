@@ -98,6 +98,44 @@ fn top_k_is_ranked_by_exact_jaccard() {
     }
 }
 
+/// `query_tokens` scores a token multiset as `query_key` scores the stored record of the
+/// same set (repeats do not count), and EXPLAIN of key and token questions says `exact`
+/// where a bare sketch's says `estimated`.
+#[test]
+fn token_questions_score_exactly_and_explain_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let sets = families(9, 40);
+    let (_db, c) = exact_collection(dir.path(), SketchParams::minhash(128, 32, 4).unwrap(), &sets);
+    let kind = QueryKind::Threshold(0.4);
+    for q in [0usize, 11, 29] {
+        let mut tokens: Vec<u64> = sets[q].iter().copied().collect();
+        tokens.extend(sets[q].iter().take(5).copied());
+        let from_tokens = c.query_tokens(&tokens, kind, QueryOptions::default()).unwrap();
+        let from_key = c.query_key(format!("k{q}"), kind, QueryOptions::default()).unwrap();
+        let pairs = |r: &sketchdb::QueryResult| r.hits.iter().map(|h| (h.key.clone(), h.exact)).collect::<Vec<_>>();
+        assert_eq!(pairs(&from_tokens), pairs(&from_key), "query {q}");
+        for h in &from_tokens.hits {
+            assert_eq!(h.exact, Some(jaccard(&sets[q], &sets[index_of(&h.key)])));
+        }
+        for analyze in [false, true] {
+            assert_eq!(
+                c.explain_tokens(&tokens, kind, QueryOptions::default(), analyze).unwrap().scoring,
+                Scoring::Exact
+            );
+            let e = c.explain_key(format!("k{q}"), QueryKind::TopK(3), QueryOptions::default(), analyze).unwrap();
+            assert_eq!(e.scoring, Scoring::Exact);
+            assert!(e.to_string().contains("scores: exact"), "{e}");
+        }
+        let sketch = c.sketch_of(format!("k{q}")).unwrap();
+        let e = c.explain(&sketchdb::Query { sketch, kind, options: QueryOptions::default() }, false).unwrap();
+        assert_eq!(e.scoring, Scoring::Estimated);
+    }
+    assert!(matches!(
+        c.explain_key("absent", kind, QueryOptions::default(), false),
+        Err(Error::Query(sketchdb::QueryError::UnknownKey { .. }))
+    ));
+}
+
 #[test]
 fn dedup_pairs_are_the_brute_force_pairs() {
     let dir = tempfile::tempdir().unwrap();

@@ -13,7 +13,9 @@ token sets) and ``docs-20k.parquet`` (texts; those of at least 5 words). Measure
 3. per-query binding overhead: ``Collection.query(key=)`` from Python against the same
    queries run inside Rust (``query_many`` on one thread, divided by the count).
 
-Prints one line per figure. Timings are wall clock, best of ``--repeat``.
+Prints one line per figure: rates from wall-clock time, best of ``--repeat``, and the
+process CPU seconds of that run (all threads; on a machine shared with other work the CPU
+time is the steadier figure), then the insert ratios against datasketch.
 """
 
 import argparse
@@ -33,14 +35,20 @@ import sketchdb.arrow as sa
 K = 128
 
 
+CPU = {}
+
+
 def best(f, repeat):
-    times = []
+    """The best wall time of ``repeat`` runs (its CPU seconds go to ``CPU[f]``) and f's result."""
+    runs = []
     out = None
     for _ in range(repeat):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         out = f()
-        times.append(time.perf_counter() - t)
-    return min(times), out
+        runs.append((time.perf_counter() - t, time.process_time() - c))
+    wall, cpu = min(runs)
+    CPU["last"] = cpu
+    return wall, out
 
 
 def load_sets(path, n):
@@ -60,10 +68,15 @@ def load_docs(path, n):
     return [t for t in texts if t and len(t.split()) >= 5][:n]
 
 
+RATES = {}
+
+
 def report(what, seconds, items, tokens=None):
-    line = f"{what:60s} {items / seconds:12,.0f} /s"
+    line = f"{what:66s} {items / seconds:12,.0f} /s"
     if tokens is not None:
         line += f"  {tokens / seconds:14,.0f} tokens/s"
+    line += f"  (cpu {CPU.get('last', 0.0):.2f} s for {seconds:.2f} s wall)"
+    RATES[what] = items / seconds
     print(line, flush=True)
 
 
@@ -126,6 +139,15 @@ def bench_insert(sets, repeat):
 
     t, _ = best(ours_sigs, repeat)
     report("insert sketchdb insert_many signatures -> durable LSH t=0.8", t, len(sets))
+    objs = sketchdb.MinHash.bulk([np.asarray(x, dtype=np.uint64) for x in sets], num_perm=K)
+
+    def ours_objs():
+        with tempfile.TemporaryDirectory() as d, sketchdb.open(os.path.join(d, "b.sketchdb")) as db:
+            c = db.create_collection("c", k=K, lsh=0.8)
+            c.insert_many(keys, sketches=objs, strict=True)
+
+    t, _ = best(ours_objs, repeat)
+    report("insert sketchdb insert_many sketches (MinHash objects) -> durable LSH", t, len(sets))
     n = max(1, len(sets) // 5)
     ms = datasketch.MinHash.bulk([[str(x).encode() for x in s] for s in sets[:n]], num_perm=K)
 
@@ -135,7 +157,11 @@ def bench_insert(sets, repeat):
             lsh.insert(keys[i], m)
 
     t, _ = best(theirs, 1)
-    report(f"insert datasketch MinHashLSH.insert ({n}, MinHashes prebuilt)", t, n)
+    name = f"insert datasketch MinHashLSH.insert ({n}, MinHashes prebuilt)"
+    report(name, t, n)
+    for what, rate in list(RATES.items()):
+        if what.startswith("insert sketchdb"):
+            print(f"ratio  {what[len('insert sketchdb '):]:58s} {rate / RATES[name]:6.1f}x datasketch's insert", flush=True)
 
 
 OVERHEAD = r"""

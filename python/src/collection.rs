@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use sketchdb::plan::PlanKind;
 use sketchdb::recipes::Measure;
-use sketchdb::{Collection, Query, QueryKind, QueryOptions, Sketch};
+use sketchdb::{Batch, Collection, QueryKind, QueryOptions};
 
 use crate::convert;
 use crate::database::{Shared, closed};
@@ -31,29 +31,12 @@ impl Slot {
     }
 }
 
-/// A query's probe before it is sketched.
-enum Probe {
-    Text(String),
-    Tokens(Vec<u64>),
-    Key(Vec<u8>),
-    Sketch(Sketch),
-}
-
-impl Probe {
-    fn sketch(self, coll: &Collection) -> sketchdb::Result<Sketch> {
-        match self {
-            Probe::Text(t) => Ok(coll.sketcher().sketch_text(&coll.config().tokenizer, &t)?),
-            Probe::Tokens(t) => Ok(coll.sketcher().sketch_multiset(&t)?),
-            Probe::Key(k) => coll.sketch_of(k),
-            Probe::Sketch(s) => Ok(s),
-        }
-    }
-}
-
 mod ingest;
+mod probe;
 mod results;
 
 pub(crate) use ingest::{PyInsertReport, PyReject};
+use probe::{Probe, ProbeArgs};
 use results::hit;
 pub(crate) use results::{PyCluster, PyDedupResult, PyHit};
 
@@ -73,63 +56,44 @@ impl PyCollection {
         self.slot.0.read().clone().ok_or_else(closed)
     }
 
-    /// The probe of exactly one of text, tokens, key, sketch.
-    fn probe(
+    /// Asks `kind` (chosen once the collection is known) with the probe `args` names.
+    fn ask(
         &self,
-        coll: &Collection,
-        text: Option<String>,
-        tokens: Option<&Bound<'_, PyAny>>,
-        key: Option<&Bound<'_, PyAny>>,
-        sketch: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Probe> {
-        let given = [text.is_some(), tokens.is_some(), key.is_some(), sketch.is_some()];
-        if given.iter().filter(|g| **g).count() != 1 {
-            return Err(PyValueError::new_err("give exactly one of text=, tokens=, key=, sketch="));
-        }
-        let seed = coll.config().tokenizer.seed();
-        Ok(match (text, tokens, key, sketch) {
-            (Some(t), ..) => Probe::Text(t),
-            (_, Some(t), ..) => Probe::Tokens(convert::tokens(t, seed)?),
-            (_, _, Some(k), _) => Probe::Key(convert::key(k)?),
-            (.., Some(s)) => Probe::Sketch(sketches::extract(s)?),
-            _ => return Err(PyValueError::new_err("give exactly one of text=, tokens=, key=, sketch=")),
-        })
-    }
-
-    /// The sketch of a record's content (exactly one of text, tokens, sketch).
-    fn content(
-        &self,
-        coll: &Collection,
-        text: Option<String>,
-        tokens: Option<&Bound<'_, PyAny>>,
-        sketch: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Probe> {
-        if text.is_none() && tokens.is_none() && sketch.is_none() {
-            return Err(PyValueError::new_err("give exactly one of text=, tokens=, sketch="));
-        }
-        self.probe(coll, text, tokens, None, sketch)
-    }
-
-    fn run(&self, py: Python<'_>, probe: Probe, kind: QueryKind, options: QueryOptions) -> PyResult<Vec<PyHit>> {
+        py: Python<'_>,
+        args: ProbeArgs<'_, '_>,
+        kind: impl FnOnce(&Collection) -> QueryKind,
+        options: QueryOptions,
+    ) -> PyResult<Vec<PyHit>> {
         let coll = self.coll()?;
-        let result = py
-            .detach(|| {
-                let sketch = probe.sketch(&coll)?;
-                coll.query(&Query { sketch, kind, options })
-            })
-            .py_err()?;
+        let probe = args.probe(&coll)?;
+        let kind = kind(&coll);
+        let result = py.detach(|| probe.run(&coll, kind, options)).py_err()?;
         result.hits.into_iter().map(|h| hit(py, h)).collect()
     }
 
-    fn write_one(&self, py: Python<'_>, key: &Bound<'_, PyAny>, probe: Probe, upsert: bool) -> PyResult<u64> {
+    /// Writes the record `args` names under `key`; returns its row id.
+    fn write_one(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        args: ProbeArgs<'_, '_>,
+        upsert: bool,
+    ) -> PyResult<u64> {
         let coll = self.coll()?;
+        let probe = args.content(&coll)?;
         let key = convert::key(key)?;
-        py.detach(|| {
-            let sketch = probe.sketch(&coll)?;
-            if upsert { coll.upsert(&key, &sketch) } else { coll.insert(&key, &sketch) }
+        py.detach(|| -> sketchdb::Result<u64> {
+            let mut batch = Batch::with_capacity(1);
+            probe.stage(&coll, &key)?.add_to(&mut batch, &key, upsert);
+            Ok(coll.apply(&batch)?.first_row)
         })
         .py_err()
     }
+}
+
+/// The default threshold of `coll`'s measure unless `t` is given.
+fn threshold_or_default(coll: &Collection, t: Option<f64>) -> f64 {
+    t.unwrap_or_else(|| Measure::of(coll.params().kind()).default_threshold())
 }
 
 fn options(level: f64, exact: bool) -> QueryOptions {
@@ -160,8 +124,7 @@ impl PyCollection {
         tokens: Option<&Bound<'_, PyAny>>,
         sketch: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<u64> {
-        let probe = self.content(&self.coll()?, text, tokens, sketch)?;
-        self.write_one(py, key, probe, false)
+        self.write_one(py, key, ProbeArgs { text, tokens, key: None, sketch }, false)
     }
 
     /// Inserts or replaces a record; returns its row id.
@@ -174,8 +137,7 @@ impl PyCollection {
         tokens: Option<&Bound<'_, PyAny>>,
         sketch: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<u64> {
-        let probe = self.content(&self.coll()?, text, tokens, sketch)?;
-        self.write_one(py, key, probe, true)
+        self.write_one(py, key, ProbeArgs { text, tokens, key: None, sketch }, true)
     }
 
     /// Inserts (or with `upsert=True` replaces) many records in one durable commit, sketched
@@ -241,7 +203,7 @@ impl PyCollection {
         exact: bool,
     ) -> PyResult<Vec<Vec<PyHit>>> {
         let coll = self.coll()?;
-        let t = threshold.unwrap_or_else(|| Measure::of(coll.params().kind()).default_threshold());
+        let t = threshold_or_default(&coll, threshold);
         let probes = ingest::probes(&coll, texts, tokens, keys, sketches, signatures)?;
         ingest::run_many(py, &coll, probes, QueryKind::Threshold(t), options(level, exact))
     }
@@ -300,7 +262,7 @@ impl PyCollection {
         sketch: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<Vec<u64>>> {
         let coll = self.coll()?;
-        let probe = self.probe(&coll, text, tokens, key, sketch)?;
+        let probe = ProbeArgs { text, tokens, key, sketch }.probe(&coll)?;
         py.detach(|| -> sketchdb::Result<Option<Vec<u64>>> {
             let Some(scheme) = coll.lsh_scheme()? else { return Ok(None) };
             let s = probe.sketch(&coll)?;
@@ -364,9 +326,6 @@ impl PyCollection {
         exact: bool,
         plan: Option<&str>,
     ) -> PyResult<Vec<PyHit>> {
-        let coll = self.coll()?;
-        let t = threshold.unwrap_or_else(|| Measure::of(coll.params().kind()).default_threshold());
-        let probe = self.probe(&coll, text, tokens, key, sketch)?;
         let mut o = options(level, exact);
         if let Some(name) = plan {
             o.force = Some(PlanKind::from_name(name).ok_or_else(|| {
@@ -375,7 +334,8 @@ impl PyCollection {
                 ))
             })?);
         }
-        self.run(py, probe, QueryKind::Threshold(t), o)
+        let args = ProbeArgs { text, tokens, key, sketch };
+        self.ask(py, args, |c| QueryKind::Threshold(threshold_or_default(c, threshold)), o)
     }
 
     /// The `k` most similar records, best first.
@@ -392,9 +352,7 @@ impl PyCollection {
         level: f64,
         exact: bool,
     ) -> PyResult<Vec<PyHit>> {
-        let coll = self.coll()?;
-        let probe = self.probe(&coll, text, tokens, key, sketch)?;
-        self.run(py, probe, QueryKind::TopK(k), options(level, exact))
+        self.ask(py, ProbeArgs { text, tokens, key, sketch }, |_| QueryKind::TopK(k), options(level, exact))
     }
 
     /// SimHash collections: every fingerprint within `radius` bits, nearest first.
@@ -408,9 +366,7 @@ impl PyCollection {
         sketch: Option<&Bound<'_, PyAny>>,
         radius: u32,
     ) -> PyResult<Vec<PyHit>> {
-        let coll = self.coll()?;
-        let probe = self.probe(&coll, text, tokens, key, sketch)?;
-        self.run(py, probe, QueryKind::Hamming(radius), QueryOptions::default())
+        self.ask(py, ProbeArgs { text, tokens, key, sketch }, |_| QueryKind::Hamming(radius), QueryOptions::default())
     }
 
     /// The plan a query would use, its alternatives and their costs, as text: a threshold
@@ -431,20 +387,13 @@ impl PyCollection {
     ) -> PyResult<String> {
         let coll = self.coll()?;
         let kind = match (threshold, k, radius) {
-            (t, None, None) => {
-                QueryKind::Threshold(t.unwrap_or_else(|| Measure::of(coll.params().kind()).default_threshold()))
-            }
+            (t, None, None) => QueryKind::Threshold(threshold_or_default(&coll, t)),
             (None, Some(k), None) => QueryKind::TopK(k),
             (None, None, Some(r)) => QueryKind::Hamming(r),
             _ => return Err(PyValueError::new_err("give at most one of threshold=, k=, radius=")),
         };
-        let probe = self.probe(&coll, text, tokens, key, sketch)?;
-        let e = py
-            .detach(|| {
-                let sketch = probe.sketch(&coll)?;
-                coll.explain(&Query { sketch, kind, options: QueryOptions::default() }, analyze)
-            })
-            .py_err()?;
+        let probe = ProbeArgs { text, tokens, key, sketch }.probe(&coll)?;
+        let e = py.detach(|| probe.explain(&coll, kind, QueryOptions::default(), analyze)).py_err()?;
         Ok(e.to_string())
     }
 
@@ -461,7 +410,7 @@ impl PyCollection {
     #[pyo3(signature = (threshold = None, *, level = 0.95, exact = false))]
     fn dedup(&self, py: Python<'_>, threshold: Option<f64>, level: f64, exact: bool) -> PyResult<PyDedupResult> {
         let coll = self.coll()?;
-        let t = threshold.unwrap_or_else(|| Measure::of(coll.params().kind()).default_threshold());
+        let t = threshold_or_default(&coll, threshold);
         let r = py.detach(|| coll.dedup(QueryKind::Threshold(t), options(level, exact))).py_err()?;
         let clusters = r
             .clusters

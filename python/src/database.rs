@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
 use pyo3::prelude::*;
@@ -53,20 +54,34 @@ impl PyDatabase {
 /// True creates it (an error if it exists), False opens it (an error if missing).
 /// `read_only`: open without ever writing the file (beside a writer in another process, or on
 /// a read-only file); writes raise `ReadOnlyError`, and the file must exist.
+/// `busy_timeout`: seconds to wait for a file another process holds in a mode this open
+/// cannot share (a second writer beside a writer) before raising `BusyError`, which names
+/// the file and, on Linux, the holding process; 0 fails at once (default 5).
 #[pyfunction]
-#[pyo3(signature = (path, create = None, *, read_only = false))]
-pub(crate) fn open(py: Python<'_>, path: PathBuf, create: Option<bool>, read_only: bool) -> PyResult<PyDatabase> {
+#[pyo3(signature = (path, create = None, *, read_only = false, busy_timeout = 5.0))]
+pub(crate) fn open(
+    py: Python<'_>,
+    path: PathBuf,
+    create: Option<bool>,
+    read_only: bool,
+    busy_timeout: f64,
+) -> PyResult<PyDatabase> {
     if read_only && create == Some(true) {
         return Err(pyo3::exceptions::PyValueError::new_err("read_only=True cannot create a database (create=True)"));
     }
+    let wait = Duration::try_from_secs_f64(busy_timeout).map_err(|_| {
+        pyo3::exceptions::PyValueError::new_err(format!(
+            "busy_timeout={busy_timeout}: expected a finite number of seconds >= 0"
+        ))
+    })?;
+    let builder = Database::builder().busy_timeout(wait);
     let p = path.clone();
     let db = py
         .detach(move || match create {
-            _ if read_only => Database::open_read_only(&p),
-            Some(true) => Database::create(&p),
-            Some(false) => Database::open(&p),
-            None if p.exists() => Database::open(&p),
-            None => Database::create(&p),
+            _ if read_only => builder.open_read_only(&p),
+            Some(true) => builder.create(&p),
+            Some(false) => builder.open(&p),
+            None => builder.open_or_create(&p),
         })
         .py_err()?;
     Ok(PyDatabase { shared: Arc::new(Shared { db: RwLock::new(Some(db)), collections: Mutex::new(vec![]) }), path })
@@ -77,8 +92,13 @@ impl PyDatabase {
     /// Creates a collection. `kind`: "minhash", "bbit", "oph" or "simhash"; `k`:
     /// permutations or bins; `bits` defaults per kind (32, 8, 8, 64); `lsh`: keep an LSH
     /// index tuned for this Jaccard threshold; `simhash_radius`: keep SimHash tables for
-    /// Hamming queries up to this radius; `shingle`/`ngram`/`token_seed`: the tokenizer.
-    #[pyo3(signature = (name, kind = "minhash", k = 128, bits = None, seed = DEFAULT_SEED, *, lsh = None, bands = None, rows = None, simhash_radius = None, shingle = None, ngram = None, token_seed = 0, recipe = None))]
+    /// Hamming queries up to this radius; `shingle`/`ngram`/`token_seed`: the tokenizer
+    /// (or `recipe`, a preset name). `exact_shingles=True` (alias `exact=True`; the CLI's
+    /// `create --exact-shingles`) keeps each record's distinct shingle set beside its sketch:
+    /// queries from text, tokens or a stored key are then re-ranked by exact Jaccard
+    /// (`Hit.exact`), and records must be written from text or tokens (set sketches only;
+    /// about 7 bytes per distinct shingle).
+    #[pyo3(signature = (name, kind = "minhash", k = 128, bits = None, seed = DEFAULT_SEED, *, lsh = None, bands = None, rows = None, simhash_radius = None, shingle = None, ngram = None, token_seed = 0, recipe = None, exact_shingles = None, exact = None))]
     #[allow(clippy::too_many_arguments)]
     fn create_collection(
         &self,
@@ -96,9 +116,24 @@ impl PyDatabase {
         ngram: Option<u32>,
         token_seed: u64,
         recipe: Option<&str>,
+        exact_shingles: Option<bool>,
+        exact: Option<bool>,
     ) -> PyResult<PyCollection> {
-        let (params, tokenizer) =
-            convert::config(convert::kind(kind)?, k, bits, seed, recipe, shingle, ngram, token_seed)?;
+        let kind = convert::kind(kind)?;
+        let keep = match (exact_shingles, exact) {
+            (Some(a), Some(b)) if a != b => {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "exact= is an alias of exact_shingles=: give one, or the same value",
+                ));
+            }
+            (a, b) => a.or(b).unwrap_or(false),
+        };
+        if keep && kind == sketchdb::SketchKind::SimHash {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "exact_shingles=True: SimHash collections keep no shingle sets (use a set sketch: minhash, bbit, oph)",
+            ));
+        }
+        let (params, tokenizer) = convert::config(kind, k, bits, seed, recipe, shingle, ngram, token_seed)?;
         let index = match (lsh, simhash_radius) {
             (Some(_), Some(_)) => {
                 return Err(pyo3::exceptions::PyValueError::new_err("give lsh= or simhash_radius=, not both"));
@@ -114,7 +149,8 @@ impl PyDatabase {
             (None, Some(radius)) => IndexConfig::simhash_tables(radius),
             (None, None) => IndexConfig::None,
         };
-        let config = CollectionConfig::new(params).with_tokenizer(tokenizer).with_index(index);
+        let config =
+            CollectionConfig::new(params).with_tokenizer(tokenizer).with_index(index).with_exact_shingles(keep);
         let db = self.shared.db()?;
         let coll = py.detach(|| db.create_collection(name, config)).py_err()?;
         Ok(self.handle(coll))

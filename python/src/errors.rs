@@ -61,7 +61,8 @@ fn storage_class(e: &StorageError) -> Class {
         StorageError::Incompatible { .. } | StorageError::UnsupportedFormat { .. } => Class::Incompatible,
         StorageError::InvalidCollectionName { .. }
         | StorageError::EmptyKey { .. }
-        | StorageError::KeyTooLong { .. } => Class::Value,
+        | StorageError::KeyTooLong { .. }
+        | StorageError::ShinglesRequired { .. } => Class::Value,
         StorageError::NotSketchdb { .. }
         | StorageError::CorruptMeta { .. }
         | StorageError::CorruptPage { .. }

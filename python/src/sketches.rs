@@ -5,21 +5,20 @@
 //! [`sketchdb::Sketcher::sketch_multiset`] computes it) or *frozen* (a signature read from a
 //! collection, unpickled from one, or made by `bulk`: no tokens, so no `update`/`merge`).
 
-use std::sync::{Arc, OnceLock};
-
-use numpy::{IntoPyArray, PyArray1};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple, PyType};
-use sketchdb::{Estimate, Sketch, SketchKind, SketchParams, Sketcher, Tokenizer, recipes::DEFAULT_SEED};
+use sketchdb::{Estimate, Sketch, SketchKind, recipes::DEFAULT_SEED};
 
 use crate::convert;
 use crate::errors::IntoPy;
 
 mod objects;
 mod pickle;
+mod state;
 
 pub(crate) use objects::{bulk_sketch, extract, to_py};
+pub(crate) use state::{Core, CoreLock};
 
 /// An estimate with its two-sided confidence interval.
 #[pyclass(name = "Estimate", module = "sketchdb._sketchdb", frozen, get_all)]
@@ -57,129 +56,6 @@ impl PyEstimate {
     /// Whether `x` lies in the closed interval.
     fn __contains__(&self, x: f64) -> bool {
         self.lower <= x && x <= self.upper
-    }
-}
-
-/// What every sketch class holds.
-pub(crate) struct Core {
-    params: SketchParams,
-    tokenizer: Tokenizer,
-    /// Open: the sketcher and the hashed tokens so far (for set kinds deduplicated now and
-    /// then; SimHash keeps repeats, they are term frequencies). `None`: frozen.
-    open: Option<(Arc<Sketcher>, Vec<u64>)>,
-    /// Sorted-and-deduplicated prefix length of the open token vector (set kinds).
-    deduped: usize,
-    /// The signature, computed on first use after the last change.
-    cached: OnceLock<Sketch>,
-}
-
-impl Core {
-    pub(crate) fn open(params: SketchParams, tokenizer: Tokenizer) -> PyResult<Self> {
-        let sketcher = Arc::new(Sketcher::new(params).py_err()?);
-        Ok(Core { params, tokenizer, open: Some((sketcher, Vec::new())), deduped: 0, cached: OnceLock::new() })
-    }
-
-    pub(crate) fn frozen(sketch: Sketch, tokenizer: Tokenizer) -> Self {
-        let cached = OnceLock::new();
-        let params = *sketch.params();
-        let _ = cached.set(sketch);
-        Core { params, tokenizer, open: None, deduped: 0, cached }
-    }
-
-    pub(crate) fn tokenizer(&self) -> &Tokenizer {
-        &self.tokenizer
-    }
-
-    fn tokens_mut(&mut self) -> PyResult<&mut Vec<u64>> {
-        match &mut self.open {
-            Some((_, t)) => Ok(t),
-            None => Err(PyValueError::new_err(
-                "this sketch is frozen (read from a collection, unpickled from a signature or made by bulk): \
-                 it keeps no tokens to update or merge",
-            )),
-        }
-    }
-
-    fn extend(&mut self, new: impl IntoIterator<Item = u64>) -> PyResult<()> {
-        let set_kind = self.params.kind() != SketchKind::SimHash;
-        let deduped = self.deduped;
-        let tokens = self.tokens_mut()?;
-        tokens.extend(new);
-        if set_kind && tokens.len() > 2 * deduped + 1024 {
-            tokens.sort_unstable();
-            tokens.dedup();
-            let n = tokens.len();
-            self.deduped = n;
-        }
-        self.cached = OnceLock::new();
-        Ok(())
-    }
-
-    /// The signature (computed once per change).
-    pub(crate) fn sketch(&self) -> PyResult<&Sketch> {
-        if let Some(s) = self.cached.get() {
-            return Ok(s);
-        }
-        let s = match &self.open {
-            Some((sketcher, tokens)) => sketcher.sketch_multiset(tokens).py_err()?,
-            None => return Err(PyValueError::new_err("frozen sketch without a signature")),
-        };
-        Ok(self.cached.get_or_init(|| s))
-    }
-
-    fn check_same(&self, other: &Core) -> PyResult<()> {
-        self.params.check_compatible(&other.params).py_err()?;
-        if self.tokenizer != other.tokenizer {
-            return Err(PyValueError::new_err("the sketches' tokenizers differ"));
-        }
-        Ok(())
-    }
-
-    fn copy(&self) -> Core {
-        Core {
-            params: self.params,
-            tokenizer: self.tokenizer,
-            open: self.open.clone(),
-            deduped: self.deduped,
-            cached: self.cached.clone(),
-        }
-    }
-
-    fn merge(&mut self, other: &Core) -> PyResult<()> {
-        self.check_same(other)?;
-        let theirs = match &other.open {
-            Some((_, t)) => t.clone(),
-            None => return Err(PyValueError::new_err("cannot merge a frozen sketch: it keeps no tokens")),
-        };
-        self.extend(theirs)
-    }
-
-    fn hashvalues<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        Ok(match self.sketch()? {
-            Sketch::MinHash(m) => PyArray1::from_slice(py, m.values()).into_any(),
-            Sketch::BBit(b) => {
-                let mut v = Vec::new();
-                b.values_into(&mut v);
-                v.into_pyarray(py).into_any()
-            }
-            Sketch::Oph(o) => PyArray1::from_slice(py, o.bins()).into_any(),
-            Sketch::SimHash(s) => {
-                let v = s.value();
-                let words: Vec<u64> =
-                    if s.params().bits() > 64 { vec![v as u64, (v >> 64) as u64] } else { vec![v as u64] };
-                words.into_pyarray(py).into_any()
-            }
-            _ => return Err(PyTypeError::new_err("unknown sketch kind")),
-        })
-    }
-
-    fn repr(&self, class: &str) -> String {
-        let p = &self.params;
-        let state = match &self.open {
-            Some((_, t)) => format!("{} tokens", t.len()),
-            None => "frozen".to_string(),
-        };
-        format!("{class}(size={}, bits={}, seed={:#x}, {state})", p.size(), p.bits(), p.seed())
     }
 }
 
@@ -377,21 +253,6 @@ macro_rules! sketch_class {
             }
         }
     };
-}
-
-/// A read/write lock around a core.
-pub(crate) struct CoreLock(parking_lot::RwLock<Core>);
-
-impl CoreLock {
-    fn new(core: Core) -> Self {
-        CoreLock(parking_lot::RwLock::new(core))
-    }
-    pub(crate) fn read(&self) -> parking_lot::RwLockReadGuard<'_, Core> {
-        self.0.read()
-    }
-    fn write(&self) -> parking_lot::RwLockWriteGuard<'_, Core> {
-        self.0.write()
-    }
 }
 
 sketch_class!(PyMinHash, "MinHash", "k-permutation MinHash of a token set.", {

@@ -214,10 +214,10 @@ def test_typed_errors(tmp_path):
         assert db.verify()["ok"]
     with pytest.raises(sketchdb.Error, match="closed"):
         len(c)
-    # A second handle on an open file is refused as busy.
+    # A second handle on an open file is refused as busy (at once: no wait).
     with sketchdb.open(path) as db:
         with pytest.raises(sketchdb.BusyError):
-            sketchdb.open(path)
+            sketchdb.open(path, busy_timeout=0)
 
 
 def test_delete_upsert_compact(tmp_path):

@@ -245,6 +245,50 @@ impl Collection {
         Ok(exact::run_scored(&snap, &self.info, &query, Some(set.as_slice()), &self.costs())?)
     }
 
+    /// A query from a token multiset (hashed tokens, repeats allowed), sketched as
+    /// [`Collection::insert_tokens`] sketches records. On a collection that keeps exact
+    /// shingles, threshold and top-k hits are re-ranked by exact Jaccard against the tokens'
+    /// distinct set ([`crate::Hit::exact`]), as [`Collection::query_text`] does for text.
+    pub fn query_tokens(&self, tokens: &[u64], kind: QueryKind, options: QueryOptions) -> Result<QueryResult> {
+        let sketch = self.sketcher.sketch_multiset(tokens)?;
+        let set = TokenSet::from_unsorted(tokens.to_vec());
+        let snap = self.store.snapshot()?;
+        let query = Query { sketch, kind, options };
+        Ok(exact::run_scored(&snap, &self.info, &query, Some(set.as_slice()), &self.costs())?)
+    }
+
+    /// EXPLAIN of [`Collection::query_tokens`]: as [`Collection::explain`], with the scoring
+    /// that query uses (`exact` on a collection that keeps shingles, except for Hamming
+    /// questions).
+    pub fn explain_tokens(
+        &self,
+        tokens: &[u64],
+        kind: QueryKind,
+        options: QueryOptions,
+        analyze: bool,
+    ) -> Result<Explain> {
+        let sketch = self.sketcher.sketch_multiset(tokens)?;
+        let snap = self.store.snapshot()?;
+        let query = Query { sketch, kind, options };
+        Ok(run::explain(&snap, &self.info, &query, &self.costs(), analyze, Scoring::of(&self.info, kind))?)
+    }
+
+    /// EXPLAIN of [`Collection::query_key`]: as [`Collection::explain`], with the scoring
+    /// that query uses (`exact` on a collection that keeps shingles, except for Hamming
+    /// questions).
+    pub fn explain_key(
+        &self,
+        key: impl AsRef<[u8]>,
+        kind: QueryKind,
+        options: QueryOptions,
+        analyze: bool,
+    ) -> Result<Explain> {
+        let snap = self.store.snapshot()?;
+        let sketch = run::stored_sketch(&snap, &self.info, key.as_ref())?;
+        let query = Query { sketch, kind, options };
+        Ok(run::explain(&snap, &self.info, &query, &self.costs(), analyze, Scoring::of(&self.info, kind))?)
+    }
+
     /// EXPLAIN (and with `analyze`, EXPLAIN ANALYZE): the plan, why, the alternatives with
     /// their estimated costs, and what execution did.
     pub fn explain(&self, query: &Query, analyze: bool) -> Result<Explain> {

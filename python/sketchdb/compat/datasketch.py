@@ -16,8 +16,19 @@ Hash family: tokens are hashed with datasketch's ``sha1_hash32`` and permuted by
 datasketch-compatible families of the ``datasketch-affine32`` recipe (datasketch 2.0's
 default ``scheme="affine32"``) or, for ``scheme="legacy"``, the ``datasketch`` recipe; so
 ``hashvalues`` are datasketch's bit for bit for the same tokens, ``num_perm`` and ``seed``,
-and ``MinHashLSH.query`` returns the same candidates. ``scheme="affine64"``, a custom
-``hashfunc`` and ``permutations=`` are not supported (``ValueError``).
+and ``MinHashLSH.query`` returns the same candidates. ``MinHash(hashfunc=f)`` takes any Python
+callable returning an int (below 2**32 for ``affine32``, below 2**64 for ``legacy``, as
+datasketch requires); it is called once per token from Python, so it is much slower than
+the default, whose SHA-1 runs in bulk.
+
+Not offered (each raises ``NotImplementedError`` naming the alternative):
+``scheme="affine64"``, ``permutations=``, ``hashobj=``, ``MinHashLSHForest`` (use a
+collection's ``top_k``), ``MinHashLSHEnsemble`` (containment search; no sketchdb
+equivalent), ``WeightedMinHash``/``WeightedMinHashGenerator`` (for a weighted similarity use
+``sketchdb.SimHash``: cosine over a token multiset) and ``bBitMinHash`` (use a collection
+with ``kind="bbit"``). ``MinHashLSH``'s ``hashfunc`` (datasketch's band-key hash) and
+``prepickle`` are accepted and have no effect: sketchdb hashes bands itself and stores
+keys as described below.
 
 Keys are ``str`` or ``bytes`` as stored; any other hashable key is stored pickled and
 returned unpickled.
@@ -37,7 +48,16 @@ import numpy as np
 
 import sketchdb
 
-__all__ = ["LeanMinHash", "MinHash", "MinHashLSH"]
+__all__ = [
+    "LeanMinHash",
+    "MinHash",
+    "MinHashLSH",
+    "MinHashLSHEnsemble",
+    "MinHashLSHForest",
+    "WeightedMinHash",
+    "WeightedMinHashGenerator",
+    "bBitMinHash",
+]
 
 #: datasketch's default MinHash seed.
 DEFAULT_SEED = 1
@@ -53,9 +73,17 @@ def sha1_hash32(data: bytes) -> int:
 
 
 def _recipe(scheme: Optional[str]) -> str:
+    if scheme == "affine64":
+        raise NotImplementedError(
+            "scheme='affine64' is not offered by sketchdb.compat.datasketch: use 'affine32' (the default) or "
+            "'legacy', or a native sketchdb.MinHash (64-bit values)"
+        )
     if scheme not in _RECIPES:
-        raise ValueError(f"scheme {scheme!r} is not supported here: use 'affine32' (the default) or 'legacy'")
+        raise ValueError(f"unknown scheme {scheme!r}: expected 'affine32' (the default) or 'legacy'")
     return _RECIPES[scheme]
+
+
+_HV_LIMIT = {"affine32": 1 << 32, "legacy": 1 << 64}
 
 
 class MinHash:
@@ -72,14 +100,21 @@ class MinHash:
         permutations: Any = None,
         scheme: Optional[str] = None,
     ) -> None:
-        if hashfunc is not None or hashobj is not None or permutations is not None:
-            raise ValueError("sketchdb.compat.datasketch.MinHash hashes tokens itself: hashfunc, hashobj and "
-                             "permutations are not supported")
+        if hashobj is not None:
+            raise NotImplementedError("hashobj= (deprecated in datasketch) is not offered: give hashfunc= instead")
+        if permutations is not None:
+            raise NotImplementedError(
+                "permutations= is not offered: the permutations are datasketch's, drawn from seed= (give the seed)"
+            )
+        if hashfunc is not None and not callable(hashfunc):
+            raise TypeError(f"hashfunc must be callable, not {type(hashfunc).__name__}")
         if hashvalues is not None:
             num_perm = len(hashvalues)
         self.seed = seed
         self.num_perm = num_perm
         self.scheme = scheme or "affine32"
+        #: The token hash; None is datasketch's default, ``sha1_hash32``, computed in bulk.
+        self.hashfunc = None if hashfunc is sha1_hash32 else hashfunc
         self._kw = dict(num_perm=num_perm, seed=seed, recipe=_recipe(scheme))
         self._m = sketchdb.MinHash(**self._kw)
         if hashvalues is not None:
@@ -88,13 +123,30 @@ class MinHash:
             data = values.astype("<u4").tobytes() + (0).to_bytes(8, "little")
             self._m = sketchdb.MinHash.from_bytes(data, **self._kw)
 
-    def update(self, b: bytes) -> None:
-        """Adds one token (``bytes``, hashed with ``sha1_hash32``)."""
-        self._m.update(sha1_hash32(b))
+    def _hv(self, b: Any) -> int:
+        """One token's hash: ``hashfunc(b)``, checked against the scheme's width."""
+        if self.hashfunc is None:
+            return sha1_hash32(b)
+        hv = self.hashfunc(b)
+        try:
+            hv = int(hv)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"hashfunc returned {type(hv).__name__}, not an int") from err
+        if not 0 <= hv < _HV_LIMIT[self.scheme]:
+            raise ValueError(
+                f"hashfunc returned {hv}, out of range for scheme {self.scheme!r} "
+                f"(0 <= value < 2**{_HV_LIMIT[self.scheme].bit_length() - 1})"
+            )
+        return hv
 
-    def update_batch(self, b: Iterable[bytes]) -> None:
+    def update(self, b: Any) -> None:
+        """Adds one token (``bytes`` hashed with ``sha1_hash32``, or whatever ``hashfunc``
+        takes)."""
+        self._m.update(self._hv(b))
+
+    def update_batch(self, b: Iterable[Any]) -> None:
         """Adds every token of ``b``."""
-        self._m.update_batch(np.fromiter((sha1_hash32(x) for x in b), dtype=np.uint64))
+        self._m.update_batch(np.fromiter((self._hv(x) for x in b), dtype=np.uint64))
 
     def jaccard(self, other: "MinHash") -> float:
         """The estimated Jaccard similarity."""
@@ -143,7 +195,7 @@ class MinHash:
     def bulk(cls, b: Iterable[Iterable[Any]], **kwargs: Any) -> list["MinHash"]:
         """One sketch per token list, on all cores."""
         template = cls(**kwargs)
-        hashed = [np.fromiter((sha1_hash32(t) for t in x), dtype=np.uint64) for x in b]
+        hashed = [np.fromiter((template._hv(t) for t in x), dtype=np.uint64) for x in b]
         out = []
         for m in sketchdb.MinHash.bulk(hashed, **template._kw):
             h = template.copy()
@@ -317,3 +369,35 @@ class _InsertionSession:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _not_offered(name: str, alternative: str):
+    """A datasketch class the shim does not offer: constructing it raises
+    ``NotImplementedError`` naming ``alternative``."""
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError(f"datasketch's {name} is not offered by sketchdb.compat.datasketch: {alternative}")
+
+    return type(name, (), {"__init__": __init__, "__doc__": f"Not offered: {alternative}"})
+
+
+MinHashLSHForest = _not_offered(
+    "MinHashLSHForest",
+    "for top-k search use a sketchdb collection's top_k(sketch=m, k=...) (create it with lsh= for an index)",
+)
+MinHashLSHEnsemble = _not_offered(
+    "MinHashLSHEnsemble",
+    "sketchdb has no containment search; keep datasketch for it, or ask a Jaccard threshold query",
+)
+WeightedMinHashGenerator = _not_offered(
+    "WeightedMinHashGenerator",
+    "for weighted similarity use sketchdb.SimHash (cosine over a token multiset: a token repeated n times weighs n)",
+)
+WeightedMinHash = _not_offered(
+    "WeightedMinHash",
+    "for weighted similarity use sketchdb.SimHash (cosine over a token multiset: a token repeated n times weighs n)",
+)
+bBitMinHash = _not_offered(
+    "bBitMinHash",
+    "use sketchdb.BBitMinHash, or a collection created with kind='bbit'",
+)

@@ -120,8 +120,13 @@ impl<'a> TokenRows<'a> {
         &self.rows
     }
 
-    /// The hashed tokens of a row (`seed` hashes string and binary tokens).
-    pub(crate) fn tokens(&self, (c, start, end): (usize, usize, usize), seed: u64) -> Result<Vec<u64>, String> {
+    /// The hashed tokens of a row (`seed` hashes string and binary tokens); `uint64` rows are
+    /// the column's own values, not a copy.
+    pub(crate) fn tokens(
+        &self,
+        (c, start, end): (usize, usize, usize),
+        seed: u64,
+    ) -> Result<std::borrow::Cow<'_, [u64]>, String> {
         let chunk = &self.chunks[c];
         if let Some(n) = chunk.value_nulls
             && (start..end).any(|i| n.is_null(i))
@@ -129,7 +134,7 @@ impl<'a> TokenRows<'a> {
             return Err("a null token".to_string());
         }
         Ok(match &chunk.values {
-            Values::U64(v) => v[start..end].to_vec(),
+            Values::U64(v) => std::borrow::Cow::Borrowed(&v[start..end]),
             Values::I64(v) => v[start..end].iter().map(|&x| x as u64).collect(),
             Values::Bytes(f) => (start..end).map(|i| token_hash(f(i), seed)).collect(),
         })

@@ -10,7 +10,7 @@ mod kernels;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use sketchdb::lsh::index_band_scheme;
-use sketchdb::{SketchParams, Sketcher, signature};
+use sketchdb::{Sketch, SketchParams, Sketcher, signature};
 
 use crate::convert;
 use crate::errors::{sketch_to_py, to_py};
@@ -57,14 +57,9 @@ pub(crate) fn arrow_sketch(
     recipe: Option<&str>,
 ) -> PyResult<ArrowExport> {
     let (params, tokenizer) = convert::config(convert::kind(kind)?, k, bits, seed, recipe, shingle, ngram, token_seed)?;
-    let mode = self::on_error(on_error)?;
     let arrays = import_chunks(chunks, "texts")?;
-    let sketcher = Sketcher::new(params).map_err(sketch_to_py)?;
     let rows = text_rows(&arrays).map_err(PyTypeError::new_err)?;
-    let out = py.detach(|| {
-        kernels::sketch_rows(&params, &rows, mode, |t| sketcher.sketch_text(&tokenizer, t).map_err(|e| e.to_string()))
-    });
-    Ok(ArrowExport::new(out.map_err(row_err)?))
+    sketch_export(py, &params, &rows, on_error, |s, t| s.sketch_text(&tokenizer, t).map_err(|e| e.to_string()))
 }
 
 /// Signatures of token lists (see `sketchdb.arrow.sketch_tokens`).
@@ -83,22 +78,31 @@ pub(crate) fn arrow_sketch_tokens(
     recipe: Option<&str>,
 ) -> PyResult<ArrowExport> {
     let params = params(kind, k, bits, seed, recipe)?;
-    let mode = self::on_error(on_error)?;
     let arrays = import_chunks(chunks, "tokens")?;
-    let sketcher = Sketcher::new(params).map_err(sketch_to_py)?;
     let rows = TokenRows::new(&arrays).map_err(PyTypeError::new_err)?;
-    let out = py.detach(|| {
-        kernels::sketch_rows(&params, rows.rows(), mode, |&r| {
-            let tokens = rows.tokens(r, token_seed)?;
-            sketcher.sketch_multiset(&tokens).map_err(|e| e.to_string())
-        })
-    });
+    sketch_export(py, &params, rows.rows(), on_error, |s, &r| {
+        s.sketch_multiset(&rows.tokens(r, token_seed)?).map_err(|e| e.to_string())
+    })
+}
+
+/// The signatures of `rows` (a null row stays null), each made by `sketch_one` on all cores
+/// with the GIL released, as one Arrow array; `on_error` says what a failing row does.
+fn sketch_export<T: Sync>(
+    py: Python<'_>,
+    params: &SketchParams,
+    rows: &[Option<T>],
+    on_error: &str,
+    sketch_one: impl Fn(&Sketcher, &T) -> Result<Sketch, String> + Sync,
+) -> PyResult<ArrowExport> {
+    let mode = self::on_error(on_error)?;
+    let sketcher = Sketcher::new(*params).map_err(sketch_to_py)?;
+    let out = py.detach(|| kernels::sketch_rows(params, rows, mode, |r| sketch_one(&sketcher, r)));
     Ok(ArrowExport::new(out.map_err(row_err)?))
 }
 
 /// Band keys of signatures (see `sketchdb.arrow.band_keys`).
 #[pyfunction]
-#[pyo3(signature = (chunks, kind, k, bits, seed, threshold, bands, rows, signed, recipe = None))]
+#[pyo3(signature = (chunks, kind, k, bits, seed, threshold, bands, rows, signed, recipe = None, key_bits = 32))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn arrow_band_keys(
     py: Python<'_>,
@@ -112,6 +116,7 @@ pub(crate) fn arrow_band_keys(
     rows: Option<u32>,
     signed: bool,
     recipe: Option<&str>,
+    key_bits: u32,
 ) -> PyResult<ArrowExport> {
     let params = params(kind, k, bits, seed, recipe)?;
     let threshold = match (threshold, bands, rows) {
@@ -120,7 +125,14 @@ pub(crate) fn arrow_band_keys(
         (None, Some(_), Some(_)) => 0.5,
         _ => return Err(bad("give threshold= (the index's banding for it) or both bands= and rows=".into())),
     };
-    let scheme = index_band_scheme(&params, threshold, bands, rows).map_err(|e| to_py(e.into()))?;
+    let mut scheme = index_band_scheme(&params, threshold, bands, rows).map_err(|e| to_py(e.into()))?;
+    match key_bits {
+        32 => {}
+        // Band hash version 1 keeps all 64 bits of each band's XXH3 hash (`sketchdb::lsh`'s
+        // band-key specification): for engines that bucket on the keys themselves.
+        64 => scheme.version = 1,
+        other => return Err(bad(format!("key_bits must be 32 (the index's keys) or 64, not {other}"))),
+    }
     let arrays = import_chunks(chunks, "signatures")?;
     let width = signature::width(&params);
     let sigs = signature_rows(&arrays, width).map_err(bad)?;

@@ -16,8 +16,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rayon::prelude::*;
 use sketchdb::recipes::check_key;
-use sketchdb::{Batch, Collection, Query, QueryKind, QueryOptions, Sketch, StorageError, signature};
+use sketchdb::{Batch, Collection, QueryKind, QueryOptions, Sketch, StorageError, signature};
 
+use super::probe::Staged;
 use super::{Probe, PyHit};
 use crate::arrow::{TokenRows, ffi, signature_rows, text_rows};
 use crate::convert;
@@ -184,11 +185,16 @@ pub(crate) fn contents(
         (None, Some(t), None, None) => {
             if let Some(arrays) = arrow_chunks(t, "tokens")? {
                 let rows = TokenRows::new(&arrays).map_err(PyTypeError::new_err)?;
+                if !coll.config().exact_shingles {
+                    return Ok(sketch_token_rows(t.py(), coll, &rows));
+                }
                 return Ok(rows
                     .rows()
                     .iter()
                     .map(|r| match r {
-                        Some(r) => rows.tokens(*r, seed).map(Probe::Tokens).map_err(PyValueError::new_err),
+                        Some(r) => {
+                            rows.tokens(*r, seed).map(|t| Probe::Tokens(t.into_owned())).map_err(PyValueError::new_err)
+                        }
                         None => Err(PyValueError::new_err("a null token list")),
                     })
                     .collect());
@@ -223,6 +229,30 @@ pub(crate) fn contents(
         }
         _ => Err(PyValueError::new_err("give exactly one of texts, tokens=, sketches=, signatures=")),
     }
+}
+
+/// The sketches of Arrow token rows, made from the column in place on all cores with the GIL
+/// released (a collection without shingle sets needs no copy of the tokens).
+fn sketch_token_rows(py: Python<'_>, coll: &Collection, rows: &TokenRows<'_>) -> Vec<Content> {
+    let seed = coll.config().tokenizer.seed();
+    let sketched: Vec<Result<Sketch, Result<String, sketchdb::SketchError>>> = py.detach(|| {
+        rows.rows()
+            .par_iter()
+            .map(|r| {
+                let r = r.ok_or_else(|| Ok("a null token list".to_string()))?;
+                let tokens = rows.tokens(r, seed).map_err(Ok)?;
+                coll.sketcher().sketch_multiset(&tokens).map_err(Err)
+            })
+            .collect()
+    });
+    sketched
+        .into_iter()
+        .map(|r| match r {
+            Ok(s) => Ok(Probe::Sketch(s)),
+            Err(Ok(msg)) => Err(PyValueError::new_err(msg)),
+            Err(Err(e)) => Err(crate::errors::sketch_to_py(e)),
+        })
+        .collect()
 }
 
 fn not_text(x: &Bound<'_, PyAny>) -> PyErr {
@@ -269,21 +299,23 @@ pub(crate) fn insert_many(
         records.push((key, r));
     }
     // Sketch on all cores; then, unless strict mode meets a reject, write the good records.
-    type Sketched = (Option<Vec<u8>>, Result<Sketch, Result<PyErr, sketchdb::Error>>);
+    type Sketched = (Option<Vec<u8>>, Result<Staged, Result<PyErr, sketchdb::Error>>);
     let (sketched, applied) = py.detach(|| {
         let sketched: Vec<Sketched> = records
             .into_par_iter()
             .map(|(k, r)| {
-                let s = match r {
-                    // A sketch of other parameters is this record's reject, not the batch's failure.
-                    Ok(p) => p
-                        .sketch(coll)
+                let s = match (r, &k) {
+                    // A sketch of other parameters (or a bare sketch where exact shingles are
+                    // kept) is this record's reject, not the batch's failure.
+                    (Ok(p), Some(key)) => p
+                        .stage(coll, key)
                         .and_then(|s| {
-                            coll.params().check_compatible(s.params())?;
+                            coll.params().check_compatible(s.sketch().params())?;
                             Ok(s)
                         })
                         .map_err(Err),
-                    Err(e) => Err(Ok(e)),
+                    (Ok(_), None) => Err(Ok(PyValueError::new_err("a record without a key"))),
+                    (Err(e), _) => Err(Ok(e)),
                 };
                 (k, s)
             })
@@ -296,7 +328,7 @@ pub(crate) fn insert_many(
         (sketched, Some(applied))
     });
     let mut rejects: Vec<(usize, Option<Vec<u8>>, PyErr)> = Vec::new();
-    let mut good: Vec<Option<(Vec<u8>, Sketch)>> = Vec::with_capacity(sketched.len());
+    let mut good: Vec<Option<(Vec<u8>, Staged)>> = Vec::with_capacity(sketched.len());
     for (i, (k, r)) in sketched.into_iter().enumerate() {
         match (k, r) {
             (Some(k), Ok(s)) => good.push(Some((k, s))),
@@ -346,16 +378,12 @@ pub(crate) fn insert_many(
 /// Writes the records in one commit; returns the records written.
 fn apply<'a>(
     coll: &Collection,
-    records: impl Iterator<Item = (&'a Vec<u8>, &'a Sketch)>,
+    records: impl Iterator<Item = (&'a Vec<u8>, &'a Staged)>,
     upsert: bool,
 ) -> sketchdb::Result<u64> {
     let mut batch = Batch::new();
     for (k, s) in records {
-        if upsert {
-            batch.upsert(k, s.clone());
-        } else {
-            batch.insert(k, s.clone());
-        }
+        s.add_to(&mut batch, k, upsert);
     }
     if batch.is_empty() {
         return Ok(0);
@@ -403,15 +431,8 @@ pub(super) fn run_many(
     kind: QueryKind,
     options: QueryOptions,
 ) -> PyResult<Vec<Vec<PyHit>>> {
-    let results: Vec<sketchdb::Result<sketchdb::QueryResult>> = py.detach(|| {
-        probes
-            .into_par_iter()
-            .map(|p| {
-                let sketch = p.sketch(coll)?;
-                coll.query(&Query { sketch, kind, options })
-            })
-            .collect()
-    });
+    let results: Vec<sketchdb::Result<sketchdb::QueryResult>> =
+        py.detach(|| probes.into_par_iter().map(|p| p.run(coll, kind, options)).collect());
     results
         .into_iter()
         .enumerate()

@@ -23,18 +23,23 @@ pub(crate) struct PyHit {
     pub(super) level: f64,
     /// The exact Hamming distance (SimHash collections), else None.
     pub(super) distance: Option<u32>,
+    /// The exact Jaccard over the stored shingle sets, on a collection created with
+    /// `exact_shingles=True` when the question came from text, tokens or a stored key
+    /// (such hits are kept and ordered by it), else None.
+    pub(super) exact: Option<f64>,
 }
 
 #[pymethods]
 impl PyHit {
     fn __repr__(&self, py: Python<'_>) -> String {
         format!(
-            "Hit(key={}, estimate={:.6}, lower={:.6}, upper={:.6}, distance={:?})",
+            "Hit(key={}, estimate={:.6}, lower={:.6}, upper={:.6}, distance={:?}, exact={})",
             self.key.bind(py).repr().map(|r| r.to_string()).unwrap_or_default(),
             self.estimate,
             self.lower,
             self.upper,
-            self.distance
+            self.distance,
+            self.exact.map_or_else(|| "None".to_string(), |x| format!("{x:.6}"))
         )
     }
 }
@@ -132,5 +137,6 @@ pub(super) fn hit(py: Python<'_>, h: sketchdb::Hit) -> PyResult<PyHit> {
         upper: h.estimate.upper,
         level: h.estimate.level,
         distance: h.distance,
+        exact: h.exact,
     })
 }
