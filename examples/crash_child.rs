@@ -15,12 +15,17 @@
 //! `FAIL <what>` and exits 2; a typed error prints `ERR <error>` and the reader goes on. Once
 //! `<path>.stop` exists it runs one last round and prints `DONE <rounds> <errors>`.
 //!
-//! `cargo run --example crash_child -- <path> [max batches]` / `-- read <path>`
+//! **Exact-shingles writer** (`crash_child shingles <path> [max batches]`): the writer's
+//! batches into a collection that keeps exact shingle sets (`kill9::SHINGLE_COLLECTION`),
+//! each record written with its token set `kill9::tokens(b, i, version)`.
+//!
+//! `cargo run --example crash_child -- <path> [max batches]` / `-- read <path>` /
+//! `-- shingles <path> [max batches]`
 
 use std::io::Write;
 use std::path::Path;
 
-use sketchdb::testing::crash::kill9::{BATCH, COLLECTION, params, sketch};
+use sketchdb::testing::crash::kill9::{BATCH, COLLECTION, SHINGLE_COLLECTION, params, sketch, tokens};
 use sketchdb::{Batch, CollectionConfig, Database, Query, Sketcher};
 
 fn main() {
@@ -28,21 +33,28 @@ fn main() {
     let first = args.next().expect("usage: crash_child <path> [max batches] | crash_child read <path>");
     if first == "read" {
         read(Path::new(&args.next().expect("usage: crash_child read <path>")));
+    } else if first == "shingles" {
+        let path = args.next().expect("usage: crash_child shingles <path> [max batches]");
+        write(&path, args.next().and_then(|v| v.parse().ok()).unwrap_or(u64::MAX), true);
     } else {
-        write(&first, args.next().and_then(|v| v.parse().ok()).unwrap_or(u64::MAX));
+        write(&first, args.next().and_then(|v| v.parse().ok()).unwrap_or(u64::MAX), false);
     }
 }
 
-fn write(path: &str, max: u64) {
+fn write(path: &str, max: u64, shingles: bool) {
     let db = if Path::new(path).exists() {
         Database::open(path).expect("open")
     } else {
         Database::create(path).expect("create")
     };
     let params = params().expect("params");
-    let c = match db.collection(COLLECTION) {
+    let (name, config) = match shingles {
+        false => (COLLECTION, CollectionConfig::new(params)),
+        true => (SHINGLE_COLLECTION, CollectionConfig::new(params).with_exact_shingles(true)),
+    };
+    let c = match db.collection(name) {
         Ok(c) => c,
-        Err(_) => db.create_collection(COLLECTION, CollectionConfig::new(params)).expect("create collection"),
+        Err(_) => db.create_collection(name, config).expect("create collection"),
     };
     let s = Sketcher::new(params).expect("sketcher");
     let len = c.len().expect("len");
@@ -53,10 +65,22 @@ fn write(path: &str, max: u64) {
     for b in len / BATCH..max {
         let mut batch = Batch::new();
         for i in 0..BATCH {
-            batch.insert(format!("b{b:06}-{i:03}"), sketch(&s, b, i, 1).expect("sketch"));
+            let key = format!("b{b:06}-{i:03}");
+            if shingles {
+                let set = tokens(b, i, 1);
+                batch.insert_with_shingles(key, s.sketch(&set).expect("sketch"), &set);
+            } else {
+                batch.insert(key, sketch(&s, b, i, 1).expect("sketch"));
+            }
         }
         if b > 0 {
-            batch.upsert(format!("b{:06}-000", b - 1), sketch(&s, b - 1, 0, 2).expect("sketch"));
+            let key = format!("b{:06}-000", b - 1);
+            if shingles {
+                let set = tokens(b - 1, 0, 2);
+                batch.upsert_with_shingles(key, s.sketch(&set).expect("sketch"), &set);
+            } else {
+                batch.upsert(key, sketch(&s, b - 1, 0, 2).expect("sketch"));
+            }
         }
         c.apply(&batch).expect("commit");
         writeln!(out, "ACK {b}").expect("stdout");

@@ -87,14 +87,23 @@ fn bench_workloads_print_schema_lines() {
     let workloads: Vec<&str> = lines.iter().map(|l| l["workload"].as_str().unwrap()).collect();
     assert_eq!(
         workloads,
-        ["lsh-build", "lsh-query", "lsh-query-e2e", "persist", "sketch-size", "lsh-query", "lsh-maintain"]
+        [
+            "lsh-build",
+            "lsh-query",
+            "lsh-query-e2e",
+            "persist",
+            "sketch-size",
+            "lsh-query",
+            "lsh-query-stages",
+            "lsh-maintain"
+        ]
     );
     for l in &lines {
         check_schema(l, l["workload"].as_str().unwrap());
     }
     // Upserts, then deletes, of half the 300 sets at most: what is left verifies clean, one
     // row per set not deleted.
-    let maintain = &lines[6];
+    let maintain = &lines[7];
     assert_eq!(maintain["config"]["rows"], 150, "{maintain}");
     assert!(maintain["metrics"]["upsert_per_s"].as_f64().unwrap() > 0.0, "{maintain}");
     assert!(maintain["metrics"]["delete_per_s"].as_f64().unwrap() > 0.0, "{maintain}");
@@ -109,6 +118,13 @@ fn bench_workloads_print_schema_lines() {
     assert!(recall > 0.5 && precision > 0.5, "{}", lines[1]);
     assert_eq!(lines[0]["config"]["batch"], 10_000);
     // The queries again after compaction (one run): the same entries, the same answers.
+    // Where the compacted index's query time goes: execution and the rest, per query, and
+    // the candidates each query verified (at least the query's own set).
+    let stages = &lines[6]["metrics"];
+    for field in ["p50_us", "execute_p50_us", "txn_stats_plan_p50_us", "rows_touched_per_query"] {
+        assert!(stages[field].as_f64().unwrap() > 0.0, "{field}: {stages}");
+    }
+    assert!(stages["candidates_per_query"].as_f64().unwrap() >= 1.0, "{stages}");
     let compacted = &lines[5];
     assert_eq!(compacted["config"]["compacted"], true);
     assert!(compacted["notes"].as_str().unwrap().ends_with("after compaction (index of 1 run(s))"), "{compacted}");

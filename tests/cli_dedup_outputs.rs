@@ -226,15 +226,21 @@ fn cluster_column_writes_every_record_with_its_cluster_and_keeper() {
         }
     };
     for (line, original) in written.iter().zip(&input) {
-        // The input's bytes come first, unchanged; the three fields follow.
+        // The input's bytes come first, unchanged; the four fields follow.
         let body = original.trim_end().strip_suffix('}').unwrap();
         assert!(line.starts_with(body), "{line}");
         let mut v: Map<String, Value> = serde_json::from_str(line).unwrap();
         let key = v["key"].as_str().unwrap().to_string();
         let (cluster, keeper) = expect(&key);
-        assert_eq!(v.remove("dup"), Some(cluster), "{line}");
+        assert_eq!(v.remove("dup"), Some(cluster.clone()), "{line}");
         assert_eq!(v.remove("dup_keeper"), Some(Value::from(keeper.as_str())));
         assert_eq!(v.remove("dup_kept"), Some(Value::from(key == keeper)));
+        let status = match (&cluster, key == keeper) {
+            (Value::Null, _) => "unique",
+            (_, true) => "kept",
+            (_, false) => "duplicate",
+        };
+        assert_eq!(v.remove("dup_status"), Some(Value::from(status)));
         assert_eq!(Value::Object(v), serde_json::from_str::<Value>(original).unwrap());
     }
 }
@@ -316,9 +322,16 @@ fn golden_deduplicated_outputs_of_the_bundled_samples() {
         let (ids, texts, keepers) = (strings(b, "id"), strings(b, "text"), strings(b, "cluster_keeper"));
         let cluster = b.column_by_name("cluster").unwrap().as_primitive::<UInt64Type>();
         let kept = b.column_by_name("cluster_kept").unwrap().as_boolean();
+        let status = strings(b, "cluster_status");
         for i in 0..b.num_rows() {
             assert_eq!(texts[i], files[&ids[i]], "text unchanged");
             let c = (!cluster.is_null(i)).then(|| cluster.value(i));
+            let expect = match (c, kept.value(i)) {
+                (None, _) => "unique",
+                (Some(_), true) => "kept",
+                (Some(_), false) => "duplicate",
+            };
+            assert_eq!(status[i], expect, "{}", ids[i]);
             seen.insert(ids[i].clone(), (c, keepers[i].clone(), kept.value(i)));
         }
     }

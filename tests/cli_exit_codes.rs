@@ -64,6 +64,7 @@ fn exit_1_on_runtime_errors() {
         &["--db", "x.db", "estimate", "c", "a", "missing-key"],
         &["--db", "x.db", "ingest", "c", "missing.jsonl"],
         &["--db", "x.db", "create", "c"],
+        &["--db", "x.db", "dedup", "no-such-collection"],
     ] {
         let out = run(d, args);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
@@ -127,6 +128,12 @@ fn exit_2_on_usage_and_every_out_of_range_parameter() {
         &["--db", "x.db", "reindex", "c", "--lsh", "NaN"],
         &["--db", "x.db", "reindex", "c", "--lsh", "0.8", "--rows", "1000"],
         &["--db", "x.db", "ingest", "c", "docs.jsonl", "--batch", "0"],
+        // dedup of an input: the reader's options, its format, its records.
+        &["--db", "y.db", "dedup", "docs.jsonl", "--input-format", "parquet"],
+        &["--db", "y.db", "dedup", "docs.jsonl", "--text-field", "body", "--strict"],
+        &["--db", "y.db", "dedup", "docs.jsonl", "--format", "parquet"],
+        &["--db", "y.db", "dedup", "docs.jsonl", "--write-deduplicated", "out.csv"],
+        &["--db", "x.db", "dedup", "c", "--text-field", "body"],
     ];
     for args in cases {
         let start = Instant::now();
@@ -158,6 +165,7 @@ fn exit_3_when_another_process_holds_the_database() {
     for args in [
         &["--busy-timeout", "0", "--db", "x.db", "ingest", "c", "docs.jsonl"][..],
         &["--busy-timeout", "0", "--db", "x.db", "drop", "f"],
+        &["--busy-timeout", "0", "--db", "x.db", "dedup", "docs.jsonl"],
     ] {
         let out = run(d, args);
         assert_eq!(out.status.code(), Some(3), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));

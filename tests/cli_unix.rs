@@ -77,6 +77,8 @@ fn a_closed_stdout_ends_every_printing_command_quietly() {
     head_1(d, &["--db", "x.db", "dedup", "c", "--threshold", "0.9", "--json"]);
     head_1(d, &["--db", "x.db", "dedup", "c", "--threshold", "0.9", "--format", "csv"]);
     head_1(d, &["--db", "x.db", "dedup", "c", "--threshold", "0.9"]);
+    // An input ingested first (its summary on stderr), then the clusters cut short.
+    head_1(d, &["--db", "y.db", "dedup", "pairs.jsonl", "--threshold", "0.9", "--json"]);
     head_1(d, &["--db", "x.db", "stats"]);
     head_1(d, &["--db", "x.db", "stats", "--json"]);
     head_1(d, &["--db", "x.db", "list"]);

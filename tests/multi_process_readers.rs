@@ -16,8 +16,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use sketchdb::Database;
 use sketchdb::testing::crash::kill9::{BATCH, COLLECTION};
+use sketchdb::{Database, Error, StorageError};
 
 fn child_binary() -> PathBuf {
     // target/<profile>/deps/<test>-<hash> -> target/<profile>/examples/crash_child
@@ -101,15 +101,43 @@ fn finish_reader(r: Proc, final_batches: u64) -> u64 {
     done[0]
 }
 
-/// The batches a new writer finds (it recovers a file whose writer was killed: a read-only
-/// open cannot run that recovery and is refused until a writer has opened the file).
-fn batches_on_disk(path: &Path) -> u64 {
+/// The batches a new writer finds. After a writer was killed (`killed`), a read-only open
+/// (library and CLI) is first refused with the typed "needs recovery" error naming the file:
+/// recovery writes, so only a writer runs it.
+fn batches_on_disk(path: &Path, killed: bool) -> u64 {
+    if killed {
+        needs_recovery(path);
+    }
     let db = Database::open(path).unwrap();
     let report = sketchdb::admin::verify(&db).unwrap();
     assert!(report.is_ok(), "{:?}", report.problems);
     let len = db.collection(COLLECTION).unwrap().len().unwrap();
     assert_eq!(len % BATCH, 0);
     len / BATCH
+}
+
+/// A read-only open of a file whose writer was killed: refused with the typed error (library)
+/// and exit 1, kind `needs_recovery`, naming the file and the command that recovers it (CLI);
+/// that command recovers it.
+fn needs_recovery(path: &Path) {
+    match Database::open_read_only(path) {
+        Err(Error::Storage(StorageError::NeedsRecovery { path: p, .. })) => assert_eq!(p, path),
+        other => panic!("read-only open of a file left by a killed writer: {:?}", other.map(|_| ())),
+    }
+    #[cfg(feature = "cli")]
+    {
+        let mut stats = Command::new(env!("CARGO_BIN_EXE_sketchdb"));
+        let out = stats.arg("--db").arg(path).args(["--json", "stats"]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("\"kind\":\"needs_recovery\"") && err.contains("not closed cleanly"), "{err}");
+        assert!(err.contains(&path.display().to_string()) && err.contains("verify --engine"), "{err}");
+        // The command the message names recovers the file; read-only opens work again.
+        let mut verify = Command::new(env!("CARGO_BIN_EXE_sketchdb"));
+        let out = verify.arg("--db").arg(path).args(["verify", "--engine"]).output().unwrap();
+        assert!(out.status.success(), "verify --engine: {}", String::from_utf8_lossy(&out.stderr));
+        Database::open_read_only(path).unwrap();
+    }
 }
 
 #[test]
@@ -132,7 +160,7 @@ fn four_readers_follow_a_writer_and_never_see_a_partial_batch() {
     std::fs::write(stop_file(&path), b"").unwrap();
     let rounds: Vec<u64> = readers.into_iter().map(|r| finish_reader(r, total)).collect();
     assert!(rounds.iter().all(|&r| r >= 1), "{rounds:?}");
-    assert_eq!(batches_on_disk(&path), total);
+    assert_eq!(batches_on_disk(&path, false), total);
 }
 
 /// One kill: a writer runs beside 4 readers and is SIGKILLed after `delay`; a new writer
@@ -181,7 +209,7 @@ fn kill_once(path: &Path, delay: Duration, max_acked: &mut Option<u64>) -> (u64,
         }
     }
     // The second kill may have landed after one more commit.
-    let on_disk = batches_on_disk(path);
+    let on_disk = batches_on_disk(path, true);
     assert!(on_disk == last || on_disk == last + 1, "{on_disk} batches, {last} acknowledged");
     *max_acked = Some(on_disk - 1);
     std::fs::write(stop_file(path), b"").unwrap();

@@ -138,6 +138,7 @@ def band_keys(
     seed: int = DEFAULT_SEED,
     signed: bool = False,
     recipe: Optional[str] = None,
+    key_bits: int = 32,
 ):
     """LSH band keys of signatures: a ``pyarrow.RecordBatch`` ``(row int32, band int32, key)``.
 
@@ -149,10 +150,13 @@ def band_keys(
     significant; the low bits are zero), or with ``signed=True`` the same 64 bits as
     ``int64`` for engines without unsigned types (Spark). The keys equal those the index
     of a collection with the same parameters and banding stores (``Collection.band_keys``).
-    SimHash signatures have no bands (``ValueError``).
+    With ``key_bits=64`` every bit is significant (band hash version 1: XXH3-64 of the band
+    index and its values), for engines that group by the keys themselves (``sketchdb.spark``):
+    two different bands then share a key with probability 2^-64 instead of 2^-32; these keys
+    are not the index's. SimHash signatures have no bands (``ValueError``).
     """
     out = _sketchdb.arrow_band_keys(
-        _chunks(signatures, "signatures"), kind, k, bits, seed, threshold, bands, rows, signed, recipe
+        _chunks(signatures, "signatures"), kind, k, bits, seed, threshold, bands, rows, signed, recipe, key_bits
     )
     return _pyarrow().record_batch(out)
 

@@ -70,13 +70,10 @@ pub(crate) fn decode_shingles(bytes: &[u8]) -> Result<Vec<u64>, CodecError> {
     let mut out = Vec::with_capacity(n as usize);
     let mut prev = 0u64;
     for i in 0..n {
-        let mut q = 0u64;
-        while reader.bit()? {
-            q += 1;
-            if q > u64::MAX >> k {
-                return Err(bad("gap", format!("over 2^64 at hash {i}"), "a 64-bit gap".into()));
-            }
-        }
+        let q = reader.unary(u64::MAX >> k).map_err(|e| match e {
+            Unary::Truncated(t) => t,
+            Unary::Over => bad("gap", format!("over 2^64 at hash {i}"), "a 64-bit gap".into()),
+        })?;
         let low = reader.bits(u32::from(k))?;
         let d = (q << k) | low;
         if i > 0 && d == 0 {
@@ -172,24 +169,65 @@ struct BitReader<'a> {
     pos: usize,
 }
 
+/// Why a unary count stopped short.
+enum Unary {
+    Truncated(CodecError),
+    /// The count passed the caller's limit.
+    Over,
+}
+
 impl BitReader<'_> {
-    fn bit(&mut self) -> Result<bool, CodecError> {
-        let byte = *self.bytes.get(self.pos / 8).ok_or(CodecError::Truncated {
-            what: WHAT,
-            need: self.pos / 8 + 1,
-            got: self.bytes.len(),
-        })?;
-        let b = byte >> (self.pos % 8) & 1 == 1;
-        self.pos += 1;
-        Ok(b)
+    /// The bits from `pos` on, least significant first, with how many of them are real (up to
+    /// 57; the rest are zero).
+    fn window(&self) -> (u64, u32) {
+        let byte = self.pos / 8;
+        let avail = self.bytes.len().saturating_sub(byte).min(8);
+        let mut buf = [0u8; 8];
+        buf[..avail].copy_from_slice(&self.bytes[byte..byte + avail]);
+        let shift = (self.pos % 8) as u32;
+        (u64::from_le_bytes(buf) >> shift, (avail as u32 * 8).saturating_sub(shift))
     }
 
-    fn bits(&mut self, n: u32) -> Result<u64, CodecError> {
-        let mut v = 0u64;
-        for i in 0..n {
-            v |= u64::from(self.bit()?) << i;
+    fn truncated(&self, bits: usize) -> CodecError {
+        CodecError::Truncated { what: WHAT, need: (self.pos + bits).div_ceil(8), got: self.bytes.len() }
+    }
+
+    /// Counts 1 bits up to and including the first 0 bit; the count, at most `limit`.
+    fn unary(&mut self, limit: u64) -> Result<u64, Unary> {
+        let mut q = 0u64;
+        loop {
+            let (w, valid) = self.window();
+            if valid == 0 {
+                return Err(Unary::Truncated(self.truncated(1)));
+            }
+            let ones = w.trailing_ones().min(valid);
+            q += u64::from(ones);
+            if q > limit {
+                return Err(Unary::Over);
+            }
+            if ones < valid {
+                self.pos += ones as usize + 1;
+                return Ok(q);
+            }
+            self.pos += valid as usize;
         }
-        Ok(v)
+    }
+
+    /// The next `n` (<= 64) bits, least significant first.
+    fn bits(&mut self, n: u32) -> Result<u64, CodecError> {
+        if n > 32 {
+            let low = self.bits(32)?;
+            return Ok(low | self.bits(n - 32)? << 32);
+        }
+        if n == 0 {
+            return Ok(0);
+        }
+        let (w, valid) = self.window();
+        if valid < n {
+            return Err(self.truncated(n as usize));
+        }
+        self.pos += n as usize;
+        Ok(w & (u64::MAX >> (64 - n)))
     }
 }
 

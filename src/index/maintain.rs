@@ -250,12 +250,30 @@ pub(crate) fn rebuild(
     contain("rebuild index", || rebuild_unguarded(store, info, request, settings))
 }
 
+/// Bytes an index of `spec` over `live` rows takes, estimated from above: an LSH entry (band
+/// key and row id, packed by group) takes at most 12 bytes per row and band, a SimHash
+/// entry at most 16 per row and table.
+fn new_index_bytes(spec: &IndexSpec, live: u64) -> u64 {
+    match spec {
+        IndexSpec::Lsh { scheme, .. } => live.saturating_mul(u64::from(scheme.params.bands)).saturating_mul(12),
+        IndexSpec::Simhash { design, .. } => live.saturating_mul(design.tables().len() as u64).saturating_mul(16),
+        IndexSpec::LshGroups { .. } => 0,
+    }
+}
+
 fn rebuild_unguarded(
     store: &Store,
     info: &CollectionInfo,
     request: Option<IndexRequest>,
     settings: Vec<u8>,
 ) -> Result<CollectionInfo, IndexError> {
+    if let Some(request) = request {
+        // The old index's pages are freed only at the commit: the new one needs its own
+        // space. Checked before the write transaction begins.
+        let live = store.snapshot()?.state(info)?.live;
+        let spec = spec_for(request, &info.def.params, live).map_err(index_err(info))?;
+        store.ensure_space("reindex", new_index_bytes(&spec, live))?;
+    }
     store.write_index(|txn| {
         let state = index_state(txn, info)?;
         txn.drop_index_entries(info.def.id)?;

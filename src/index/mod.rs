@@ -51,10 +51,10 @@ pub use maintain::index_band_scheme;
 pub(crate) use maintain::{
     INDEX_LSH_WEIGHTS, IndexMaintainer, IndexRequest, banding_model, create_index_in, lsh_scheme_for, rebuild, spec_for,
 };
-pub(crate) use probe_cache::ProbeCaches;
+pub(crate) use probe_cache::{ProbeCache, ProbeCaches};
 pub(crate) use simhash::{simhash_pairs, simhash_within, simhash_within_batch, simhash_within_records};
 pub use stats::{LshStats, SimhashStats};
-pub(crate) use stats::{index_stats, lsh_stats, simhash_stats};
+pub(crate) use stats::{index_stats, lsh_stats, query_index, simhash_stats};
 pub(crate) use verify::verify_indexes;
 
 /// The limit on SimHash run numbers a unit test imposes (0: none).

@@ -106,6 +106,15 @@ impl ProbeCaches {
     }
 }
 
+/// The version a cache of `def` is keyed by: `simhash_version` for SimHash tables, 0 for an
+/// LSH index (its definition's bytes fix its entries and live rows, see the module comment).
+fn version_of(def: &IndexDef, simhash_version: u128) -> u128 {
+    match def.spec {
+        IndexSpec::Simhash { .. } => simhash_version,
+        _ => 0,
+    }
+}
+
 /// A value's place: the value, `None` when the index has no such value. Its 40 bytes (a
 /// `Bytes` handle and the lock's state) are aligned to a 64-byte cache line, so that no place
 /// straddles two lines (at 24 bytes unaligned one place in four did, and a probe then waited
@@ -153,9 +162,9 @@ pub(crate) struct ProbeCache {
     direct: Box<[OnceLock<Box<[Slot]>>]>,
     /// Every other value, by (shelf, slot).
     other: RwLock<OtherValues>,
-    /// The records of rows queries have scored (LSH candidates, SimHash matches), by row id
-    /// (see [`Self::records`]).
-    records: RwLock<HashMap<u64, Arc<RowRecord>>>,
+    /// The records of rows queries have scored (LSH candidates, SimHash matches), by row id,
+    /// `None` for a row the index holds that is not live (see [`Self::records`]).
+    records: RwLock<HashMap<u64, Option<Arc<RowRecord>>>>,
     held: AtomicUsize,
     /// The slab values are copied into, one after another: the values probes read together
     /// then share pages (copied one allocation each, into a heap a bulk load left scattered,
@@ -171,11 +180,12 @@ impl Drop for ProbeCache {
 
 impl ProbeCache {
     /// The cache of the collection's index as of `snap`, or `None` without an index.
-    /// `version` is 0 for LSH and `next_row << 64 | live` for SimHash tables.
+    /// `simhash_version` is the collection's `next_row << 64 | live` in `snap`: the version
+    /// of SimHash tables (an LSH index's version is 0 whatever it is).
     pub(crate) fn of(
         snap: &ReadSnapshot,
         info: &CollectionInfo,
-        version: u128,
+        simhash_version: u128,
     ) -> Result<Option<Arc<ProbeCache>>, IndexError> {
         let Some(t) = snap.index_defs()? else { return Ok(None) };
         let Some(v) = t.get(info.def.id, "read index definition")? else {
@@ -185,14 +195,19 @@ impl ProbeCache {
         let (store, collection) = (snap.store_id(), info.def.id);
         let registry = ProbeCaches::of_snapshot(snap);
         let mut caches = registry.caches.lock();
+        // Equal bytes mean an equal definition, so of the same kind and version rule.
         if let Some(i) = caches.iter().position(|c| {
-            c.store == store && c.collection == collection && c.version == version && c.def_bytes == bytes
+            c.store == store
+                && c.collection == collection
+                && c.def_bytes == bytes
+                && c.version == version_of(&c.def, simhash_version)
         }) {
             let c = caches.remove(i);
             caches.push(c.clone());
             return Ok(Some(c));
         }
         let def = Arc::new(IndexDef::decode(collection, bytes)?);
+        let version = version_of(&def, simhash_version);
         let shelves = match &def.spec {
             IndexSpec::Lsh { scheme, .. } => scheme.params.bands as usize,
             IndexSpec::Simhash { design, .. } => design.table_count(),
@@ -240,14 +255,15 @@ impl ProbeCache {
 
     /// The records of `rows` (ascending) of `info`'s collection that are live in `snap`, in
     /// row order: those kept here, and the others read from their pages (each page checked),
-    /// which are then kept within the budget, each counted as its key and record width.
+    /// which are then kept within the budget, each counted as its key and record width. A
+    /// row that is not live (a removed row whose entries the runs still hold) is kept as
+    /// absent, counted as [`VALUE_OVERHEAD`], so a later probe does not look for its page.
     ///
     /// Sound because a row's record (key and sketch) never changes once written (an upsert
     /// or a compaction writes a new row id, from `next_row` up), and what keys this cache
     /// fixes the set of live rows (LSH: the definition bytes, a removal raising its run's
-    /// `dead`; SimHash: `(next_row, live)`, see the module comment), so a record kept here
-    /// is what its page holds in every snapshot of this index version. A row not live in
-    /// `snap` is not kept.
+    /// `dead`; SimHash: `(next_row, live)`, see the module comment), so a record kept here,
+    /// or its absence, is what the pages hold in every snapshot of this index version.
     pub(crate) fn records(
         &self,
         snap: &ReadSnapshot,
@@ -255,26 +271,40 @@ impl ProbeCache {
         rows: &[u64],
     ) -> Result<Vec<Arc<RowRecord>>, IndexError> {
         let width = info.spec.layout.record_width();
-        let (mut found, mut missing) = (Vec::with_capacity(rows.len()), Vec::new());
+        let mut out = Vec::with_capacity(rows.len());
         {
+            // Warm: every row kept, as its record or its absence.
             let kept = self.records.read();
+            let mut all = true;
             for row in rows {
-                let rec = kept.get(row).cloned();
-                if rec.is_none() {
-                    missing.push(*row);
+                match kept.get(row) {
+                    Some(Some(rec)) => out.push(rec.clone()),
+                    Some(None) => {}
+                    None => {
+                        all = false;
+                        break;
+                    }
                 }
-                found.push(rec);
+            }
+            if all {
+                return Ok(out);
             }
         }
-        if missing.is_empty() {
-            return Ok(found.into_iter().flatten().collect());
-        }
+        out.clear();
+        // Each row: kept (`Some`: its record or its absence) or not (`None`).
+        let known: Vec<Option<Option<Arc<RowRecord>>>> = {
+            let kept = self.records.read();
+            rows.iter().map(|row| kept.get(row).cloned()).collect()
+        };
+        let missing: Vec<u64> = rows.iter().zip(&known).filter(|(_, k)| k.is_none()).map(|(r, _)| *r).collect();
         let fresh: Vec<Arc<RowRecord>> = snap.get_rows(info, &missing)?.into_iter().map(Arc::new).collect();
         {
             let mut kept = self.records.write();
-            for rec in &fresh {
-                let len = rec.key.len() + width + VALUE_OVERHEAD;
-                if self.reserve(len) && kept.insert(rec.row, rec.clone()).is_some() {
+            let mut fresh = fresh.iter().peekable();
+            for &row in &missing {
+                let rec = fresh.next_if(|r| r.row == row).cloned();
+                let len = rec.as_ref().map_or(0, |r| r.key.len() + width) + VALUE_OVERHEAD;
+                if self.reserve(len) && kept.insert(row, rec).is_some() {
                     // Another probe kept it first.
                     self.release(len);
                 }
@@ -282,10 +312,10 @@ impl ProbeCache {
         }
         // Both in row order: the kept ones where found, the fresh ones in between.
         let mut fresh = fresh.into_iter().peekable();
-        let mut out = Vec::with_capacity(rows.len());
-        for (row, rec) in rows.iter().zip(found) {
-            match rec {
-                Some(rec) => out.push(rec),
+        for (row, k) in rows.iter().zip(known) {
+            match k {
+                Some(Some(rec)) => out.push(rec),
+                Some(None) => {}
                 None => {
                     if let Some(rec) = fresh.next_if(|r| r.row == *row) {
                         out.push(rec);

@@ -2,8 +2,12 @@
 //! every write keeps current in its own transaction.
 
 use super::defs::{IndexDef, IndexSpec};
+use std::sync::Arc;
+
 use super::lsh::LshParams;
+use super::probe_cache::ProbeCache;
 use crate::index::error::IndexError;
+use crate::codec::meta::CollectionState;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::error::contain;
 use crate::storage::reader::ReadSnapshot;
@@ -50,40 +54,63 @@ pub(crate) fn index_stats(
     snap: &ReadSnapshot,
     info: &CollectionInfo,
 ) -> Result<(Option<LshIndexStats>, Option<SimhashStats>), IndexError> {
+    contain("read index statistics", || Ok(IndexDef::load(snap, info)?.map_or((None, None), |d| stats_of(&d))))
+}
+
+/// What a query reads of the collection's index from one read of its definition: the
+/// statistics of [`index_stats`] and the probe cache of the index version `snap` reads.
+pub(crate) struct QueryIndex {
+    pub(crate) lsh: Option<LshIndexStats>,
+    pub(crate) simhash: Option<SimhashStats>,
+    /// `None` without an index.
+    pub(crate) cache: Option<Arc<ProbeCache>>,
+}
+
+/// [`QueryIndex`] of the collection as of `snap`, whose state there is `state`.
+pub(crate) fn query_index(
+    snap: &ReadSnapshot,
+    info: &CollectionInfo,
+    state: &CollectionState,
+) -> Result<QueryIndex, IndexError> {
     contain("read index statistics", || {
-        Ok(match IndexDef::load(snap, info)? {
-            None => (None, None),
-            Some(d) => match &d.spec {
-                IndexSpec::Lsh { scheme, .. } | IndexSpec::LshGroups { scheme, .. } => (
-                    Some(LshIndexStats {
-                        plan: LshStats {
-                            params: scheme.params,
-                            mean_hit_bucket: if d.entries == 0 { 0.0 } else { d.sum_sq as f64 / d.entries as f64 },
-                            runs: match &d.spec {
-                                IndexSpec::Lsh { runs, .. } => runs.len() as u32,
-                                _ => 1,
-                            },
-                        },
-                        band_hash: scheme.version,
-                        removed_rows: match &d.spec {
-                            IndexSpec::Lsh { runs, .. } => runs.iter().map(|r| r.dead).sum(),
-                            _ => 0,
-                        },
-                    }),
-                    None,
-                ),
-                IndexSpec::Simhash { design, runs, .. } => (
-                    None,
-                    Some(SimhashStats {
-                        tables: design.table_count() as u32,
-                        radius: design.k(),
-                        prefix_bits: design.min_prefix_bits(),
-                        runs: runs.len() as u32,
-                    }),
-                ),
-            },
-        })
+        let version = u128::from(state.next_row) << 64 | u128::from(state.live);
+        let cache = ProbeCache::of(snap, info, version)?;
+        let (lsh, simhash) = cache.as_ref().map_or((None, None), |c| stats_of(&c.def));
+        Ok(QueryIndex { lsh, simhash, cache })
     })
+}
+
+/// The statistics of an index definition.
+fn stats_of(d: &IndexDef) -> (Option<LshIndexStats>, Option<SimhashStats>) {
+    match &d.spec {
+        IndexSpec::Lsh { scheme, .. } | IndexSpec::LshGroups { scheme, .. } => (
+            Some(LshIndexStats {
+                plan: LshStats {
+                    params: scheme.params,
+                    mean_hit_bucket: if d.entries == 0 { 0.0 } else { d.sum_sq as f64 / d.entries as f64 },
+                    runs: match &d.spec {
+                        IndexSpec::Lsh { runs, .. } => runs.len() as u32,
+                        _ => 1,
+                    },
+                },
+                band_hash: scheme.version,
+                removed_rows: match &d.spec {
+                    IndexSpec::Lsh { runs, .. } => runs.iter().map(|r| r.dead).sum(),
+                    _ => 0,
+                },
+            }),
+            None,
+        ),
+        IndexSpec::Simhash { design, runs, .. } => (
+            None,
+            Some(SimhashStats {
+                tables: design.table_count() as u32,
+                radius: design.k(),
+                prefix_bits: design.min_prefix_bits(),
+                runs: runs.len() as u32,
+            }),
+        ),
+    }
 }
 
 /// The LSH statistics, or `None` without an LSH index.

@@ -38,6 +38,7 @@ pub(crate) struct Checked<P> {
     parse: P,
     strict: bool,
     reject_duplicates: bool,
+    keep_empty: bool,
     max_key_len: usize,
     /// xxh3-128 of every accepted key (a false duplicate needs a 128-bit collision).
     seen: HashSet<u128>,
@@ -52,6 +53,7 @@ impl<P: Parse> Checked<P> {
             parse,
             strict: opts.strict,
             reject_duplicates: opts.reject_duplicates,
+            keep_empty: opts.keep_empty,
             max_key_len: opts.max_key_len,
             seen: HashSet::new(),
             summary: Summary::default(),
@@ -67,7 +69,9 @@ impl<P: Parse> Checked<P> {
         if rec.key.len() > self.max_key_len {
             return Err(RejectReason::KeyTooLong { len: rec.key.len(), max: self.max_key_len });
         }
-        check_content(&rec.content)?;
+        if !self.keep_empty {
+            check_content(&rec.content)?;
+        }
         if self.reject_duplicates && rec.id.is_some() && !self.seen.insert(xxh3_128(rec.key.as_bytes())) {
             return Err(RejectReason::DuplicateKey(rec.key.clone()));
         }

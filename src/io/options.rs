@@ -70,6 +70,9 @@ pub struct ReadOptions {
     pub keep_raw: bool,
     /// Reject a key (id) repeated inside one input. Costs 16 bytes per record.
     pub reject_duplicates: bool,
+    /// Pass records with an empty text or an empty token list through instead of rejecting
+    /// them (`EmptyText`, `NoTokens`), for a reader that keeps records it cannot compare.
+    pub keep_empty: bool,
     /// The longest JSONL line, CSV record or folder file read; longer ones are rejected
     /// without being buffered whole (JSONL, folders).
     pub max_record_bytes: u64,
@@ -97,6 +100,7 @@ impl Default for ReadOptions {
             follow_symlinks: false,
             keep_raw: false,
             reject_duplicates: true,
+            keep_empty: false,
             max_record_bytes: 16 << 20,
             max_key_len: MAX_KEY_LEN,
             max_input_bytes: u64::MAX,

@@ -14,21 +14,31 @@
 //!   the rule an LSH probe is (not `exact`, expected recall over [t, 1] at least the target).
 //!
 //! Every plan first loads each stored row (decoding its sketch and copying its key), so each
-//! alternative's cost includes [`load_cost`]. On top of it:
+//! alternative's cost includes [`load_cost`]. Decoding costs [`CostModel::decode_per_slot`]
+//! per 32 bits of signature (a b-bit or 8-bit OPH slot decodes in a fraction of a 32-bit
+//! one). On top of it:
 //! - probing every record costs n times the planner's cost of one query;
 //! - one pass over LSH buckets reads every band's entries of every run, sorts them band by
 //!   band, and verifies the candidate pairs the index statistics predict (the size-biased
 //!   mean bucket size gives the pairs sharing a bucket);
-//! - banding in memory hashes every signature's slots, sorts the n band keys of each band,
+//! - banding in memory hashes every signature's slots (each as dear as decoding a 32-bit
+//!   slot), sorts the n band keys of each band,
 //!   and verifies the pairs sharing a bucket (without an index, one per record is assumed);
 //! - in-memory SimHash tables cost a sort of the n fingerprints per table, estimated as 32
 //!   compares each; one pass over stored SimHash tables reads their entries.
 //!
-//! The constants below were set from `sketchdb bench dedup` (sets-100k, MinHash 128 and
-//! b-bit 512x8, with and without an LSH index; its `estimate_ratio` prints estimate over
-//! measured) against the default [`CostModel`]. The row load and the fixed cost are the same
-//! for every alternative, so they move the estimate, never the choice; the choice is between
-//! a quadratic and a linear cost and does not hinge on the others either.
+//! A threshold dedup without an LSH index it may use also pays for choosing the banding
+//! (searching the bands x rows grid and integrating each candidate's collision curve), in
+//! proportion to the slots, whichever plan wins: [`plan_cost`] is added to every
+//! alternative. On a small collection it is most of the time.
+//!
+//! The constants below were fitted to the CPU time (user + system, all threads) of release
+//! builds of `sketchdb dedup` on stored collections of the first 25k and all 100k sets of
+//! sets-100k (MinHash 128x32 and b-bit 512x8, with and without an LSH index at t = 0.8) and
+//! of the bundled samples (OPH 512x8, 12 records), against the default [`CostModel`]: every
+//! estimate is within 0.85-1.6x of the CPU time measured. The row load and the fixed costs
+//! are the same for every alternative, so they move the estimate, never the choice; the
+//! choice is between a quadratic and a linear cost and does not hinge on the others either.
 
 use crate::index::{SimhashTableDesign, banding_model, expected_recall_above, lsh_scheme_for};
 use crate::sketch::params::SketchKind;
@@ -37,19 +47,32 @@ use super::cost::{Alternative, Choice, CostModel, LshStats, Stats, choose, finis
 use super::plan::{Access, Finish, Plan, PlanKind};
 use super::query::{Query, QueryKind};
 
-/// Fixed cost of loading one row besides decoding its slots (allocating its sketch and key,
-/// and its share of the clustering), in nanoseconds.
-const LOAD_ROW_NS: f64 = 1_000.0;
+/// Fixed cost of loading one row besides decoding its slots (reading its page, allocating
+/// its sketch and key, and its share of the clustering), in nanoseconds.
+const LOAD_ROW_NS: f64 = 3_000.0;
 /// Fixed cost of a self-join: the snapshot, the statistics, the page walk, in nanoseconds.
 const JOIN_FIXED_NS: f64 = 1_000_000.0;
 /// Cost of one element of a band's sort (n log2 n of them per band), in nanoseconds.
 const SORT_NS: f64 = 1.0;
 /// Cost of reading one stored bucket entry (a row of one band in one run), in nanoseconds.
-const ENTRY_NS: f64 = 20.0;
+const ENTRY_NS: f64 = 10.0;
+/// Cost of choosing a banding for a threshold, per slot of the sketch, in nanoseconds.
+const PLAN_SLOT_NS: f64 = 50_000.0;
+
+/// Decoding one row's signature: `decode_per_slot` per 32 bits of it.
+fn decode_cost(s: &Stats, c: &CostModel) -> f64 {
+    s.slots as f64 * f64::from(s.bits) / 32.0 * c.decode_per_slot
+}
 
 /// Loading every stored row (deleted rows are read too) for an in-memory self-join.
 pub(crate) fn load_cost(s: &Stats, c: &CostModel) -> f64 {
-    JOIN_FIXED_NS + (s.live + s.deleted) as f64 * (s.slots as f64 * c.decode_per_slot + LOAD_ROW_NS)
+    JOIN_FIXED_NS + (s.live + s.deleted) as f64 * (decode_cost(s, c) + LOAD_ROW_NS)
+}
+
+/// Choosing the banding of a threshold dedup without a usable LSH index (see the module
+/// notes); nothing for SimHash, which is not banded.
+pub(crate) fn plan_cost(s: &Stats) -> f64 {
+    if s.kind == SketchKind::SimHash { 0.0 } else { s.slots as f64 * PLAN_SLOT_NS }
 }
 
 /// Verifying `pairs` candidate pairs on sketches already in memory.
@@ -108,8 +131,10 @@ fn banding(t: f64, q: &Query, s: &Stats, c: &CostModel) -> Alternative {
         };
     }
     let n = s.live as f64;
-    // Hashing every slot once costs about a decode pass; a bucket per record is assumed.
+    // Hashing every slot once costs about a decode pass of 32-bit slots, whatever their
+    // width; a bucket per record is assumed.
     let cost = load_cost(s, c)
+        + plan_cost(s)
         + n * s.slots as f64 * c.decode_per_slot
         + sort_cost(f64::from(p.bands), n)
         + verify_cost(n, s, c);
@@ -220,6 +245,11 @@ pub fn choose_dedup(probe: &Query, stats: &Stats, costs: &CostModel) -> Choice {
                 let plan = index.plan;
                 replace(&mut alternatives, Alternative { plan, cost_ns: Some(cost), note });
                 return Choice { plan, reason, alternatives };
+            }
+            // Choosing the banding is paid whichever plan runs.
+            let planning = plan_cost(stats);
+            for a in &mut alternatives {
+                a.cost_ns = a.cost_ns.map(|c| c + planning);
             }
             let band = banding(t, probe, stats, costs);
             alternatives.push(band.clone());

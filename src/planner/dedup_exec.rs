@@ -2,6 +2,8 @@
 //! [`super::dedup::choose_dedup`] and run here. The verified pairs are grouped by
 //! [`super::cluster`].
 
+use std::cell::OnceCell;
+
 use crate::index::{
     BandedKeys, IndexError, SimhashMemIndex, SimhashTableDesign, for_each_lsh_pair, lsh_scheme_for, simhash_pairs,
 };
@@ -52,6 +54,15 @@ pub struct DedupResult {
     /// Whether pairs were kept by their estimate or by exact Jaccard (a collection that
     /// keeps shingles, threshold dedup).
     pub scoring: Scoring,
+}
+
+/// The value in `cell`, made by `load` on first use.
+fn cached(cell: &OnceCell<Vec<u64>>, load: impl FnOnce() -> Result<Vec<u64>>) -> Result<&[u64]> {
+    if let Some(v) = cell.get() {
+        return Ok(v);
+    }
+    let v = load()?;
+    Ok(cell.get_or_init(|| v))
 }
 
 /// A loaded live record: row id, key, sketch.
@@ -192,12 +203,13 @@ pub(crate) fn dedup(
     let plan = choice.plan;
     // On a collection that keeps shingles, a threshold pair is a candidate from its estimate
     // (down to the candidate floor) and kept by its exact Jaccard.
-    let sets: Option<Vec<Vec<u64>>> = match (Scoring::of(info, kind), kind) {
-        (Scoring::Exact, QueryKind::Threshold(_)) => {
-            Some(rows.iter().map(|r| snap.shingles(info, r.0)).collect::<Result<_, _>>()?)
-        }
+    // Sets are read and decoded on first use: only rows of a pair whose estimate passes the
+    // floor need one.
+    let sets: Option<Vec<OnceCell<Vec<u64>>>> = match (Scoring::of(info, kind), kind) {
+        (Scoring::Exact, QueryKind::Threshold(_)) => Some(rows.iter().map(|_| OnceCell::new()).collect()),
         _ => None,
     };
+    let set = |i: usize| -> Result<Vec<u64>> { Ok(snap.shingles(info, rows[i].0)?) };
     let exact_t = match kind {
         QueryKind::Threshold(t) if sets.is_some() => Some(t),
         _ => None,
@@ -206,7 +218,8 @@ pub(crate) fn dedup(
     let keep = |i: usize, j: usize| -> Result<bool> {
         Ok(match (&sets, exact_t, floor) {
             (Some(sets), Some(t), Some(floor)) => {
-                rows[i].2.similarity_value(&rows[j].2)? >= floor && exact_jaccard(&sets[i], &sets[j]) >= t
+                rows[i].2.similarity_value(&rows[j].2)? >= floor
+                    && exact_jaccard(cached(&sets[i], || set(i))?, cached(&sets[j], || set(j))?) >= t
             }
             _ => match plan.finish {
                 Finish::Verify { threshold } => rows[i].2.similarity_value(&rows[j].2)? >= threshold,

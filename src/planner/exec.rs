@@ -4,6 +4,7 @@
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::codec::page::PageView;
@@ -22,7 +23,7 @@ use super::kernels::scan_page;
 use super::plan::{Access, EarlyStop, Finish, Plan};
 use super::query::{Query, QueryKind, QueryOptions};
 use super::scan::{BinColumns, OphProbe, Pruning, ScanCounters};
-use crate::index::{lsh_candidate_records, simhash_within_records};
+use crate::index::{ProbeCache, lsh_candidate_records, simhash_within_records};
 
 /// One verified result.
 #[derive(Clone, Debug, PartialEq)]
@@ -349,9 +350,11 @@ fn unavailable(plan: &'static str, reason: &str) -> QueryError {
 }
 
 /// LSH candidates from the first `bands` bands, each fetched and verified with the estimator.
+#[allow(clippy::too_many_arguments)]
 fn lsh_probe(
     snap: &ReadSnapshot,
     info: &CollectionInfo,
+    cache: Option<&Arc<ProbeCache>>,
     query: &Query,
     bands: u32,
     stats: &Stats,
@@ -361,7 +364,7 @@ fn lsh_probe(
     if stats.lsh.is_none() {
         return Err(unavailable("lsh-probe", "the collection has no LSH index"));
     }
-    let (touched, records) = lsh_candidate_records(snap, info, &query.sketch, bands)?;
+    let (touched, records) = lsh_candidate_records(snap, info, cache, &query.sketch, bands)?;
     a.rows_touched += touched as u64;
     let threshold = threshold_of(out.finish);
     for rec in records {
@@ -432,6 +435,19 @@ pub(crate) fn execute(
     plan: &Plan,
     stats: &Stats,
 ) -> Result<(Vec<Hit>, Analyze)> {
+    execute_in(snap, info, query, plan, stats, None)
+}
+
+/// [`execute`] with the probe cache of the collection's index as of `snap` when the caller
+/// has it (read with the statistics; `None`: an index probe looks it up).
+pub(crate) fn execute_in(
+    snap: &ReadSnapshot,
+    info: &CollectionInfo,
+    query: &Query,
+    plan: &Plan,
+    stats: &Stats,
+    cache: Option<&Arc<ProbeCache>>,
+) -> Result<(Vec<Hit>, Analyze)> {
     validate(query, info.def.params.kind())?;
     query.sketch.params().check_compatible(&info.def.params)?;
     let start = Instant::now();
@@ -440,7 +456,7 @@ pub(crate) fn execute(
     match plan.access {
         Access::FullScan => full_scan(snap, info, query, &mut out, &mut a)?,
         Access::OphBinScan { early } => oph_scan(snap, info, query, early, &mut out, &mut a)?,
-        Access::LshProbe { bands } => lsh_probe(snap, info, query, bands, stats, &mut out, &mut a)?,
+        Access::LshProbe { bands } => lsh_probe(snap, info, cache, query, bands, stats, &mut out, &mut a)?,
         Access::SimhashProbe { .. } => simhash_probe(snap, info, query, stats, &mut out, &mut a)?,
         Access::LshBanding { .. } | Access::SimhashInMemory { .. } => {
             return Err(QueryError::PlanUnavailable {

@@ -2,14 +2,17 @@
 //! it would choose, running a query and EXPLAIN. Statistics, plan and execution all see the
 //! same commit.
 
-use crate::index::index_stats;
+use std::sync::Arc;
+
+use crate::codec::meta::CollectionState;
+use crate::index::{LshStats, ProbeCache, SimhashStats, index_stats, query_index};
 use crate::sketch::sketcher::Sketch;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::reader::ReadSnapshot;
 
 use super::cost::{Choice, CostModel, Stats, choose, choose_plan};
 use super::error::QueryError;
-use super::exec::{Analyze, Hit, execute, validate};
+use super::exec::{Analyze, Hit, execute, execute_in, validate};
 use super::explain::Explain;
 use super::explain::Scoring;
 use super::plan::Plan;
@@ -32,16 +35,20 @@ pub struct QueryResult {
 pub(crate) fn stats_in(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Stats, QueryError> {
     let state = snap.state(info)?;
     let (lsh, simhash) = index_stats(snap, info)?;
+    Ok(stats_of(info, &state, lsh.map(|l| l.plan), simhash))
+}
+
+/// [`stats_in`] and the probe cache of the collection's index as of `snap` (`None` without
+/// an index), from one read of the index definition: what running a query needs.
+fn stats_and_cache(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<(Stats, Option<Arc<ProbeCache>>), QueryError> {
+    let state = snap.state(info)?;
+    let index = query_index(snap, info, &state)?;
+    Ok((stats_of(info, &state, index.lsh.map(|l| l.plan), index.simhash), index.cache))
+}
+
+fn stats_of(info: &CollectionInfo, state: &CollectionState, lsh: Option<LshStats>, simhash: Option<SimhashStats>) -> Stats {
     let p = &info.def.params;
-    Ok(Stats {
-        live: state.live,
-        deleted: state.deleted,
-        kind: p.kind(),
-        slots: p.slots(),
-        bits: p.bits(),
-        lsh: lsh.map(|l| l.plan),
-        simhash,
-    })
+    Stats { live: state.live, deleted: state.deleted, kind: p.kind(), slots: p.slots(), bits: p.bits(), lsh, simhash }
 }
 
 /// The planner's choice for `query`, without running it.
@@ -61,9 +68,9 @@ pub(crate) fn run(
     query: &Query,
     costs: &CostModel,
 ) -> Result<QueryResult, QueryError> {
-    let stats = stats_in(snap, info)?;
+    let (stats, cache) = stats_and_cache(snap, info)?;
     let plan = choose_plan(query, &stats, costs);
-    let (hits, analyze) = execute(snap, info, query, &plan, &stats)?;
+    let (hits, analyze) = execute_in(snap, info, query, &plan, &stats, cache.as_ref())?;
     Ok(QueryResult { hits, plan, analyze })
 }
 

@@ -56,6 +56,7 @@ impl Store {
             return Err(StorageError::ReadOnly { op: "compact" }.into());
         }
         contain("compact", || {
+            self.ensure_space("compact", self.compact_bytes(collections)?)?;
             let mut summary = CompactionSummary { file_bytes_before: self.file_len(), ..Default::default() };
             for info in collections {
                 let mut hook = hook_for(info);
@@ -72,6 +73,38 @@ impl Store {
             summary.file_bytes_after = self.file_len();
             Ok(summary)
         })
+    }
+
+    /// The bytes compaction adds before the file shrinks: the live rows of pages with
+    /// deleted rows are written again (record, key and key-map entry, and their shingle
+    /// sets), and each collection's index is rewritten by its optimization.
+    fn compact_bytes(&self, collections: &[CollectionInfo]) -> Result<u64, StorageError> {
+        let snap = self.snapshot()?;
+        let mut total = 0u64;
+        for info in collections {
+            let mut moved = vec![];
+            snap.for_each_page(info, |_, view| {
+                if view.deleted_count() > 0 {
+                    let rows = view.row_count() as u64;
+                    let row_bytes = view.value_columns().len() as u64 / rows.max(1);
+                    for i in (0..view.row_count()).filter(|&i| !view.is_deleted(i)) {
+                        total += row_bytes + 2 * view.key(i).len() as u64 + 16;
+                        moved.push(view.first_row() + i as u64);
+                    }
+                }
+                Ok(true)
+            })?;
+            if info.shingles && !moved.is_empty() {
+                snap.for_each_shingle_entry(info, |row, bytes| {
+                    if moved.binary_search(&row).is_ok() {
+                        total += bytes.len() as u64 + 12;
+                    }
+                    Ok(())
+                })?;
+            }
+            total += snap.index_bytes(info.def.id)?;
+        }
+        Ok(total)
     }
 
     fn compact_collection<H: IndexHook + ?Sized>(

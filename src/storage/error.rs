@@ -223,6 +223,38 @@ pub enum StorageError {
         /// system can tell (Linux).
         holder: Option<String>,
     },
+    /// A read-only open of a file that was not closed cleanly (its writer process was killed
+    /// or crashed) and that no writer holds now: redb must recover it first, which writes, so
+    /// only a read-write open can. Nothing is lost; the file opens once a writer has opened it.
+    #[error(
+        "{path} was not closed cleanly (the process writing it stopped without closing it) and needs recovery, \
+         which only a writer can run: open it read-write once (`Database::open`; on the command line any \
+         command that writes, such as `sketchdb --db {path} verify --engine`), then read-only opens work again"
+    )]
+    #[non_exhaustive]
+    NeedsRecovery {
+        /// The database file.
+        path: PathBuf,
+    },
+    /// An operation that grows the file before it can give space back (an index rebuild,
+    /// compaction) would need more free space than the file system holding the file has.
+    /// Checked before anything is written: the file is unchanged.
+    #[error(
+        "{op} of {path} needs about {needed} bytes ({}) of free space, but its file system has {free} bytes ({}) free: \
+         free at least {} more and run it again",
+        mib(*needed), mib(*free), mib(needed.saturating_sub(*free))
+    )]
+    #[non_exhaustive]
+    NoSpace {
+        /// The operation (`"reindex"`, `"compact"`).
+        op: &'static str,
+        /// The database file.
+        path: PathBuf,
+        /// The bytes the operation was estimated to need, with margin.
+        needed: u64,
+        /// The free bytes of the file's file system.
+        free: u64,
+    },
     /// A write (or an operation that must write) through a handle opened read-only.
     #[error("{op} needs a writable database, but it was opened read-only")]
     ReadOnly {
@@ -249,6 +281,10 @@ impl StorageError {
                 | StorageError::Truncated { .. }
         )
     }
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
 }
 
 fn waited_text(waited: std::time::Duration) -> String {

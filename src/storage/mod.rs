@@ -11,6 +11,7 @@
 //!   writes share.
 //! * [`shingles`]: the exact shingle sets of collections that keep them.
 //! * [`compact`]: page compaction and redb file compaction.
+//! * [`space`]: the free-space check before operations that grow the file first.
 //! * [`content_hash`]: the source-content hash kept per row written with one (sync).
 //! * [`index_tables`]: typed handles on the index's tables, the index layer's only access
 //!   to the engine ([`index_tables::IndexTxn`] is the write transaction its hook receives).
@@ -36,6 +37,7 @@ pub(crate) mod key_append;
 pub(crate) mod reader;
 pub(crate) mod rules;
 pub(crate) mod shingles;
+pub(crate) mod space;
 pub(crate) mod store;
 pub(crate) mod tables;
 pub(crate) mod truncation;

@@ -297,6 +297,8 @@ impl Store {
             redb::DatabaseError::DatabaseAlreadyOpen | redb::DatabaseError::LockProtocolMismatch => {
                 StorageError::Locked { path: path.to_path_buf(), waited: Duration::ZERO, holder: None }
             }
+            // Only a read-only open is refused so (a writer repairs on open).
+            redb::DatabaseError::RepairAborted => StorageError::NeedsRecovery { path: path.to_path_buf() },
             redb::DatabaseError::Storage(redb::StorageError::Corrupted(_))
             | redb::DatabaseError::UpgradeRequired(_) => not_redb(e),
             redb::DatabaseError::Storage(redb::StorageError::Io(ref io))

@@ -434,4 +434,16 @@ pub mod kill9 {
         let base = b * 1_000_003 + i * 7919 + version * 104_729;
         s.sketch(&TokenSet::from_unsorted((0..16).map(|t| base + t * 31).collect()))
     }
+
+    /// The collection the child writes in its exact-shingles mode (`crash_child shingles`).
+    pub const SHINGLE_COLLECTION: &str = "kill_shingles";
+
+    /// The token (shingle) set of record `i` of batch `b` at `version` in the exact-shingles
+    /// mode: a window of 24 from a pool of 120 shared by all records (so pairs overlap by
+    /// every amount) plus one token of its own; its sketch is `Sketcher::sketch` of this set.
+    pub fn tokens(b: u64, i: u64, version: u64) -> TokenSet {
+        let start = (b * 37 + i * 11 + version * 5) % 96;
+        let own = 1_000_000 + b * 1_000 + i * 10 + version;
+        TokenSet::from_unsorted((start..start + 24).chain([own]).collect())
+    }
 }

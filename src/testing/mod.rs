@@ -30,6 +30,18 @@ pub use fuzz_open::{db_open_seeds, fuzz_db_open};
 
 pub use crate::storage::store::Sharing;
 
+/// Makes the free-space checks of index rebuilds and compaction see `bytes` free on the file
+/// system of the database at `path` (the path as opened); `None` restores the real figure.
+/// A full disk cannot be made in a test.
+pub fn pretend_free_space(path: impl AsRef<std::path::Path>, bytes: Option<u64>) {
+    crate::storage::space::pretend_free_space(path.as_ref(), bytes)
+}
+
+/// The bytes (keys and values) of a collection's entries in the index tables.
+pub fn index_bytes(collection: &Collection, db: &Database) -> Result<u64> {
+    Ok(db.store().snapshot()?.index_bytes(collection.info().def.id)?)
+}
+
 /// `builder` with another [`Sharing`] mode for read-write handles (to measure them).
 pub fn with_sharing(builder: DatabaseBuilder, sharing: Sharing) -> DatabaseBuilder {
     builder.sharing(sharing)

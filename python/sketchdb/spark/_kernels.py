@@ -7,7 +7,8 @@ byte-identical to what a collection stores and to what its LSH index files):
 * ``sketch(texts) -> RecordBatch(signature: binary)``: one row per text; a null text, or one
   with no tokens, gives a null signature (the caller reports it);
 * ``band_keys(signatures) -> RecordBatch(row: int32, band: int32, key: int64)``: ``bands``
-  rows per non-null signature, the index's keys as signed 64-bit integers (Spark has no u64);
+  rows per non-null signature, full 64-bit band keys (``BUCKET_KEY_BITS``) as signed
+  integers (Spark has no u64);
 * ``estimate(a, b) -> RecordBatch(estimate, lower, upper: float64)``: sketchdb's estimator
   with its interval, pairwise.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import tempfile
 from typing import Optional
 
 import pyarrow as pa
@@ -28,6 +30,26 @@ from sketchdb import arrow
 
 # Kinds and the constructor of their sketch class.
 _CLASSES = {"minhash": "MinHash", "bbit": "BBitMinHash", "oph": "OPH"}
+
+# The pipeline buckets on all 64 bits of each band's hash: with the index's 32-bit keys, two
+# different bands collide with probability 2^-32, which at 10^9 documents is about 0.23
+# spurious members per bucket and 1.6e9 spurious candidate pairs (docs/spark.md); with 64
+# bits, about 0.4 pairs in all.
+BUCKET_KEY_BITS = 64
+
+# The key of the signature Parquet's configuration (see SketchSpec.signature_metadata).
+SIGNATURE_METADATA_KEY = "sketchdb.signatures"
+SIGNATURE_METADATA_VERSION = 1
+# The hash family each compatibility recipe brings (`sketchdb recipes`); every other recipe
+# uses sketchdb's own, mix-multiply-shift. `sketchdb import` checks this against its own table.
+_COMPAT_FAMILIES = {
+    "datasketch": "datasketch-legacy",
+    "datasketch-affine32": "datasketch-affine32",
+    "text-dedup": "text-dedup",
+    "text-dedup-sha1": "text-dedup",
+    "text-dedup-spark": "text-dedup-spark",
+    "nemo-curator": "nemo-curator",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,18 +122,44 @@ class SketchSpec:
             "token_seed": self.token_seed,
             "recipe": self.recipe,
         }
+        kw["lsh"] = self.threshold
         if self.bands and self.rows:
             kw.update(bands=self.bands, rows=self.rows)
-        else:
-            kw["lsh"] = self.threshold
         return kw
+
+    def signature_metadata(self) -> str:
+        """The ``sketchdb.signatures`` metadata of signature Parquet made with this spec (the
+        pipeline writes it as the ``signature`` column's field metadata, which Spark keeps in
+        the Parquet footer): the collection's resolved configuration, as ``sketchdb import``
+        reads it to recreate the collection."""
+        spec = self.with_banding()
+        with tempfile.TemporaryDirectory(prefix="sketchdb-spec-") as d:
+            with sketchdb.open(f"{d}/s.sketchdb") as db:
+                coll = db.create_collection("s", **spec.collection_kwargs())
+                stats, resolved = coll.stats(), coll.spec()
+        recipe = resolved.get("recipe")
+        meta = {
+            "version": SIGNATURE_METADATA_VERSION,
+            "kind": stats["kind"],
+            "k": stats["size"],
+            "bits": stats["bits"],
+            "seed": stats["seed"],
+            "family": _COMPAT_FAMILIES.get(recipe or "", "mix-multiply-shift"),
+            "recipe": recipe,
+            "shingle": resolved.get("shingle"),
+            "ngram": resolved.get("ngram"),
+            "token_seed": resolved.get("token_seed", 0),
+            "threshold": spec.threshold,
+            "bands": spec.bands,
+            "rows": spec.rows,
+            "signature_width": Kernels(spec).width,
+        }
+        return json.dumps(meta, sort_keys=True)
 
 
 def default_banding(spec: SketchSpec) -> tuple[int, int]:
     """The bands x rows a sketchdb LSH index gets for ``spec.threshold`` (asked of the
     library itself, through a collection in a throwaway file, so the two never disagree)."""
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="sketchdb-banding-") as d:
         with sketchdb.open(f"{d}/b.sketchdb") as db:
             kw = spec.collection_kwargs()
@@ -144,7 +192,14 @@ class Kernels:
         return pa.RecordBatch.from_arrays([sig.cast(pa.binary())], names=["signature"])
 
     def band_keys(self, signatures: pa.Array) -> pa.RecordBatch:
-        return arrow.band_keys(_fixed(signatures, self.width), bands=self.spec.bands, rows=self.spec.rows, signed=True, **self._kw)
+        return arrow.band_keys(
+            _fixed(signatures, self.width),
+            bands=self.spec.bands,
+            rows=self.spec.rows,
+            signed=True,
+            key_bits=BUCKET_KEY_BITS,
+            **self._kw,
+        )
 
     def estimate(self, a: pa.Array, b: pa.Array) -> pa.RecordBatch:
         return arrow.estimate(_fixed(a, self.width), _fixed(b, self.width), level=self.spec.level, **self._kw)

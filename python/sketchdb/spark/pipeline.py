@@ -32,7 +32,7 @@ from pyspark.sql import functions as F
 
 from . import _stages
 from ._errors import SparkDedupError
-from ._kernels import SketchSpec
+from ._kernels import SIGNATURE_METADATA_KEY, SketchSpec
 from ._metrics import StageClock
 from ._read import check_unique_ids, read_documents
 from .components import connected_components
@@ -119,7 +119,12 @@ def dedup(
         if by_reason and options.on_bad == "fail":
             examples = ", ".join(f"{r['id']!r}: {r['reason']}" for r in rejected.orderBy("id").limit(5).collect())
             raise SparkDedupError(f"input {where}: {sum(by_reason.values())} rows cannot be sketched ({examples})")
-        good = sketched.where(F.col("signature").isNotNull())
+        # The configuration travels in the footer of every part file (Spark writes a
+        # column's metadata into its schema there), so `sketchdb import` needs nothing else.
+        meta = {SIGNATURE_METADATA_KEY: spec.signature_metadata()}
+        good = sketched.where(F.col("signature").isNotNull()).select(
+            "id", F.col("signature").alias("signature", metadata=meta)
+        )
         good.write.parquet(os.path.join(output, "signatures"))
         sketched.unpersist()
         with open(os.path.join(output, "spec.json"), "w") as f:

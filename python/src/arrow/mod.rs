@@ -102,7 +102,7 @@ fn sketch_export<T: Sync>(
 
 /// Band keys of signatures (see `sketchdb.arrow.band_keys`).
 #[pyfunction]
-#[pyo3(signature = (chunks, kind, k, bits, seed, threshold, bands, rows, signed, recipe = None))]
+#[pyo3(signature = (chunks, kind, k, bits, seed, threshold, bands, rows, signed, recipe = None, key_bits = 32))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn arrow_band_keys(
     py: Python<'_>,
@@ -116,6 +116,7 @@ pub(crate) fn arrow_band_keys(
     rows: Option<u32>,
     signed: bool,
     recipe: Option<&str>,
+    key_bits: u32,
 ) -> PyResult<ArrowExport> {
     let params = params(kind, k, bits, seed, recipe)?;
     let threshold = match (threshold, bands, rows) {
@@ -124,7 +125,14 @@ pub(crate) fn arrow_band_keys(
         (None, Some(_), Some(_)) => 0.5,
         _ => return Err(bad("give threshold= (the index's banding for it) or both bands= and rows=".into())),
     };
-    let scheme = index_band_scheme(&params, threshold, bands, rows).map_err(|e| to_py(e.into()))?;
+    let mut scheme = index_band_scheme(&params, threshold, bands, rows).map_err(|e| to_py(e.into()))?;
+    match key_bits {
+        32 => {}
+        // Band hash version 1 keeps all 64 bits of each band's XXH3 hash (`sketchdb::lsh`'s
+        // band-key specification): for engines that bucket on the keys themselves.
+        64 => scheme.version = 1,
+        other => return Err(bad(format!("key_bits must be 32 (the index's keys) or 64, not {other}"))),
+    }
     let arrays = import_chunks(chunks, "signatures")?;
     let width = signature::width(&params);
     let sigs = signature_rows(&arrays, width).map_err(bad)?;

@@ -23,7 +23,8 @@ pub const EXIT_BUSY: u8 = 3;
 pub const EXIT_CODES_HELP: &str = "\
 Exit codes:
   0  success (also when the reader of stdout goes away early, as with `| head`)
-  1  runtime error: I/O, a missing database, collection or key, damaged data, verify problems
+  1  runtime error: I/O, a missing database, collection or key, damaged data, verify problems,
+     a file left unclean by a killed writer (any command that writes recovers it)
   2  usage or bad input: unknown options, out-of-range parameters, malformed input records
   3  the database is busy: another process holds it open
 
@@ -47,6 +48,9 @@ pub enum ErrorKind {
     Runtime,
     /// The database is held by another process, or needs exclusive access (3).
     Busy,
+    /// The file was not closed cleanly and a read-only open cannot recover it; a command
+    /// that writes (any, such as `verify --engine`) recovers it (1).
+    NeedsRecovery,
 }
 
 impl ErrorKind {
@@ -60,6 +64,7 @@ impl ErrorKind {
             ErrorKind::Corrupt => "corrupt",
             ErrorKind::Runtime => "runtime",
             ErrorKind::Busy => "busy",
+            ErrorKind::NeedsRecovery => "needs_recovery",
         }
     }
 
@@ -67,7 +72,11 @@ impl ErrorKind {
     pub fn code(self) -> u8 {
         match self {
             ErrorKind::Usage | ErrorKind::BadInput => EXIT_USAGE,
-            ErrorKind::Io | ErrorKind::NotFound | ErrorKind::Corrupt | ErrorKind::Runtime => EXIT_RUNTIME,
+            ErrorKind::Io
+            | ErrorKind::NotFound
+            | ErrorKind::Corrupt
+            | ErrorKind::Runtime
+            | ErrorKind::NeedsRecovery => EXIT_RUNTIME,
             ErrorKind::Busy => EXIT_BUSY,
         }
     }
@@ -153,6 +162,7 @@ fn storage_kind(e: &StorageError) -> ErrorKind {
     match e {
         StorageError::Busy { .. } => ErrorKind::Busy,
         StorageError::Locked { .. } => ErrorKind::Busy,
+        StorageError::NeedsRecovery { .. } => ErrorKind::NeedsRecovery,
         StorageError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => ErrorKind::NotFound,
         StorageError::Io { .. } => ErrorKind::Io,
         StorageError::UnknownCollection { .. } => ErrorKind::NotFound,

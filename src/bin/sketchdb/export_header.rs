@@ -2,13 +2,17 @@
 //! version 1 fixed, written and read here field by field (the library's public types carry no
 //! serde derives, so this format is the CLI's own).
 //!
-//! `params`: `{"kind":"MinHash"|"BBitMinHash"|"Oph"|"SimHash","family":"MixMultiplyShift",
-//! "family_version":1,"seed":u64,"size":u32,"bits":u8,"universe":u64|null}`.
-//! `tokenizer`: `{"kind":{"Shingles":{"w":u32}}|{"CharNgrams":{"n":u32}},"seed":u64}`.
+//! `params`: `{"kind":"MinHash"|"BBitMinHash"|"Oph"|"SimHash","family":FAMILY,
+//! "family_version":1,"seed":u64,"size":u32,"bits":u8,"universe":u64|null}`, FAMILY one of
+//! `"MixMultiplyShift"` (sketchdb's own), the compatibility families `"DatasketchLegacy"`,
+//! `"TextDedup"`, `"TextDedupSpark"`, `"NemoCurator"`, `"DatasketchAffine32"` (32-bit MinHash)
+//! and `"Charikar"` (64-bit SimHash).
+//! `tokenizer`: `{"kind":{"Shingles":{"w":u32}}|{"CharNgrams":{"n":u32}}|{"Recipe":NAME},
+//! "seed":u64}`: a recipe's pipeline by its preset name (`sketchdb recipes`), seed 0.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sketchdb::{HashFamily, IndexConfig, SketchKind, SketchParams, Tokenizer, TokenizerKind};
+use sketchdb::{HashFamily, IndexConfig, Recipe, SketchKind, SketchParams, Tokenizer, TokenizerKind};
 
 #[derive(Serialize, Deserialize)]
 enum KindJson {
@@ -18,9 +22,35 @@ enum KindJson {
     SimHash,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, Clone, Copy, PartialEq)]
 enum FamilyJson {
     MixMultiplyShift,
+    DatasketchLegacy,
+    TextDedup,
+    TextDedupSpark,
+    NemoCurator,
+    DatasketchAffine32,
+    Charikar,
+}
+
+impl FamilyJson {
+    const ALL: [(FamilyJson, HashFamily); 7] = [
+        (FamilyJson::MixMultiplyShift, HashFamily::MixMultiplyShift),
+        (FamilyJson::DatasketchLegacy, HashFamily::DatasketchLegacy),
+        (FamilyJson::TextDedup, HashFamily::TextDedup),
+        (FamilyJson::TextDedupSpark, HashFamily::TextDedupSpark),
+        (FamilyJson::NemoCurator, HashFamily::NemoCurator),
+        (FamilyJson::DatasketchAffine32, HashFamily::DatasketchAffine32),
+        (FamilyJson::Charikar, HashFamily::Charikar),
+    ];
+
+    fn family(self) -> HashFamily {
+        Self::ALL.iter().find(|(j, _)| *j == self).map_or(HashFamily::MixMultiplyShift, |(_, f)| *f)
+    }
+
+    fn of(family: HashFamily) -> Option<FamilyJson> {
+        Self::ALL.iter().find(|(_, f)| *f == family).map(|(j, _)| *j)
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -38,6 +68,7 @@ struct ParamsJson {
 enum TokenizerKindJson {
     Shingles { w: u32 },
     CharNgrams { n: u32 },
+    Recipe(String),
 }
 
 #[derive(Serialize, Deserialize)]
@@ -59,10 +90,8 @@ pub fn params_to_json(p: &SketchParams) -> Result<Value, String> {
         SketchKind::SimHash => KindJson::SimHash,
         other => return Err(format!("sketch kind `{other}` has no export form")),
     };
-    let family = match p.family() {
-        HashFamily::MixMultiplyShift => FamilyJson::MixMultiplyShift,
-        other => return Err(format!("hash family `{other}` has no export form")),
-    };
+    let family =
+        FamilyJson::of(p.family()).ok_or_else(|| format!("hash family `{}` has no export form", p.family()))?;
     let j = ParamsJson {
         kind,
         family,
@@ -82,8 +111,20 @@ pub fn params_from_json(v: Value) -> Result<SketchParams, String> {
     if j.family_version != HashFamily::CURRENT_VERSION {
         return Err(invalid("family_version", j.family_version, "the hash family version this build computes (1)"));
     }
-    let FamilyJson::MixMultiplyShift = j.family;
     let e = |e: sketchdb::SketchError| e.to_string();
+    let family = j.family.family();
+    if family != HashFamily::MixMultiplyShift {
+        let p = match (j.kind, family) {
+            (KindJson::SimHash, HashFamily::Charikar) => SketchParams::simhash_charikar().map_err(e)?,
+            (KindJson::MinHash, f) if f.is_compat() => SketchParams::compat(f, j.size, j.seed).map_err(e)?,
+            _ => return Err(invalid("family", family, "charikar for SimHash, a compatibility family for MinHash")),
+        };
+        if (p.size(), p.bits(), p.seed(), j.universe) != (j.size, j.bits, j.seed, None) {
+            let found = format!("size {} bits {} seed {} universe {:?}", j.size, j.bits, j.seed, j.universe);
+            return Err(invalid("params", found, &format!("the {family} family's: {p}")));
+        }
+        return Ok(p);
+    }
     let p = match (j.kind, j.universe) {
         (KindJson::MinHash, _) => SketchParams::minhash(j.size, j.bits, j.seed).map_err(e)?,
         (KindJson::BBitMinHash, None) => SketchParams::bbit(j.size, j.bits, j.seed).map_err(e)?,
@@ -102,12 +143,16 @@ pub fn params_from_json(v: Value) -> Result<SketchParams, String> {
     Ok(p)
 }
 
-/// The `tokenizer` object of `t`.
-pub fn tokenizer_to_json(t: &Tokenizer) -> Result<Value, String> {
+/// The `tokenizer` object of `t` (in a collection of hash family `family`, which tells
+/// compatibility presets with one pipeline apart).
+pub fn tokenizer_to_json(t: &Tokenizer, family: HashFamily) -> Result<Value, String> {
     let kind = match t.kind() {
         TokenizerKind::Shingles { w } => TokenizerKindJson::Shingles { w },
         TokenizerKind::CharNgrams { n } => TokenizerKindJson::CharNgrams { n },
-        other => return Err(format!("tokenizer {other:?} has no export form")),
+        _ => match Recipe::identify(*t, family).as_preset() {
+            Some(p) if Recipe::of(p).tokenizer() == *t => TokenizerKindJson::Recipe(p.name().to_string()),
+            _ => return Err("a custom recipe (one that is no preset) has no export form".to_string()),
+        },
     };
     serde_json::to_value(TokenizerJson { kind, seed: t.seed() }).map_err(|e| e.to_string())
 }
@@ -118,6 +163,13 @@ pub fn tokenizer_from_json(v: Value) -> Result<Tokenizer, String> {
     match j.kind {
         TokenizerKindJson::Shingles { w } => Tokenizer::shingles(w, j.seed),
         TokenizerKindJson::CharNgrams { n } => Tokenizer::char_ngrams(n, j.seed),
+        TokenizerKindJson::Recipe(name) => {
+            let t = Recipe::preset(&name).map_err(|e| e.to_string())?.tokenizer();
+            if t.seed() != j.seed {
+                return Err(format!("recipe `{name}` hashes tokens with seed {}, not {}", t.seed(), j.seed));
+            }
+            Ok(t)
+        }
     }
     .map_err(|e| e.to_string())
 }

@@ -207,7 +207,7 @@ fn reads_only(command: &Command) -> bool {
         | Command::Verify { engine: false }
         | Command::Export { .. } => true,
         // A file or folder is ingested into a collection first.
-        Command::Dedup(args) => !std::path::Path::new(&args.target).exists(),
+        Command::Dedup(args) => !args.ingests(),
         _ => false,
     }
 }

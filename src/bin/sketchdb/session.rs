@@ -11,6 +11,11 @@ use crate::output::note;
 /// The database file used when none is named.
 pub const DEFAULT_DB: &str = "sketchdb.db";
 
+/// The storage engine's page cache of a CLI process. The engine's default (1 GiB) would let
+/// an ingest's memory grow with the file; a one-shot command reads most pages once, and the
+/// operating system's file cache serves the rest.
+pub const CACHE_BYTES: usize = 64 << 20;
+
 /// A database path plus its handle once opened.
 pub struct Session {
     path: PathBuf,
@@ -44,10 +49,11 @@ impl Session {
         &self.path
     }
 
-    /// The database, opened (or, when allowed, created) on first use.
+    /// The database, opened (or, when allowed, created) on first use, with a page cache of
+    /// [`CACHE_BYTES`].
     pub fn db(&mut self) -> Result<&Database, CliError> {
         if self.db.is_none() {
-            let mut builder = Database::builder();
+            let mut builder = Database::builder().cache_size(CACHE_BYTES);
             if let Some(t) = self.busy_timeout {
                 builder = builder.busy_timeout(t);
             }
@@ -57,7 +63,7 @@ impl Session {
                 builder.open(&self.path)?
             } else if self.create_missing {
                 note(&format!("sketchdb: creating database {}", self.path.display()));
-                Database::create(&self.path)?
+                builder.create(&self.path)?
             } else {
                 return Err(CliError::NotFound(format!(
                     "database {} does not exist (create it with `sketchdb --db {} create ...`)",

@@ -358,8 +358,44 @@ impl BandKeyScheme {
             Sketch::BBit(s) if self.version >= 3 || 4 + 4 * self.params.rows as usize <= STACK_BYTES => {
                 self.bbit_keys(s)
             }
+            // Rows as wide as the scheme's: every value's bytes fit, as `keys` checks.
+            Sketch::MinHash(s)
+                if self.version >= 3 && self.width.bytes() == if s.params().bits() == 64 { 8 } else { 4 } =>
+            {
+                self.minhash_keys(s.values(), s.params().bits() == 64)
+            }
             _ => self.keys(&lsh_rows(sketch)?),
         }
+    }
+
+    /// [`Self::sketch_keys`] of a MinHash sketch under version 3 whose values are as wide as
+    /// the scheme's rows (4 bytes for 32-bit values, 8 for 64-bit): each band's bytes are
+    /// written straight from the values into one buffer (no row copy, no per-value width
+    /// check: a 32-bit MinHash value is below 2^32 by the type's invariant), the same bytes
+    /// [`Self::keys`] hashes.
+    fn minhash_keys(&self, values: &[u64], wide: bool) -> Result<Vec<u64>, IndexError> {
+        self.check_width(if wide { RowWidth::U64 } else { RowWidth::U32 })?;
+        let (b, r, w) = (self.params.bands as usize, self.params.rows as usize, self.width.bytes());
+        let need = b.saturating_mul(r);
+        if values.len() < need {
+            return Err(IndexError::size("signature rows for bands * rows", need, values.len()));
+        }
+        let (mut stack, mut heap) = ([0u8; STACK_BYTES], Vec::new());
+        let buf: &mut [u8] = if r * w <= STACK_BYTES {
+            &mut stack[..r * w]
+        } else {
+            heap.resize(r * w, 0);
+            &mut heap
+        };
+        let mask = self.key_mask();
+        let mut keys = Vec::with_capacity(b);
+        for (band, vals) in values[..need].chunks_exact(r).enumerate() {
+            for (dst, &v) in buf.chunks_exact_mut(w).zip(vals) {
+                dst.copy_from_slice(&v.to_le_bytes()[..w]);
+            }
+            keys.push(band_key_v3(band as u32, buf, self.seed) & mask);
+        }
+        Ok(keys)
     }
 
     /// [`Self::sketch_keys`] of a b-bit sketch whose bands fit the stack buffer.

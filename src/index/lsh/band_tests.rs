@@ -134,6 +134,36 @@ fn sketch_keys_equal_the_keys_of_the_rows() {
     }
 }
 
+/// The direct MinHash path (32- and 64-bit values) gives exactly the keys of the rows for
+/// every version and width, for bandings that do and do not use every slot and for bands
+/// too long for the stack buffer, and the rows path's errors.
+#[test]
+fn minhash_sketch_keys_equal_the_keys_of_the_rows() {
+    let tokens = TokenSet::from_unsorted((0..300u64).map(|t| t * 7919).collect());
+    for bits in [32u8, 64] {
+        let sketch = Sketcher::new(SketchParams::minhash(128, bits, 5).expect("params"))
+            .expect("sketcher")
+            .sketch(&tokens)
+            .expect("sketch");
+        let rows = lsh_rows(&sketch).expect("rows");
+        for (bands, rows_per) in [(1, 1), (14, 9), (32, 4), (9, 13), (3, 40), (1, 128)] {
+            for version in [1u16, 2, 3] {
+                for width in [RowWidth::U16, RowWidth::U32, RowWidth::U64] {
+                    let params = LshParams { bands, rows: rows_per };
+                    let scheme = BandKeyScheme { version, ..BandKeyScheme::new(11, params, width) };
+                    let what = format!("{bits}-bit, {bands}x{rows_per}, v{version}, {width:?}");
+                    assert_eq!(scheme.sketch_keys(&sketch), scheme.keys(&rows), "{what}");
+                }
+            }
+        }
+        let too_many = BandKeyScheme::new(11, LshParams { bands: 33, rows: 4 }, rows.width());
+        assert_eq!(
+            too_many.sketch_keys(&sketch),
+            Err(IndexError::SizeMismatch { what: "signature rows for bands * rows", expected: 132, got: 128 })
+        );
+    }
+}
+
 #[test]
 fn band_index_and_seed_matter() {
     let v = [10u32, 20];

@@ -63,36 +63,50 @@ fn probe(
     sketch: &Sketch,
     bands: u32,
 ) -> Result<(Vec<u64>, Arc<ProbeCache>), IndexError> {
-    let cache = ProbeCache::of(snap, info, 0)?;
-    let def = cache.as_ref().map(|c| c.def.clone());
-    let (scheme, runs) = scheme_runs(info, def.as_deref())?;
-    let Some(cache) = cache else { return Err(not_lsh(info)) };
+    let Some(cache) = ProbeCache::of(snap, info, 0)? else { return Err(not_lsh(info)) };
+    Ok((probe_in(snap, info, &cache, sketch, bands)?, cache))
+}
+
+/// [`probe`] through `cache`, the probe cache of the collection's index as of `snap`.
+fn probe_in(
+    snap: &ReadSnapshot,
+    info: &CollectionInfo,
+    cache: &ProbeCache,
+    sketch: &Sketch,
+    bands: u32,
+) -> Result<Vec<u64>, IndexError> {
+    let (scheme, runs) = scheme_runs(info, Some(&cache.def))?;
     info.def
         .params
         .check_compatible(sketch.params())
         .map_err(|source| StorageError::Incompatible { collection: info.def.name.clone(), source })?;
     let keys = scheme.sketch_keys(sketch).map_err(index_err(info))?;
     let mut out = Vec::new();
-    let probe = LshProbe::new(&cache, scheme.key_bits());
+    let probe = LshProbe::new(cache, scheme.key_bits());
     probe.candidates(snap, info, runs, &keys[..keys.len().min(bands as usize)], &mut out)?;
     out.sort_unstable();
     out.dedup();
-    Ok((out, cache))
+    Ok(out)
 }
 
 /// The candidates of [`lsh_candidates`] (their count) and their records, in row order, for
 /// verification: records an earlier probe of the same index version read come from the
 /// probe cache, the others from their pages (each page checked), then kept there within
 /// the cache's budget. Removed rows whose entries the runs still hold are counted (their
-/// pages were read) but have no record.
+/// pages were read once per index version) but have no record. `cache` is the probe cache
+/// of the collection's index as of `snap` when the caller has it (`None`: looked up here).
 pub(crate) fn lsh_candidate_records(
     snap: &ReadSnapshot,
     info: &CollectionInfo,
+    cache: Option<&Arc<ProbeCache>>,
     sketch: &Sketch,
     bands: u32,
 ) -> Result<(usize, Vec<Arc<RowRecord>>), IndexError> {
     contain("lsh probe", || {
-        let (rows, cache) = probe(snap, info, sketch, bands)?;
+        let (rows, cache) = match cache {
+            Some(c) => (probe_in(snap, info, c, sketch, bands)?, c.clone()),
+            None => probe(snap, info, sketch, bands)?,
+        };
         let records = cache.records(snap, info, &rows)?;
         Ok((rows.len(), records))
     })

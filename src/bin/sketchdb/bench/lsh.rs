@@ -106,6 +106,32 @@ fn measure(
     })
 }
 
+/// Where a warm stored-signature query's time goes: each query run once more (after the
+/// timed pass), split by the query's own EXPLAIN ANALYZE time into execution (band lookups,
+/// the candidates' records, verification, ordering the hits) and the rest (the read
+/// transaction, the collection state and index definition, planning, the result), with the
+/// candidates and rows touched per query. Medians over the queries.
+fn stages(coll: &Collection, stored: &[Sketch], t: f64, options: QueryOptions) -> Result<serde_json::Value, CliError> {
+    let (mut total, mut exec, mut rest) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut candidates, mut touched) = (0u64, 0u64);
+    for sketch in stored {
+        let query = Query { sketch: sketch.clone(), kind: QueryKind::Threshold(t), options };
+        let start = Instant::now();
+        let r = coll.query(&query)?;
+        let all = start.elapsed().as_secs_f64();
+        let e = r.analyze.elapsed.as_secs_f64();
+        total.push(all);
+        exec.push(e);
+        rest.push((all - e).max(0.0));
+        candidates += r.analyze.candidates;
+        touched += r.analyze.rows_touched;
+    }
+    let n = stored.len().max(1) as f64;
+    Ok(json!({"p50_us": percentile(&mut total, 0.5) * 1e6, "execute_p50_us": percentile(&mut exec, 0.5) * 1e6,
+              "txn_stats_plan_p50_us": percentile(&mut rest, 0.5) * 1e6, "candidates_per_query": candidates as f64 / n,
+              "rows_touched_per_query": touched as f64 / n}))
+}
+
 /// Rows the `lsh-maintain` workload upserts, and then deletes, at most (half the collection
 /// when it is smaller).
 const MAINTAIN_ROWS: usize = 10_000;
@@ -246,9 +272,17 @@ pub fn lsh(
             run,
             "lsh-query",
             &dataset,
-            compacted,
+            compacted.clone(),
             m.json(),
             &format!("{notes}; after compaction (index of {runs} run(s))"),
+        )?;
+        emit(
+            run,
+            "lsh-query-stages",
+            &dataset,
+            compacted,
+            stages(&coll, &stored, t, opts)?,
+            &format!("{notes}; after compaction; each stored-signature query once more, warm"),
         )?;
         let (upsert_per_s, delete_per_s, rows) = maintain(&coll, &keys, &sketches)?;
         let mut config = config;

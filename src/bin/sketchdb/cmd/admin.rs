@@ -256,7 +256,7 @@ pub fn stats(session: &mut Session, json_out: bool) -> Result<(), CliError> {
 }
 
 /// The index column of `stats`.
-fn index_text(index: Option<IndexSummary>) -> String {
+pub fn index_text(index: Option<IndexSummary>) -> String {
     match index {
         None => "-".into(),
         Some(IndexSummary::SimhashTables { tables, radius, runs }) => {
@@ -275,7 +275,7 @@ fn index_text(index: Option<IndexSummary>) -> String {
 }
 
 /// The index field of `stats --json`.
-fn index_json(index: Option<IndexSummary>) -> serde_json::Value {
+pub fn index_json(index: Option<IndexSummary>) -> serde_json::Value {
     match index {
         None => serde_json::Value::Null,
         Some(IndexSummary::SimhashTables { tables, radius, runs }) => {

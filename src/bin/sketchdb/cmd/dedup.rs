@@ -9,12 +9,12 @@ use serde_json::json;
 use sketchdb::recipes::Measure;
 use sketchdb::{Clustering, QueryKind};
 
-use super::dedup_out::{Decided, Input, Keep, decide, score_pairs, write_dropped, write_pairs, write_records};
-use super::ingest::{IngestArgs, ingest};
+use super::dedup_in::{Prepared, prepare};
+use super::dedup_out::{Decided, Keep, decide, score_pairs, write_dropped, write_pairs, write_records};
 use super::query::{Ask, Resolved, explain_json, measure_name, resolve};
 use crate::error::CliError;
-use crate::load::{InputFormat, check_recipe};
-use crate::output::{note, outln, short_list, summary, table, write_out};
+use crate::load::{InputFormat, ReadArgs};
+use crate::output::{outln, short_list, summary, table, write_out};
 use crate::session::Session;
 use crate::write::{AddedNames, OutFormat, Target};
 
@@ -61,10 +61,13 @@ impl DedupAsk {
     }
 }
 
+// The readers' `--format` is spelled `--input-format` here: `--format` is the clusters'.
 #[derive(Args, Debug, Clone)]
+#[command(mut_arg("input_format", |a| a.long("input-format").visible_alias(None)))]
 pub struct DedupArgs {
-    /// A collection name, or a folder or file of records to ingest first (into a collection
-    /// named after it, in the database file).
+    /// A collection name, or a folder, a file or `-` (standard input) of records to ingest
+    /// first (into a collection named after it, `(stdin)` for standard input, in the
+    /// database file).
     pub target: String,
     #[command(flatten)]
     pub ask: DedupAsk,
@@ -92,7 +95,8 @@ pub struct DedupArgs {
     #[arg(long, value_name = "OUT")]
     pub write_deduplicated: Option<PathBuf>,
     /// With --write-deduplicated: write every record, adding NAME (cluster id), NAME_keeper
-    /// (the kept record's key) and NAME_kept (true for the record kept).
+    /// (the kept record's key), NAME_kept (true for a record kept) and NAME_status (kept,
+    /// duplicate, unique or no_tokens).
     #[arg(long, value_name = "NAME", requires = "write_deduplicated")]
     pub cluster_column: Option<String>,
     /// Write the verified pairs with their estimate and interval (.jsonl, .csv, .tsv,
@@ -104,6 +108,47 @@ pub struct DedupArgs {
     /// cluster's representative, so no chaining through weak links).
     #[arg(long, default_value = "components", value_parser = clustering)]
     pub clustering: Clustering,
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
+
+impl DedupArgs {
+    /// Whether the target is an input to ingest (a file, folder or standard input), so the
+    /// database is written.
+    pub fn ingests(&self) -> bool {
+        self.target == "-" || Path::new(&self.target).exists()
+    }
+
+    /// Whether the input is read a second time (`--keep` by value, `--write-deduplicated`).
+    fn second_pass(&self) -> bool {
+        self.write_deduplicated.is_some() || self.keep != Keep::First
+    }
+
+    /// Where standard input is spooled: beside the deduplicated output, else `$TMPDIR`.
+    fn spool_dir(&self) -> PathBuf {
+        match self.write_deduplicated.as_deref().and_then(Path::parent) {
+            Some(dir) if dir.as_os_str().is_empty() => PathBuf::from("."),
+            Some(dir) => dir.to_path_buf(),
+            None => std::env::temp_dir(),
+        }
+    }
+}
+
+/// The first reading option given a value of its own (they apply to an input only).
+fn read_flag(r: &ReadArgs) -> Option<&'static str> {
+    [
+        (r.format != InputFormat::Auto, "--input-format"),
+        (r.text_field.is_some(), "--text-field"),
+        (r.id_field != "id", "--id-field"),
+        (r.tokens_field.is_some(), "--tokens-field"),
+        (r.rejects.is_some(), "--rejects"),
+        (r.strict, "--strict"),
+        (r.lossy_utf8, "--lossy-utf8"),
+        (r.follow_symlinks, "--follow-symlinks"),
+        (r.threads.is_some(), "--threads"),
+    ]
+    .into_iter()
+    .find_map(|(given, flag)| given.then_some(flag))
 }
 
 /// `--clustering`: a [`Clustering`] by name.
@@ -112,28 +157,6 @@ fn clustering(name: &str) -> Result<Clustering, String> {
         let names: Vec<&str> = Clustering::ALL.iter().map(|c| c.name()).collect();
         format!("unknown clustering `{name}` (expected {})", names.join(" or "))
     })
-}
-
-/// The collection to join, ingesting (and syncing) a file or folder first, read as ingest
-/// reads it by default; the input, when there is one (read again for the outputs).
-fn prepare(session: &mut Session, target: &str, recipe: Option<&str>) -> Result<(String, Option<Input>), CliError> {
-    let path = Path::new(target);
-    if !path.exists() {
-        if recipe.is_some() {
-            check_recipe(&session.db()?.collection(target)?, recipe)?;
-        }
-        return Ok((target.to_string(), None));
-    }
-    let name = folder_collection(path)?;
-    let what = if path.is_dir() { "folder" } else { "file" };
-    note(&format!("sketchdb: {what} {} -> collection `{name}` in {}", path.display(), session.path().display()));
-    let mut args = IngestArgs::folder(name.clone(), path.to_path_buf());
-    args.recipe = recipe.map(str::to_owned);
-    if !path.is_dir() {
-        args.read.format = InputFormat::Auto;
-    }
-    ingest(session, &args)?;
-    Ok((name, Some(Input { path: path.to_path_buf(), options: args.read.options() })))
 }
 
 /// The output files asked for, checked before any work.
@@ -165,26 +188,17 @@ impl Outputs {
     }
 }
 
-/// The collection a folder (or file) is ingested into: its canonical path, so two folders with the same
-/// name never share one (a path over the 255-byte name limit keeps its last 200 bytes after
-/// a hash of the whole).
-pub fn folder_collection(path: &Path) -> Result<String, CliError> {
-    let canon = path.canonicalize().map_err(|e| CliError::io(path, e))?;
-    let full = canon.to_string_lossy().into_owned();
-    if full.len() <= sketchdb::recipes::MAX_COLLECTION_NAME_LEN {
-        return Ok(full);
-    }
-    let mut cut = full.len() - 200;
-    while !full.is_char_boundary(cut) {
-        cut += 1;
-    }
-    Ok(format!("{:016x}...{}", xxhash_rust::xxh3::xxh3_64(full.as_bytes()), &full[cut..]))
-}
-
 pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<(), CliError> {
     let start = std::time::Instant::now();
     let outputs = Outputs::of(args)?;
-    let (name, input) = prepare(session, &args.target, args.recipe.as_deref())?;
+    let Prepared { name, input, no_tokens } =
+        prepare(session, &args.target, args.recipe.as_deref(), &args.read, args.second_pass(), &args.spool_dir())?;
+    if let (None, Some(flag)) = (&input, read_flag(&args.read)) {
+        return Err(CliError::Usage(format!(
+            "{flag} is an option of reading an input, and `{name}` is a stored collection: give the file, \
+             folder or - instead"
+        )));
+    }
     if input.is_none() && (outputs.records.is_some() || args.keep != Keep::First) {
         let what = if outputs.records.is_some() { "--write-deduplicated" } else { "--keep" };
         return Err(CliError::Usage(format!(
@@ -207,7 +221,7 @@ pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<
     let d = coll.dedup_clustered(kind, options, args.clustering)?;
     let join_secs = joined.elapsed().as_secs_f64();
     let records = coll.stats()?.live;
-    let decided = decide(&d, &args.keep, input.as_ref())?;
+    let decided = decide(&d, &args.keep, input.as_ref(), &coll)?;
     let format = if json_out && args.format != ClusterFormat::None { ClusterFormat::Jsonl } else { args.format };
     print_clusters(&decided, format)?;
     let measure = measure_name(kind, Measure::of(coll.params().kind()));
@@ -225,7 +239,7 @@ pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<
     }
     if let (Some(t), Some(input)) = (&outputs.records, &input) {
         let names = args.cluster_column.as_deref().map(AddedNames::new);
-        let n = write_records(input, t, &decided, names)?;
+        let n = write_records(input, &coll, t, &decided, names)?;
         files.push(json!({"option": "write_deduplicated", "file": t.path, "records": n}));
     }
     let what = match kind {
@@ -236,6 +250,10 @@ pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<
     let duplicates = decided.dropped();
     let percent = 100.0 * duplicates as f64 / (records.max(1) as f64);
     let secs = start.elapsed().as_secs_f64();
+    let empty = match no_tokens {
+        0 => String::new(),
+        n => format!("; {n} input records without tokens are kept (nothing to compare, not stored)"),
+    };
     let plan = d.plan.as_ref().map_or_else(String::new, |p| format!("; plan: {p} ({})", d.reason));
     let wrote: String = files
         .iter()
@@ -245,7 +263,7 @@ pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<
         "dedup",
         &format!(
             "{} clusters from {} verified pairs ({what}) in collection `{name}` of {}: {} of {records} records are \
-             duplicates ({percent:.1}%), keeping {} per cluster, clustering {}, in {secs:.2} s{plan}{wrote}",
+             duplicates ({percent:.1}%){empty}, keeping {} per cluster, clustering {}, in {secs:.2} s{plan}{wrote}",
             d.clusters.len(),
             d.pairs,
             session.path().display(),
@@ -254,7 +272,7 @@ pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<
             args.clustering,
         ),
         json!({"collection": name, "records": records, "clusters": d.clusters.len(), "pairs": d.pairs,
-               "duplicates": duplicates, "kept": records as usize - duplicates, "percent": percent,
+               "duplicates": duplicates, "kept": records as usize - duplicates, "percent": percent, "no_tokens": no_tokens,
                "keep": args.keep.to_string(), "clustering": args.clustering.name(), "seconds": secs, "join_seconds": join_secs,
                "plan": d.plan.as_ref().map(ToString::to_string), "reason": d.reason, "files": files}),
     );

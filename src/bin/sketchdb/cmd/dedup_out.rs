@@ -11,13 +11,14 @@
 //!   field ranks last).
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::Path;
 
-use sketchdb::io::{Content, Raw, ReadOptions, RecordSource, SourceRecord, read};
+use sketchdb::io::{Content, Raw, SourceRecord};
 use sketchdb::{Collection, DedupResult, Estimate, QueryKind, Sketch};
 
+use super::dedup_in::{Input, Stored};
 use crate::error::CliError;
-use crate::write::{self, Added, AddedNames, Cell, ColType, Column, FieldValue, RecordWriter, Target};
+use crate::write::{self, Added, AddedNames, Cell, ColType, Column, FieldValue, RecordWriter, Status, Target};
 
 /// Which member of a cluster is kept.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,33 +54,6 @@ impl std::fmt::Display for Keep {
     }
 }
 
-/// The input a dedup read its records from, read again for `--keep` and the outputs.
-pub struct Input {
-    pub path: PathBuf,
-    pub options: ReadOptions,
-}
-
-impl Input {
-    /// A fresh pass over the input, keeping each record's raw form.
-    pub fn read(&self) -> Result<Box<dyn RecordSource>, CliError> {
-        let mut options = self.options.clone();
-        options.keep_raw = true;
-        read::open(&self.path, &options).map_err(|e| CliError::Input(e.to_string()))
-    }
-
-    /// Each record of the input (rejected records are passed over: they were not stored).
-    fn each(&self, mut f: impl FnMut(SourceRecord) -> Result<(), CliError>) -> Result<(), CliError> {
-        for item in self.read()? {
-            match item {
-                Ok(Ok(rec)) => f(rec)?,
-                Ok(Err(_reject)) => {}
-                Err(e) => return Err(CliError::Input(e.to_string())),
-            }
-        }
-        Ok(())
-    }
-}
-
 /// One cluster with its members' keys (UTF-8, lossy) and the member kept.
 pub struct Group {
     pub keys: Vec<String>,
@@ -107,15 +81,21 @@ impl Decided {
         match self.by_key.get(key) {
             Some(&(g, m)) => {
                 let group = &self.groups[g];
-                Added { cluster: Some(g as u64 + 1), keeper: group.keys[group.keeper].clone(), kept: m == group.keeper }
+                let status = if m == group.keeper { Status::Kept } else { Status::Duplicate };
+                Added { cluster: Some(g as u64 + 1), keeper: group.keys[group.keeper].clone(), status }
             }
-            None => Added { cluster: None, keeper: key.to_string(), kept: true },
+            None => Added { cluster: None, keeper: key.to_string(), status: Status::Unique },
         }
     }
 }
 
-/// The value `--keep` compares for one record.
-fn metric(rec: &SourceRecord, keep: &Keep, parquet: &mut Option<Vec<FieldValue>>) -> Result<FieldValue, CliError> {
+/// The value `--keep` compares for one record (`file`: the input file a Parquet row is in).
+fn metric(
+    rec: &SourceRecord,
+    keep: &Keep,
+    file: &Path,
+    parquet: &mut Option<Vec<FieldValue>>,
+) -> Result<FieldValue, CliError> {
     let length = |c: &Content| match c {
         Content::Text(t) => t.len(),
         Content::Tokens(t) => t.len(),
@@ -144,7 +124,7 @@ fn metric(rec: &SourceRecord, keep: &Keep, parquet: &mut Option<Vec<FieldValue>>
             },
             Raw::ParquetRow(row) => {
                 if parquet.is_none() {
-                    *parquet = Some(write::column_values(rec.origin.path(), name)?);
+                    *parquet = Some(write::column_values(file, name)?);
                 }
                 parquet.as_ref().and_then(|v| v.get(*row as usize).cloned()).unwrap_or(FieldValue::Missing)
             }
@@ -158,8 +138,9 @@ fn metric(rec: &SourceRecord, keep: &Keep, parquet: &mut Option<Vec<FieldValue>>
     })
 }
 
-/// Chooses each cluster's keeper by `keep`, reading `input` once unless `keep` is `first`.
-pub fn decide(d: &DedupResult, keep: &Keep, input: Option<&Input>) -> Result<Decided, CliError> {
+/// Chooses each cluster's keeper by `keep`, reading `input` (ingested into `coll`) once
+/// unless `keep` is `first`.
+pub fn decide(d: &DedupResult, keep: &Keep, input: Option<&Input>, coll: &Collection) -> Result<Decided, CliError> {
     let mut groups: Vec<Group> = d
         .clusters
         .iter()
@@ -184,9 +165,9 @@ pub fn decide(d: &DedupResult, keep: &Keep, input: Option<&Input>) -> Result<Dec
         })?;
         let mut values: HashMap<(usize, usize), FieldValue> = HashMap::new();
         let mut parquet = None;
-        input.each(|rec| {
-            if let Some(&at) = by_key.get(&rec.key) {
-                values.insert(at, metric(&rec, keep, &mut parquet)?);
+        input.each(coll, |rec, stored| {
+            if let (Stored::Yes, Some(&at)) = (stored, by_key.get(&rec.key)) {
+                values.insert(at, metric(&rec, keep, input.file(), &mut parquet)?);
             }
             Ok(())
         })?;
@@ -340,9 +321,11 @@ pub fn write_dropped(
 }
 
 /// Writes `--write-deduplicated`: the input's kept records unchanged (every record, with the
-/// cluster columns, when `names` is given). Returns the records written.
+/// cluster columns, when `names` is given). A record without tokens is kept (status
+/// `no_tokens`); one ingest rejected otherwise is not written. Returns the records written.
 pub fn write_records(
     input: &Input,
+    coll: &Collection,
     target: &Target,
     decided: &Decided,
     names: Option<AddedNames>,
@@ -351,13 +334,17 @@ pub fn write_records(
     let mut first = true;
     let mut parquet_rows: Option<Vec<Option<Added>>> = None;
     let mut writer = RecordWriter::new(target.clone(), names.clone());
-    input.each(|rec| {
+    input.each(coll, |rec, stored| {
         if first && matches!(rec.raw, Raw::ParquetRow(_)) {
             parquet_rows = Some(Vec::new());
         }
         first = false;
-        let added = decided.added(&rec.key);
-        let wanted = all || added.kept;
+        let added = match stored {
+            Stored::Yes => decided.added(&rec.key),
+            Stored::NoTokens => Added { cluster: None, keeper: rec.key.clone(), status: Status::NoTokens },
+            Stored::Rejected => return Ok(()),
+        };
+        let wanted = all || added.kept();
         match (&mut parquet_rows, &rec.raw) {
             (Some(rows), Raw::ParquetRow(r)) => {
                 let r = *r as usize;
@@ -373,7 +360,7 @@ pub fn write_records(
     })?;
     match parquet_rows {
         Some(rows) if target.format == write::OutFormat::Parquet => {
-            write::copy_rows(&input.path, target, &rows, names.as_ref())
+            write::copy_rows(input.file(), target, &rows, names.as_ref())
         }
         Some(_) => Err(CliError::Usage(format!(
             "--write-deduplicated {}: Parquet input is written as Parquet (.parquet)",

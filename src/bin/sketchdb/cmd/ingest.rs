@@ -47,6 +47,10 @@ pub struct IngestArgs {
     pub recipe: Option<String>,
     #[command(flatten)]
     pub read: ReadArgs,
+    /// Read the input `-` from this file instead of standard input, still named `-` in keys
+    /// and origins (`dedup -` spools standard input to read it twice).
+    #[arg(skip)]
+    pub stdin_from: Option<PathBuf>,
 }
 
 impl IngestArgs {
@@ -69,6 +73,7 @@ impl IngestArgs {
                 follow_symlinks: false,
                 threads: None,
             },
+            stdin_from: None,
         }
     }
 }
@@ -100,6 +105,10 @@ struct Loader<'a> {
     counts: Counts,
     /// xxh3-128 of every key read (duplicates across inputs; `--sync`).
     seen: HashSet<u128>,
+    /// Whether `seen` holds every key, or only ids: a record without an id is keyed by its
+    /// position in its input (row, line, relative path), unique within one input, so a
+    /// single input without `--sync` keeps memory flat however long it is.
+    track_all: bool,
     rejects: Rejects,
     strict: bool,
     /// Where the first and the last record of the pending batch were read.
@@ -127,7 +136,7 @@ impl Loader<'_> {
         let hashes = hashes(pool, &records);
         let mut todo = Vec::with_capacity(records.len());
         for (record, hash) in records.into_iter().zip(hashes) {
-            if !self.seen.insert(xxh3_128(record.key.as_bytes())) {
+            if (self.track_all || record.id.is_some()) && !self.seen.insert(xxh3_128(record.key.as_bytes())) {
                 let message = format!("duplicate key `{}` in this input", record.key);
                 let (origin, key) = (record.origin.to_string(), Some(record.key.as_str()));
                 self.reject(&Bad { origin, key, kind: RejectKind::DuplicateKey, message })?;
@@ -251,15 +260,20 @@ fn read_chunk(source: &mut dyn RecordSource, max: usize, tokenizer: &Tokenizer, 
 }
 
 pub fn ingest(session: &mut Session, args: &IngestArgs) -> Result<(), CliError> {
+    load(session, args, false).map(drop)
+}
+
+/// `ingest`, returning the fields of its `--json` summary (`dedup FILE` reports from them).
+pub fn ingest_report(session: &mut Session, args: &IngestArgs) -> Result<serde_json::Value, CliError> {
     load(session, args, false)
 }
 
 /// `upsert`: as `ingest`, but a key already stored gets the new record.
 pub fn upsert(session: &mut Session, args: &IngestArgs) -> Result<(), CliError> {
-    load(session, args, true)
+    load(session, args, true).map(drop)
 }
 
-fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<(), CliError> {
+fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_json::Value, CliError> {
     let opts = args.read.options();
     let default = if args.read.is_u64(&args.inputs[0]) { fingerprint_config()? } else { text_config()? };
     let default = with_recipe(default, args.recipe.as_deref())?;
@@ -287,13 +301,17 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<(), Cl
         upsert,
         counts: Counts::default(),
         seen: HashSet::new(),
+        track_all: args.sync || args.inputs.len() > 1,
         rejects: Rejects::new(args.read.rejects.as_deref(), !args.read.strict)?,
         strict: args.read.strict,
         span: None,
     };
     let mut docs = 0u64;
     for input in &args.inputs {
-        let mut source = sketchdb::io::read::open(input, &opts).map_err(read_error)?;
+        let mut source = match &args.stdin_from {
+            Some(spool) if input.as_os_str() == "-" => crate::load::open_spool(spool, &opts),
+            _ => sketchdb::io::read::open(input, &opts).map_err(read_error),
+        }?;
         let mut pending: Vec<SourceRecord> = Vec::with_capacity(args.batch.min(1 << 16));
         loop {
             // Parsing runs on the pool too (a JSONL reader parses lines ahead in parallel).
@@ -328,10 +346,10 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<(), Cl
     }
     let mut sync_note = String::new();
     if args.sync {
-        if loader.rejects.count() == 0 {
+        if loader.rejects.blocking_sync() == 0 {
             loader.delete_unseen(args.batch)?;
         } else {
-            sync_note = format!("; --sync deleted nothing: {} records were rejected", loader.rejects.count());
+            sync_note = format!("; --sync deleted nothing: {} records were rejected", loader.rejects.blocking_sync());
         }
     }
     loader.rejects.finish()?;
@@ -370,6 +388,6 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<(), Cl
         docs as f64 / secs.max(1e-9),
         bytes as f64 / 1e6 / secs.max(1e-9)
     ));
-    summary(if upsert { "upsert" } else { "ingest" }, &human, fields);
-    Ok(())
+    summary(if upsert { "upsert" } else { "ingest" }, &human, fields.clone());
+    Ok(fields)
 }

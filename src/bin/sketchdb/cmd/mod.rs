@@ -4,8 +4,10 @@
 pub mod admin;
 pub mod bounds;
 pub mod dedup;
+pub mod dedup_in;
 pub mod dedup_out;
 pub mod delete;
+pub mod import_signatures;
 pub mod ingest;
 pub mod query;
 pub mod recipes;

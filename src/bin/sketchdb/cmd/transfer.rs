@@ -1,28 +1,27 @@
 //! `export` / `import`: a collection as JSON lines, round trip exact.
 //!
-//! Line 1 is a header `{"sketchdb_export":1,"collection":NAME,"params":{..},"tokenizer":{..},"index":..}`
-//! (the collection's whole configuration: `import` recreates the same collection);
+//! Line 1 is a header `{"sketchdb_export":1,"collection":NAME,"recipe":NAME,"params":{..},
+//! "tokenizer":{..},"index":..}` (the collection's whole configuration, recipe and hash family
+//! included: `import` recreates the same collection);
 //! every further line is one record: `{"key":"..."}` (or `"key_hex"` for keys that are not
 //! UTF-8) plus its raw sketch: `"values"` (MinHash), `"words"` (b-bit), `"bins"` and `"empty"`
 //! (OPH), `"simhash"` (hex), and `"cardinality"` for set sketches. Integers are exact u64.
 
 use std::io::{BufRead, BufReader, BufWriter, Write};
-use std::path::{Path, PathBuf};
-
-use clap::Args;
+use std::path::Path;
 
 use serde_json::{Value, json};
 use sketchdb::{
-    BBitMinHash, Batch, CollectionConfig, IndexConfig, MinHash, OphSketch, SimHash, Sketch, SketchParams, Tokenizer,
+    BBitMinHash, CollectionConfig, IndexConfig, MinHash, OphSketch, SimHash, Sketch, SketchParams, Tokenizer,
 };
-
-use super::ingest::{DEFAULT_BATCH, batch_size};
 
 use crate::error::CliError;
 use crate::export_header::{
     index_from_json, index_to_json, params_from_json, params_to_json, tokenizer_from_json, tokenizer_to_json,
 };
 use crate::input::parse_hex_fingerprint;
+pub use crate::load::import::ImportArgs;
+use crate::load::import::{Importer, check_same};
 use crate::output::summary;
 use crate::session::Session;
 
@@ -80,9 +79,9 @@ pub fn export(session: &mut Session, name: &str, out: &Path) -> Result<(), CliEr
     };
     let mut w = BufWriter::new(file);
     let params = params_to_json(coll.params()).map_err(CliError::Input)?;
-    let tokenizer = tokenizer_to_json(&coll.config().tokenizer).map_err(CliError::Input)?;
+    let tokenizer = tokenizer_to_json(&coll.config().tokenizer, coll.params().family()).map_err(CliError::Input)?;
     let index = index_to_json(&coll.config().index).map_err(CliError::Input)?;
-    let header = json!({"sketchdb_export": EXPORT_VERSION, "collection": name,
+    let header = json!({"sketchdb_export": EXPORT_VERSION, "collection": name, "recipe": coll.config().recipe().name(),
                         "params": params, "tokenizer": tokenizer, "index": index});
     let io = |e: std::io::Error| CliError::io(out, e);
     writeln!(w, "{header}").map_err(io)?;
@@ -143,22 +142,6 @@ fn sketch_from_json(params: SketchParams, v: &Value) -> Result<Sketch, String> {
     Ok(s)
 }
 
-/// `import`: a collection written by `export`.
-#[derive(Args, Debug, Clone)]
-pub struct ImportArgs {
-    /// The export file.
-    pub input: PathBuf,
-    /// Import into this collection instead of the one named in the file.
-    #[arg(long)]
-    pub into: Option<String>,
-    /// Replace the records of keys already stored (by default they are kept and skipped).
-    #[arg(long)]
-    pub upsert: bool,
-    /// Records per transaction (1 to 1,000,000).
-    #[arg(long, default_value_t = DEFAULT_BATCH, value_parser = batch_size())]
-    pub batch: usize,
-}
-
 /// What an export's first line says.
 struct Header {
     name: Option<String>,
@@ -187,6 +170,13 @@ fn read_header(input: &Path, first: Option<std::io::Result<String>>) -> Result<H
     };
     let config = CollectionConfig::new(params).with_tokenizer(tokenizer).with_index(index);
     config.validate().map_err(|e| at(format!("header: {}", CliError::from(e))))?;
+    // Exports written before recipes were recorded name none.
+    if let Some(recipe) = header.get("recipe") {
+        let found = config.recipe().name();
+        if recipe.as_str() != Some(found) {
+            return Err(at(format!("header `recipe` is {recipe}, but its tokenizer and family are recipe `{found}`")));
+        }
+    }
     Ok(Header { name: header.get("collection").and_then(Value::as_str).map(str::to_string), config })
 }
 
@@ -216,51 +206,20 @@ fn for_each_record(
     Ok(())
 }
 
-/// The writing pass of an import: batches of records whose keys are new (or, upserting,
-/// any key), each key once.
-struct Importer<'a> {
-    coll: &'a sketchdb::Collection,
-    snap: sketchdb::Snapshot,
-    batch: Batch,
-    batch_size: usize,
-    /// Keys of the pending batch.
-    pending: std::collections::HashSet<Vec<u8>>,
-    upsert: bool,
-    inserted: u64,
-    replaced: u64,
-    skipped: u64,
-}
-
-impl Importer<'_> {
-    fn push(&mut self, key: Vec<u8>, sketch: Sketch) -> Result<(), CliError> {
-        if self.pending.contains(&key) || (!self.upsert && self.snap.get(&key)?.is_some()) {
-            self.skipped += 1;
-            return Ok(());
-        }
-        if self.upsert {
-            self.batch.upsert(&key, sketch);
-        } else {
-            self.batch.insert(&key, sketch);
-        }
-        self.pending.insert(key);
-        if self.batch.len() >= self.batch_size { self.flush() } else { Ok(()) }
-    }
-
-    fn flush(&mut self) -> Result<(), CliError> {
-        let s = self.coll.apply(&self.batch)?;
-        self.inserted += s.inserted;
-        self.replaced += s.replaced;
-        self.batch.clear();
-        self.pending.clear();
-        self.snap = self.coll.snapshot()?;
-        Ok(())
-    }
-}
-
 /// Reads the whole export once to check every record before anything is written (so a bad
 /// file leaves no half-imported collection), then writes it in batches. Keys already stored
 /// are skipped (importing the same file twice is a no-op) or, with `--upsert`, replaced.
 pub fn import(session: &mut Session, args: &ImportArgs) -> Result<(), CliError> {
+    if crate::load::signatures::is_parquet_input(&args.input) {
+        return super::import_signatures::import(session, args);
+    }
+    if args.spec.any() {
+        return Err(CliError::Usage(format!(
+            "{}: an export file's header carries its configuration; --kind, --k, --lsh and the other \
+             signature flags describe a signature Parquet",
+            args.input.display()
+        )));
+    }
     let input = args.input.as_path();
     let file = std::fs::File::open(input).map_err(|e| CliError::io(input, e))?;
     let header = read_header(input, BufReader::new(file).lines().next())?;
@@ -275,20 +234,9 @@ pub fn import(session: &mut Session, args: &ImportArgs) -> Result<(), CliError> 
     })?;
     session.create_missing = true;
     let coll = session.collection_or_create(&name, header.config)?;
-    coll.params()
-        .check_compatible(&params)
+    check_same(coll.config(), &header.config)
         .map_err(|e| CliError::Input(format!("{}:1: collection `{name}`: {e}", input.display())))?;
-    let mut w = Importer {
-        coll: &coll,
-        snap: coll.snapshot()?,
-        batch: Batch::with_capacity(args.batch),
-        batch_size: args.batch,
-        pending: Default::default(),
-        upsert: args.upsert,
-        inserted: 0,
-        replaced: 0,
-        skipped: 0,
-    };
+    let mut w = Importer::new(&coll, args.batch, args.upsert)?;
     for_each_record(input, params, |key, sketch| w.push(key, sketch))?;
     w.flush()?;
     let (inserted, replaced, skipped) = (w.inserted, w.replaced, w.skipped);

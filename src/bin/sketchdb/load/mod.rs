@@ -2,9 +2,12 @@
 //! command shares ([`ReadArgs`]), the rejects report, the progress bar and the parallel
 //! sketching of batches. `ingest`, `upsert` and the ingest step of `dedup DIR` use it.
 
+pub mod import;
 pub mod pipeline;
 pub mod progress;
 pub mod rejects;
+pub mod signature_spec;
+pub mod signatures;
 
 use std::path::PathBuf;
 
@@ -51,8 +54,10 @@ impl InputFormat {
 /// How inputs are read: format, fields, bad records, threads.
 #[derive(Args, Debug, Clone)]
 pub struct ReadArgs {
-    /// Input format.
-    #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
+    /// Input format (`--input-format` is the same; `dedup` takes only `--input-format`, its
+    /// `--format` being the clusters' output format).
+    #[arg(long = "format", id = "input_format", visible_alias = "input-format", value_name = "FORMAT", value_enum,
+          default_value_t = InputFormat::Auto)]
     pub format: InputFormat,
     /// The text field: a dotted path into JSON objects (`meta.body`), or a CSV/Parquet column
     /// [default: text; a JSONL record may instead hold `tokens` or `simhash`].
@@ -119,6 +124,15 @@ impl ReadArgs {
                     n.to_ascii_lowercase().trim_end_matches(".gz").trim_end_matches(".zst").ends_with(".u64")
                 }))
     }
+}
+
+/// The records of `spool`, a copy of standard input, named `-` as standard input's are.
+pub fn open_spool(
+    spool: &std::path::Path,
+    opts: &ReadOptions,
+) -> Result<Box<dyn sketchdb::io::RecordSource>, CliError> {
+    let file = std::fs::File::open(spool).map_err(|e| CliError::io(spool, e))?;
+    sketchdb::io::read::from_reader("-", file, opts).map_err(read_error)
 }
 
 /// A reader's error as the CLI's: a file that cannot be opened or read is an I/O error (exit

@@ -192,6 +192,14 @@ impl Rejects {
         self.count
     }
 
+    /// Rejected records that keep `--sync` from deleting: all but those without tokens
+    /// (`empty_text`, `no_tokens`), whose stored version, if any, is stale either way.
+    pub fn blocking_sync(&self) -> u64 {
+        let tokenless: u64 =
+            [RejectKind::EmptyText, RejectKind::NoTokens].iter().filter_map(|k| self.by_kind.get(k)).sum();
+        self.count - tokenless
+    }
+
     /// Skipped folder entries so far.
     pub fn skipped_count(&self) -> u64 {
         self.skipped_count

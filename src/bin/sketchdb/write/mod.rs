@@ -17,4 +17,4 @@ mod text;
 
 pub use self::parquet::{column_values, copy_rows};
 pub use records::{RecordWriter, rows};
-pub use sink::{Added, AddedNames, Cell, ColType, Column, FieldValue, OutFormat, Target};
+pub use sink::{Added, AddedNames, Cell, ColType, Column, FieldValue, OutFormat, Status, Target};

@@ -146,12 +146,14 @@ fn added_arrays(rows: &[&Added]) -> Vec<ArrayRef> {
     let mut cluster = UInt64Builder::new();
     let mut keeper = StringBuilder::new();
     let mut kept = BooleanBuilder::new();
+    let mut status = StringBuilder::new();
     for a in rows {
         cluster.append_option(a.cluster);
         keeper.append_value(&a.keeper);
-        kept.append_value(a.kept);
+        kept.append_value(a.kept());
+        status.append_value(a.status.name());
     }
-    vec![Arc::new(cluster.finish()), Arc::new(keeper.finish()), Arc::new(kept.finish())]
+    vec![Arc::new(cluster.finish()), Arc::new(keeper.finish()), Arc::new(kept.finish()), Arc::new(status.finish())]
 }
 
 /// Copies the rows of the Parquet file `input` to `target` with every column unchanged: row
@@ -178,6 +180,7 @@ pub fn copy_rows(
         fields.push(Field::new(&n.cluster, DataType::UInt64, true));
         fields.push(Field::new(&n.keeper, DataType::Utf8, false));
         fields.push(Field::new(&n.kept, DataType::Boolean, false));
+        fields.push(Field::new(&n.status, DataType::Utf8, false));
     }
     let out_schema: SchemaRef = Arc::new(Schema::new_with_metadata(fields, in_schema.metadata().clone()));
     let mut w = writer(target, Arc::clone(&out_schema))?;

@@ -240,31 +240,65 @@ impl FieldValue {
     }
 }
 
+/// What dedup decided for a record, as `--cluster-column` writes it (`NAME_status`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// The member kept for its cluster.
+    Kept,
+    /// A member dropped: a near-duplicate of its cluster's keeper.
+    Duplicate,
+    /// In no cluster: no near-duplicate found.
+    Unique,
+    /// No token under the collection's recipe (empty text, or none of the recipe's tokens):
+    /// nothing to compare, so kept.
+    NoTokens,
+}
+
+impl Status {
+    /// The snake_case name written.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Kept => "kept",
+            Status::Duplicate => "duplicate",
+            Status::Unique => "unique",
+            Status::NoTokens => "no_tokens",
+        }
+    }
+}
+
 /// The names of the columns `--cluster-column NAME` adds: `NAME` (the cluster id, null for a
 /// record in no cluster), `NAME_keeper` (the key of the record kept for its cluster; its own
-/// key outside clusters) and `NAME_kept` (whether this record is the one kept).
+/// key outside clusters), `NAME_kept` (whether this record is kept) and `NAME_status`
+/// ([`Status`]).
 #[derive(Clone, Debug)]
 pub struct AddedNames {
     pub cluster: String,
     pub keeper: String,
     pub kept: String,
+    pub status: String,
 }
 
 impl AddedNames {
     pub fn new(name: &str) -> AddedNames {
-        AddedNames { cluster: name.to_string(), keeper: format!("{name}_keeper"), kept: format!("{name}_kept") }
+        AddedNames {
+            cluster: name.to_string(),
+            keeper: format!("{name}_keeper"),
+            kept: format!("{name}_kept"),
+            status: format!("{name}_status"),
+        }
     }
 
-    /// The three names, in column order.
-    pub fn all(&self) -> [&str; 3] {
-        [&self.cluster, &self.keeper, &self.kept]
+    /// The four names, in column order.
+    pub fn all(&self) -> [&str; 4] {
+        [&self.cluster, &self.keeper, &self.kept, &self.status]
     }
 
-    pub(super) fn columns(&self) -> [Column; 3] {
+    pub(super) fn columns(&self) -> [Column; 4] {
         [
             Column::new(&self.cluster, ColType::UInt),
             Column::new(&self.keeper, ColType::Str),
             Column::new(&self.kept, ColType::Bool),
+            Column::new(&self.status, ColType::Str),
         ]
     }
 }
@@ -276,12 +310,21 @@ pub struct Added {
     pub cluster: Option<u64>,
     /// The key of the record kept for the cluster (the record's own key outside clusters).
     pub keeper: String,
-    /// Whether this record is kept.
-    pub kept: bool,
+    pub status: Status,
 }
 
 impl Added {
-    pub(super) fn cells(&self) -> [Cell; 3] {
-        [self.cluster.map_or(Cell::Null, Cell::UInt), Cell::Str(self.keeper.clone()), Cell::Bool(self.kept)]
+    /// Whether the record is kept (everything but a cluster's duplicates).
+    pub fn kept(&self) -> bool {
+        self.status != Status::Duplicate
+    }
+
+    pub(super) fn cells(&self) -> [Cell; 4] {
+        [
+            self.cluster.map_or(Cell::Null, Cell::UInt),
+            Cell::Str(self.keeper.clone()),
+            Cell::Bool(self.kept()),
+            Cell::Str(self.status.name().to_string()),
+        ]
     }
 }
