@@ -209,9 +209,16 @@ pub(crate) fn contents(
             };
             if let Some(arrays) = arrow_chunks(s, "signatures")? {
                 let rows = signature_rows(&arrays, width).map_err(PyValueError::new_err)?;
-                return Ok(rows
+                // Decoded from the column in place, on all cores with the GIL released.
+                let decoded: Vec<Option<Result<Sketch, sketchdb::CodecError>>> =
+                    s.py().detach(|| rows.par_iter().map(|r| r.map(|b| signature::decode(&params, b))).collect());
+                return Ok(decoded
                     .into_iter()
-                    .map(|r| r.map_or_else(|| Err(PyValueError::new_err("a null signature")), decode))
+                    .map(|r| match r {
+                        Some(Ok(sketch)) => Ok(Probe::Sketch(sketch)),
+                        Some(Err(e)) => Err(to_py(sketchdb::Error::from(e))),
+                        None => Err(PyValueError::new_err("a null signature")),
+                    })
                     .collect());
             }
             s.try_iter()?
