@@ -99,6 +99,15 @@ fn ingest_into_an_exact_collection_reports_exact_jaccard_equal_to_brute_force() 
         }
     }
     assert!(checked > 2 * docs.len(), "only {checked} hits");
+    // EXPLAIN of a key or text question says the scores are exact; of a bare signature, estimated.
+    let (key, text) = (&docs[0].0, &docs[0].1);
+    for probe in [vec![key.as_str()], vec!["--text", text.as_str()]] {
+        let mut args = vec!["--db", "x.db", "explain", "c"];
+        args.extend(probe);
+        args.extend(["--threshold", "0.3"]);
+        let shown = String::from_utf8(ok(d, &args).stdout).unwrap();
+        assert!(shown.contains("scores: exact"), "{shown}");
+    }
     ok(d, &["--db", "x.db", "verify"]);
 }
 

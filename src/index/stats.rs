@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use super::lsh::LshParams;
 use super::probe_cache::ProbeCache;
-use crate::index::error::IndexError;
 use crate::codec::meta::CollectionState;
+use crate::index::error::IndexError;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::error::contain;
 use crate::storage::reader::ReadSnapshot;

@@ -46,7 +46,12 @@ fn stats_and_cache(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<(Stats,
     Ok((stats_of(info, &state, index.lsh.map(|l| l.plan), index.simhash), index.cache))
 }
 
-fn stats_of(info: &CollectionInfo, state: &CollectionState, lsh: Option<LshStats>, simhash: Option<SimhashStats>) -> Stats {
+fn stats_of(
+    info: &CollectionInfo,
+    state: &CollectionState,
+    lsh: Option<LshStats>,
+    simhash: Option<SimhashStats>,
+) -> Stats {
     let p = &info.def.params;
     Stats { live: state.live, deleted: state.deleted, kind: p.kind(), slots: p.slots(), bits: p.bits(), lsh, simhash }
 }

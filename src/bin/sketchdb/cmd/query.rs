@@ -344,7 +344,16 @@ pub fn explain(
         }
         Probes::SelfJoin => return Err(CliError::Usage("explain needs a probe".into())),
     };
-    let e = coll.explain(query, analyze)?;
+    // A collection that keeps exact shingles scores key and text questions by exact Jaccard;
+    // the explanation says so.
+    let (kind, options) = (resolved.kind, resolved.options);
+    let e = match (coll.config().exact_shingles, &probe.key, &probe.text) {
+        (true, Some(key), _) => coll.explain_key(key, kind, options, analyze)?,
+        (true, None, Some(text)) => {
+            coll.explain_tokens(&coll.config().tokenizer.tokens(text), kind, options, analyze)?
+        }
+        _ => coll.explain(query, analyze)?,
+    };
     if json_out { outln!("{}", explain_json(&e)) } else { write_out(format_args!("{e}")) }
 }
 
