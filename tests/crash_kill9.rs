@@ -8,8 +8,9 @@
 //! `cargo test --test crash_kill9 -- --ignored --nocapture`
 //! (`cargo test` builds the example at `target/debug/examples/crash_child`).
 
+mod common;
+
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -17,22 +18,7 @@ use std::time::{Duration, Instant};
 use sketchdb::testing::crash::kill9::{BATCH, COLLECTION, params, sketch};
 use sketchdb::{Database, Error, Sketcher, StorageError};
 
-fn child_binary() -> PathBuf {
-    // target/<profile>/deps/crash_kill9-<hash> -> target/<profile>/examples/crash_child
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap();
-    let bin = dir.join("examples").join("crash_child");
-    if !bin.exists() {
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "--example", "crash_child"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-    assert!(bin.exists(), "{} missing: run `cargo build --example crash_child`", bin.display());
-    bin
-}
+use common::child::child_binary;
 
 /// Checks the database after a kill; returns the number of whole batches it holds.
 fn check(path: &std::path::Path, acked: Option<u64>) -> u64 {

@@ -12,9 +12,11 @@
 //! A few kills in CI; `kill_9_exact_shingles_many` runs 100 (`SKETCHDB_KILLS`), ignored by
 //! default: `cargo test --test crash_shingles -- --ignored --nocapture`.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -22,22 +24,7 @@ use std::time::{Duration, Instant};
 use sketchdb::testing::crash::kill9::{BATCH, SHINGLE_COLLECTION, params, tokens};
 use sketchdb::{Database, QueryKind, QueryOptions, Sketcher};
 
-fn child_binary() -> PathBuf {
-    // target/<profile>/deps/crash_shingles-<hash> -> target/<profile>/examples/crash_child
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap();
-    let bin = dir.join("examples").join("crash_child");
-    if !bin.exists() {
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "--example", "crash_child"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-    assert!(bin.exists(), "{} missing: run `cargo build --example crash_child`", bin.display());
-    bin
-}
+use common::child::child_binary;
 
 /// Batch and record of a key `b<batch>-<record>`.
 fn parse_key(key: &[u8]) -> (u64, u64) {

@@ -10,6 +10,8 @@
 //!   verifies. A few kills here; `kill_9_beside_readers_many` runs 100 (`SKETCHDB_KILLS`),
 //!   ignored by default: `cargo test --test multi_process_readers -- --ignored --nocapture`.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -19,21 +21,7 @@ use std::time::Duration;
 use sketchdb::testing::crash::kill9::{BATCH, COLLECTION};
 use sketchdb::{Database, Error, StorageError};
 
-fn child_binary() -> PathBuf {
-    // target/<profile>/deps/<test>-<hash> -> target/<profile>/examples/crash_child
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap();
-    let bin = dir.join("examples").join("crash_child");
-    if !bin.exists() {
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "--example", "crash_child"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
-    bin
-}
+use common::child::child_binary;
 
 /// A child process whose stdout lines arrive on a channel.
 struct Proc {

@@ -4,6 +4,7 @@
 
 use sketchdb::TokenSet;
 
+pub mod child;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod simhash;
