@@ -10,15 +10,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use sketchdb::testing::crash::kill9::{BATCH, COLLECTION, params, sketch};
 use sketchdb::{Database, Error, Sketcher, StorageError};
 
-use common::child::child_binary;
+use common::child::{XorShift, run_and_kill};
 
 /// Checks the database after a kill; returns the number of whole batches it holds.
 fn check(path: &std::path::Path, acked: Option<u64>) -> u64 {
@@ -68,46 +65,19 @@ fn check(path: &std::path::Path, acked: Option<u64>) -> u64 {
 #[ignore = "slow: real processes and fsyncs; run with --ignored"]
 fn kill_9_loses_no_acknowledged_batch() {
     let kills: u64 = std::env::var("SKETCHDB_KILLS").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
-    let bin = child_binary();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("kill.sketchdb");
-    let mut rng = 0x1234_5678_u64;
-    let mut next = || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut rng = XorShift(0x1234_5678);
     let t = Instant::now();
     let (mut acked_total, mut in_flight_landed, mut max_acked) = (0u64, 0u64, None::<u64>);
     for k in 0..kills {
-        let mut child = Command::new(&bin).arg(&path).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        let reader = std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
         // Kill at a random moment: sometimes during open and recovery, mostly mid-ingest.
-        let delay = Duration::from_millis(next() % 400);
-        std::thread::sleep(delay);
-        child.kill().unwrap(); // SIGKILL on Unix
-        let status = child.wait().unwrap();
-        reader.join().unwrap();
-        let mut acked_now = 0;
-        for line in rx.try_iter() {
-            if let Some(b) = line.strip_prefix("ACK ") {
-                let b: u64 = b.parse().unwrap();
-                max_acked = Some(max_acked.map_or(b, |m: u64| m.max(b)));
-                acked_now += 1;
-            }
-        }
-        if status.success() {
-            panic!("child exited on its own: {:?}", child.stderr.take().map(std::io::read_to_string));
+        let delay = Duration::from_millis(rng.next() % 400);
+        let run = run_and_kill(&[path.as_os_str()], delay);
+        assert!(run.exited_on_its_own.is_none(), "child exited on its own: {:?}", run.exited_on_its_own);
+        let acked_now = run.acked.len() as u64;
+        if let Some(&last) = run.acked.iter().max() {
+            max_acked = Some(max_acked.map_or(last, |m: u64| m.max(last)));
         }
         acked_total += acked_now;
         let n = check(&path, max_acked);

@@ -15,16 +15,13 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use sketchdb::testing::crash::kill9::{BATCH, SHINGLE_COLLECTION, params, tokens};
 use sketchdb::{Database, QueryKind, QueryOptions, Sketcher};
 
-use common::child::child_binary;
+use common::child::{XorShift, run_and_kill};
 
 /// Batch and record of a key `b<batch>-<record>`.
 fn parse_key(key: &[u8]) -> (u64, u64) {
@@ -96,52 +93,22 @@ fn check(path: &Path, acked: Option<u64>) -> u64 {
 
 /// `kills` kills at random moments; prints what happened.
 fn kill_runs(kills: u64) {
-    let bin = child_binary();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("shingles.sketchdb");
-    let mut rng = 0x5eed_c0de_u64;
-    let mut next = || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut rng = XorShift(0x5eed_c0de);
     let t = Instant::now();
     let (mut acked_total, mut max_acked) = (0u64, None::<u64>);
     let mut on_disk = 0;
     for k in 0..kills {
-        let mut child = Command::new(&bin)
-            .arg("shingles")
-            .arg(&path)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        let reader = std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
         // The first run always gets far enough to acknowledge batches; later ones are killed
         // anywhere, also during open and recovery.
-        let delay = Duration::from_millis(if k == 0 { 300 } else { 0 } + next() % 400);
-        std::thread::sleep(delay);
-        child.kill().unwrap(); // SIGKILL on Unix
-        let status = child.wait().unwrap();
-        reader.join().unwrap();
-        let mut acked_now = 0;
-        for line in rx.try_iter() {
-            if let Some(b) = line.strip_prefix("ACK ") {
-                let b: u64 = b.parse().unwrap();
-                max_acked = Some(max_acked.map_or(b, |m: u64| m.max(b)));
-                acked_now += 1;
-            }
+        let delay = Duration::from_millis(if k == 0 { 300 } else { 0 } + rng.next() % 400);
+        let run = run_and_kill(&["shingles".as_ref(), path.as_os_str()], delay);
+        assert!(run.exited_on_its_own.is_none(), "child exited on its own: {:?}", run.exited_on_its_own);
+        let acked_now = run.acked.len() as u64;
+        if let Some(&last) = run.acked.iter().max() {
+            max_acked = Some(max_acked.map_or(last, |m: u64| m.max(last)));
         }
-        assert!(!status.success(), "child exited on its own: {:?}", child.stderr.take().map(std::io::read_to_string));
         acked_total += acked_now;
         on_disk = check(&path, max_acked);
         // What a writer found after recovery is durable: later kills must keep it all (and
