@@ -237,9 +237,10 @@ impl Store {
     pub(crate) fn open(path: &Path, opts: StoreOptions) -> Result<Store, StorageError> {
         Self::exists(path)?;
         let db = retry_while_locked(path, opts.busy_timeout, || {
-            contain_any("open", || Self::file_builder(&opts, false).open(path))?.map_err(|e| Self::open_error(e, path))
+            contain_any("open", || Self::file_builder(&opts, false).open(path))?
+                .map_err(|e| Self::engine_open_error(e, path))
         })?;
-        Self::check_format(&db, path).map_err(|e| Self::truncated_or(e, path))?;
+        Self::check_format(&db, path)?;
         Ok(Self::wrap(Handle::Write(db), path, opts))
     }
 
@@ -251,9 +252,9 @@ impl Store {
         Self::exists(path)?;
         let db = retry_while_locked(path, opts.busy_timeout, || {
             contain_any("open", || Self::file_builder(&opts, true).open_read_only(path))?
-                .map_err(|e| Self::open_error(e, path))
+                .map_err(|e| Self::engine_open_error(e, path))
         })?;
-        Self::check_format(&db, path).map_err(|e| Self::truncated_or(e, path))?;
+        Self::check_format(&db, path)?;
         Ok(Self::wrap(Handle::Read(db), path, opts))
     }
 
@@ -270,24 +271,7 @@ impl Store {
         }
     }
 
-    /// The error of a failed open: a file shorter than its header says is
-    /// [`StorageError::Truncated`], whatever the engine's complaint.
-    fn open_error(e: redb::DatabaseError, path: &Path) -> StorageError {
-        let locked = matches!(e, redb::DatabaseError::DatabaseAlreadyOpen | redb::DatabaseError::LockProtocolMismatch);
-        if !locked && let Some((len, expected)) = super::truncation::truncated(path) {
-            return StorageError::Truncated { path: path.to_path_buf(), len, expected };
-        }
-        Self::engine_open_error(e, path)
-    }
-
-    /// `e`, or [`StorageError::Truncated`] when the file is shorter than its header says.
-    fn truncated_or(e: StorageError, path: &Path) -> StorageError {
-        match super::truncation::truncated(path) {
-            Some((len, expected)) => StorageError::Truncated { path: path.to_path_buf(), len, expected },
-            None => e,
-        }
-    }
-
+    /// The error of a failed open (a truncated file was refused before it, by [`Self::exists`]).
     fn engine_open_error(e: redb::DatabaseError, path: &Path) -> StorageError {
         let not_redb = |e: redb::DatabaseError| StorageError::NotSketchdb {
             path: path.to_path_buf(),
