@@ -3,24 +3,18 @@
 //! signatures (compared through `export`); extra fields are ignored; a nested text field and
 //! pre-tokenized input work; one thread and several store identical records.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use serde_json::{Value, json};
 
-fn run(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sketchdb")).current_dir(dir).args(args).output().unwrap()
-}
-
-fn ok(dir: &Path, args: &[&str]) -> Output {
-    let out = run(dir, args);
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    out
-}
+use common::cli::ok;
 
 /// Deterministic documents: (id, text). Texts share words so that some are near-duplicates,
 /// and hold commas, quotes, a tab-free CRLF and an embedded newline (CSV quoting).

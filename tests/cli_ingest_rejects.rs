@@ -4,20 +4,13 @@
 //! symlink loop, a binary file, a hidden directory (and, when not root, an unreadable file)
 //! ingests the rest and says what it skipped.
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn run(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sketchdb")).current_dir(dir).args(args).output().unwrap()
-}
-
-fn ok(dir: &Path, args: &[&str]) -> Output {
-    let out = run(dir, args);
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    out
-}
+use common::cli::{ok, run};
 
 fn stored_keys(dir: &Path, db: &str, collection: &str) -> Vec<String> {
     let db = sketchdb::Database::open_read_only(dir.join(db)).unwrap();

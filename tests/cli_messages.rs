@@ -2,18 +2,11 @@
 //! truncated, a negative cardinality in an import named as such.
 #![cfg(feature = "cli")]
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn run(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sketchdb")).current_dir(dir).args(args).output().unwrap()
-}
+use std::process::Output;
 
-fn ok(dir: &Path, args: &[&str]) -> Output {
-    let out = run(dir, args);
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    out
-}
+use common::cli::{ok, run};
 
 /// One error line, with its exit code.
 fn error_line(out: &Output) -> (Option<i32>, String) {

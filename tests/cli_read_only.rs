@@ -3,19 +3,12 @@
 //! second writer process finds busy (exit code 3, the file named).
 #![cfg(feature = "cli")]
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
 use std::time::SystemTime;
 
-fn run(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sketchdb")).current_dir(dir).args(args).output().unwrap()
-}
-
-fn ok(dir: &Path, args: &[&str]) -> Output {
-    let out = run(dir, args);
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    out
-}
+use common::cli::{ok, run};
 
 /// `x.db` with a MinHash collection `c` (keys a, b).
 fn setup(d: &Path) {

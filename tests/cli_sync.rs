@@ -3,21 +3,15 @@
 //! ones and, with `--sync`, deletes the keys gone from it. `dedup DIR` names its collection
 //! after the folder's canonical path, so two folders with the same name never merge.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-fn run(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sketchdb")).current_dir(dir).args(args).output().unwrap()
-}
-
-fn ok(dir: &Path, args: &[&str]) -> Output {
-    let out = run(dir, args);
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    out
-}
+use common::cli::ok;
 
 fn summary(out: &Output) -> Value {
     let err = String::from_utf8_lossy(&out.stderr);

@@ -4,21 +4,15 @@
 //! SimHash output names its measure and prints every hex digit, tables shorten long lists.
 #![cfg(feature = "cli")]
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-fn run(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sketchdb")).current_dir(dir).args(args).output().unwrap()
-}
-
-fn ok(dir: &Path, args: &[&str]) -> Output {
-    let out = run(dir, args);
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    out
-}
+use common::cli::{ok, run};
 
 fn stdout(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).unwrap()
