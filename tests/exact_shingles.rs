@@ -126,9 +126,19 @@ fn token_questions_score_exactly_and_explain_says_so() {
             assert_eq!(e.scoring, Scoring::Exact);
             assert!(e.to_string().contains("scores: exact"), "{e}");
         }
+        // EXPLAIN shows the question that runs: the candidates of a relaxed threshold (below
+        // t) or of the top 4k + 16, then exact scoring.
+        let e = c.explain_key(format!("k{q}"), kind, QueryOptions::default(), false).unwrap();
+        match e.choice.plan.finish {
+            sketchdb::plan::Finish::Verify { threshold } => assert!(threshold < 0.4, "{e}"),
+            other => panic!("threshold question explained as {other:?}"),
+        }
+        let e = c.explain_key(format!("k{q}"), QueryKind::TopK(3), QueryOptions::default(), false).unwrap();
+        assert!(matches!(e.choice.plan.finish, sketchdb::plan::Finish::TopK { k: 28 }), "{e}");
         let sketch = c.sketch_of(format!("k{q}")).unwrap();
         let e = c.explain(&sketchdb::Query { sketch, kind, options: QueryOptions::default() }, false).unwrap();
         assert_eq!(e.scoring, Scoring::Estimated);
+        assert!(matches!(e.choice.plan.finish, sketchdb::plan::Finish::Verify { threshold } if threshold == 0.4));
     }
     assert!(matches!(
         c.explain_key("absent", kind, QueryOptions::default(), false),

@@ -257,9 +257,9 @@ impl Collection {
         Ok(exact::run_scored(&snap, &self.info, &query, Some(set.as_slice()), &self.costs())?)
     }
 
-    /// EXPLAIN of [`Collection::query_tokens`]: as [`Collection::explain`], with the scoring
-    /// that query uses (`exact` on a collection that keeps shingles, except for Hamming
-    /// questions).
+    /// EXPLAIN of [`Collection::query_tokens`]: the plan that query runs and its scoring. On
+    /// a collection that keeps shingles (threshold and top-k questions) that is the relaxed
+    /// candidate question (threshold t - 4 sd, or top 4k + 16) and `scores: exact`.
     pub fn explain_tokens(
         &self,
         tokens: &[u64],
@@ -270,12 +270,10 @@ impl Collection {
         let sketch = self.sketcher.sketch_multiset(tokens)?;
         let snap = self.store.snapshot()?;
         let query = Query { sketch, kind, options };
-        Ok(run::explain(&snap, &self.info, &query, &self.costs(), analyze, Scoring::of(&self.info, kind))?)
+        Ok(exact::explain_scored(&snap, &self.info, &query, &self.costs(), analyze)?)
     }
 
-    /// EXPLAIN of [`Collection::query_key`]: as [`Collection::explain`], with the scoring
-    /// that query uses (`exact` on a collection that keeps shingles, except for Hamming
-    /// questions).
+    /// EXPLAIN of [`Collection::query_key`]: as [`Collection::explain_tokens`].
     pub fn explain_key(
         &self,
         key: impl AsRef<[u8]>,
@@ -286,7 +284,7 @@ impl Collection {
         let snap = self.store.snapshot()?;
         let sketch = run::stored_sketch(&snap, &self.info, key.as_ref())?;
         let query = Query { sketch, kind, options };
-        Ok(run::explain(&snap, &self.info, &query, &self.costs(), analyze, Scoring::of(&self.info, kind))?)
+        Ok(exact::explain_scored(&snap, &self.info, &query, &self.costs(), analyze)?)
     }
 
     /// EXPLAIN (and with `analyze`, EXPLAIN ANALYZE): the plan, why, the alternatives with

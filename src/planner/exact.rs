@@ -17,7 +17,8 @@ use super::error::QueryError;
 use super::exec::Hit;
 pub use super::explain::Scoring;
 use super::query::{Query, QueryKind};
-use super::run::{QueryResult, run};
+use super::explain::Explain;
+use super::run::{QueryResult, explain, run};
 
 /// The least estimate a candidate of a threshold-`t` question needs, on a collection that
 /// keeps shingles: `t - 4 sd`, where sd is the estimate's standard deviation at J = t
@@ -70,6 +71,24 @@ pub(crate) fn run_scored(
     }
     result.analyze.results = result.hits.len() as u64;
     Ok(result)
+}
+
+/// EXPLAIN of the question [`run_scored`] runs for `query`: on a collection that keeps
+/// shingles (threshold and top-k), the relaxed candidate question, with `scores: exact`.
+pub(crate) fn explain_scored(
+    snap: &ReadSnapshot,
+    info: &CollectionInfo,
+    query: &Query,
+    costs: &CostModel,
+    analyze: bool,
+) -> Result<Explain, QueryError> {
+    let scoring = Scoring::of(info, query.kind);
+    if scoring != Scoring::Exact {
+        return explain(snap, info, query, costs, analyze, scoring);
+    }
+    super::exec::validate(query, info.def.params.kind())?;
+    let wide = Query { kind: relaxed(query.kind, &info.def.params), ..query.clone() };
+    explain(snap, info, &wide, costs, analyze, scoring)
 }
 
 /// [`run_scored`] for the stored record `key`: its sketch and, on a collection that keeps
