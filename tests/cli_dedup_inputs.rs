@@ -187,6 +187,13 @@ fn every_input_format_and_stdin_give_the_same_clusters_and_keep_every_field() {
         (s["records"].as_u64(), s["duplicates"].as_u64(), s["no_tokens"].as_u64()),
         (Some(10), Some(4), Some(0))
     );
+    // Where the time went: the ingest of the input, its stages, then the join.
+    assert_eq!(s["ingest"]["documents"].as_u64(), Some(10), "{s}");
+    for stage in ["read", "sketch", "commit"] {
+        let secs = s["ingest"]["stage_seconds"][stage].as_f64();
+        assert!(secs.is_some_and(|x| x >= 0.0 && x <= s["seconds"].as_f64().unwrap()), "{stage}: {s}");
+    }
+    assert!(s["join_seconds"].as_f64().is_some(), "{s}");
     let kept_lines: Vec<String> =
         std::fs::read_to_string(d.join("kept.jsonl")).unwrap().lines().map(str::to_string).collect();
     let want: Vec<String> = docs.iter().filter(|x| kept_ids.contains(&x.id)).map(jsonl_line).collect();

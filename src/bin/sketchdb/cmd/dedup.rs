@@ -191,7 +191,7 @@ impl Outputs {
 pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<(), CliError> {
     let start = std::time::Instant::now();
     let outputs = Outputs::of(args)?;
-    let Prepared { name, input, no_tokens } =
+    let Prepared { name, input, no_tokens, ingest } =
         prepare(session, &args.target, args.recipe.as_deref(), &args.read, args.second_pass(), &args.spool_dir())?;
     if let (None, Some(flag)) = (&input, read_flag(&args.read)) {
         return Err(CliError::Usage(format!(
@@ -274,6 +274,7 @@ pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<
         json!({"collection": name, "records": records, "clusters": d.clusters.len(), "pairs": d.pairs,
                "duplicates": duplicates, "kept": records as usize - duplicates, "percent": percent, "no_tokens": no_tokens,
                "keep": args.keep.to_string(), "clustering": args.clustering.name(), "seconds": secs, "join_seconds": join_secs,
+               "ingest": ingest,
                "plan": d.plan.as_ref().map(ToString::to_string), "reason": d.reason, "files": files}),
     );
     Ok(())

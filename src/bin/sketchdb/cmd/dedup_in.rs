@@ -125,6 +125,9 @@ pub struct Prepared {
     pub name: String,
     pub input: Option<Input>,
     pub no_tokens: u64,
+    /// What ingesting the input took (`seconds`, `documents`, `bytes`, `threads` and the busy
+    /// `stage_seconds` of reading, sketching and committing); null for a stored collection.
+    pub ingest: serde_json::Value,
 }
 
 /// The collection to join, ingesting (and syncing) a file, folder or standard input first.
@@ -143,7 +146,7 @@ pub fn prepare(
         if recipe.is_some() {
             check_recipe(&session.db()?.collection(target)?, recipe)?;
         }
-        return Ok(Prepared { name: target.to_string(), input: None, no_tokens: 0 });
+        return Ok(Prepared { name: target.to_string(), input: None, no_tokens: 0, ingest: serde_json::Value::Null });
     }
     let name = if stdin { STDIN_COLLECTION.to_string() } else { folder_collection(path)? };
     let what = if stdin {
@@ -161,7 +164,9 @@ pub fn prepare(
     let count = |reason: &str| report["rejects"][reason].as_u64().unwrap_or(0);
     let no_tokens = count("empty_text") + count("no_tokens");
     let input = Input { path: path.to_path_buf(), spool, options: args.read.options() };
-    Ok(Prepared { name, input: Some(input), no_tokens })
+    let ingest = serde_json::json!({"seconds": report["seconds"], "documents": report["documents"],
+        "bytes": report["bytes"], "threads": report["threads"], "stage_seconds": report["stage_seconds"]});
+    Ok(Prepared { name, input: Some(input), no_tokens, ingest })
 }
 
 /// The collection a folder (or file) is ingested into: its canonical path, so two folders
