@@ -62,6 +62,7 @@ pub use db::batch::Batch;
 pub use db::collection::Collection;
 pub use db::config::{CollectionConfig, IndexConfig};
 pub use db::database::{Database, DatabaseBuilder};
+pub use db::many::{BatchAnswers, Probe, ProbeError};
 pub use db::recipes;
 pub use db::snapshot::{PageColumns, Record, Scan, Snapshot};
 pub use db::stats::{CollectionStats, IndexSummary};

@@ -230,7 +230,8 @@ impl Collection {
     /// sketches, see [`crate::plan::Scoring::Exact`]).
     pub fn query_key(&self, key: impl AsRef<[u8]>, kind: QueryKind, options: QueryOptions) -> Result<QueryResult> {
         let snap = self.store.snapshot()?;
-        Ok(exact::run_key(&snap, &self.info, key.as_ref(), kind, options, &self.costs())?)
+        let prep = run::prepare(&snap, &self.info)?;
+        Ok(exact::run_key(&snap, &self.info, key.as_ref(), kind, options, &self.costs(), &prep)?)
     }
 
     /// A query from text, tokenized and sketched as the collection's records are. On a
@@ -242,7 +243,8 @@ impl Collection {
         let set = TokenSet::from_unsorted(tokens);
         let snap = self.store.snapshot()?;
         let query = Query { sketch, kind, options };
-        Ok(exact::run_scored(&snap, &self.info, &query, Some(set.as_slice()), &self.costs())?)
+        let prep = run::prepare(&snap, &self.info)?;
+        Ok(exact::run_scored(&snap, &self.info, &query, Some(set.as_slice()), &self.costs(), &prep)?)
     }
 
     /// A query from a token multiset (hashed tokens, repeats allowed), sketched as
@@ -254,7 +256,8 @@ impl Collection {
         let set = TokenSet::from_unsorted(tokens.to_vec());
         let snap = self.store.snapshot()?;
         let query = Query { sketch, kind, options };
-        Ok(exact::run_scored(&snap, &self.info, &query, Some(set.as_slice()), &self.costs())?)
+        let prep = run::prepare(&snap, &self.info)?;
+        Ok(exact::run_scored(&snap, &self.info, &query, Some(set.as_slice()), &self.costs(), &prep)?)
     }
 
     /// EXPLAIN of [`Collection::query_tokens`]: the plan that query runs and its scoring. On
@@ -355,5 +358,10 @@ impl Collection {
 
     pub(crate) fn info(&self) -> &CollectionInfo {
         &self.info
+    }
+
+    /// The id of the open database this handle reads.
+    pub(crate) fn store_id(&self) -> u64 {
+        self.store.id
     }
 }

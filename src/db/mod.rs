@@ -8,6 +8,7 @@ pub(crate) mod calibrate;
 pub(crate) mod collection;
 pub(crate) mod config;
 pub(crate) mod database;
+pub(crate) mod many;
 pub mod recipes;
 pub(crate) mod snapshot;
 pub(crate) mod stats;

@@ -54,6 +54,11 @@ impl Snapshot {
         Ok(Snapshot { snap, info })
     }
 
+    /// The read transaction and the collection it views.
+    pub(crate) fn parts(&self) -> (&ReadSnapshot, &CollectionInfo) {
+        (&self.snap, &self.info)
+    }
+
     /// The record of `key`, if present.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Record>> {
         Ok(self.snap.get(&self.info, key.as_ref())?.map(Record::from))

@@ -48,6 +48,14 @@ pub enum QueryError {
         /// Why.
         reason: String,
     },
+    /// A batch was asked over a snapshot of another collection or another open database.
+    #[error("a batch of collection `{collection}` cannot read a snapshot of `{snapshot}` or of another database")]
+    ForeignSnapshot {
+        /// The collection asked.
+        collection: String,
+        /// The collection the snapshot views.
+        snapshot: String,
+    },
     /// The sketch layer refused the probe or a stored sketch (incompatible parameters, an
     /// estimate that is undefined).
     #[error(transparent)]

@@ -18,7 +18,7 @@ use super::exec::Hit;
 pub use super::explain::Scoring;
 use super::query::{Query, QueryKind};
 use super::explain::Explain;
-use super::run::{QueryResult, explain, run};
+use super::run::{Prepared, QueryResult, explain, run_prepared};
 
 /// The least estimate a candidate of a threshold-`t` question needs, on a collection that
 /// keeps shingles: `t - 4 sd`, where sd is the estimate's standard deviation at J = t
@@ -43,20 +43,22 @@ fn relaxed(kind: QueryKind, params: &SketchParams) -> QueryKind {
 }
 
 /// Runs `query` with exact re-ranking when the collection keeps shingles and `probe` (the
-/// query's own shingle set) is known; otherwise as [`run`].
+/// query's own shingle set) is known; otherwise as [`super::run::run`]. `prep` was read from
+/// `snap`.
 pub(crate) fn run_scored(
     snap: &ReadSnapshot,
     info: &CollectionInfo,
     query: &Query,
     probe: Option<&[u64]>,
     costs: &CostModel,
+    prep: &Prepared,
 ) -> Result<QueryResult, QueryError> {
     let Some(probe) = probe.filter(|_| Scoring::of(info, query.kind) == Scoring::Exact) else {
-        return run(snap, info, query, costs);
+        return run_prepared(snap, info, query, costs, prep);
     };
     super::exec::validate(query, info.def.params.kind())?;
     let wide = Query { kind: relaxed(query.kind, &info.def.params), ..query.clone() };
-    let mut result = run(snap, info, &wide, costs)?;
+    let mut result = run_prepared(snap, info, &wide, costs, prep)?;
     for hit in &mut result.hits {
         hit.exact = Some(exact_jaccard(probe, &snap.shingles(info, hit.row_id)?));
     }
@@ -100,6 +102,7 @@ pub(crate) fn run_key(
     kind: QueryKind,
     options: super::query::QueryOptions,
     costs: &CostModel,
+    prep: &Prepared,
 ) -> Result<QueryResult, QueryError> {
     let Some(rec) = snap.get(info, key)? else {
         return Err(QueryError::UnknownKey {
@@ -108,5 +111,5 @@ pub(crate) fn run_key(
         });
     };
     let probe = if Scoring::of(info, kind) == Scoring::Exact { Some(snap.shingles(info, rec.row)?) } else { None };
-    run_scored(snap, info, &Query { sketch: rec.sketch, kind, options }, probe.as_deref(), costs)
+    run_scored(snap, info, &Query { sketch: rec.sketch, kind, options }, probe.as_deref(), costs, prep)
 }

@@ -38,12 +38,19 @@ pub(crate) fn stats_in(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Sta
     Ok(stats_of(info, &state, lsh.map(|l| l.plan), simhash))
 }
 
-/// [`stats_in`] and the probe cache of the collection's index as of `snap` (`None` without
-/// an index), from one read of the index definition: what running a query needs.
-fn stats_and_cache(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<(Stats, Option<Arc<ProbeCache>>), QueryError> {
+/// What every query at one snapshot shares: the planner's statistics and the probe cache of
+/// the collection's index (`None` without an index), from one read of the collection state
+/// and the index definition. Valid only for the snapshot it was read from.
+pub(crate) struct Prepared {
+    stats: Stats,
+    cache: Option<Arc<ProbeCache>>,
+}
+
+/// [`Prepared`] for the collection `info` at `snap`.
+pub(crate) fn prepare(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Prepared, QueryError> {
     let state = snap.state(info)?;
     let index = query_index(snap, info, &state)?;
-    Ok((stats_of(info, &state, index.lsh.map(|l| l.plan), index.simhash), index.cache))
+    Ok(Prepared { stats: stats_of(info, &state, index.lsh.map(|l| l.plan), index.simhash), cache: index.cache })
 }
 
 fn stats_of(
@@ -73,9 +80,19 @@ pub(crate) fn run(
     query: &Query,
     costs: &CostModel,
 ) -> Result<QueryResult, QueryError> {
-    let (stats, cache) = stats_and_cache(snap, info)?;
-    let plan = choose_plan(query, &stats, costs);
-    let (hits, analyze) = execute_in(snap, info, query, &plan, &stats, cache.as_ref())?;
+    run_prepared(snap, info, query, costs, &prepare(snap, info)?)
+}
+
+/// [`run`] with the statistics and probe cache `prep` read from `snap` already.
+pub(crate) fn run_prepared(
+    snap: &ReadSnapshot,
+    info: &CollectionInfo,
+    query: &Query,
+    costs: &CostModel,
+    prep: &Prepared,
+) -> Result<QueryResult, QueryError> {
+    let plan = choose_plan(query, &prep.stats, costs);
+    let (hits, analyze) = execute_in(snap, info, query, &plan, &prep.stats, prep.cache.as_ref())?;
     Ok(QueryResult { hits, plan, analyze })
 }
 
