@@ -165,3 +165,71 @@ fn a_closed_stdout_ends_the_batch_commands_quietly() {
         assert!(!err.contains("panicked") && !err.contains("error"), "{args:?}: {err}");
     }
 }
+
+/// `query --queries`: a file longer than one batch (4096 probes) keeps the file's order and
+/// equals the per-key answers; an unknown key fails the command naming its line, after the
+/// answers of the lines before it.
+#[test]
+fn query_file_batches_keep_order_and_name_a_failing_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    setup(d);
+    let queries: String = (0..9000).map(|i| format!("{{\"qid\":\"q{i}\",\"key\":\"k{}\"}}\n", (i * 7) % 40)).collect();
+    std::fs::write(d.join("q.jsonl"), queries).unwrap();
+    let out =
+        lines(&ok(d, &["--db", "x.db", "query", "c", "--queries", "q.jsonl", "--threshold", "0.5", "--json"]).stdout);
+    assert_eq!(out.len(), 9000);
+    let keys = |v: &Value| v["hits"].as_array().unwrap().iter().map(|h| h["key"].to_string()).collect::<Vec<_>>();
+    let per_key: Vec<Value> = (0..40)
+        .map(|k| {
+            let q = format!("{{\"key\":\"k{k}\"}}\n");
+            std::fs::write(d.join("one.jsonl"), q).unwrap();
+            lines(
+                &ok(d, &["--db", "x.db", "query", "c", "--queries", "one.jsonl", "--threshold", "0.5", "--json"])
+                    .stdout,
+            )
+            .remove(0)
+        })
+        .collect();
+    for (i, v) in out.iter().enumerate() {
+        assert_eq!(v["query"], format!("q{i}"));
+        assert_eq!(keys(v), keys(&per_key[(i * 7) % 40]), "{v}");
+    }
+
+    let bad = "{\"key\":\"k1\"}\n{\"key\":\"k2\"}\n{\"key\":\"nope\"}\n{\"key\":\"k3\"}\n";
+    std::fs::write(d.join("bad.jsonl"), bad).unwrap();
+    let o = run(d, &["--db", "x.db", "query", "c", "--queries", "bad.jsonl", "--json"]);
+    assert!(!o.status.success());
+    let printed: Vec<String> = lines(&o.stdout).iter().map(|v| v["query"].as_str().unwrap().to_string()).collect();
+    assert_eq!(printed, ["k1", "k2"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("bad.jsonl:3") && err.contains("nope"), "{err}");
+}
+
+/// A producer that writes one query line to standard input and waits for its answer before
+/// writing the next gets each answer (a batch is asked when the lines read are used up).
+#[test]
+fn query_file_from_stdin_answers_each_line_as_it_comes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    setup(d);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sketchdb"))
+        .current_dir(d)
+        .args(["--db", "x.db", "query", "c", "--queries", "-", "--threshold", "0.5", "--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    for k in [0, 5, 9] {
+        writeln!(stdin, "{{\"key\":\"k{k}\"}}").unwrap();
+        stdin.flush().unwrap();
+        let mut answer = String::new();
+        stdout.read_line(&mut answer).unwrap();
+        let v: Value = serde_json::from_str(&answer).unwrap();
+        assert_eq!(v["query"], format!("k{k}"));
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}

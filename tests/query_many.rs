@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use common::Rng;
 use sketchdb::{
-    Batch, Collection, CollectionConfig, Database, Error, IndexConfig, Probe, ProbeError, Query, QueryError,
-    QueryKind, QueryOptions, QueryResult, SketchError, SketchParams, TokenSet,
+    Batch, Collection, CollectionConfig, Database, Error, IndexConfig, Probe, ProbeError, Query, QueryError, QueryKind,
+    QueryOptions, QueryResult, SketchError, SketchParams, TokenSet,
 };
 
 const WORDS: usize = 400;
@@ -138,7 +138,8 @@ fn batches_equal_single_probe_answers_on_every_kind_and_thread_count() {
     let c = collection(&db, "bbit", bbit, &stored);
     assert_batch_equals_single(&c, &probes(&c, 240, &stored, 22), &threshold_and_top);
 
-    let simhash = CollectionConfig::new(SketchParams::simhash(64, 3).unwrap()).with_index(IndexConfig::simhash_tables(3));
+    let simhash =
+        CollectionConfig::new(SketchParams::simhash(64, 3).unwrap()).with_index(IndexConfig::simhash_tables(3));
     let c = collection(&db, "simhash", simhash, &stored);
     assert_batch_equals_single(&c, &probes(&c, 240, &stored, 23), &[QueryKind::Hamming(3), QueryKind::TopK(5)]);
 
@@ -172,7 +173,9 @@ fn a_bad_probe_fails_alone_at_its_position() {
             (3, Err(ProbeError { position: 3, error: Error::Sketch(SketchError::Incompatible { .. }), .. })) => {}
             (17, Err(ProbeError { position: 17, error: Error::Query(QueryError::UnknownKey { .. }), .. })) => {}
             (3 | 17, other) => panic!("probe {i}: {other:?}"),
-            (_, r) => assert_eq!(r.as_ref().unwrap().hits, single(&c, &p[i], kind, QueryOptions::default()).unwrap().hits),
+            (_, r) => {
+                assert_eq!(r.as_ref().unwrap().hits, single(&c, &p[i], kind, QueryOptions::default()).unwrap().hits)
+            }
         }
     }
     let message = got[17].as_ref().unwrap_err().to_string();
@@ -183,7 +186,10 @@ fn a_bad_probe_fails_alone_at_its_position() {
     let q = |t| Query { sketch: sketch.clone(), kind: QueryKind::Threshold(t), options: QueryOptions::default() };
     let got = c.query_many(&[q(0.5), q(1.5), q(0.9)]).unwrap();
     assert!(got[0].as_ref().unwrap().hits.iter().any(|h| h.key == b"k0"));
-    assert!(matches!(got[1], Err(ProbeError { position: 1, error: Error::Query(QueryError::InvalidParam { .. }), .. })));
+    assert!(matches!(
+        got[1],
+        Err(ProbeError { position: 1, error: Error::Query(QueryError::InvalidParam { .. }), .. })
+    ));
     assert!(got[2].is_ok());
 
     // A snapshot of another collection is refused for the whole batch.

@@ -15,9 +15,9 @@ use crate::storage::reader::ReadSnapshot;
 use super::cost::CostModel;
 use super::error::QueryError;
 use super::exec::Hit;
+use super::explain::Explain;
 pub use super::explain::Scoring;
 use super::query::{Query, QueryKind};
-use super::explain::Explain;
 use super::run::{Prepared, QueryResult, explain, run_prepared};
 
 /// The least estimate a candidate of a threshold-`t` question needs, on a collection that

@@ -6,15 +6,15 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde_json::{Value, json};
-use sketchdb::recipes::{Content, Measure, check_question};
+use sketchdb::recipes::{Measure, check_question};
 use sketchdb::{
-    Collection, Estimate, Explain, Hit, Query, QueryKind, QueryOptions, QueryResult, Sketch, estimate::DEFAULT_LEVEL,
-    plan::PlanKind,
+    Collection, Estimate, Explain, Query, QueryKind, QueryOptions, Sketch, estimate::DEFAULT_LEVEL, plan::PlanKind,
 };
 
+use super::hits::print_result;
+use super::query_file::probe_sketch;
 use crate::error::CliError;
-use crate::input::parse_hex_fingerprint;
-use crate::output::{outln, table, write_out};
+use crate::output::{outln, write_out};
 use crate::session::Session;
 
 /// What to ask and how.
@@ -106,13 +106,6 @@ pub struct Resolved {
     probes: Probes,
 }
 
-impl Resolved {
-    /// The query of a probe sketch.
-    fn query(&self, sketch: Sketch) -> Query {
-        Query { sketch, kind: self.kind, options: self.options }
-    }
-}
-
 /// Turns a command's arguments into its question; `query`, `explain` and `dedup` all go
 /// through here, so they agree on defaults. `probe` is `None` for dedup.
 pub fn resolve(coll: &Collection, probe: Option<&Probe>, ask: &Ask) -> Result<Resolved, CliError> {
@@ -131,21 +124,6 @@ pub fn resolve(coll: &Collection, probe: Option<&Probe>, ask: &Ask) -> Result<Re
     Ok(Resolved { kind, options, probes })
 }
 
-fn probe_sketch(
-    coll: &Collection,
-    text: Option<&str>,
-    tokens: Option<&[u64]>,
-    simhash: Option<&str>,
-) -> Result<Sketch, CliError> {
-    let content = match (simhash, text, tokens) {
-        (Some(h), _, _) => Content::Fingerprint(parse_hex_fingerprint(h).map_err(CliError::Usage)?),
-        (None, Some(t), _) => Content::Text(t),
-        (None, None, Some(t)) => Content::Tokens(t),
-        _ => return Err(CliError::Usage("a query needs a key, --text, --tokens, --simhash or --queries".into())),
-    };
-    Ok(content.sketch(coll)?)
-}
-
 /// The name of a hit's `estimate`: the collection's measure, or `hamming_distance` for a
 /// Hamming-radius query (whose estimate is the exact distance).
 pub fn measure_name(kind: QueryKind, measure: Measure) -> &'static str {
@@ -153,140 +131,6 @@ pub fn measure_name(kind: QueryKind, measure: Measure) -> &'static str {
         QueryKind::Hamming(_) => "hamming_distance",
         _ => measure.name(),
     }
-}
-
-fn hit_json(label: &str, h: &Hit, plan: &str, measure: &str) -> Value {
-    let key = h
-        .key_str()
-        .map_or_else(|| json!({"hex": h.key.iter().map(|b| format!("{b:02x}")).collect::<String>()}), |k| json!(k));
-    let mut v = json!({"query": label, "key": key, "measure": measure, "estimate": h.estimate.value,
-                       "lower": h.estimate.lower, "upper": h.estimate.upper, "level": h.estimate.level,
-                       "row_id": h.row_id, "plan": plan});
-    if let Some(o) = v.as_object_mut() {
-        if let Some(d) = h.distance {
-            o.insert("distance".into(), json!(d));
-        }
-        if let Some(j) = h.exact {
-            o.insert("exact_jaccard".into(), json!(j));
-        }
-        if measure == "cosine" {
-            o.insert("cosine".into(), json!(h.estimate.value));
-        }
-    }
-    v
-}
-
-fn print_result(label: &str, r: &QueryResult, measure: &str, json_out: bool) -> Result<(), CliError> {
-    let plan = r.plan.to_string();
-    if json_out {
-        for h in &r.hits {
-            outln!("{}", hit_json(label, h, &plan, measure))?;
-        }
-        return Ok(());
-    }
-    let hamming = measure == "hamming_distance";
-    let with_distance = !hamming && r.hits.iter().any(|h| h.distance.is_some());
-    let rows = r
-        .hits
-        .iter()
-        .enumerate()
-        .map(|(i, h)| {
-            let mut row = vec![
-                (i + 1).to_string(),
-                h.key_str().map_or_else(|| format!("{:?}", h.key), str::to_string),
-                if hamming { format!("{}", h.estimate.value) } else { format!("{:.4}", h.estimate.value) },
-            ];
-            if !hamming {
-                row.push(format!("[{:.4}, {:.4}]", h.estimate.lower, h.estimate.upper));
-            }
-            if with_distance {
-                row.push(h.distance.map_or_else(String::new, |d| d.to_string()));
-            }
-            row
-        })
-        .collect();
-    let mut header = vec!["#", "key", if hamming { "distance" } else { measure }];
-    if !hamming {
-        header.push("interval");
-    }
-    if with_distance {
-        header.push("distance");
-    }
-    outln!("{}", table(&header, rows))?;
-    outln!("{} results for {label} via {} in {:.3} ms", r.hits.len(), plan, r.analyze.elapsed.as_secs_f64() * 1e3)
-}
-
-#[derive(serde::Deserialize)]
-struct QueryLine {
-    #[serde(default)]
-    qid: Option<String>,
-    #[serde(default)]
-    key: Option<String>,
-    #[serde(default)]
-    text: Option<String>,
-    #[serde(default)]
-    tokens: Option<Vec<u64>>,
-    #[serde(default)]
-    simhash: Option<String>,
-}
-
-/// One line per query of a `--queries` file: with `--json` one object (`query`, `results`,
-/// `hits`, `plan`, `elapsed_us`), queries without hits included; else the query's table and
-/// its count, plan and time.
-fn print_query_line(label: &str, r: &QueryResult, measure: &str, json_out: bool) -> Result<(), CliError> {
-    if !json_out {
-        return print_result(label, r, measure, false);
-    }
-    let plan = r.plan.to_string();
-    let hits: Vec<Value> = r
-        .hits
-        .iter()
-        .map(|h| {
-            let mut v = hit_json(label, h, &plan, measure);
-            if let Some(o) = v.as_object_mut() {
-                o.remove("query");
-                o.remove("plan");
-            }
-            v
-        })
-        .collect();
-    outln!(
-        "{}",
-        json!({"query": label, "results": hits.len(), "hits": hits, "plan": plan,
-               "elapsed_us": r.analyze.elapsed.as_secs_f64() * 1e6})
-    )
-}
-
-fn run_query_file(
-    coll: &Collection,
-    path: &Path,
-    resolved: &Resolved,
-    measure: &str,
-    json_out: bool,
-) -> Result<(), CliError> {
-    let reader = open_lines(path)?;
-    for (i, line) in reader.lines().enumerate() {
-        let line = line.map_err(|e| CliError::io(path, e))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let at = |m: String| CliError::Input(format!("{}:{}: {m}", path.display(), i + 1));
-        let q: QueryLine = serde_json::from_str(&line).map_err(|e| at(format!("malformed query: {e}")))?;
-        let label = q.qid.clone().or_else(|| q.key.clone()).unwrap_or_else(|| format!("line {}", i + 1));
-        let r = if q.text.is_none() && q.tokens.is_none() && q.simhash.is_none() {
-            let key = q.key.ok_or_else(|| at("a query needs `key`, `text`, `tokens` or `simhash`".into()))?;
-            coll.query_key(&key, resolved.kind, resolved.options)?
-        } else if let (true, Some(text), None) = (coll.config().exact_shingles, q.text.as_deref(), q.simhash.as_deref())
-        {
-            coll.query_text(text, resolved.kind, resolved.options)?
-        } else {
-            let sketch = probe_sketch(coll, q.text.as_deref(), q.tokens.as_deref(), q.simhash.as_deref())
-                .map_err(|e| at(e.to_string()))?;
-            coll.query(&resolved.query(sketch))?
-        };
-        print_query_line(&label, &r, measure, json_out)?;
-    }
-    Ok(())
 }
 
 /// The lines of `path` (`-`: standard input), read as they come.
@@ -309,7 +153,9 @@ pub fn query(
     let resolved = resolve(&coll, Some(probe), ask)?;
     let measure = measure_name(resolved.kind, Measure::of(coll.params().kind()));
     match &resolved.probes {
-        Probes::File(path) => run_query_file(&coll, path, &resolved, measure, json_out),
+        Probes::File(path) => {
+            super::query_file::run_query_file(&coll, path, resolved.kind, resolved.options, measure, json_out)
+        }
         Probes::One { label, query } => {
             // A collection that keeps exact shingles re-ranks by exact Jaccard against the
             // probe's own set: the key's stored set, or the text's shingles.
