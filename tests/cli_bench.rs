@@ -95,6 +95,8 @@ fn bench_workloads_print_schema_lines() {
             "sketch-size",
             "lsh-query",
             "lsh-query-stages",
+            "lsh-query-batch",
+            "lsh-query-batch",
             "lsh-maintain"
         ]
     );
@@ -103,7 +105,7 @@ fn bench_workloads_print_schema_lines() {
     }
     // Upserts, then deletes, of half the 300 sets at most: what is left verifies clean, one
     // row per set not deleted.
-    let maintain = &lines[7];
+    let maintain = &lines[9];
     assert_eq!(maintain["config"]["rows"], 150, "{maintain}");
     assert!(maintain["metrics"]["upsert_per_s"].as_f64().unwrap() > 0.0, "{maintain}");
     assert!(maintain["metrics"]["delete_per_s"].as_f64().unwrap() > 0.0, "{maintain}");
@@ -126,6 +128,20 @@ fn bench_workloads_print_schema_lines() {
     }
     assert!(stages["candidates_per_query"].as_f64().unwrap() >= 1.0, "{stages}");
     let compacted = &lines[5];
+    // The same queries one by one and batched (query_many) on 1 and 2 threads: equal result
+    // sets (checked inside the bench), so the recall and precision of the compacted queries.
+    for (l, threads) in lines[7..9].iter().zip([1, 2]) {
+        let m = &l["metrics"];
+        assert_eq!(l["config"]["threads"], threads, "{l}");
+        assert_eq!(m["equal_result_sets"], true, "{l}");
+        assert!(m["qps_single_probe"].as_f64().unwrap() > 0.0 && m["qps_batched"].as_f64().unwrap() > 0.0, "{l}");
+        for field in ["recall_single_probe", "recall_batched"] {
+            assert_eq!(m[field], compacted["metrics"]["recall"], "{field}: {l}");
+        }
+        for field in ["precision_single_probe", "precision_batched"] {
+            assert_eq!(m[field], compacted["metrics"]["precision"], "{field}: {l}");
+        }
+    }
     assert_eq!(compacted["config"]["compacted"], true);
     assert!(compacted["notes"].as_str().unwrap().ends_with("after compaction (index of 1 run(s))"), "{compacted}");
     assert_eq!(compacted["metrics"]["recall"], lines[1]["metrics"]["recall"]);

@@ -184,6 +184,7 @@ class Collection:
         threshold: Optional[float] = None,
         level: float = 0.95,
         exact: bool = False,
+        threads: Optional[int] = None,
     ) -> list[list[Hit]]: ...
     def top_k_many(
         self,
@@ -196,6 +197,7 @@ class Collection:
         k: int = 10,
         level: float = 0.95,
         exact: bool = False,
+        threads: Optional[int] = None,
     ) -> list[list[Hit]]: ...
     def spec(self) -> dict[str, Any]: ...
     def band_keys(

@@ -185,10 +185,11 @@ impl PyCollection {
     }
 
     /// Runs one threshold query per probe (exactly one of `texts`, `tokens`, `keys`,
-    /// `sketches`, `signatures`, each a list, iterable, NumPy or pyarrow array) on all
-    /// cores with the GIL released; returns one hit list per probe, in order, each equal to
+    /// `sketches`, `signatures`, each a list, iterable, NumPy or pyarrow array) over one
+    /// read snapshot (every answer from the same commit), on all cores (or `threads`) with
+    /// the GIL released; returns one hit list per probe, in order, each equal to
     /// `query(...)` of that probe. A bad probe raises naming its position.
-    #[pyo3(signature = (texts = None, *, tokens = None, keys = None, sketches = None, signatures = None, threshold = None, level = 0.95, exact = false))]
+    #[pyo3(signature = (texts = None, *, tokens = None, keys = None, sketches = None, signatures = None, threshold = None, level = 0.95, exact = false, threads = None))]
     #[allow(clippy::too_many_arguments)]
     fn query_many(
         &self,
@@ -201,15 +202,16 @@ impl PyCollection {
         threshold: Option<f64>,
         level: f64,
         exact: bool,
+        threads: Option<usize>,
     ) -> PyResult<Vec<Vec<PyHit>>> {
         let coll = self.coll()?;
         let t = threshold_or_default(&coll, threshold);
         let probes = ingest::probes(&coll, texts, tokens, keys, sketches, signatures)?;
-        ingest::run_many(py, &coll, probes, QueryKind::Threshold(t), options(level, exact))
+        ingest::run_many(py, &coll, probes, QueryKind::Threshold(t), options(level, exact), threads)
     }
 
     /// The `k` most similar records for each probe (see `query_many`), best first.
-    #[pyo3(signature = (texts = None, *, tokens = None, keys = None, sketches = None, signatures = None, k = 10, level = 0.95, exact = false))]
+    #[pyo3(signature = (texts = None, *, tokens = None, keys = None, sketches = None, signatures = None, k = 10, level = 0.95, exact = false, threads = None))]
     #[allow(clippy::too_many_arguments)]
     fn top_k_many(
         &self,
@@ -222,10 +224,11 @@ impl PyCollection {
         k: usize,
         level: f64,
         exact: bool,
+        threads: Option<usize>,
     ) -> PyResult<Vec<Vec<PyHit>>> {
         let coll = self.coll()?;
         let probes = ingest::probes(&coll, texts, tokens, keys, sketches, signatures)?;
-        ingest::run_many(py, &coll, probes, QueryKind::TopK(k), options(level, exact))
+        ingest::run_many(py, &coll, probes, QueryKind::TopK(k), options(level, exact), threads)
     }
 
     /// The keyword arguments of the `sketchdb.arrow` kernels (and of the sketch classes'

@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rayon::prelude::*;
@@ -430,23 +430,38 @@ pub(super) fn probes(
         .collect()
 }
 
-/// Runs one query per probe on all cores with the GIL released.
+/// Runs one query per probe over one read snapshot ([`Collection::query_probes`]) with the
+/// GIL released: on the global rayon pool (all cores), or on a pool of `threads` threads.
 pub(super) fn run_many(
     py: Python<'_>,
     coll: &Collection,
     probes: Vec<Probe>,
     kind: QueryKind,
     options: QueryOptions,
+    threads: Option<usize>,
 ) -> PyResult<Vec<Vec<PyHit>>> {
-    let results: Vec<sketchdb::Result<sketchdb::QueryResult>> =
-        py.detach(|| probes.into_par_iter().map(|p| p.run(coll, kind, options)).collect());
-    results
+    let pool = match threads {
+        None => None,
+        Some(0) => return Err(PyValueError::new_err("threads must be at least 1")),
+        Some(n) => Some(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .build()
+                .map_err(|e| PyRuntimeError::new_err(format!("cannot start {n} threads: {e}")))?,
+        ),
+    };
+    let probes: Vec<sketchdb::Probe> = probes.into_iter().map(Probe::into_core).collect();
+    let answers = py.detach(|| match &pool {
+        None => coll.query_probes(&probes, kind, options),
+        Some(pool) => pool.install(|| coll.query_probes(&probes, kind, options)),
+    });
+    answers
+        .map_err(to_py)?
         .into_iter()
-        .enumerate()
-        .map(|(i, r)| {
+        .map(|r| {
             let r = r.map_err(|e| {
-                let err = to_py(e);
-                PyErr::from_type(err.get_type(py), format!("probe {i}: {}", err.value(py)))
+                let err = to_py(e.error);
+                PyErr::from_type(err.get_type(py), format!("probe {}: {}", e.position, err.value(py)))
             })?;
             r.hits.into_iter().map(|h| super::results::hit(py, h)).collect()
         })

@@ -50,6 +50,17 @@ impl Staged {
 }
 
 impl Probe {
+    /// The library's probe: answered by [`Collection::query_probes`] as [`Probe::run`]
+    /// answers this one.
+    pub(crate) fn into_core(self) -> sketchdb::Probe {
+        match self {
+            Probe::Text(t) => sketchdb::Probe::Text(t),
+            Probe::Tokens(t) => sketchdb::Probe::Tokens(t),
+            Probe::Key(k) => sketchdb::Probe::Key(k),
+            Probe::Sketch(s) => sketchdb::Probe::Sketch(s),
+        }
+    }
+
     /// The probe's sketch under `coll`'s parameters and tokenizer.
     pub(crate) fn sketch(self, coll: &Collection) -> sketchdb::Result<Sketch> {
         match self {

@@ -1,5 +1,6 @@
 //! The LSH workloads of `sketchdb bench lsh`: lsh-build, lsh-query, lsh-query-e2e, persist,
-//! sketch-size and lsh-maintain, one collection per threshold.
+//! sketch-size, lsh-query-stages, lsh-query-batch and lsh-maintain, one collection per
+//! threshold.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -15,6 +16,7 @@ use sketchdb::{
 use super::data::{
     Load, SKETCH_CHUNK, bulk_index, first_of, index_runs, load_batches, load_config, params_for, sketch_sets, workdir,
 };
+use super::lsh_batch::BatchBench;
 use super::report::{dataset_name, emit, percentile, ratio};
 use crate::error::CliError;
 
@@ -284,6 +286,10 @@ pub fn lsh(
             stages(&coll, &stored, t, opts)?,
             &format!("{notes}; after compaction; each stored-signature query once more, warm"),
         )?;
+        let key = format!("{t}");
+        let truth = queries.iter().map(|q| q.truth.get(&key).map(|v| v.iter().cloned().collect()).unwrap_or_default());
+        let bench = BatchBench { coll: &coll, stored: &stored, truth: truth.collect(), t, options: opts };
+        bench.run(run, &dataset, &config, &format!("{notes}; after compaction, warm"))?;
         let (upsert_per_s, delete_per_s, rows) = maintain(&coll, &keys, &sketches)?;
         let mut config = config;
         config["batch"] = json!(MAINTAIN_BATCH);

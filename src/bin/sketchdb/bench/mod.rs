@@ -8,6 +8,7 @@ mod dedup;
 mod docs;
 mod hamming;
 mod lsh;
+mod lsh_batch;
 mod quality;
 mod report;
 mod truth;
