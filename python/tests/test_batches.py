@@ -113,3 +113,30 @@ def test_query_many_equals_single_queries(tmp_path, corpus):
             c.query_many(keys=["d0", "missing"])
         with pytest.raises(ValueError, match="exactly one"):
             c.query_many(probes, keys=keys)
+
+
+def test_query_many_on_two_threads_equals_single_queries(tmp_path, corpus):
+    # One read snapshot per call, the probes on a pool of `threads` threads: every answer
+    # equals the per-probe call's, for texts, tokens, keys and sketches, threshold and top-k.
+    with sketchdb.open(tmp_path / "t.sketchdb") as db:
+        c = db.create_collection("c", lsh=0.5)
+        keys = [f"d{i}" for i in range(len(corpus))]
+        c.insert_many(keys, corpus)
+
+        def flat(hits):
+            return [(h.key, h.row_id, h.estimate, h.lower, h.upper) for h in hits]
+
+        texts = corpus[::3]
+        sketches = [c.get(k) for k in keys[::5]]
+        for threads in (1, 2):
+            got = c.query_many(texts, threshold=0.5, threads=threads)
+            assert [flat(h) for h in got] == [flat(c.query(text=t, threshold=0.5)) for t in texts]
+            got = c.top_k_many(keys=keys[::4], k=3, threads=threads)
+            assert [flat(h) for h in got] == [flat(c.top_k(key=k, k=3)) for k in keys[::4]]
+            got = c.query_many(sketches=sketches, threshold=0.6, threads=threads)
+            assert [flat(h) for h in got] == [flat(c.query(sketch=s, threshold=0.6)) for s in sketches]
+        assert any(len(h) > 1 for h in c.query_many(texts, threshold=0.5, threads=2))
+        with pytest.raises(ValueError, match="threads"):
+            c.query_many(texts, threads=0)
+        with pytest.raises(sketchdb.NotFoundError, match="probe 2"):
+            c.top_k_many(keys=["d0", "d1", "missing", "d3"], threads=2)
