@@ -289,7 +289,9 @@ pub fn lsh(
         let key = format!("{t}");
         let truth = queries.iter().map(|q| q.truth.get(&key).map(|v| v.iter().cloned().collect()).unwrap_or_default());
         let bench = BatchBench { coll: &coll, stored: &stored, truth: truth.collect(), t, options: opts };
-        bench.run(run, &dataset, &config, &format!("{notes}; after compaction, warm"))?;
+        let mut batch_config = config.clone();
+        batch_config["compacted"] = json!(true);
+        bench.run(run, &dataset, &batch_config, &format!("{notes}; after compaction, warm"))?;
         let (upsert_per_s, delete_per_s, rows) = maintain(&coll, &keys, &sketches)?;
         let mut config = config;
         config["batch"] = json!(MAINTAIN_BATCH);
