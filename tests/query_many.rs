@@ -241,7 +241,8 @@ fn one_batch_reads_one_commit_while_a_writer_commits() {
     for _ in 0..20 {
         let answers = pool(2).install(|| c.query_probes(&probes, kind, QueryOptions::default())).unwrap();
         let n = counts(&answers);
-        assert!(n.iter().all(|&x| x == n[0]), "one batch saw several commits: {n:?}");
+        let distinct: std::collections::BTreeSet<usize> = n.iter().copied().collect();
+        assert_eq!(distinct.len(), 1, "one batch saw several commits: copies found {distinct:?}");
         seen.insert(n[0]);
     }
     stop.store(true, Ordering::Relaxed);
