@@ -2,7 +2,7 @@
 //! it would choose, running a query and EXPLAIN. Statistics, plan and execution all see the
 //! same commit.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::codec::meta::CollectionState;
 use crate::index::{LshStats, ProbeCache, SimhashStats, index_stats, query_index};
@@ -16,7 +16,7 @@ use super::exec::{Analyze, Hit, execute, execute_in, validate};
 use super::explain::Explain;
 use super::explain::Scoring;
 use super::plan::Plan;
-use super::query::Query;
+use super::query::{Query, QueryKind, QueryOptions};
 
 /// The answer to a query: verified, scored hits best first, the plan that produced them and
 /// what execution did.
@@ -40,17 +40,44 @@ pub(crate) fn stats_in(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Sta
 
 /// What every query at one snapshot shares: the planner's statistics and the probe cache of
 /// the collection's index (`None` without an index), from one read of the collection state
-/// and the index definition. Valid only for the snapshot it was read from.
+/// and the index definition, and the plans of the first questions asked. Valid only for the
+/// snapshot it was read from, and for one cost model (every query run with one `Prepared`
+/// must pass the same [`CostModel`]).
 pub(crate) struct Prepared {
     stats: Stats,
     cache: Option<Arc<ProbeCache>>,
+    /// The plans of the first questions asked: `choose_plan` reads only a query's question
+    /// and options (never its sketch), the statistics and the costs, so a batch asking one
+    /// question (and, re-ranking exactly, its relaxed form) plans it once.
+    plans: [OnceLock<(QueryKind, QueryOptions, Plan)>; 2],
+}
+
+impl Prepared {
+    /// The plan [`choose_plan`] chooses for `query`, remembered for its question.
+    fn plan(&self, query: &Query, costs: &CostModel) -> Plan {
+        for slot in &self.plans {
+            match slot.get() {
+                Some((kind, options, plan)) if *kind == query.kind && *options == query.options => return *plan,
+                Some(_) => {}
+                None => {
+                    let plan = choose_plan(query, &self.stats, costs);
+                    // Another thread may have filled the slot meanwhile: the plan is the same
+                    // function of the same inputs, so either answer is right.
+                    let _ = slot.set((query.kind, query.options, plan));
+                    return plan;
+                }
+            }
+        }
+        choose_plan(query, &self.stats, costs)
+    }
 }
 
 /// [`Prepared`] for the collection `info` at `snap`.
 pub(crate) fn prepare(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Prepared, QueryError> {
     let state = snap.state(info)?;
     let index = query_index(snap, info, &state)?;
-    Ok(Prepared { stats: stats_of(info, &state, index.lsh.map(|l| l.plan), index.simhash), cache: index.cache })
+    let stats = stats_of(info, &state, index.lsh.map(|l| l.plan), index.simhash);
+    Ok(Prepared { stats, cache: index.cache, plans: Default::default() })
 }
 
 fn stats_of(
@@ -91,7 +118,7 @@ pub(crate) fn run_prepared(
     costs: &CostModel,
     prep: &Prepared,
 ) -> Result<QueryResult, QueryError> {
-    let plan = choose_plan(query, &prep.stats, costs);
+    let plan = prep.plan(query, costs);
     let (hits, analyze) = execute_in(snap, info, query, &plan, &prep.stats, prep.cache.as_ref())?;
     Ok(QueryResult { hits, plan, analyze })
 }
