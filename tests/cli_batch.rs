@@ -179,6 +179,16 @@ fn query_file_batches_keep_order_and_name_a_failing_line() {
     let out =
         lines(&ok(d, &["--db", "x.db", "query", "c", "--queries", "q.jsonl", "--threshold", "0.5", "--json"]).stdout);
     assert_eq!(out.len(), 9000);
+    // On one thread, the same answers.
+    let args = ["--db", "x.db", "query", "c", "--queries", "q.jsonl", "--threshold", "0.5", "--json", "--threads", "1"];
+    let one = lines(&ok(d, &args).stdout);
+    let no_time = |v: &Value| {
+        let mut v = v.clone();
+        v.as_object_mut().unwrap().remove("elapsed_us");
+        v
+    };
+    assert_eq!(one.len(), out.len());
+    assert!(out.iter().zip(&one).all(|(a, b)| no_time(a) == no_time(b)));
     let keys = |v: &Value| v["hits"].as_array().unwrap().iter().map(|h| h["key"].to_string()).collect::<Vec<_>>();
     let per_key: Vec<Value> = (0..40)
         .map(|k| {

@@ -107,7 +107,7 @@ enum Command {
     Estimate(query::EstimateArgs),
     /// Show the plan a query would use, the alternatives and their costs.
     // `explain` shows one query's plan: `--queries` is refused by name, so help hides it.
-    #[command(mut_arg("queries", |a| a.hide(true)))]
+    #[command(mut_arg("queries", |a| a.hide(true)), mut_arg("threads", |a| a.hide(true)))]
     Explain {
         /// The collection.
         collection: String,

@@ -86,6 +86,11 @@ pub struct Probe {
     /// other fields are ignored.
     #[arg(long, conflicts_with_all = ["key", "text", "tokens", "simhash"])]
     pub queries: Option<PathBuf>,
+    /// Threads that answer a `--queries` file's batches (default: every core). The answers do
+    /// not depend on it.
+    #[arg(long, value_name = "N", requires = "queries",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
+    pub threads: Option<usize>,
 }
 
 /// Where the probes of a resolved question come from.
@@ -153,9 +158,9 @@ pub fn query(
     let resolved = resolve(&coll, Some(probe), ask)?;
     let measure = measure_name(resolved.kind, Measure::of(coll.params().kind()));
     match &resolved.probes {
-        Probes::File(path) => {
+        Probes::File(path) => crate::load::pipeline::pool(probe.threads)?.install(|| {
             super::query_file::run_query_file(&coll, path, resolved.kind, resolved.options, measure, json_out)
-        }
+        }),
         Probes::One { label, query } => {
             // A collection that keeps exact shingles re-ranks by exact Jaccard against the
             // probe's own set: the key's stored set, or the text's shingles.
