@@ -98,6 +98,7 @@ impl Snapshot {
                 runs: l.plan.runs,
                 band_hash: l.band_hash,
                 removed_rows: l.removed_rows,
+                banding: l.banding(&self.info).purpose,
             }),
             (None, Some(t)) => Some(IndexSummary::SimhashTables { tables: t.tables, radius: t.radius, runs: t.runs }),
             (None, None) => None,
