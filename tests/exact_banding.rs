@@ -176,7 +176,7 @@ fn an_exact_collection_records_the_recall_banding_and_explain_says_so() {
     let b = explain.banding.expect("an LSH plan");
     assert_eq!((b.params, b.threshold, b.purpose), (e, T, Some(BandingPurpose::ExactRecall)));
     assert!(explain.to_string().contains(&format!("banding: {} bands x {} rows", e.bands, e.rows)), "{explain}");
-    assert!(explain.to_string().contains("recall (exact) (0.01 FP + 0.99 FN)"), "{explain}");
+    assert!(explain.to_string().contains("recall (exact) (0.005 FP + 0.995 FN)"), "{explain}");
     let explain = plain.explain_dedup(QueryKind::Threshold(T), banded()).unwrap().unwrap();
     assert!(explain.to_string().contains("default (0.1 FP + 0.9 FN)"), "{explain}");
     // Without an index the dedup bands in memory by the collection's rule, and says so.

@@ -46,7 +46,7 @@ pub enum IndexConfig {
     /// threshold (candidates are always verified by the estimator, so a false positive only
     /// costs time while a false negative loses an answer; `optimal_lsh_params`'s own default
     /// stays 0.5 / 0.5). On a collection that keeps exact shingles
-    /// ([`CollectionConfig::exact_shingles`]) the weights are `0.01 * FP + 0.99 * FN`
+    /// ([`CollectionConfig::exact_shingles`]) the weights are `0.005 * FP + 0.995 * FN`
     /// ([`crate::lsh::BandingPurpose::ExactRecall`]): exact scoring makes precision 1 whatever
     /// the candidates, so the banding is tuned for candidate recall. With only one given,
     /// the other is the most the signature allows.
