@@ -18,6 +18,8 @@
 //! Unicode version of the Rust standard library that built sketchdb; golden tests pin the
 //! results for ASCII and common non-ASCII text.
 
+use std::ops::Range;
+
 use super::error::SketchError;
 use super::hash::token_hash;
 use super::recipe::steps::Pipeline;
@@ -180,27 +182,19 @@ impl Tokenizer {
             TokenizerKind::Shingles { w } => (w as usize, 0),
             TokenizerKind::CharNgrams { n } => (0, n as usize),
         };
-        let words = normalised_words(text);
+        let (norm, words) = normalised_words(text);
         if words.is_empty() {
             return;
         }
         if n == 0 {
+            // Words are joined by one space in `norm`, so a window of w words is one slice.
             if words.len() <= w {
-                return f(&words.join(" "));
+                return f(&norm);
             }
-            let mut buf = String::new();
             for win in words.windows(w) {
-                buf.clear();
-                for (i, word) in win.iter().enumerate() {
-                    if i > 0 {
-                        buf.push(' ');
-                    }
-                    buf.push_str(word);
-                }
-                f(&buf);
+                f(&norm[win[0].start..win[w - 1].end]);
             }
         } else {
-            let norm = words.join(" ");
             let starts: Vec<usize> = norm.char_indices().map(|(i, _)| i).collect();
             if starts.len() <= n {
                 return f(&norm);
@@ -218,21 +212,34 @@ impl Tokenizer {
     }
 }
 
-/// Step 1 of the recipe: lower-cased alphanumeric words.
-fn normalised_words(text: &str) -> Vec<String> {
+/// Step 1 of the recipe: the lower-cased alphanumeric words of `text`, joined by one space
+/// (the returned text), and each word's byte range in it. One buffer for the whole text: the
+/// shingles are slices of it.
+fn normalised_words(text: &str) -> (String, Vec<Range<usize>>) {
+    let mut norm = String::with_capacity(text.len());
     let mut words = Vec::new();
-    let mut cur = String::new();
+    let mut start: Option<usize> = None;
     for c in text.chars() {
         if c.is_alphanumeric() {
-            cur.extend(c.to_lowercase());
-        } else if !cur.is_empty() {
-            words.push(std::mem::take(&mut cur));
+            if start.is_none() {
+                if !norm.is_empty() {
+                    norm.push(' ');
+                }
+                start = Some(norm.len());
+            }
+            if c.is_ascii() {
+                norm.push(c.to_ascii_lowercase());
+            } else {
+                norm.extend(c.to_lowercase());
+            }
+        } else if let Some(s) = start.take() {
+            words.push(s..norm.len());
         }
     }
-    if !cur.is_empty() {
-        words.push(cur);
+    if let Some(s) = start {
+        words.push(s..norm.len());
     }
-    words
+    (norm, words)
 }
 
 #[cfg(test)]
@@ -241,8 +248,44 @@ mod tests {
 
     #[test]
     fn normalisation_lowercases_and_splits_on_non_alphanumerics() {
-        assert_eq!(normalised_words("Hello, WORLD!  Straße--42"), vec!["hello", "world", "straße", "42"]);
-        assert!(normalised_words(" ,.; ").is_empty());
+        let (norm, words) = normalised_words("Hello, WORLD!  Straße--42 ");
+        assert_eq!(norm, "hello world straße 42");
+        let words: Vec<&str> = words.iter().map(|r| &norm[r.clone()]).collect();
+        assert_eq!(words, vec!["hello", "world", "straße", "42"]);
+        let (norm, words) = normalised_words(" ,.; ");
+        assert!(norm.is_empty() && words.is_empty());
+    }
+
+    /// The recipe's steps written plainly: a String per word, windows joined by one space.
+    fn reference_shingles(text: &str, w: usize) -> Vec<String> {
+        let mut words: Vec<String> = Vec::new();
+        let mut cur = String::new();
+        for c in text.chars() {
+            if c.is_alphanumeric() {
+                cur.extend(c.to_lowercase());
+            } else if !cur.is_empty() {
+                words.push(std::mem::take(&mut cur));
+            }
+        }
+        if !cur.is_empty() {
+            words.push(cur);
+        }
+        match words.len() {
+            0 => vec![],
+            n if n <= w => vec![words.join(" ")],
+            _ => words.windows(w).map(|win| win.join(" ")).collect(),
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn word_shingles_equal_the_plain_recipe(
+            text in "[a-zA-Z0-9 ,.;!\\n\\t\\u{e9}\\u{130}\\u{df}\\u{4e2d}\\u{1f600}\\u{2003}-]{0,80}",
+            w in 1usize..6,
+        ) {
+            let t = Tokenizer::shingles(w as u32, 0).unwrap();
+            proptest::prop_assert_eq!(t.shingle_texts(&text), reference_shingles(&text, w));
+        }
     }
 
     #[test]
