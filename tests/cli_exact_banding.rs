@@ -42,13 +42,19 @@ fn create_stats_and_explain_name_the_recall_banding_of_an_exact_collection() {
     let mut args = vec!["--db", "x.db", "--json", "create", "e", "--exact-shingles", "--lsh", "0.8"];
     args.extend(SKETCH);
     let v = summary(&ok(d, &args), "create");
-    assert_eq!((v["index"]["bands"].as_u64(), v["index"]["rows"].as_u64()), (Some(e.bands.into()), Some(e.rows.into())));
+    assert_eq!(
+        (v["index"]["bands"].as_u64(), v["index"]["rows"].as_u64()),
+        (Some(e.bands.into()), Some(e.rows.into()))
+    );
     assert_eq!(v["index"]["banding"], "recall (exact)", "{v}");
     assert_eq!(v["weights"]["false_negative"], 0.995, "{v}");
     let mut args = vec!["--db", "x.db", "--json", "create", "p", "--lsh", "0.8"];
     args.extend(SKETCH);
     let v = summary(&ok(d, &args), "create");
-    assert_eq!((v["index"]["bands"].as_u64(), v["index"]["rows"].as_u64()), (Some(p.bands.into()), Some(p.rows.into())));
+    assert_eq!(
+        (v["index"]["bands"].as_u64(), v["index"]["rows"].as_u64()),
+        (Some(p.bands.into()), Some(p.rows.into()))
+    );
     assert_eq!(v["index"]["banding"], "default", "{v}");
     assert_eq!(v["weights"]["false_negative"], 0.9, "{v}");
     let mut args = vec!["--db", "y.db", "create", "e", "--exact-shingles", "--lsh", "0.8"];
@@ -72,7 +78,8 @@ fn create_stats_and_explain_name_the_recall_banding_of_an_exact_collection() {
     ok(d, &["--db", "x.db", "ingest", "e", "docs.jsonl"]);
     let explain = ["--db", "x.db", "explain", "e", "d0", "--threshold", "0.8", "--plan", "lsh-probe"];
     let text = String::from_utf8(ok(d, &explain).stdout).unwrap();
-    let line = format!("banding: {} bands x {} rows for t = 0.8, recall (exact) (0.005 FP + 0.995 FN)", e.bands, e.rows);
+    let line =
+        format!("banding: {} bands x {} rows for t = 0.8, recall (exact) (0.005 FP + 0.995 FN)", e.bands, e.rows);
     assert!(text.contains(&line), "{text}");
     let mut json_args = explain.to_vec();
     json_args.push("--json");
@@ -86,6 +93,9 @@ fn create_stats_and_explain_name_the_recall_banding_of_an_exact_collection() {
     assert!(v.get("banding").is_none(), "{v}");
 
     // Bands and rows given: the banding is reported as given.
-    let v = summary(&ok(d, &["--db", "x.db", "--json", "reindex", "e", "--lsh", "0.8", "--bands", "20", "--rows", "9"]), "reindex");
+    let v = summary(
+        &ok(d, &["--db", "x.db", "--json", "reindex", "e", "--lsh", "0.8", "--bands", "20", "--rows", "9"]),
+        "reindex",
+    );
     assert_eq!((v["index"]["bands"].as_u64(), v["index"]["banding"].as_str()), (Some(20), Some("given")), "{v}");
 }

@@ -156,7 +156,8 @@ fn an_exact_collection_records_the_recall_banding_and_explain_says_so() {
     let db = open(dir.path());
     let sets = corpus(SEED);
     let lsh = IndexConfig::Lsh { threshold: T, bands: None, rows: None };
-    let exact = collection(&db, "exact", CollectionConfig::new(params()).with_exact_shingles(true).with_index(lsh), &sets);
+    let exact =
+        collection(&db, "exact", CollectionConfig::new(params()).with_exact_shingles(true).with_index(lsh), &sets);
     let plain = collection(&db, "plain", CollectionConfig::new(params()).with_index(lsh), &sets);
     let rule = |p| index_band_scheme_for(&params(), T, None, None, p).unwrap().params;
     let (e, d) = (rule(BandingPurpose::ExactRecall), rule(BandingPurpose::Estimated));
@@ -220,4 +221,3 @@ fn the_recall_banding_finds_every_brute_force_pair_that_the_default_misses() {
     assert!(result.plan.is_some_and(|p| p.to_string().contains("LshBanding")), "{:?}", result.plan);
     assert_eq!(banded, want);
 }
-

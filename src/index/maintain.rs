@@ -2,12 +2,12 @@
 //! collection: it reads the collection's index definition inside the write transaction, so
 //! a handle never maintains a stale design), index creation and rebuilds.
 
+use super::banding::{BandingPurpose, IndexBanding, recognise, rule_optimum};
 use super::defs::{IndexDef, IndexSpec, legacy_lsh};
 use super::error::IndexError;
 use super::error::index_err;
 use super::lsh::LshDelta;
 use super::lsh::{BandKeyScheme, RowWidth};
-use super::banding::{BandingPurpose, IndexBanding, recognise, rule_optimum};
 use super::lsh::{CollisionModel, LshParams};
 use super::simhash::SimhashDelta;
 use super::simhash::SimhashTableDesign;

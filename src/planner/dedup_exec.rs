@@ -5,7 +5,7 @@
 use std::cell::{Cell, OnceCell};
 
 use crate::index::{
-    Banding, BandedKeys, IndexError, LshParams, SimhashMemIndex, SimhashTableDesign, for_each_lsh_pair, lsh_scheme_for,
+    BandedKeys, Banding, IndexError, LshParams, SimhashMemIndex, SimhashTableDesign, for_each_lsh_pair, lsh_scheme_for,
     simhash_pairs,
 };
 use crate::sketch::sketcher::Sketch;

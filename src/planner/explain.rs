@@ -4,8 +4,8 @@
 use std::fmt;
 
 use super::cost::Choice;
-use crate::index::IndexBanding;
 use super::exec::Analyze;
+use crate::index::IndexBanding;
 
 /// The output of EXPLAIN (and, with `analyze`, EXPLAIN ANALYZE).
 #[derive(Clone, Debug, PartialEq)]
