@@ -42,6 +42,8 @@ mod jsonl;
 mod options;
 #[cfg(feature = "parquet")]
 mod parquet;
+#[cfg(feature = "parquet")]
+mod parquet_footer;
 pub mod read;
 mod record;
 mod source;

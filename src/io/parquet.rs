@@ -22,6 +22,7 @@ use parquet::file::reader::ChunkReader;
 use super::check::{Checked, Parse};
 use super::error::{ReadError, Reject, RejectReason};
 use super::fields::parse_hex_fingerprint;
+use super::parquet_footer;
 use super::options::{ReadOptions, Select};
 use super::record::{Content, Origin, Position, Raw, SourceRecord, Summary};
 use super::source::{Item, RecordSource};
@@ -47,6 +48,17 @@ fn guard<R>(f: impl FnOnce() -> R) -> Result<R, String> {
         let msg = p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned());
         format!("the Parquet reader panicked: {}", msg.unwrap_or_default())
     })
+}
+
+/// Refuses a footer whose Thrift structure is malformed ([`parquet_footer`]) before the
+/// parquet crate walks it; a file without a plain Parquet trailer is left to the crate.
+fn check_footer<T: ChunkReader>(input: &T, len: u64) -> Result<(), String> {
+    let Some(trailer_at) = len.checked_sub(8) else { return Ok(()) };
+    let trailer = input.get_bytes(trailer_at, 8).map_err(|e| e.to_string())?;
+    let Ok(trailer) = <[u8; 8]>::try_from(trailer.as_ref()) else { return Ok(()) };
+    let Some((start, meta_len)) = parquet_footer::metadata_range(&trailer, len) else { return Ok(()) };
+    let meta = input.get_bytes(start, meta_len).map_err(|e| e.to_string())?;
+    parquet_footer::check_metadata(&meta)
 }
 
 /// A selected column: its path from the top-level field down through structs.
@@ -111,6 +123,7 @@ fn build<T: ChunkReader + 'static>(
 ) -> Result<Box<dyn RecordSource>, ReadError> {
     let at_file = Origin::new(Arc::clone(&path), Position::File);
     let perr = |detail: String| ReadError::Parquet { at: at_file.clone(), detail };
+    check_footer(&input, len).map_err(perr)?;
     let builder =
         guard(|| ParquetRecordBatchReaderBuilder::try_new(input)).map_err(perr)?.map_err(|e| perr(e.to_string()))?;
     // The parquet crate asserts (panics) on negative chunk offsets and sizes instead of

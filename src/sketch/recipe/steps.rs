@@ -15,7 +15,7 @@
 use std::sync::OnceLock;
 
 use regex::Regex;
-use unicode_normalization::UnicodeNormalization;
+use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick, is_nfkc_quick};
 use unicode_normalization::char::is_combining_mark;
 use unicode_segmentation::UnicodeSegmentation;
 
@@ -258,10 +258,15 @@ impl Pipeline {
 
     /// Steps 1-4: the text as tokenizing sees it.
     fn prepare(&self, text: &str) -> String {
+        // A text the quick check finds already normalised (every ASCII text is, in every form,
+        // and holds no combining marks) is copied as it is: normalising it would not change it.
         let mut t: String = match self.normalization {
             Normalization::None => text.to_owned(),
+            Normalization::Nfc if is_nfc_quick(text.chars()) == IsNormalized::Yes => text.to_owned(),
             Normalization::Nfc => text.nfc().collect(),
+            Normalization::Nfkc if is_nfkc_quick(text.chars()) == IsNormalized::Yes => text.to_owned(),
             Normalization::Nfkc => text.nfkc().collect(),
+            Normalization::NfdStripMarks if text.is_ascii() => text.to_owned(),
             Normalization::NfdStripMarks => text.nfd().filter(|&c| !is_combining_mark(c)).collect(),
         };
         t = match self.case {
@@ -431,6 +436,31 @@ mod tests {
         assert_eq!(p.shingles("v1.25 «ok»"), vec!["v0", "0", "ok"]);
         let split = Pipeline::words(1).with_punctuation(Punctuation::Split(PunctClass::Ascii));
         assert_eq!(split.shingles("hi, you"), vec!["hi", ",", "you"]);
+    }
+
+    /// Step 1 applied in full, whatever the text.
+    fn normalised_in_full(text: &str, n: Normalization) -> String {
+        match n {
+            Normalization::None => text.to_owned(),
+            Normalization::Nfc => text.nfc().collect(),
+            Normalization::Nfkc => text.nfkc().collect(),
+            Normalization::NfdStripMarks => text.nfd().filter(|&c| !is_combining_mark(c)).collect(),
+        }
+    }
+
+    proptest::proptest! {
+        // Composed and decomposed letters, combining marks, compatibility forms (ligature,
+        // Ohm and Angstrom signs, circled digit, full-width), Hangul jamo and syllables.
+        #[test]
+        fn the_quick_check_changes_nothing(
+            text in "[a-zA-Z0-9 .,\\u{e9}\\u{301}\\u{308}\\u{fb01}\\u{2126}\\u{212b}\\u{2460}\\u{ff21}\\u{1100}\\u{1161}\\u{ac00}\\u{344}\\u{1e9b}\\u{323}]{0,40}",
+        ) {
+            for n in [Normalization::None, Normalization::Nfc, Normalization::Nfkc, Normalization::NfdStripMarks] {
+                let p = Pipeline::words(1).with_normalization(n);
+                let full = Pipeline::words(1).with_normalization(Normalization::None);
+                proptest::prop_assert_eq!(p.prepare(&text), full.prepare(&normalised_in_full(&text, n)), "{:?}", n);
+            }
+        }
     }
 
     #[test]
