@@ -144,7 +144,7 @@ impl Collection {
 
     /// The number of live records.
     pub fn len(&self) -> Result<u64> {
-        Ok(self.stats()?.live)
+        self.snapshot()?.live()
     }
 
     /// Whether the collection has no live records.
@@ -152,7 +152,7 @@ impl Collection {
         Ok(self.len()? == 0)
     }
 
-    /// The collection's counters.
+    /// The collection's counters (see [`Snapshot::stats`]).
     pub fn stats(&self) -> Result<CollectionStats> {
         self.snapshot()?.stats()
     }

@@ -220,7 +220,7 @@ pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<
     let joined = std::time::Instant::now();
     let d = coll.dedup_clustered(kind, options, args.clustering)?;
     let join_secs = joined.elapsed().as_secs_f64();
-    let records = coll.stats()?.live;
+    let records = coll.len()?;
     let decided = decide(&d, &args.keep, input.as_ref(), &coll)?;
     let format = if json_out && args.format != ClusterFormat::None { ClusterFormat::Jsonl } else { args.format };
     print_clusters(&decided, format)?;
