@@ -105,6 +105,7 @@ pub use storage::{MAX_KEY_LEN, StorageError};
 /// ```
 pub mod lsh {
     pub use crate::index::{BandKeyScheme, RowWidth, index_band_scheme};
+    pub use crate::index::{BandingPurpose, IndexBanding, index_band_scheme_for};
     pub use crate::index::{
         CollisionModel, LshChoice, LshParams, LshWeights, candidate_probability, candidate_probability_with,
         expected_recall_above, false_negative_area, false_positive_area, optimal_lsh_params,
@@ -156,7 +157,7 @@ pub mod simhash {
 /// assert!(costs.decode_per_slot > 0.0);
 /// ```
 pub mod plan {
-    pub use crate::index::{LshStats, SimhashStats};
+    pub use crate::index::{BandingPurpose, IndexBanding, LshStats, SimhashStats};
     pub use crate::planner::cost::{Alternative, Choice, CostModel, Stats, choose};
     pub use crate::planner::dedup::choose_dedup;
     pub use crate::planner::exec::Analyze;

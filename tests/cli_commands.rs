@@ -78,13 +78,15 @@ fn a_session_through_every_command() {
         if i == 0 {
             assert_eq!(
                 runs_now(d),
-                serde_json::json!({"kind": "lsh", "bands": 8, "rows": 4, "runs": 2, "band_hash": 3, "removed_rows": 0})
+                serde_json::json!({"kind": "lsh", "bands": 8, "rows": 4, "runs": 2, "band_hash": 3, "removed_rows": 0,
+                                   "banding": "given"})
             );
         }
     }
     assert_eq!(
         runs_now(d),
-        serde_json::json!({"kind": "lsh", "bands": 8, "rows": 4, "runs": 1, "band_hash": 3, "removed_rows": 0})
+        serde_json::json!({"kind": "lsh", "bands": 8, "rows": 4, "runs": 1, "band_hash": 3, "removed_rows": 0,
+                                   "banding": "given"})
     );
     ok(d, &["drop", "indexed"]);
     assert!(run(d, &["create", "bad", "--lsh", "0.5", "--simhash-tables", "3"]).status.code() != Some(0));

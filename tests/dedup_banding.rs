@@ -131,7 +131,7 @@ fn banding_pairs_are_verified_and_recall_is_high() {
 }
 
 fn stats(live: u64, kind: SketchKind, slots: usize, bits: u8) -> PlannerStats {
-    PlannerStats { live, deleted: 0, kind, slots, bits, lsh: None, simhash: None }
+    PlannerStats { live, deleted: 0, kind, slots, bits, lsh: None, simhash: None, banding: BandingPurpose::Estimated }
 }
 
 #[test]

@@ -38,6 +38,7 @@ fn choose_is_pure_and_prefers_the_cheaper_path() {
         bits: 8,
         lsh: None,
         simhash: None,
+        banding: BandingPurpose::Estimated,
     };
     let costs = CostModel::default();
     let query = Query::threshold(q.clone(), 0.9);

@@ -144,7 +144,7 @@ impl Collection {
 
     /// The number of live records.
     pub fn len(&self) -> Result<u64> {
-        Ok(self.stats()?.live)
+        self.snapshot()?.live()
     }
 
     /// Whether the collection has no live records.
@@ -152,7 +152,7 @@ impl Collection {
         Ok(self.len()? == 0)
     }
 
-    /// The collection's counters.
+    /// The collection's counters (see [`Snapshot::stats`]).
     pub fn stats(&self) -> Result<CollectionStats> {
         self.snapshot()?.stats()
     }
@@ -176,7 +176,8 @@ impl Collection {
     /// Drops the collection's index and builds `index` in its place (another design, another
     /// kind, or none), in one write transaction: readers see the old index or the new one.
     /// A SimHash table design and its bucket width are chosen for the current number of live
-    /// rows, an LSH banding as [`IndexConfig::Lsh`] says. The new configuration is stored
+    /// rows, an LSH banding as [`IndexConfig::Lsh`] says (for candidate recall on a collection
+    /// that keeps exact shingles). The new configuration is stored
     /// in the collection's definition; this handle reflects it, other open handles keep
     /// their old [`Collection::config`] value but maintain the new index (every write reads
     /// the stored index definition).
@@ -184,7 +185,7 @@ impl Collection {
         let config = self.config.with_index(index);
         config.validate()?;
         let settings = encode_settings(&config)?;
-        let info = crate::index::rebuild(&self.store, &self.info, index.request(), settings)?;
+        let info = crate::index::rebuild(&self.store, &self.info, index.request(config.exact_shingles), settings)?;
         self.info = Arc::new(info);
         self.config = config;
         Ok(())

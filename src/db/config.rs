@@ -45,7 +45,11 @@ pub enum IndexConfig {
     /// weighted false-positive and false-negative areas of the candidate curve at the
     /// threshold (candidates are always verified by the estimator, so a false positive only
     /// costs time while a false negative loses an answer; `optimal_lsh_params`'s own default
-    /// stays 0.5 / 0.5). With only one given, the other is the most the signature allows.
+    /// stays 0.5 / 0.5). On a collection that keeps exact shingles
+    /// ([`CollectionConfig::exact_shingles`]) the weights are `0.005 * FP + 0.995 * FN`
+    /// ([`crate::lsh::BandingPurpose::ExactRecall`]): exact scoring makes precision 1 whatever
+    /// the candidates, so the banding is tuned for candidate recall. With only one given,
+    /// the other is the most the signature allows.
     /// The band-key hash (XXH3-64, versioned), its seed and the bucket grouping (chosen from
     /// the row count at creation or [`crate::Collection::rebuild_index`]) are recorded in the
     /// file.
@@ -101,12 +105,19 @@ impl IndexConfig {
         IndexConfig::Lsh { threshold, bands: None, rows: None }
     }
 
-    pub(crate) fn request(&self) -> Option<crate::index::IndexRequest> {
-        use crate::index::IndexRequest;
+    /// The index to build on a collection that keeps exact shingles (`exact_shingles`) or
+    /// not: that decides an LSH banding's rule ([`crate::lsh::BandingPurpose`]).
+    pub(crate) fn request(&self, exact_shingles: bool) -> Option<crate::index::IndexRequest> {
+        use crate::index::{BandingPurpose, IndexRequest};
         match *self {
             IndexConfig::None => None,
             IndexConfig::SimhashTables { radius } => Some(IndexRequest::Simhash { radius }),
-            IndexConfig::Lsh { threshold, bands, rows } => Some(IndexRequest::Lsh { threshold, bands, rows }),
+            IndexConfig::Lsh { threshold, bands, rows } => Some(IndexRequest::Lsh {
+                threshold,
+                bands,
+                rows,
+                purpose: BandingPurpose::for_collection(exact_shingles),
+            }),
         }
     }
 }
@@ -217,7 +228,7 @@ impl CollectionConfig {
     pub fn validate(&self) -> Result<(), Error> {
         self.params.validate()?;
         self.tokenizer.validate()?;
-        if let Some(request) = self.index.request() {
+        if let Some(request) = self.index.request(self.exact_shingles) {
             crate::index::spec_for(request, &self.params, 0)?;
         }
         Ok(())

@@ -186,7 +186,7 @@ impl Database {
     pub fn create_collection(&self, name: &str, config: CollectionConfig) -> Result<Collection> {
         config.validate()?;
         let settings = encode_settings(&config)?;
-        let request = config.index.request();
+        let request = config.index.request(config.exact_shingles);
         let info =
             self.store.create_collection(name, config.params, settings, config.exact_shingles, &mut |txn, info| {
                 match request {

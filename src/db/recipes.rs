@@ -71,6 +71,11 @@ pub const DEFAULT_TEXT_BITS: u8 = 8;
 /// index they would create.
 pub const INDEX_LSH_WEIGHTS: crate::index::LshWeights = crate::index::INDEX_LSH_WEIGHTS;
 
+/// The weights an LSH index minimises on a collection that keeps exact shingles
+/// ([`crate::CollectionConfig::exact_shingles`]; [`crate::lsh::BandingPurpose::ExactRecall`]):
+/// candidate recall almost only, since exact scoring keeps precision at 1.
+pub const EXACT_INDEX_LSH_WEIGHTS: crate::index::LshWeights = crate::index::EXACT_INDEX_LSH_WEIGHTS;
+
 /// The similarity a sketch kind estimates, which threshold queries compare against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]

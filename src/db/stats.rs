@@ -1,5 +1,7 @@
 //! [`CollectionStats`] and [`IndexSummary`]: a collection's counters at one snapshot.
 
+use crate::index::BandingPurpose;
+
 /// A collection's counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CollectionStats {
@@ -47,5 +49,10 @@ pub enum IndexSummary {
         /// merge drops them (a run is rewritten once an eighth of its rows are removed;
         /// compaction drops them all).
         removed_rows: u64,
+        /// The rule that chose the banding for the index's threshold (`None`: given bands
+        /// and rows): [`BandingPurpose::ExactRecall`] on a collection that keeps exact
+        /// shingles, [`BandingPurpose::Estimated`] otherwise and on exact collections
+        /// indexed before that rule existed (until `rebuild_index`).
+        banding: Option<BandingPurpose>,
     },
 }

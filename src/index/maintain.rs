@@ -2,12 +2,13 @@
 //! collection: it reads the collection's index definition inside the write transaction, so
 //! a handle never maintains a stale design), index creation and rebuilds.
 
+use super::banding::{BandingPurpose, IndexBanding, recognise, rule_optimum};
 use super::defs::{IndexDef, IndexSpec, legacy_lsh};
 use super::error::IndexError;
 use super::error::index_err;
 use super::lsh::LshDelta;
 use super::lsh::{BandKeyScheme, RowWidth};
-use super::lsh::{CollisionModel, LshParams, LshWeights, optimal_lsh_params};
+use super::lsh::{CollisionModel, LshParams};
 use super::simhash::SimhashDelta;
 use super::simhash::SimhashTableDesign;
 use super::simhash::bucket_bits_for;
@@ -25,19 +26,13 @@ use crate::storage::writer::{for_each_live_fingerprint_in, for_each_live_in, ind
 /// The seed of every LSH band-key scheme this build creates (recorded in the scheme).
 pub(crate) const LSH_SEED: u64 = 0x736b_6574_6368_6462;
 
-/// The weights of the banding chosen for an LSH index when neither bands nor rows are
-/// given: recall first. Candidates are always verified by the estimator afterwards, so a
-/// false positive only costs a verification while a false negative loses an answer.
-/// (`optimal_lsh_params`'s own default, used by `sketchdb bounds`, stays 0.5 / 0.5.)
-pub(crate) const INDEX_LSH_WEIGHTS: LshWeights = LshWeights { false_positive: 0.1, false_negative: 0.9 };
-
 /// What index to build, as the db layer's `IndexConfig` asks.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum IndexRequest {
     /// SimHash permuted tables of radius k.
     Simhash { radius: u32 },
-    /// LSH bands for a threshold, the banding optimised unless given.
-    Lsh { threshold: f64, bands: Option<u32>, rows: Option<u32> },
+    /// LSH bands for a threshold, the banding given or else chosen by `purpose`'s rule.
+    Lsh { threshold: f64, bands: Option<u32>, rows: Option<u32>, purpose: BandingPurpose },
 }
 
 /// The spec for a request on a collection of `params` holding about `n_rows` rows.
@@ -50,8 +45,9 @@ pub(crate) fn spec_for(request: IndexRequest, params: &SketchParams, n_rows: u64
             let design = SimhashTableDesign::design(n_rows, radius, u32::from(params.bits()))?;
             Ok(IndexSpec::Simhash { design, bucket_bits: bucket_bits_for(n_rows), next_run: 0, runs: Vec::new() })
         }
-        IndexRequest::Lsh { threshold, bands, rows } => {
-            let scheme = lsh_scheme_for(params.kind(), params.bits(), params.slots(), threshold, bands, rows)?;
+        IndexRequest::Lsh { threshold, bands, rows, purpose } => {
+            let banding = Banding { bands, rows, purpose };
+            let scheme = lsh_scheme_for(params.kind(), params.bits(), params.slots(), threshold, banding)?;
             Ok(IndexSpec::Lsh { scheme, threshold, next_run: 0, runs: Vec::new(), reverse_map: false })
         }
     }
@@ -70,18 +66,42 @@ pub(crate) fn banding_model(kind: SketchKind, bits: u8) -> Result<(RowWidth, Col
     })
 }
 
+/// How an LSH banding is asked for: bands and rows as given, the purpose's rule choosing
+/// when neither is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Banding {
+    /// Bands b, if given.
+    pub bands: Option<u32>,
+    /// Rows per band r, if given.
+    pub rows: Option<u32>,
+    /// The rule when neither is given.
+    pub purpose: BandingPurpose,
+}
+
+impl Banding {
+    /// The banding `purpose`'s rule chooses.
+    pub(crate) fn rule(purpose: BandingPurpose) -> Banding {
+        Banding { bands: None, rows: None, purpose }
+    }
+
+    /// Exactly `params`.
+    pub(crate) fn given(params: LshParams) -> Banding {
+        Banding { bands: Some(params.bands), rows: Some(params.rows), purpose: BandingPurpose::default() }
+    }
+}
+
 /// The band-key scheme an LSH index for `threshold` gets on a collection of this kind: the
-/// given banding, or the recall-first optimum ([`INDEX_LSH_WEIGHTS`]) when neither bands nor
-/// rows are given. The in-memory banding of a dedup without an index uses the same scheme,
-/// so both find the same candidate pairs.
+/// given banding, or the optimum of the purpose's weights (`BandingPurpose::weights`) when
+/// neither bands nor rows are given. The in-memory banding of a dedup without an index uses
+/// the same scheme for the collection's purpose, so both find the same candidate pairs.
 pub(crate) fn lsh_scheme_for(
     kind: SketchKind,
     bits: u8,
     slots: usize,
     threshold: f64,
-    bands: Option<u32>,
-    rows: Option<u32>,
+    banding: Banding,
 ) -> Result<BandKeyScheme, IndexError> {
+    let Banding { bands, rows, purpose } = banding;
     let (width, model) = banding_model(kind, bits)?;
     if !(threshold > 0.0 && threshold < 1.0) {
         return Err(IndexError::invalid("threshold", threshold, "a similarity strictly between 0 and 1"));
@@ -91,7 +111,7 @@ pub(crate) fn lsh_scheme_for(
         (Some(b), Some(r)) => LshParams { bands: b, rows: r },
         (Some(b), None) => LshParams { bands: b, rows: slots / b.max(1) },
         (None, Some(r)) => LshParams { bands: slots / r.max(1), rows: r },
-        (None, None) => optimal_lsh_params(slots, threshold, INDEX_LSH_WEIGHTS, model)?.params,
+        (None, None) => rule_optimum(slots, threshold, purpose, model)?,
     };
     if lsh.bands == 0 || lsh.rows == 0 || u64::from(lsh.bands) * u64::from(lsh.rows) > u64::from(slots) {
         return Err(IndexError::invalid(
@@ -104,15 +124,44 @@ pub(crate) fn lsh_scheme_for(
 }
 
 /// The band-key scheme a new LSH index gets on sketches with `params` for `threshold` (the
-/// given banding, else the index's optimum): what `create_collection` with
-/// `IndexConfig::Lsh` records, so keys computed with it are the keys the index files.
+/// given banding, else the default purpose's optimum): what `create_collection` with
+/// `IndexConfig::Lsh` records on a collection without exact shingles, so keys computed with
+/// it are the keys the index files. [`index_band_scheme_for`] takes the purpose.
 pub fn index_band_scheme(
     params: &SketchParams,
     threshold: f64,
     bands: Option<u32>,
     rows: Option<u32>,
 ) -> Result<BandKeyScheme, IndexError> {
-    lsh_scheme_for(params.kind(), params.bits(), params.slots(), threshold, bands, rows)
+    index_band_scheme_for(params, threshold, bands, rows, BandingPurpose::Estimated)
+}
+
+/// [`index_band_scheme`] for a collection of `purpose`
+/// (`BandingPurpose::for_collection(exact_shingles)`).
+pub fn index_band_scheme_for(
+    params: &SketchParams,
+    threshold: f64,
+    bands: Option<u32>,
+    rows: Option<u32>,
+    purpose: BandingPurpose,
+) -> Result<BandKeyScheme, IndexError> {
+    lsh_scheme_for(params.kind(), params.bits(), params.slots(), threshold, Banding { bands, rows, purpose })
+}
+
+/// The banding of an LSH index over sketches with `params`, as recorded (`params`, tuned for
+/// `threshold`), with the rule that gives it on a collection of purpose `own` (`None`:
+/// given, or chosen by no rule of this build).
+pub(crate) fn recorded_banding(
+    sketch: &SketchParams,
+    threshold: f64,
+    params: LshParams,
+    own: BandingPurpose,
+) -> IndexBanding {
+    let purpose = banding_model(sketch.kind(), sketch.bits()).ok().and_then(|(_, model)| {
+        let slots = u32::try_from(sketch.slots()).unwrap_or(u32::MAX);
+        recognise(slots, threshold, params, model, own)
+    });
+    IndexBanding { params, threshold, purpose }
 }
 
 enum Active {

@@ -9,9 +9,10 @@
 //! re-exported here, never a path inside. Layers inside, lowest first: `error`,
 //! `fingerprint`, `radix`, `tiers`, `problems` -> `lsh::{params, band,
 //! format}`, `simhash::{design, format}` -> `defs` -> `probe_cache` -> the rest of `lsh` and
-//! `simhash` -> `maintain`, `stats`, `verify`.
+//! `simhash` -> `banding` -> `maintain`, `stats`, `verify`.
 #![forbid(unsafe_code)]
 
+mod banding;
 mod defs;
 mod error;
 mod fingerprint;
@@ -41,16 +42,18 @@ pub use simhash::{
     probe as simhash_probe, self_join as simhash_self_join,
 };
 
+pub use banding::{BandingPurpose, IndexBanding};
+pub(crate) use banding::{EXACT_INDEX_LSH_WEIGHTS, INDEX_LSH_WEIGHTS};
 pub(crate) use defs::{IndexDef, IndexSpec, SimhashRun};
 pub(crate) use error::index_err;
 pub(crate) use lsh::{
     BandedKeys, ChunkView, Groups, RunKey, append_split, for_each_lsh_pair, listed as lsh_listed,
     listed_in as lsh_listed_in, lsh_candidate_records, lsh_candidates, push_band_keys,
 };
-pub use maintain::index_band_scheme;
 pub(crate) use maintain::{
-    INDEX_LSH_WEIGHTS, IndexMaintainer, IndexRequest, banding_model, create_index_in, lsh_scheme_for, rebuild, spec_for,
+    Banding, IndexMaintainer, IndexRequest, banding_model, create_index_in, lsh_scheme_for, rebuild, spec_for,
 };
+pub use maintain::{index_band_scheme, index_band_scheme_for};
 pub(crate) use probe_cache::{ProbeCache, ProbeCaches};
 pub(crate) use simhash::{simhash_pairs, simhash_within, simhash_within_batch, simhash_within_records};
 pub use stats::{LshStats, SimhashStats};

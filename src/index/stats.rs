@@ -1,7 +1,9 @@
 //! Per-collection index statistics for the planner, read from the index definition that
 //! every write keeps current in its own transaction.
 
+use super::banding::{BandingPurpose, IndexBanding};
 use super::defs::{IndexDef, IndexSpec};
+use super::maintain::recorded_banding;
 use std::sync::Arc;
 
 use super::lsh::LshParams;
@@ -33,6 +35,17 @@ pub(crate) struct LshIndexStats {
     pub band_hash: u16,
     /// Removed rows whose entries the runs still hold (listed in `sketchdb.lsh_dead`).
     pub removed_rows: u64,
+    /// The threshold the banding is tuned for.
+    pub threshold: f64,
+}
+
+impl LshIndexStats {
+    /// The banding with the rule that chose it (see [`recorded_banding`]; that search runs
+    /// once per banding and threshold, then is remembered).
+    pub(crate) fn banding(&self, info: &CollectionInfo) -> IndexBanding {
+        let own = BandingPurpose::for_collection(info.shingles);
+        recorded_banding(&info.def.params, self.threshold, self.plan.params, own)
+    }
 }
 
 /// SimHash table statistics (the planner's `Stats::simhash`).
@@ -83,7 +96,7 @@ pub(crate) fn query_index(
 /// The statistics of an index definition.
 fn stats_of(d: &IndexDef) -> (Option<LshIndexStats>, Option<SimhashStats>) {
     match &d.spec {
-        IndexSpec::Lsh { scheme, .. } | IndexSpec::LshGroups { scheme, .. } => (
+        IndexSpec::Lsh { scheme, threshold, .. } | IndexSpec::LshGroups { scheme, threshold, .. } => (
             Some(LshIndexStats {
                 plan: LshStats {
                     params: scheme.params,
@@ -98,6 +111,7 @@ fn stats_of(d: &IndexDef) -> (Option<LshIndexStats>, Option<SimhashStats>) {
                     IndexSpec::Lsh { runs, .. } => runs.iter().map(|r| r.dead).sum(),
                     _ => 0,
                 },
+                threshold: *threshold,
             }),
             None,
         ),

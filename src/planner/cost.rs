@@ -5,7 +5,7 @@
 //! figures measured on the development machine (2-core Xeon, AVX-512) and is only used until
 //! a calibration has been stored.
 
-pub use crate::index::{LshStats, SimhashStats};
+pub use crate::index::{BandingPurpose, LshStats, SimhashStats};
 use crate::index::{banding_model, expected_recall_above};
 use crate::sketch::params::SketchKind;
 
@@ -29,6 +29,9 @@ pub struct Stats {
     pub lsh: Option<LshStats>,
     /// The SimHash tables, if any.
     pub simhash: Option<SimhashStats>,
+    /// The rule of an LSH banding chosen for this collection (an index built without bands
+    /// and rows, a dedup banded in memory): for candidate recall when it keeps exact shingles.
+    pub banding: BandingPurpose,
 }
 
 /// Per-operation costs in nanoseconds.
@@ -323,6 +326,7 @@ mod tests {
                         bits: params.bits(),
                         lsh,
                         simhash,
+                        banding: BandingPurpose::Estimated,
                     };
                     let questions = [
                         Query::threshold(sketch.clone(), 0.5),
@@ -370,6 +374,7 @@ mod tests {
                 bits: params.bits(),
                 lsh: None,
                 simhash,
+                banding: BandingPurpose::Estimated,
             };
             let c = choose(&q, &stats, &CostModel::default());
             assert_eq!(c.plan.access, Access::SimhashProbe { tables: 4 });

@@ -10,8 +10,10 @@
 //! - for a threshold with an LSH index the planner may probe (eligible or forced), one pass
 //!   over its buckets;
 //! - for a threshold without an LSH index, [`Access::LshBanding`]: the loaded signatures
-//!   banded in memory with the banding an index for the threshold would get, eligible under
-//!   the rule an LSH probe is (not `exact`, expected recall over [t, 1] at least the target).
+//!   banded in memory with the banding an index for the threshold would get on this
+//!   collection (`Stats::banding`: for candidate recall when it keeps exact shingles),
+//!   eligible under the rule an LSH probe is (not `exact`, expected recall over [t, 1] at
+//!   least the target).
 //!
 //! Every plan first loads each stored row (decoding its sketch and copying its key), so each
 //! alternative's cost includes [`load_cost`]. Decoding costs [`CostModel::decode_per_slot`]
@@ -40,7 +42,7 @@
 //! are the same for every alternative, so they move the estimate, never the choice; the
 //! choice is between a quadratic and a linear cost and does not hinge on the others either.
 
-use crate::index::{SimhashTableDesign, banding_model, expected_recall_above, lsh_scheme_for};
+use crate::index::{Banding, SimhashTableDesign, banding_model, expected_recall_above, lsh_scheme_for};
 use crate::sketch::params::SketchKind;
 
 use super::cost::{Alternative, Choice, CostModel, LshStats, Stats, choose, finish_of};
@@ -108,7 +110,7 @@ fn banding(t: f64, q: &Query, s: &Stats, c: &CostModel) -> Alternative {
     if s.kind == SketchKind::SimHash {
         return no("SimHash fingerprints are not banded".into());
     }
-    let scheme = match lsh_scheme_for(s.kind, s.bits, s.slots, t, None, None) {
+    let scheme = match lsh_scheme_for(s.kind, s.bits, s.slots, t, Banding::rule(s.banding)) {
         Ok(scheme) => scheme,
         Err(e) => return no(format!("no banding: {e}")),
     };

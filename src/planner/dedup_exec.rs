@@ -2,10 +2,11 @@
 //! [`super::dedup::choose_dedup`] and run here. The verified pairs are grouped by
 //! [`super::cluster`].
 
-use std::cell::OnceCell;
+use std::cell::{Cell, OnceCell};
 
 use crate::index::{
-    BandedKeys, IndexError, SimhashMemIndex, SimhashTableDesign, for_each_lsh_pair, lsh_scheme_for, simhash_pairs,
+    BandedKeys, Banding, IndexError, LshParams, SimhashMemIndex, SimhashTableDesign, for_each_lsh_pair, lsh_scheme_for,
+    simhash_pairs,
 };
 use crate::sketch::sketcher::Sketch;
 use crate::storage::catalog::CollectionInfo;
@@ -19,7 +20,7 @@ use super::exec::{execute, validate_question};
 use super::explain::{Explain, Scoring};
 use super::plan::{Access, Finish, Plan};
 use super::query::{Query, QueryKind, QueryOptions};
-use super::run::stats_in;
+use super::run::{banding_shown, stats_in};
 use crate::codec::shingles::exact_jaccard;
 
 type Result<T, E = QueryError> = std::result::Result<T, E>;
@@ -47,6 +48,10 @@ pub struct DedupResult {
     pub pairs: u64,
     /// The verified pairs as row ids, the smaller first, each once, in the order found.
     pub verified: Vec<(u64, u64)>,
+    /// Candidate pairs verified (by estimate, then on a collection that keeps shingles by
+    /// exact Jaccard where the estimate reaches the candidate floor): what the banding or
+    /// the per-record plan proposed.
+    pub candidates: u64,
     /// The plan of the self-join (none for an empty collection).
     pub plan: Option<Plan>,
     /// Why the planner chose it.
@@ -93,21 +98,19 @@ fn index_error(info: &CollectionInfo, source: IndexError) -> QueryError {
     IndexError::Collection { collection: info.name().to_string(), source: Box::new(source) }.into()
 }
 
-/// Calls `on_pair` for every pair of `rows` sharing a band of the banding `bands` x
-/// `per_band` for `threshold` (each pair once) that `keep` accepts (by row index); `None`
-/// for the banding lets the index's rule choose it for `threshold`.
+/// Calls `on_pair` for every pair of `rows` sharing a band of the banding `banding` for
+/// `threshold` (each pair once) that `keep` accepts (by row index).
 fn join_banded(
     info: &CollectionInfo,
     rows: &[Row],
-    banding: Option<(u32, u32)>,
+    banding: LshParams,
     threshold: f64,
     keep: &impl Fn(usize, usize) -> Result<bool>,
     on_pair: &mut impl FnMut(u64, u64),
 ) -> Result<()> {
     let p = &info.def.params;
-    let (bands, per_band) = (banding.map(|b| b.0), banding.map(|b| b.1));
-    let scheme =
-        lsh_scheme_for(p.kind(), p.bits(), p.slots(), threshold, bands, per_band).map_err(|e| index_error(info, e))?;
+    let scheme = lsh_scheme_for(p.kind(), p.bits(), p.slots(), threshold, Banding::given(banding))
+        .map_err(|e| index_error(info, e))?;
     let keys = BandedKeys::new(&scheme, rows, |r| &r.2).map_err(|(i, e)| {
         let row = rows[i].0;
         index_error(info, IndexError::inconsistent("signature", format!("row {row}: {e}")))
@@ -164,7 +167,9 @@ pub(crate) fn explain_dedup(
     };
     let stats = stats_in(snap, info)?;
     let scoring = Scoring::of(info, kind);
-    Ok(Some(Explain { choice: choice(&stats, kind, options, &sketch, costs), analyze: None, scoring }))
+    let choice = choice(&stats, kind, options, &sketch, costs);
+    let banding = banding_shown(snap, info, &choice.plan, kind, &stats)?;
+    Ok(Some(Explain { choice, analyze: None, scoring, banding }))
 }
 
 /// Groups the near-duplicates of the collection `info` at `snap` (see
@@ -193,6 +198,7 @@ pub(crate) fn dedup(
             clusters: vec![],
             pairs: 0,
             verified: vec![],
+            candidates: 0,
             plan: None,
             reason: "no records".into(),
             scoring,
@@ -215,7 +221,9 @@ pub(crate) fn dedup(
         _ => None,
     };
     let floor = exact_t.map(|t| candidate_floor(t, &info.def.params));
+    let proposed = Cell::new(0u64);
     let keep = |i: usize, j: usize| -> Result<bool> {
+        proposed.set(proposed.get() + 1);
         Ok(match (&sets, exact_t, floor) {
             (Some(sets), Some(t), Some(floor)) => {
                 rows[i].2.similarity_value(&rows[j].2)? >= floor
@@ -249,12 +257,12 @@ pub(crate) fn dedup(
             })?;
         }
         // No LSH index: band the loaded signatures in memory with the banding an index
-        // for this threshold would get, and verify each candidate pair the same way.
-        // With exact shingles the banding is the one the index's rule gives the candidate
-        // floor: tuned for candidate recall, its extra candidates only cost verification.
+        // for this threshold would get on this collection (the planner chose it by the
+        // collection's rule: for candidate recall when it keeps exact shingles), and verify
+        // each candidate pair the same way.
         Plan { access: Access::LshBanding { bands, rows: per_band }, finish: Finish::Verify { threshold } } => {
-            let banding = if floor.is_some() { None } else { Some((bands, per_band)) };
-            join_banded(info, &rows, banding, floor.unwrap_or(threshold), &keep, &mut on_pair)?;
+            let banding = LshParams { bands, rows: per_band };
+            join_banded(info, &rows, banding, threshold, &keep, &mut on_pair)?;
         }
         // No SimHash tables covering the radius: build them in memory over the loaded
         // fingerprints and self-join them (exact, like the persisted tables).
@@ -274,8 +282,12 @@ pub(crate) fn dedup(
                 (Finish::Verify { .. }, Some(floor)) => Plan { finish: Finish::Verify { threshold: floor }, ..plan },
                 _ => plan,
             };
+            // Each record's probe verifies its own candidates (every pair twice, once from
+            // each side); `keep` then only scores exactly those that pass the floor.
+            let mut probed = 0u64;
             for (i, (row, _, sketch)) in rows.iter().enumerate() {
-                let (hits, _) = execute(snap, info, &probe(sketch), &plan, &stats)?;
+                let (hits, analyze) = execute(snap, info, &probe(sketch), &plan, &stats)?;
+                probed += analyze.candidates;
                 for h in hits.iter().filter(|h| h.row_id > *row) {
                     let Ok(j) = rows.binary_search_by_key(&h.row_id, |r| r.0) else { continue };
                     if sets.is_none() || keep(i, j)? {
@@ -283,6 +295,7 @@ pub(crate) fn dedup(
                     }
                 }
             }
+            proposed.set(probed);
         }
     }
     let key_of = |r: &u64| rows.binary_search_by_key(r, |x| x.0).map(|i| rows[i].1.clone()).unwrap_or_default();
@@ -295,5 +308,6 @@ pub(crate) fn dedup(
     let scoring = if sets.is_some() { Scoring::Exact } else { Scoring::Estimated };
     let mut verified: Vec<(u64, u64)> = edges.iter().map(|&(a, b)| (a.min(b), a.max(b))).collect();
     verified.sort_unstable();
-    Ok(DedupResult { clusters, pairs, verified, plan: Some(plan), reason: choice.reason, scoring })
+    let candidates = proposed.get();
+    Ok(DedupResult { clusters, pairs, verified, candidates, plan: Some(plan), reason: choice.reason, scoring })
 }

@@ -5,6 +5,7 @@ use std::fmt;
 
 use super::cost::Choice;
 use super::exec::Analyze;
+use crate::index::IndexBanding;
 
 /// The output of EXPLAIN (and, with `analyze`, EXPLAIN ANALYZE).
 #[derive(Clone, Debug, PartialEq)]
@@ -15,6 +16,9 @@ pub struct Explain {
     pub analyze: Option<Analyze>,
     /// Whether results are estimated from sketches or re-ranked by exact Jaccard.
     pub scoring: Scoring,
+    /// The LSH banding the plan uses (an index probe or an in-memory banding) and the rule
+    /// that chose it; `None` for plans that band nothing.
+    pub banding: Option<IndexBanding>,
 }
 
 fn cost_text(ns: f64) -> String {
@@ -38,6 +42,9 @@ impl fmt::Display for Explain {
                 writeln!(f, "scores: exact (candidates re-ranked by exact Jaccard over stored shingles)")?
             }
             _ => writeln!(f, "scores: estimated (from the sketches)")?,
+        }
+        if let Some(b) = &self.banding {
+            writeln!(f, "banding: {b}")?;
         }
         writeln!(f, "alternatives:")?;
         for a in &self.choice.alternatives {

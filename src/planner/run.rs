@@ -5,7 +5,9 @@
 use std::sync::{Arc, OnceLock};
 
 use crate::codec::meta::CollectionState;
-use crate::index::{LshStats, ProbeCache, SimhashStats, index_stats, query_index};
+use crate::index::{
+    BandingPurpose, IndexBanding, LshParams, LshStats, ProbeCache, SimhashStats, index_stats, query_index,
+};
 use crate::sketch::sketcher::Sketch;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::reader::ReadSnapshot;
@@ -15,7 +17,7 @@ use super::error::QueryError;
 use super::exec::{Analyze, Hit, execute, execute_in, validate};
 use super::explain::Explain;
 use super::explain::Scoring;
-use super::plan::Plan;
+use super::plan::{Access, Plan};
 use super::query::{Query, QueryKind, QueryOptions};
 
 /// The answer to a query: verified, scored hits best first, the plan that produced them and
@@ -87,7 +89,16 @@ fn stats_of(
     simhash: Option<SimhashStats>,
 ) -> Stats {
     let p = &info.def.params;
-    Stats { live: state.live, deleted: state.deleted, kind: p.kind(), slots: p.slots(), bits: p.bits(), lsh, simhash }
+    Stats {
+        live: state.live,
+        deleted: state.deleted,
+        kind: p.kind(),
+        slots: p.slots(),
+        bits: p.bits(),
+        lsh,
+        simhash,
+        banding: BandingPurpose::for_collection(info.shingles),
+    }
 }
 
 /// The planner's choice for `query`, without running it.
@@ -136,7 +147,27 @@ pub(crate) fn explain(
     let stats = stats_in(snap, info)?;
     let choice = choose(query, &stats, costs);
     let analyze = if analyze { Some(execute(snap, info, query, &choice.plan, &stats)?.1) } else { None };
-    Ok(Explain { choice, analyze, scoring })
+    let banding = banding_shown(snap, info, &choice.plan, query.kind, &stats)?;
+    Ok(Explain { choice, analyze, scoring, banding })
+}
+
+/// The LSH banding `plan` uses, as EXPLAIN shows it: the index's as recorded (with the rule
+/// that chose it) for a probe of the index, the rule's banding for the threshold for one
+/// banded in memory; `None` for plans that band nothing.
+pub(crate) fn banding_shown(
+    snap: &ReadSnapshot,
+    info: &CollectionInfo,
+    plan: &Plan,
+    kind: QueryKind,
+    stats: &Stats,
+) -> Result<Option<IndexBanding>, QueryError> {
+    Ok(match (plan.access, kind) {
+        (Access::LshProbe { .. }, _) => index_stats(snap, info)?.0.map(|l| l.banding(info)),
+        (Access::LshBanding { bands, rows }, QueryKind::Threshold(t)) => {
+            Some(IndexBanding { params: LshParams { bands, rows }, threshold: t, purpose: Some(stats.banding) })
+        }
+        _ => None,
+    })
 }
 
 /// The stored sketch of `key`, or [`QueryError::UnknownKey`].

@@ -116,7 +116,12 @@ fn sample_index_defs() -> Vec<Vec<u8>> {
         let request = if p.kind() == crate::sketch::params::SketchKind::SimHash {
             IndexRequest::Simhash { radius: 1 + i as u32 % 3 }
         } else {
-            IndexRequest::Lsh { threshold: 0.5 + 0.1 * (i % 4) as f64, bands: None, rows: None }
+            IndexRequest::Lsh {
+                threshold: 0.5 + 0.1 * (i % 4) as f64,
+                bands: None,
+                rows: None,
+                purpose: crate::index::BandingPurpose::default(),
+            }
         };
         let Ok(mut spec) = spec_for(request, &p, 1000 * i as u64) else { continue };
         let mut entries = 0;

@@ -106,13 +106,14 @@ pub(super) fn stats_dict<'py>(py: Python<'py>, coll: &Collection, s: CollectionS
     d.set_item("record_width", s.record_width)?;
     let index = PyDict::new(py);
     match s.index {
-        Some(IndexSummary::Lsh { bands, rows, runs, band_hash, removed_rows }) => {
+        Some(IndexSummary::Lsh { bands, rows, runs, band_hash, removed_rows, banding }) => {
             index.set_item("type", "lsh")?;
             index.set_item("bands", bands)?;
             index.set_item("rows", rows)?;
             index.set_item("runs", runs)?;
             index.set_item("band_hash", band_hash)?;
             index.set_item("removed_rows", removed_rows)?;
+            index.set_item("banding", banding.map_or("given", |b| b.name()))?;
             d.set_item("index", index)?;
         }
         Some(IndexSummary::SimhashTables { tables, radius, runs }) => {

@@ -84,6 +84,7 @@ pub struct JsonlReader {
 impl JsonlReader {
     pub fn open(path: &Path) -> Result<Self, CliError> {
         let file: Box<dyn Read> = if path == Path::new("-") {
+            crate::stdin::claim("the input")?;
             Box::new(std::io::stdin())
         } else {
             Box::new(File::open(path).map_err(|e| CliError::io(path, e))?)

@@ -17,6 +17,7 @@ mod load;
 mod output;
 mod panic;
 mod session;
+mod stdin;
 mod write;
 
 use std::path::PathBuf;

@@ -187,7 +187,8 @@ impl Common<'_> {
     fn sizes(&self) -> Result<Value, CliError> {
         let stats = self.loaded.coll.stats()?;
         Ok(json!({"bytes_per_record": stats.record_width,
-                  "file_bytes_per_record": self.loaded.file_bytes_per_doc()}))
+                  "file_bytes_per_record": self.loaded.file_bytes_per_doc(),
+                  "index": crate::cmd::admin::index_json(stats.index)}))
     }
 }
 
@@ -243,7 +244,7 @@ pub fn dedup_docs(
                     "pair_precision": ratio(right as usize, reported as usize),
                     "verified_recall": ratio(verified_right as usize, common.truth.count_at(t)),
                     "verified_precision": ratio(verified_right as usize, verified as usize),
-                    "purity": q.purity, "pure_clusters": q.pure_clusters, "verified_pairs": d.pairs, "ingest_s": loaded.ingest_s, "index_s": index_s, "dedup_s": dedup_s,
+                    "purity": q.purity, "pure_clusters": q.pure_clusters, "verified_pairs": d.pairs, "candidates": d.candidates, "ingest_s": loaded.ingest_s, "index_s": index_s, "dedup_s": dedup_s,
                     "skipped": loaded.skipped,
                 });
                 merge(&mut metrics, common.sizes()?);

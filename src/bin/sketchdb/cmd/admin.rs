@@ -170,16 +170,21 @@ pub fn create(session: &mut Session, args: &CreateArgs) -> Result<(), CliError> 
     session.create_missing = true;
     let c = session.db()?.create_collection(&args.name, config)?;
     let index = c.stats()?.index;
+    let exact = c.config().exact_shingles;
+    // The weights a banding is chosen with on this collection (recall-heavier when it keeps
+    // exact shingles).
+    let weights = sketchdb::lsh::BandingPurpose::for_collection(exact).weights();
     let index_note = match (index, args.index.lsh) {
-        (Some(i), Some(_)) => format!("; {} (weights {})", index_text(Some(i)), super::bounds::INDEX_WEIGHTS_TEXT),
+        (Some(i), Some(_)) => {
+            format!("; {} (weights {})", index_text(Some(i)), super::bounds::weights_text(weights))
+        }
         (Some(i), None) => format!("; {}", index_text(Some(i))),
         (None, _) => String::new(),
     };
-    let exact = c.config().exact_shingles;
     let mut fields = json!({"collection": c.name(), "sketch": c.params().to_string(), "index": index_json(index),
                             "exact_shingles": exact});
     if let (Some(_), Some(o)) = (args.index.lsh, fields.as_object_mut()) {
-        o.insert("weights".into(), super::bounds::index_weights_json());
+        o.insert("weights".into(), super::bounds::weights_json(weights));
     }
     let exact_note = if exact { "; exact shingle sets kept" } else { "" };
     summary("create", &format!("created collection `{}`: {}{index_note}{exact_note}", c.name(), c.params()), fields);
@@ -255,6 +260,11 @@ pub fn stats(session: &mut Session, json_out: bool) -> Result<(), CliError> {
     outln!("{}", table(&["collection", "live", "deleted", "next row id", "rows/page", "bytes/record", "index"], rows))
 }
 
+/// The rule that chose an LSH index's banding: `default`, `recall (exact)` or `given`.
+fn banding_name(banding: Option<sketchdb::lsh::BandingPurpose>) -> &'static str {
+    banding.map_or("given", |b| b.name())
+}
+
 /// The index column of `stats`.
 pub fn index_text(index: Option<IndexSummary>) -> String {
     match index {
@@ -262,11 +272,12 @@ pub fn index_text(index: Option<IndexSummary>) -> String {
         Some(IndexSummary::SimhashTables { tables, radius, runs }) => {
             format!("simhash: {tables} tables, radius {radius}, {runs} run{}", if runs == 1 { "" } else { "s" })
         }
-        Some(IndexSummary::Lsh { bands, rows, runs, band_hash, removed_rows }) => {
+        Some(IndexSummary::Lsh { bands, rows, runs, band_hash, removed_rows, banding }) => {
             let pending =
                 if removed_rows > 0 { format!(", {removed_rows} removed rows to drop") } else { String::new() };
             format!(
-                "lsh: {bands} x {rows}, {runs} run{}, band hash v{band_hash}{pending}",
+                "lsh: {bands} x {rows} ({}), {runs} run{}, band hash v{band_hash}{pending}",
+                banding_name(banding),
                 if runs == 1 { "" } else { "s" }
             )
         }
@@ -281,9 +292,9 @@ pub fn index_json(index: Option<IndexSummary>) -> serde_json::Value {
         Some(IndexSummary::SimhashTables { tables, radius, runs }) => {
             json!({"kind": "simhash", "tables": tables, "radius": radius, "runs": runs})
         }
-        Some(IndexSummary::Lsh { bands, rows, runs, band_hash, removed_rows }) => {
+        Some(IndexSummary::Lsh { bands, rows, runs, band_hash, removed_rows, banding }) => {
             json!({"kind": "lsh", "bands": bands, "rows": rows, "runs": runs, "band_hash": band_hash,
-                   "removed_rows": removed_rows})
+                   "removed_rows": removed_rows, "banding": banding_name(banding)})
         }
         Some(other) => json!({"kind": format!("{other:?}")}),
     }

@@ -21,12 +21,13 @@ use crate::output::{outln, table};
 /// The weights `bounds` and `create --lsh` choose a banding with, as text.
 pub const INDEX_WEIGHTS_TEXT: &str = "false positives 0.1, false negatives 0.9";
 
-/// The weights as the `weights` field of `--json` output.
-pub fn index_weights_json() -> serde_json::Value {
-    weights_json(INDEX_LSH_WEIGHTS)
+/// `w` as text, like [`INDEX_WEIGHTS_TEXT`].
+pub fn weights_text(w: LshWeights) -> String {
+    format!("false positives {}, false negatives {}", w.false_positive, w.false_negative)
 }
 
-fn weights_json(w: LshWeights) -> serde_json::Value {
+/// `w` as the `weights` field of `--json` output.
+pub fn weights_json(w: LshWeights) -> serde_json::Value {
     json!({"false_positive": w.false_positive, "false_negative": w.false_negative})
 }
 

@@ -220,7 +220,7 @@ pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<
     let joined = std::time::Instant::now();
     let d = coll.dedup_clustered(kind, options, args.clustering)?;
     let join_secs = joined.elapsed().as_secs_f64();
-    let records = coll.stats()?.live;
+    let records = coll.len()?;
     let decided = decide(&d, &args.keep, input.as_ref(), &coll)?;
     let format = if json_out && args.format != ClusterFormat::None { ClusterFormat::Jsonl } else { args.format };
     print_clusters(&decided, format)?;
@@ -272,7 +272,7 @@ pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<
             args.clustering,
         ),
         json!({"collection": name, "records": records, "clusters": d.clusters.len(), "pairs": d.pairs,
-               "duplicates": duplicates, "kept": records as usize - duplicates, "percent": percent, "no_tokens": no_tokens,
+               "candidates": d.candidates, "duplicates": duplicates, "kept": records as usize - duplicates, "percent": percent, "no_tokens": no_tokens,
                "keep": args.keep.to_string(), "clustering": args.clustering.name(), "seconds": secs, "join_seconds": join_secs,
                "ingest": ingest,
                "plan": d.plan.as_ref().map(ToString::to_string), "reason": d.reason, "files": files}),

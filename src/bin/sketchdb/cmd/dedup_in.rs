@@ -111,6 +111,7 @@ fn nothing_to_compare(tokenizer: &Tokenizer, content: &Content) -> bool {
 
 /// Copies standard input to a new spool file in `dir`, streaming.
 fn spool_stdin(dir: &Path) -> Result<tempfile::TempPath, CliError> {
+    crate::stdin::claim("dedup")?;
     let mut file =
         tempfile::Builder::new().prefix(".sketchdb-stdin-").tempfile_in(dir).map_err(|e| CliError::io(dir, e))?;
     let copied = std::io::copy(&mut std::io::stdin().lock(), file.as_file_mut());
@@ -142,6 +143,9 @@ pub fn prepare(
 ) -> Result<Prepared, CliError> {
     let path = Path::new(target);
     let stdin = target == "-";
+    if stdin {
+        crate::stdin::claim("dedup")?;
+    }
     if !stdin && !path.exists() {
         if recipe.is_some() {
             check_recipe(&session.db()?.collection(target)?, recipe)?;

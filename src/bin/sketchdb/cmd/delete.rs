@@ -31,6 +31,7 @@ pub struct DeleteArgs {
 /// The keys of a file, one per line (a trailing `\r` dropped); `-` reads stdin.
 fn keys_of(path: &Path) -> Result<Vec<String>, CliError> {
     let reader: Box<dyn BufRead> = if path == Path::new("-") {
+        crate::stdin::claim("--keys-from")?;
         Box::new(BufReader::new(std::io::stdin()))
     } else {
         Box::new(BufReader::new(std::fs::File::open(path).map_err(|e| CliError::io(path, e))?))

@@ -208,8 +208,9 @@ pub fn explain(
     if json_out { outln!("{}", explain_json(&e)) } else { write_out(format_args!("{e}")) }
 }
 
-/// An explanation as one JSON object: `plan`, `reason`, `alternatives` (each `plan`,
-/// `cost_ns`, `note`) and, after a run, `analyze`.
+/// An explanation as one JSON object: `plan`, `reason`, `scores`, `alternatives` (each
+/// `plan`, `cost_ns`, `note`), for a plan that bands `banding` (`bands`, `rows`,
+/// `threshold`, `rule`) and, after a run, `analyze`.
 pub fn explain_json(e: &Explain) -> Value {
     let alts: Vec<Value> = e
         .choice
@@ -217,7 +218,15 @@ pub fn explain_json(e: &Explain) -> Value {
         .iter()
         .map(|a| json!({"plan": a.plan.to_string(), "cost_ns": a.cost_ns, "note": a.note}))
         .collect();
-    let mut v = json!({"plan": e.choice.plan.to_string(), "reason": e.choice.reason, "alternatives": alts});
+    let mut v = json!({"plan": e.choice.plan.to_string(), "reason": e.choice.reason, "scores": e.scoring.name(),
+                       "alternatives": alts});
+    if let (Some(b), Some(o)) = (e.banding, v.as_object_mut()) {
+        let rule = b.purpose.map_or("given", |p| p.name());
+        o.insert(
+            "banding".into(),
+            json!({"bands": b.params.bands, "rows": b.params.rows, "threshold": b.threshold, "rule": rule}),
+        );
+    }
     if let (Some(a), Some(o)) = (e.analyze, v.as_object_mut()) {
         o.insert(
             "analyze".into(),

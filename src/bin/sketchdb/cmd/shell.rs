@@ -97,6 +97,7 @@ fn run_line(cmds: &mut dyn ShellCommands, line: &str, interactive: bool, line_no
 /// Runs the shell until `.quit` or end of input. Errors are printed and the shell goes on;
 /// with piped input the exit status is non-zero when any line failed.
 pub fn run(cmds: &mut dyn ShellCommands) -> Result<bool, CliError> {
+    crate::stdin::held_by_shell();
     let mut failed = false;
     if !std::io::stdin().is_terminal() {
         for (i, line) in std::io::stdin().lock().lines().enumerate() {
