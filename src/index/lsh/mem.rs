@@ -25,31 +25,53 @@ pub(crate) struct BandedKeys {
 }
 
 impl BandedKeys {
-    /// Keys every item's signature, in parallel. A signature the scheme cannot key (another
-    /// width, too few slots) is an error naming its position, the first such position
-    /// whatever the threads' order.
+    /// Keys every item's signature, in parallel, straight into one buffer (no list of keys is
+    /// held per item). A signature the scheme cannot key (another width, too few slots) is an
+    /// error naming its position, the first such position whatever the threads' order.
     pub(crate) fn new<T: Sync>(
         scheme: &BandKeyScheme,
         items: &[T],
         sketch_of: impl Fn(&T) -> &Sketch + Sync,
     ) -> Result<BandedKeys, (usize, IndexError)> {
         let bands = scheme.params.bands as usize;
-        let per_item: Vec<Result<Option<Vec<u64>>, IndexError>> = items
-            .par_iter()
-            .map(|item| match scheme.sketch_keys(sketch_of(item)) {
-                Ok(keys) => Ok(Some(keys)),
-                Err(IndexError::Sketch(SketchError::EmptySet)) => Ok(None),
-                Err(e) => Err(e),
+        let mut keys = vec![0u64; bands * items.len()];
+        let mut keyed = vec![false; items.len()];
+        let check = |item: &T, out: &mut [u64]| match scheme.sketch_keys(sketch_of(item)) {
+            Ok(k) if k.len() == out.len() => {
+                out.copy_from_slice(&k);
+                Ok(true)
+            }
+            Ok(k) => Err(IndexError::size("band keys per signature", out.len(), k.len())),
+            Err(IndexError::Sketch(SketchError::EmptySet)) => Ok(false),
+            Err(e) => Err(e),
+        };
+        let first_error = if bands == 0 {
+            // Nothing to write, but every signature is still checked.
+            items.iter().zip(keyed.iter_mut()).enumerate().find_map(|(i, (item, flag))| match check(item, &mut []) {
+                Ok(k) => {
+                    *flag = k;
+                    None
+                }
+                Err(e) => Some((i, e)),
             })
-            .collect();
-        let mut keys = Vec::with_capacity(bands * items.len());
-        let mut keyed = Vec::with_capacity(items.len());
-        for (i, k) in per_item.into_iter().enumerate() {
-            let k = k.map_err(|e| (i, e))?;
-            keyed.push(k.is_some());
-            keys.extend(k.unwrap_or_else(|| vec![0; bands]));
+        } else {
+            keys.par_chunks_mut(bands)
+                .zip(keyed.par_iter_mut())
+                .zip(items.par_iter())
+                .enumerate()
+                .filter_map(|(i, ((out, flag), item))| match check(item, out) {
+                    Ok(k) => {
+                        *flag = k;
+                        None
+                    }
+                    Err(e) => Some((i, e)),
+                })
+                .min_by_key(|(i, _)| *i)
+        };
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(BandedKeys { bands, keys, keyed }),
         }
-        Ok(BandedKeys { bands, keys, keyed })
     }
 
     fn key(&self, item: usize, band: usize) -> u64 {
