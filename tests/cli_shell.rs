@@ -55,19 +55,21 @@ fn errors_name_the_line_and_the_shell_goes_on() {
 #[test]
 fn standard_input_is_the_shells_own() {
     let dir = tempfile::tempdir().unwrap();
-    let script = "create c
-dedup -
-ingest c -
-{\"id\": \"a\", \"text\": \"one two three\"}
-delete c --keys-from -
-list --json
-";
-    let (ok, out, err) = shell(dir.path(), script);
+    let lines = [
+        "create c",
+        "dedup -",
+        "ingest c -",
+        r#"{"id": "a", "text": "one two three"}"#,
+        "delete c --keys-from -",
+        "query c --queries -",
+        "list --json",
+    ];
+    let (ok, out, err) = shell(dir.path(), &(lines.join("\n") + "\n"));
     assert!(!ok, "{err}");
-    for line in [2, 3, 5] {
+    for line in [2, 3, 5, 6] {
         assert!(err.contains(&format!("line {line}: ")), "line {line}: {err}");
     }
-    assert_eq!(err.matches("carries the shell's own commands").count(), 3, "{err}");
+    assert_eq!(err.matches("carries the shell's own commands").count(), 4, "{err}");
     assert!(err.contains("line 4: "), "the record line is read as a command: {err}");
     let listed: serde_json::Value = serde_json::from_str(out.lines().find(|l| l.contains("\"name\"")).unwrap()).unwrap();
     assert_eq!((listed["name"].as_str(), listed["records"].as_u64()), (Some("c"), Some(0)), "nothing ingested: {out}");

@@ -141,6 +141,7 @@ pub fn measure_name(kind: QueryKind, measure: Measure) -> &'static str {
 /// The lines of `path` (`-`: standard input), read as they come.
 fn open_lines(path: &Path) -> Result<Box<dyn BufRead>, CliError> {
     if path == Path::new("-") {
+        crate::stdin::claim("the input")?;
         return Ok(Box::new(std::io::stdin().lock()));
     }
     let file = std::fs::File::open(path).map_err(|e| CliError::io(path, e))?;

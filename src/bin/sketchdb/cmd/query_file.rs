@@ -119,6 +119,7 @@ pub(super) fn run_query_file(
     json_out: bool,
 ) -> Result<(), CliError> {
     let source: Box<dyn Read> = if path == Path::new("-") {
+        crate::stdin::claim("--queries")?;
         Box::new(std::io::stdin())
     } else {
         Box::new(std::fs::File::open(path).map_err(|e| CliError::io(path, e))?)
