@@ -71,7 +71,8 @@ fn standard_input_is_the_shells_own() {
     }
     assert_eq!(err.matches("carries the shell's own commands").count(), 4, "{err}");
     assert!(err.contains("line 4: "), "the record line is read as a command: {err}");
-    let listed: serde_json::Value = serde_json::from_str(out.lines().find(|l| l.contains("\"name\"")).unwrap()).unwrap();
+    let listed: serde_json::Value =
+        serde_json::from_str(out.lines().find(|l| l.contains("\"name\"")).unwrap()).unwrap();
     assert_eq!((listed["name"].as_str(), listed["records"].as_u64()), (Some("c"), Some(0)), "nothing ingested: {out}");
 }
 

@@ -22,8 +22,8 @@ use parquet::file::reader::ChunkReader;
 use super::check::{Checked, Parse};
 use super::error::{ReadError, Reject, RejectReason};
 use super::fields::parse_hex_fingerprint;
-use super::parquet_footer;
 use super::options::{ReadOptions, Select};
+use super::parquet_footer;
 use super::record::{Content, Origin, Position, Raw, SourceRecord, Summary};
 use super::source::{Item, RecordSource};
 

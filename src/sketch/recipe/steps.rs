@@ -15,8 +15,8 @@
 use std::sync::OnceLock;
 
 use regex::Regex;
-use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick, is_nfkc_quick};
 use unicode_normalization::char::is_combining_mark;
+use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfc_quick, is_nfkc_quick};
 use unicode_segmentation::UnicodeSegmentation;
 
 use super::super::error::SketchError;
