@@ -58,7 +58,7 @@ fn standard_input_is_the_shells_own() {
     let lines = [
         "create c",
         "dedup -",
-        "ingest c -",
+        "ingest fresh -",
         r#"{"id": "a", "text": "one two three"}"#,
         "delete c --keys-from -",
         "query c --queries -",
@@ -74,6 +74,7 @@ fn standard_input_is_the_shells_own() {
     let listed: serde_json::Value =
         serde_json::from_str(out.lines().find(|l| l.contains("\"name\"")).unwrap()).unwrap();
     assert_eq!((listed["name"].as_str(), listed["records"].as_u64()), (Some("c"), Some(0)), "nothing ingested: {out}");
+    assert!(!out.contains("\"name\":\"fresh\""), "a refused ingest creates no collection: {out}");
 }
 
 /// `shell.db` with collections `alpha` and `beta`, written by the library.

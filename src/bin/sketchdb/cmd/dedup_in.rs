@@ -111,7 +111,6 @@ fn nothing_to_compare(tokenizer: &Tokenizer, content: &Content) -> bool {
 
 /// Copies standard input to a new spool file in `dir`, streaming.
 fn spool_stdin(dir: &Path) -> Result<tempfile::TempPath, CliError> {
-    crate::stdin::claim("dedup")?;
     let mut file =
         tempfile::Builder::new().prefix(".sketchdb-stdin-").tempfile_in(dir).map_err(|e| CliError::io(dir, e))?;
     let copied = std::io::copy(&mut std::io::stdin().lock(), file.as_file_mut());

@@ -103,6 +103,10 @@ pub fn upsert(session: &mut Session, args: &IngestArgs) -> Result<(), CliError> 
 }
 
 fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_json::Value, CliError> {
+    // Before the collection is created: a refused `-` leaves nothing behind.
+    if args.stdin_from.is_none() && args.inputs.iter().any(|p| p.as_os_str() == "-") {
+        crate::stdin::claim("the input")?;
+    }
     let opts = args.read.options();
     let default = if args.read.is_u64(&args.inputs[0]) { fingerprint_config()? } else { text_config()? };
     let default = with_recipe(default, args.recipe.as_deref())?;

@@ -97,8 +97,6 @@ impl Reader {
             let input = self.inputs.next()?;
             let opened = match &self.stdin_from {
                 Some(spool) if input.as_os_str() == "-" => super::open_spool(spool, &self.opts),
-                _ if input.as_os_str() == "-" => crate::stdin::claim("the input")
-                    .and_then(|()| sketchdb::io::read::open(&input, &self.opts).map_err(super::read_error)),
                 _ => sketchdb::io::read::open(&input, &self.opts).map_err(super::read_error),
             };
             return match opened {
