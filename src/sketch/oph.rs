@@ -5,7 +5,7 @@ use super::error::SketchError;
 use super::estimate::{Estimate, check_level, clopper_pearson};
 use super::hash::{Permutations, fmix64, stream};
 use super::params::{SketchKind, SketchParams};
-use super::tokens::TokenSet;
+use crate::simd::affine_mix;
 
 /// An OPH sketch: one permutation v(h) = a * fmix64(h ^ pre) + b, split into t bins by its top
 /// 32 bits (`bin = ((v >> 32) * t) >> 32`); each bin keeps the low `bits` bits of its least v.
@@ -115,7 +115,7 @@ fn value_mask(bits: u8) -> u64 {
 }
 
 impl OphSketch {
-    pub(crate) fn compute(params: SketchParams, perms: &Permutations, tokens: &TokenSet) -> Result<Self, SketchError> {
+    pub(crate) fn compute(params: SketchParams, perms: &Permutations, tokens: &[u64]) -> Result<Self, SketchError> {
         if tokens.is_empty() {
             return Err(SketchError::EmptySet);
         }
@@ -123,11 +123,16 @@ impl OphSketch {
         let (a, b) = (perms.a[0], perms.b[0]);
         let mut mins = vec![u64::MAX; t];
         let mut filled = vec![0u64; t.div_ceil(64)];
-        for &h in tokens.as_slice() {
-            let v = a.wrapping_mul(perms.premix(h)).wrapping_add(b);
-            let i = bin_of(v, t as u64);
-            mins[i] = mins[i].min(v);
-            filled[i / 64] |= 1 << (i % 64);
+        // The permuted values of a chunk of tokens in one vector pass, then binned one by one.
+        let mut vs = [0u64; 256];
+        for chunk in tokens.chunks(vs.len()) {
+            let vs = &mut vs[..chunk.len()];
+            affine_mix(vs, chunk, perms.pre, a, b, fmix64);
+            for &v in vs.iter() {
+                let i = bin_of(v, t as u64);
+                mins[i] = mins[i].min(v);
+                filled[i / 64] |= 1 << (i % 64);
+            }
         }
         let mask = value_mask(params.bits());
         let bins = mins
