@@ -31,7 +31,7 @@ use crate::storage::store::{Durability, Sharing, Store, StoreOptions};
 /// ```
 #[derive(Clone, Debug)]
 pub struct Database {
-    store: Arc<Store>,
+    pub(super) store: Arc<Store>,
 }
 
 /// Options for opening or creating a [`Database`].
