@@ -207,7 +207,7 @@ impl Collection {
     pub(crate) fn costs(&self) -> CostModel {
         // A damaged costs record must not stop queries: plan with the defaults, and let
         // `verify` report the record.
-        self.store.planner_costs().ok().flatten().as_ref().map(CostModel::from).unwrap_or_default()
+        self.store.planner_costs_with(|c| c.map(CostModel::from)).ok().flatten().unwrap_or_default()
     }
 
     /// The planner's choice for `query`, without running it.
