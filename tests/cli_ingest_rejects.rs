@@ -126,6 +126,33 @@ fn strict_stops_at_the_first_bad_record_and_keeps_whole_batches() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("1 rejected (1 sketch)"));
 }
 
+/// With several threads, chunks are sketched ahead of the one being batched: a strict-mode
+/// reject deep in a long input still keeps exactly the whole batches before it, and the
+/// process closes the database cleanly (a read-only open needs no recovery).
+#[test]
+fn strict_deep_in_a_long_input_keeps_exactly_the_batches_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut s = String::new();
+    for i in 1..=9000 {
+        if i == 5001 {
+            s.push_str("{\"id\": \"bad\", \"text\": 7}\n");
+        } else {
+            s.push_str(&format!("{{\"id\": \"r{i:05}\", \"text\": \"record {i} word{} other{}\"}}\n", i % 97, i % 89));
+        }
+    }
+    std::fs::write(d.join("long.jsonl"), s).unwrap();
+    for (round, threads) in ["2", "3", "2"].iter().enumerate() {
+        let db = format!("deep{round}.db");
+        let out = run(d, &["--db", &db, "ingest", "c", "long.jsonl", "--strict", "--batch", "1000", "--threads", threads]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("long.jsonl:5001"), "{err}");
+        let want: Vec<String> = (1..=5000).map(|i| format!("r{i:05}")).collect();
+        assert_eq!(stored_keys(d, &db, "c"), want, "threads {threads}");
+    }
+}
+
 #[test]
 fn a_hostile_folder_ingests_the_rest_and_reports_skips() {
     let dir = tempfile::tempdir().unwrap();

@@ -18,9 +18,10 @@ use sketchdb::recipes::{fingerprint_config, text_config};
 
 use crate::error::CliError;
 use crate::load::commit::Committer;
-use crate::load::loader::Loader;
+use crate::load::loader::{Loader, Ticket};
 use crate::load::pipeline::pool;
 use crate::load::progress::{Progress, total_bytes};
+use std::collections::VecDeque;
 use crate::load::reader::{Read, Reader, Reading};
 use crate::load::rejects::{Bad, Rejects};
 use crate::load::{ReadArgs, check_recipe, read_error, with_recipe};
@@ -97,6 +98,55 @@ pub fn ingest_report(session: &mut Session, args: &IngestArgs) -> Result<serde_j
     load(session, args, false)
 }
 
+/// Chunks whose parallel step may run ahead of the one being checked and batched.
+const AHEAD: usize = 2;
+
+/// What a chunk read holds beside its records: its rejects, how its input ended, and the
+/// progress after it.
+struct Rest {
+    rejects: Vec<sketchdb::io::Reject>,
+    failure: Option<sketchdb::io::ReadError>,
+    bytes: u64,
+    docs: u64,
+}
+
+/// Waits for the oldest started chunk and batches its records (a batch is `batch` records
+/// read, `in_batch` of them pending), then reports its rejects and how its input ended.
+fn take_oldest(
+    loader: &mut Loader<'_>,
+    started: &mut VecDeque<(Ticket, Rest)>,
+    in_batch: &mut usize,
+    batch: usize,
+    progress: &mut Progress,
+) -> Result<(), CliError> {
+    let Some((ticket, rest)) = started.pop_front() else { return Ok(()) };
+    let mut worked = loader.wait(ticket)?;
+    while !worked.is_empty() {
+        let tail = worked.split_off(worked.len().min(batch - *in_batch));
+        *in_batch += worked.len();
+        loader.add(worked)?;
+        if *in_batch == batch {
+            loader.flush()?;
+            *in_batch = 0;
+        }
+        worked = tail;
+    }
+    // After the records read before them: a strict-mode reject ends the reading, and the
+    // whole batches before it are committed, the pending one is not.
+    for reject in &rest.rejects {
+        loader.reject(&Bad::read(reject))?;
+    }
+    progress.update(rest.docs, rest.bytes);
+    if let Some(e) = rest.failure {
+        // What was read whole before the failure is kept.
+        loader.flush()?;
+        loader.rejects.finish()?;
+        progress.finish();
+        return Err(read_error(e));
+    }
+    Ok(())
+}
+
 /// `upsert`: as `ingest`, but a key already stored gets the new record.
 pub fn upsert(session: &mut Session, args: &IngestArgs) -> Result<(), CliError> {
     load(session, args, true).map(drop)
@@ -145,10 +195,16 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_
         // Records read into the pending batch: a batch is `--batch` records read (the
         // unchanged and rejected ones count), whatever the chunks.
         let mut in_batch = 0;
+        // Chunks whose parallel step was started, oldest first: with more than one thread,
+        // up to `AHEAD` more are worked on while the oldest is checked and batched here.
+        let mut started: VecDeque<(Ticket, Rest)> = VecDeque::new();
         for read in reading.by_ref() {
             let chunk = match read {
                 Read::Chunk(chunk) => chunk,
                 Read::InputDone { skipped, bytes } => {
+                    while !started.is_empty() {
+                        take_oldest(&mut loader, &mut started, &mut in_batch, args.batch, &mut progress)?;
+                    }
                     // A batch never spans two inputs.
                     loader.flush()?;
                     in_batch = 0;
@@ -157,36 +213,23 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_
                     continue;
                 }
                 Read::OpenFailed(e) => {
+                    while !started.is_empty() {
+                        take_oldest(&mut loader, &mut started, &mut in_batch, args.batch, &mut progress)?;
+                    }
                     loader.flush()?;
                     return Err(e);
                 }
             };
             docs += chunk.records.len() as u64;
-            // Sketched as they come, so that sketching overlaps reading.
-            let mut records = chunk.records;
-            while !records.is_empty() {
-                let rest = records.split_off(records.len().min(args.batch - in_batch));
-                in_batch += records.len();
-                loader.add(records)?;
-                if in_batch == args.batch {
-                    loader.flush()?;
-                    in_batch = 0;
-                }
-                records = rest;
+            let rest = Rest { rejects: chunk.rejects, failure: chunk.failure, bytes: chunk.bytes, docs };
+            let stop = rest.failure.is_some();
+            started.push_back((loader.start(chunk.records), rest));
+            while started.len() > AHEAD || (stop && !started.is_empty()) {
+                take_oldest(&mut loader, &mut started, &mut in_batch, args.batch, &mut progress)?;
             }
-            // After the records read before them: a strict-mode reject ends the reading,
-            // and the whole batches before it are committed, the pending one is not.
-            for reject in &chunk.rejects {
-                loader.reject(&Bad::read(reject))?;
-            }
-            progress.update(docs, chunk.bytes);
-            if let Some(e) = chunk.failure {
-                // What was read whole before the failure is kept.
-                loader.flush()?;
-                loader.rejects.finish()?;
-                progress.finish();
-                return Err(read_error(e));
-            }
+        }
+        while !started.is_empty() {
+            take_oldest(&mut loader, &mut started, &mut in_batch, args.batch, &mut progress)?;
         }
         if args.sync {
             if loader.rejects.blocking_sync() == 0 {

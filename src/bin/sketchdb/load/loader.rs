@@ -1,9 +1,15 @@
-//! The sketching stage of a load and what it hands to the commit stage: each batch of
-//! records read is hashed, checked against the stored content hashes (an unchanged record is
-//! skipped and keeps its row id), sketched on the pool in input order, and submitted for
-//! commit. Rejects are reported here, on the command's thread, in input order.
+//! The sketching stage of a load and what it hands to the commit stage: each chunk of
+//! records read is hashed, checked against the stored content hashes and sketched on the
+//! pool ([`Loader::start`]; with more than one thread the next chunks are worked on while the
+//! command's thread checks and batches the current one), then checked for duplicate keys
+//! (an unchanged record is skipped and keeps its row id) and added to the pending batch in
+//! input order ([`Loader::add`]), which is submitted for commit. Rejects are reported here,
+//! on the command's thread, in input order.
 
 use std::collections::HashSet;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, sync_channel};
 use std::time::{Duration, Instant};
 
 use sketchdb::io::SourceRecord;
@@ -11,7 +17,7 @@ use sketchdb::{Batch, Collection, Snapshot};
 use xxhash_rust::xxh3::xxh3_128;
 
 use super::commit::{Committed, Committer, Span};
-use super::pipeline::{Prepared, hashes, prepare};
+use super::pipeline::{Worked, work};
 use super::rejects::{Bad, RejectKind, Rejects};
 use crate::error::CliError;
 
@@ -31,8 +37,11 @@ pub struct Loader<'c> {
     committer: Committer<'c>,
     /// A snapshot for the stored-hash checks, taken after the last batch committed. A key
     /// read twice is a duplicate (`seen`; a key without an id is unique by its position),
-    /// so a batch still committing never holds a key the checks ask about.
-    snap: Snapshot,
+    /// so a batch still committing never holds a key the checks ask about, and a chunk may
+    /// be checked against a snapshot older than the batches submitted before it.
+    snap: Arc<Snapshot>,
+    /// Whether [`Loader::start`] returns at once (the chunk worked on in the background).
+    overlap: bool,
     batch: Batch,
     batch_size: usize,
     /// Batches returned by the commit stage, emptied, for reuse.
@@ -54,9 +63,24 @@ pub struct Loader<'c> {
     busy: Duration,
 }
 
+/// A chunk's parallel step, running or done. Dropping it waits for the step, so no
+/// step outlives the load.
+pub struct Ticket(Option<Receiver<Outcome>>);
+
+type Outcome = (Result<Vec<Worked>, CliError>, Duration);
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        if let Some(rx) = self.0.take() {
+            let _ = rx.recv();
+        }
+    }
+}
+
 impl<'c> Loader<'c> {
     /// A loader into `coll` sketching on `pool`, committing through `committer` in batches of
-    /// `batch_size`; `track_all`: every key is checked for duplicates, not only ids.
+    /// `batch_size`; `track_all`: every key is checked for duplicates, not only ids. On a
+    /// pool of more than one thread, chunks are worked on in the background.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         coll: &'c Collection,
@@ -72,7 +96,8 @@ impl<'c> Loader<'c> {
             coll,
             pool,
             committer,
-            snap: coll.snapshot()?,
+            snap: Arc::new(coll.snapshot()?),
+            overlap: pool.current_num_threads() > 1,
             batch: Batch::with_capacity(batch_size),
             batch_size,
             spare: Vec::new(),
@@ -101,40 +126,66 @@ impl<'c> Loader<'c> {
         Ok(())
     }
 
-    /// Hashes `records`, skips the unchanged ones (no sketch is made for them), sketches the
-    /// rest in parallel, then adds them to the pending batch in input order.
-    pub fn add(&mut self, records: Vec<SourceRecord>) -> Result<(), CliError> {
+    /// Starts the parallel step of a chunk of `records` (hashes, stored state, sketches) on
+    /// the pool: in the background when the pool has more than one thread, else now.
+    pub fn start(&self, records: Vec<SourceRecord>) -> Ticket {
+        let (tx, rx) = sync_channel(1);
+        let (coll, snap, upsert) = (self.coll.clone(), Arc::clone(&self.snap), self.upsert);
+        let job = move || {
+            let start = Instant::now();
+            let out = catch_unwind(AssertUnwindSafe(|| work(&coll, &snap, upsert, records))).unwrap_or_else(|_| {
+                Err(CliError::Runtime("a sketching worker stopped on an internal error (a bug)".into()))
+            });
+            // Before the result is sent: once the command has every result, no job holds
+            // the database open any more (it closes cleanly when the command ends).
+            drop((coll, snap));
+            let _ = tx.send((out, start.elapsed()));
+        };
+        if self.overlap { self.pool.spawn(job) } else { self.pool.install(job) }
+        Ticket(Some(rx))
+    }
+
+    /// The records of a chunk started by [`Loader::start`], once worked on.
+    pub fn wait(&mut self, mut ticket: Ticket) -> Result<Vec<Worked>, CliError> {
+        let outcome = ticket.0.take().and_then(|rx| rx.recv().ok());
+        let (worked, busy) = outcome.ok_or_else(|| CliError::Runtime("a sketching worker stopped".into()))?;
+        self.busy += busy;
+        worked
+    }
+
+    /// Adds worked records to the pending batch in input order: a key read before is a
+    /// duplicate (rejected), a record stored unchanged is counted and skipped (its row id
+    /// stays), the rest are inserted, or replace the stored record of their key.
+    pub fn add(&mut self, worked: Vec<Worked>) -> Result<(), CliError> {
         let start = Instant::now();
-        let hashes = hashes(self.pool, &records);
-        let mut todo = Vec::with_capacity(records.len());
-        for (record, hash) in records.into_iter().zip(hashes) {
-            if (self.track_all || record.id.is_some()) && !self.seen.insert(xxh3_128(record.key.as_bytes())) {
-                let message = format!("duplicate key `{}` in this input", record.key);
-                let (origin, key) = (record.origin.to_string(), Some(record.key.as_str()));
+        for w in worked {
+            if (self.track_all || w.record.id.is_some()) && !self.seen.insert(w.key_hash) {
+                let message = format!("duplicate key `{}` in this input", w.record.key);
+                let (origin, key) = (w.record.origin.to_string(), Some(w.record.key.as_str()));
                 self.reject(&Bad { origin, key, kind: RejectKind::DuplicateKey, message })?;
                 continue;
             }
-            match self.snap.stored_hash(&record.key)? {
-                // The same content as stored: nothing to write, the row id stays.
-                Some((_, Some(h))) if h == hash && !self.upsert => self.counts.unchanged += 1,
-                // Changed, or stored without a hash (before hashes were kept): replaced.
-                stored => todo.push((record, hash, stored.is_some())),
+            if w.unchanged() && !self.upsert {
+                self.counts.unchanged += 1;
+                continue;
             }
-        }
-        for p in prepare(self.pool, self.coll, todo) {
-            self.push(p)?;
+            self.push(w)?;
         }
         self.busy += start.elapsed();
         Ok(())
     }
 
-    fn push(&mut self, p: Prepared) -> Result<(), CliError> {
-        let Prepared { record, hash, stored, sketch, shingles } = p;
+    fn push(&mut self, w: Worked) -> Result<(), CliError> {
+        let Worked { record, hash, stored, sketch, shingles, .. } = w;
         let origin = record.origin.to_string();
         let sketch = match sketch {
-            Ok(s) => s,
-            Err((kind, message)) => return self.reject(&Bad { origin, key: Some(&record.key), kind, message }),
+            Some(Ok(s)) => s,
+            Some(Err((kind, message))) => {
+                return self.reject(&Bad { origin, key: Some(&record.key), kind, message });
+            }
+            None => return Err(CliError::Runtime(format!("{origin}: the record was not sketched (a bug)"))),
         };
+        let stored = stored.is_some();
         match (stored, &shingles) {
             (true, Some(set)) => self.batch.upsert_with_hash_and_shingles(&record.key, sketch, hash, set),
             (false, Some(set)) => self.batch.insert_with_hash_and_shingles(&record.key, sketch, hash, set),
@@ -165,7 +216,7 @@ impl<'c> Loader<'c> {
             self.counts.updated += c.summary.replaced;
             self.counts.deleted += c.summary.deleted;
             self.spare.push(c.batch);
-            self.snap = c.snapshot;
+            self.snap = Arc::new(c.snapshot);
         }
     }
 

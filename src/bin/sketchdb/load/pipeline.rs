@@ -1,26 +1,35 @@
-//! The parallel steps of a load: each chunk of records read is hashed, then the records to
-//! write (new or changed) are tokenized and sketched on the load's pool, results in input
-//! order, so what is stored does not depend on the thread count. The same pool parses JSONL
+//! The parallel step of a load: each chunk of records read is hashed, looked up in the
+//! collection, and the records to write (new or changed) are tokenized and sketched on the
+//! load's pool, results in input order, so what is stored does not depend on the thread count. The same pool parses JSONL
 //! lines for the reading stage ([`super::reader`]).
 
 use rayon::prelude::*;
 use sketchdb::io::{Content, SourceRecord};
 use sketchdb::recipes::Content as Sketchable;
-use sketchdb::{Collection, Sketch, TokenSet};
+use sketchdb::{Collection, Sketch, Snapshot, TokenSet};
 use xxhash_rust::xxh3::{xxh3_128, xxh3_128_with_seed};
 
 use super::rejects::RejectKind;
 use crate::error::CliError;
 
-/// A record to write: its content hash, whether its key is stored already, and its sketch
-/// or why it cannot be sketched.
-pub struct Prepared {
+/// One record after the parallel step: its content hash, the hash of its key (for the
+/// duplicate check), what the collection stores under its key (row id and content hash), and
+/// its sketch or why it cannot be sketched; no sketch for a record stored unchanged.
+pub struct Worked {
     pub record: SourceRecord,
     pub hash: u128,
-    pub stored: bool,
-    pub sketch: Result<Sketch, (RejectKind, String)>,
+    pub key_hash: u128,
+    pub stored: Option<Option<u128>>,
+    pub sketch: Option<Result<Sketch, (RejectKind, String)>>,
     /// The record's token set, for a collection that keeps exact shingles (text and tokens).
     pub shingles: Option<TokenSet>,
+}
+
+impl Worked {
+    /// Whether the collection holds this very content under the record's key.
+    pub fn unchanged(&self) -> bool {
+        matches!(self.stored, Some(Some(h)) if h == self.hash)
+    }
 }
 
 /// The thread pool of a load: `threads`, or every core.
@@ -92,24 +101,32 @@ fn sketch_with_set(coll: &Collection, content: &Content) -> (Result<Sketch, (Rej
     (sketch, Some(TokenSet::from_unsorted(tokens)))
 }
 
-/// The content hashes of `records`, computed on `pool`, in input order.
-pub fn hashes(pool: &rayon::ThreadPool, records: &[SourceRecord]) -> Vec<u128> {
-    pool.install(|| records.par_iter().map(|r| content_hash(&r.content)).collect())
-}
-
-/// Sketches `(record, hash, stored)` items on `pool`, in input order.
-pub fn prepare(pool: &rayon::ThreadPool, coll: &Collection, items: Vec<(SourceRecord, u128, bool)>) -> Vec<Prepared> {
-    pool.install(|| {
-        items
-            .into_par_iter()
-            .map(|(record, hash, stored)| {
+/// The parallel step of a chunk, run on the caller's pool: every record's content hash, key
+/// hash and stored state (read from `snap`), and the sketch of each record that is to be
+/// written (not stored unchanged, unless `upsert`), in input order. The serial checks that
+/// depend on the records before it (duplicate keys) are the caller's.
+pub fn work(
+    coll: &Collection,
+    snap: &Snapshot,
+    upsert: bool,
+    records: Vec<SourceRecord>,
+) -> Result<Vec<Worked>, CliError> {
+    records
+        .into_par_iter()
+        .map(|record| {
+            let hash = content_hash(&record.content);
+            let key_hash = xxh3_128(record.key.as_bytes());
+            let stored = snap.stored_hash(&record.key)?.map(|(_, h)| h);
+            let mut w = Worked { record, hash, key_hash, stored, sketch: None, shingles: None };
+            if upsert || !w.unchanged() {
                 let (sketch, shingles) = if coll.config().exact_shingles {
-                    sketch_with_set(coll, &record.content)
+                    sketch_with_set(coll, &w.record.content)
                 } else {
-                    (sketch(coll, &record.content), None)
+                    (sketch(coll, &w.record.content), None)
                 };
-                Prepared { record, hash, stored, sketch, shingles }
-            })
-            .collect()
-    })
+                (w.sketch, w.shingles) = (Some(sketch), shingles);
+            }
+            Ok(w)
+        })
+        .collect()
 }
