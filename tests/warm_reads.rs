@@ -11,6 +11,7 @@
 mod common;
 
 use common::Rng;
+use sketchdb::plan::PlanKind;
 use sketchdb::{
     Batch, Collection, CollectionConfig, Database, IndexConfig, Query, QueryKind, QueryOptions, QueryResult,
     SketchParams,
@@ -50,14 +51,15 @@ fn create(db: &Database, name: &str, config: CollectionConfig, texts: &[String])
     c
 }
 
-/// Queries of `kind` from the sketches of `probes` (stored texts and others).
-fn queries(c: &Collection, probes: &[String], kind: QueryKind) -> Vec<Query> {
+/// Queries of `kind` from the sketches of `probes` (stored texts and others), through
+/// `force` when given (small collections are cheaper to scan: forced, the index is probed).
+fn queries(c: &Collection, probes: &[String], kind: QueryKind, force: Option<PlanKind>) -> Vec<Query> {
     probes
         .iter()
         .map(|t| Query {
             sketch: c.sketcher().sketch_text(&c.config().tokenizer, t).unwrap(),
             kind,
-            options: QueryOptions::default(),
+            options: QueryOptions { force, ..QueryOptions::default() },
         })
         .collect()
 }
@@ -94,20 +96,22 @@ fn warm_answers_equal_cold_answers_on_every_kind() {
     let minhash = || CollectionConfig::new(SketchParams::minhash(128, 32, 1).unwrap());
     let bbit = || CollectionConfig::new(SketchParams::bbit(512, 8, 2).unwrap());
     let simhash = CollectionConfig::new(SketchParams::simhash(64, 3).unwrap()).with_index(IndexConfig::simhash_tables(3));
-    let cases: Vec<(&str, CollectionConfig, Vec<QueryKind>)> = vec![
-        ("minhash_lsh_05", minhash().with_index(IndexConfig::lsh(0.5)), vec![QueryKind::Threshold(0.5)]),
-        ("minhash_lsh_08", minhash().with_index(IndexConfig::lsh(0.8)), vec![QueryKind::Threshold(0.8)]),
-        ("bbit_lsh_08", bbit().with_index(IndexConfig::lsh(0.8)), vec![QueryKind::Threshold(0.8), QueryKind::TopK(5)]),
-        ("bbit_scan", bbit(), vec![QueryKind::Threshold(0.5), QueryKind::TopK(3)]),
-        ("simhash", simhash, vec![QueryKind::Hamming(3), QueryKind::Hamming(1)]),
+    let (lsh, sim) = (Some(PlanKind::LshProbe), Some(PlanKind::SimhashProbe));
+    let t = QueryKind::Threshold;
+    let cases: Vec<(&str, CollectionConfig, Vec<(QueryKind, Option<PlanKind>)>)> = vec![
+        ("minhash_lsh_05", minhash().with_index(IndexConfig::lsh(0.5)), vec![(t(0.5), lsh), (t(0.5), None)]),
+        ("minhash_lsh_08", minhash().with_index(IndexConfig::lsh(0.8)), vec![(t(0.8), lsh), (t(0.8), None)]),
+        ("bbit_lsh_08", bbit().with_index(IndexConfig::lsh(0.8)), vec![(t(0.8), lsh), (QueryKind::TopK(5), None)]),
+        ("bbit_scan", bbit(), vec![(t(0.5), None), (QueryKind::TopK(3), None)]),
+        ("simhash", simhash, vec![(QueryKind::Hamming(3), sim), (QueryKind::Hamming(1), None)]),
     ];
-    let made: Vec<(Collection, Vec<QueryKind>)> =
+    let made: Vec<(Collection, Vec<(QueryKind, Option<PlanKind>)>)> =
         cases.into_iter().map(|(name, config, kinds)| (create(&db, name, config, &stored), kinds)).collect();
     let reader = cold_reader(&path);
     for (c, kinds) in &made {
         let cold = reader.collection(c.name()).unwrap();
-        for &kind in kinds {
-            let qs = queries(c, &probes, kind);
+        for &(kind, force) in kinds {
+            let qs = queries(c, &probes, kind, force);
             let want = answers(&cold, &qs);
             let found = want.iter().filter(|r| !r.hits.is_empty()).count();
             assert!(found >= probes.len() / 2, "{}: {kind:?} finds neighbours for {found} probes", c.name());
@@ -121,9 +125,10 @@ fn warm_answers_equal_cold_answers_on_every_kind() {
     assert!(db.probe_cache_held() > 0, "the writer's warm reads are served from its probe cache");
 }
 
-/// Keys of the hits of a threshold query of `sketch` at t = 0.8.
+/// Keys of the hits of a threshold query of `sketch` at t = 0.8, through the LSH index.
 fn hit_keys(c: &Collection, sketch: &sketchdb::Sketch) -> Vec<String> {
-    let r = c.query(&Query::threshold(sketch.clone(), 0.8)).unwrap();
+    let options = QueryOptions { force: Some(PlanKind::LshProbe), ..QueryOptions::default() };
+    let r = c.query(&Query::threshold(sketch.clone(), 0.8).with_options(options)).unwrap();
     let mut keys: Vec<String> = r.hits.iter().map(|h| h.key_str().unwrap().to_string()).collect();
     keys.sort();
     keys
@@ -198,7 +203,7 @@ fn compaction_and_verification_run_after_warm_reads() {
     let stored = texts(8, 200);
     let config = CollectionConfig::new(SketchParams::minhash(64, 32, 1).unwrap()).with_index(IndexConfig::lsh(0.8));
     let c = create(&db, "c", config, &stored);
-    let qs = queries(&c, &stored[..40], QueryKind::Threshold(0.8));
+    let qs = queries(&c, &stored[..40], QueryKind::Threshold(0.8), Some(PlanKind::LshProbe));
     let before = answers(&c, &qs);
     assert_same(&answers(&c, &qs), &before, "warm");
     // A held snapshot of the last commit, as the kept one is, must not stop either.
@@ -220,9 +225,10 @@ fn a_small_probe_cache_budget_is_respected_and_changes_no_answer() {
     let stored = texts(13, 500);
     let config = CollectionConfig::new(SketchParams::minhash(128, 32, 1).unwrap()).with_index(IndexConfig::lsh(0.5));
     let c = create(&db, "c", config, &stored);
-    let qs = queries(&c, &stored[..120], QueryKind::Threshold(0.5));
+    let qs = queries(&c, &stored[..120], QueryKind::Threshold(0.5), Some(PlanKind::LshProbe));
     let want = answers(&c, &qs);
     let full = db.probe_cache_held();
+    assert!(full > 0, "the probes kept what they read");
     let budget = full / 4;
     db.set_probe_cache_budget(budget);
     for pass in 0..2 {
