@@ -1,11 +1,9 @@
-//! A batch's keys are written in key order through redb cursors, a gap between stored keys
-//! at a time (the writer's cursor path, taken from 64 inserts and upserts on): new keys
-//! after every stored key, new keys between stored keys, and upserts that replace a stored
-//! key's row. Whatever mix a batch holds, the outcome must equal the per-op semantics:
-//! checked against an in-memory model over random batches into two collections (so one
-//! collection's keys sort before the other's), with ascending new keys, keys between old
-//! keys, old keys, duplicates, inserts and deletes of one key in one batch, and bad keys
-//! that fail the batch.
+//! Batches whose new keys sort after every stored key are written through one redb cursor
+//! (the writer's append path, taken from 64 such keys on). Whatever mix a batch holds, the
+//! outcome must equal the per-op semantics: checked against an in-memory model over random
+//! batches into two collections (so one collection's appends land before the other's keys),
+//! with ascending new keys, new keys between stored keys, old keys, duplicates, inserts and
+//! deletes of one key in one batch, and bad keys that fail the batch.
 
 use std::collections::BTreeMap;
 

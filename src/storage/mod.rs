@@ -5,7 +5,7 @@
 //!   durability, the custom-backend entry points for tests).
 //! * [`catalog`]: collections (create, look up, list, drop).
 //! * [`writer`]: write transactions: inserts, upserts, deletes, all-or-nothing batches;
-//!   [`key_append`] writes a batch's keys in key order through cursors, one seek per gap.
+//!   [`key_append`] writes a batch's keys that sort after all others through one cursor.
 //! * [`reader`]: read snapshots: gets and page scans.
 //! * [`rules`]: what a write is made of, and the key check and error builders reads and
 //!   writes share.

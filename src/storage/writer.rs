@@ -22,7 +22,7 @@ use super::content_hash;
 use super::error::{StorageError, contain, panic_message, show_key};
 use super::hook::IndexHook;
 use super::index_tables::IndexTxn;
-use super::key_append::{KeyOutcome, KeysTable, append_new_keys};
+use super::key_append::{KeysTable, append_new_keys};
 use super::rules::{WriteOp, check_key, corrupt_page, inconsistent};
 use super::shingles::ShingleWriter;
 use super::tables::{COLLECTION_STATE, COLLECTION_STATE_NAME, KEYS, PAGES};
@@ -326,13 +326,11 @@ impl super::store::Store {
                         .check_compatible(sketch.params())
                         .map_err(|source| StorageError::Incompatible { collection: info.def.name.clone(), source })?;
                     let row = state.next_row;
-                    // The cursor pass wrote this key with this row id already (see `key_append`).
-                    let old = match appended {
-                        KeyOutcome::Added => None,
-                        KeyOutcome::Replaced(old) => Some(old),
-                        KeyOutcome::PerOp => {
-                            keys.insert((id, key), row).map_err(StorageError::backend("write key"))?.map(|g| g.value())
-                        }
+                    // An appended key is new and was written with this row id.
+                    let old = if appended {
+                        None
+                    } else {
+                        keys.insert((id, key), row).map_err(StorageError::backend("write key"))?.map(|g| g.value())
                     };
                     if let Some(old_row) = old {
                         if matches!(op, WriteOp::Insert(..)) {

@@ -390,8 +390,12 @@ impl BandKeyScheme {
         let mask = self.key_mask();
         let mut keys = Vec::with_capacity(b);
         for (band, vals) in values[..need].chunks_exact(r).enumerate() {
-            for (dst, &v) in buf.chunks_exact_mut(w).zip(vals) {
-                dst.copy_from_slice(&v.to_le_bytes()[..w]);
+            // Constant-width copies are single stores (a copy of a variable width calls
+            // memcpy, per value).
+            match w {
+                8 => buf.chunks_exact_mut(8).zip(vals).for_each(|(d, &v)| d.copy_from_slice(&v.to_le_bytes())),
+                4 => buf.chunks_exact_mut(4).zip(vals).for_each(|(d, &v)| d.copy_from_slice(&v.to_le_bytes()[..4])),
+                _ => buf.chunks_exact_mut(w).zip(vals).for_each(|(d, &v)| d.copy_from_slice(&v.to_le_bytes()[..w])),
             }
             keys.push(band_key_v3(band as u32, buf, self.seed) & mask);
         }
