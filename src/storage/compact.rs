@@ -15,13 +15,12 @@ use super::content_hash;
 use super::error::{StorageError, contain};
 use super::hook::IndexHook;
 use super::index_tables::IndexTxn;
-use super::page_cache::PageCache;
 use super::reader::decode;
 use super::rules::{corrupt_page, inconsistent};
 use super::shingles::ShingleWriter;
 use super::store::Store;
 use super::tables::KEYS;
-use super::writer::{state_in, write_state};
+use super::writer::{PageCache, state_in, write_state};
 use crate::codec::page::PageView;
 
 /// What a compaction did.

@@ -6,7 +6,6 @@
 //! * [`catalog`]: collections (create, look up, list, drop).
 //! * [`writer`]: write transactions: inserts, upserts, deletes, all-or-nothing batches;
 //!   [`key_append`] writes a batch's keys that sort after all others through one cursor.
-//!   [`page_cache`]: the record pages a write transaction touches, each built once.
 //! * [`reader`]: read snapshots: gets and page scans; [`current`] keeps the snapshot of a
 //!   handle's last commit for its warm reads.
 //! * [`rules`]: what a write is made of, and the key check and error builders reads and
@@ -37,7 +36,6 @@ pub(crate) mod hook;
 pub(crate) mod index_tables;
 pub(crate) mod integrity;
 pub(crate) mod key_append;
-pub(crate) mod page_cache;
 pub(crate) mod reader;
 pub(crate) mod rules;
 pub(crate) mod shingles;

@@ -1,7 +1,9 @@
 //! Write transactions: inserts, upserts and deletes of one collection, all or nothing.
 //!
-//! Within a transaction every touched page is built once ([`super::page_cache`]). Any error
-//! drops the transaction uncommitted, so a failed batch leaves nothing behind.
+//! Within a transaction every touched page is built once: the open tail page is loaded (or
+//! started) on the first append and written back when full or at the end; a page that loses
+//! rows to deletes is loaded once, its tombstone bits set, and written back at the end. Any
+//! error drops the transaction uncommitted, so a failed batch leaves nothing behind.
 //!
 //! Semantics (also in `storage-format.md`):
 //! * insert: a new row id (`next_row`, then incremented); a key already present is
@@ -11,20 +13,22 @@
 //! * delete: the row is tombstoned and the key removed from `keys`; deleting an absent key
 //!   is not an error (it is counted in [`WriteSummary::missing`]).
 
-use redb::{ReadableTable, WriteTransaction};
+use std::collections::BTreeMap;
 
-use super::catalog::{CollectionInfo, read_state};
+use redb::{ReadableTable, Table, WriteTransaction};
+
+use super::catalog::{CollectionInfo, page_fits, read_state};
 use super::content_hash;
 use super::error::{StorageError, contain, panic_message, show_key};
 use super::hook::IndexHook;
 use super::index_tables::IndexTxn;
 use super::key_append::{KeysTable, append_new_keys};
-use super::page_cache::{BUILD_PAGES_MIN_ROWS, PageCache, build_pages};
 use super::rules::{WriteOp, check_key, corrupt_page, inconsistent};
 use super::shingles::ShingleWriter;
 use super::tables::{COLLECTION_STATE, COLLECTION_STATE_NAME, KEYS, PAGES};
 use crate::codec::meta::CollectionState;
-use crate::codec::page::PageView;
+use crate::codec::page::{PageBuilder, PageView};
+use crate::codec::record::{decode_row, push_sketch};
 use crate::sketch::params::SketchKind;
 use crate::sketch::sketcher::Sketch;
 
@@ -44,6 +48,154 @@ pub struct WriteSummary {
     pub first_row: u64,
     /// Rows written (inserts plus upserts).
     pub new_rows: u64,
+}
+
+/// The pages one write transaction touches, each built once. Pages are keyed by first row.
+pub(crate) struct PageCache<'t, 'i> {
+    info: &'i CollectionInfo,
+    table: Table<'t, (u32, u64), &'static [u8]>,
+    tail: Option<PageBuilder>,
+    tail_looked_up: bool,
+    dirty: BTreeMap<u64, PageBuilder>,
+}
+
+impl<'t, 'i> PageCache<'t, 'i> {
+    pub(crate) fn new(txn: &'t WriteTransaction, info: &'i CollectionInfo) -> Result<Self, StorageError> {
+        let table = txn.open_table(PAGES).map_err(StorageError::backend("open table"))?;
+        Ok(PageCache { info, table, tail: None, tail_looked_up: false, dirty: BTreeMap::new() })
+    }
+
+    /// The stored page with the greatest first row `<= row`, as a builder.
+    fn load_at_or_before(&self, row: u64) -> Result<Option<PageBuilder>, StorageError> {
+        let id = self.info.def.id;
+        let mut range = self.table.range((id, 0u64)..=(id, row)).map_err(StorageError::backend("read page"))?;
+        let Some(entry) = range.next_back() else { return Ok(None) };
+        let (k, v) = entry.map_err(StorageError::backend("read page"))?;
+        let first = k.value().1;
+        let view =
+            PageView::parse_expected(v.value(), &self.info.spec, first).map_err(corrupt_page(self.info, first))?;
+        Ok(Some(PageBuilder::from_view(&view)))
+    }
+
+    /// Removes a stored page (compaction), returning its builder copy.
+    pub(crate) fn take(&mut self, first_row: u64) -> Result<Option<PageBuilder>, StorageError> {
+        // The tail may hold rows appended in this transaction: store it before taking.
+        self.flush_tail()?;
+        self.tail_looked_up = false;
+        let b = match self.dirty.remove(&first_row) {
+            Some(b) => Some(b),
+            None => self.load_at_or_before(first_row)?.filter(|b| b.first_row() == first_row),
+        };
+        if b.is_some() {
+            self.table.remove((self.info.def.id, first_row)).map_err(StorageError::backend("remove page"))?;
+        }
+        Ok(b)
+    }
+
+    fn write(&mut self, b: &PageBuilder) -> Result<(), StorageError> {
+        let mut guard = self
+            .table
+            .insert_reserve((self.info.def.id, b.first_row()), b.len())
+            .map_err(StorageError::backend("write page"))?;
+        b.finish_into(guard.as_mut());
+        Ok(())
+    }
+
+    /// Appends `sketch` with `key` as row `next_row` (the collection's next row id).
+    pub(crate) fn append(&mut self, next_row: u64, key: &[u8], sketch: &Sketch) -> Result<u64, StorageError> {
+        if self.tail.is_none() && !self.tail_looked_up {
+            self.tail_looked_up = true;
+            // The collection's last page: a copy dirtied earlier in this transaction
+            // supersedes the stored one.
+            let last_dirty = self.dirty.last_key_value().map(|(k, _)| *k);
+            let stored = self.load_at_or_before(u64::MAX)?;
+            let (last, was_dirty) = match (last_dirty, stored) {
+                (Some(d), s) if s.as_ref().is_none_or(|s| d >= s.first_row()) => (self.dirty.remove(&d), true),
+                (_, s) => (s, false),
+            };
+            if let Some(last) = last {
+                if last.next_row() > next_row {
+                    return Err(inconsistent(self.info, next_row, "a page holds rows at or past next_row"));
+                }
+                if last.next_row() == next_row && !last.is_full() {
+                    self.tail = Some(last);
+                } else if was_dirty {
+                    self.dirty.insert(last.first_row(), last);
+                }
+            }
+        }
+        if let Some(t) = &self.tail
+            && (t.is_full() || (t.row_count() > 0 && !page_fits(t.len_with(key.len()))))
+        {
+            self.flush_tail()?;
+        }
+        let tail = self.tail.get_or_insert_with(|| PageBuilder::new(self.info.spec, next_row));
+        let first = tail.first_row();
+        let row = push_sketch(tail, key, sketch).map_err(corrupt_page(self.info, first))?;
+        if row != next_row {
+            return Err(inconsistent(self.info, next_row, format!("the tail page appends at row {row}")));
+        }
+        Ok(row)
+    }
+
+    fn flush_tail(&mut self) -> Result<(), StorageError> {
+        if let Some(b) = self.tail.take()
+            && b.row_count() > 0
+        {
+            self.write(&b)?;
+        }
+        Ok(())
+    }
+
+    /// Tombstones `row`, which must be a live row whose key is `key`; returns the row's
+    /// sketch, for the index hook (indexes derive the entries to remove from it).
+    pub(crate) fn delete(&mut self, row: u64, key: &[u8]) -> Result<Sketch, StorageError> {
+        let info = self.info;
+        let holds = |b: &PageBuilder| b.first_row() <= row && row < b.next_row();
+        let b = match &mut self.tail {
+            Some(t) if holds(t) => t,
+            _ => {
+                let cached = self.dirty.range(..=row).next_back().map(|(k, b)| (*k, holds(b)));
+                let first = match cached {
+                    Some((k, true)) => k,
+                    _ => {
+                        let b = self
+                            .load_at_or_before(row)?
+                            .filter(holds)
+                            .ok_or_else(|| inconsistent(info, row, "a key maps to a row no page holds"))?;
+                        let k = b.first_row();
+                        self.dirty.insert(k, b);
+                        k
+                    }
+                };
+                self.dirty.get_mut(&first).ok_or_else(|| inconsistent(info, row, "page cache lost a page"))?
+            }
+        };
+        let i = (row - b.first_row()) as usize;
+        if b.key(i) != key {
+            return Err(inconsistent(info, row, format!("the row's key is not {}", show_key(key))));
+        }
+        let sketch = decode_row(&*b, i, &info.def.params).map_err(|source| StorageError::CorruptRow {
+            collection: info.def.name.clone(),
+            page: b.first_row(),
+            row,
+            source: Box::new(source),
+        })?;
+        match b.set_deleted(i) {
+            Ok(true) => Ok(sketch),
+            Ok(false) => Err(inconsistent(info, row, "a key maps to a deleted row")),
+            Err(e) => Err(inconsistent(info, row, e)),
+        }
+    }
+
+    /// Writes every touched page back.
+    pub(crate) fn flush(mut self) -> Result<(), StorageError> {
+        self.flush_tail()?;
+        for b in std::mem::take(&mut self.dirty).into_values() {
+            self.write(&b)?;
+        }
+        Ok(())
+    }
 }
 
 /// Writes a collection's state.
@@ -166,118 +318,79 @@ impl super::store::Store {
         let ends_rows = ops.iter().any(|op| !matches!(op, WriteOp::Insert(..)));
         let mut hashes = if carries || ends_rows { content_hash::open_in(txn, carries)? } else { None };
         let params = &info.def.params;
-        // A large batch of inserts only has its pages built on another thread while this one
-        // writes the keys ([`build_pages`]); every other batch appends here, op by op.
-        let all_inserts = ops.len() >= BUILD_PAGES_MIN_ROWS
-            && sets.is_none()
-            && ops.iter().all(|op| matches!(op, WriteOp::Insert(..)));
-        let rows: Vec<(&[u8], &Sketch)> = if all_inserts {
-            ops.iter().filter_map(|op| if let WriteOp::Insert(k, s, _) = *op { Some((k, s)) } else { None }).collect()
-        } else {
-            Vec::new()
-        };
-        let build_here = rows.is_empty();
-        let (tail, first_row) = (if build_here { None } else { pages.take_tail(state.next_row)? }, state.next_row);
-        std::thread::scope(|scope| -> Result<(), H::Error> {
-            let rows = &rows;
-            let job = (!build_here).then(|| scope.spawn(move || build_pages(info, tail, first_row, rows)));
-            let looped = (|| -> Result<(), H::Error> {
-                for (i, (op, appended)) in ops.into_iter().zip(appended).enumerate() {
-                    match op {
-                        WriteOp::Insert(key, sketch, hash) | WriteOp::Upsert(key, sketch, hash) => {
-                            check_key(info, key)?;
-                            params.check_compatible(sketch.params()).map_err(|source| StorageError::Incompatible {
+        for (i, (op, appended)) in ops.into_iter().zip(appended).enumerate() {
+            match op {
+                WriteOp::Insert(key, sketch, hash) | WriteOp::Upsert(key, sketch, hash) => {
+                    check_key(info, key)?;
+                    params
+                        .check_compatible(sketch.params())
+                        .map_err(|source| StorageError::Incompatible { collection: info.def.name.clone(), source })?;
+                    let row = state.next_row;
+                    // An appended key is new and was written with this row id.
+                    let old = if appended {
+                        None
+                    } else {
+                        keys.insert((id, key), row).map_err(StorageError::backend("write key"))?.map(|g| g.value())
+                    };
+                    if let Some(old_row) = old {
+                        if matches!(op, WriteOp::Insert(..)) {
+                            return Err(StorageError::DuplicateKey {
                                 collection: info.def.name.clone(),
-                                source,
-                            })?;
-                            let row = state.next_row;
-                            // An appended key is new and was written with this row id.
-                            let old = if appended {
-                                None
-                            } else {
-                                keys.insert((id, key), row)
-                                    .map_err(StorageError::backend("write key"))?
-                                    .map(|g| g.value())
-                            };
-                            if let Some(old_row) = old {
-                                if matches!(op, WriteOp::Insert(..)) {
-                                    return Err(StorageError::DuplicateKey {
-                                        collection: info.def.name.clone(),
-                                        key: show_key(key),
-                                    }
-                                    .into());
-                                }
-                                let gone = pages.delete(old_row, key)?;
-                                hook.removed(old_row, &gone)?;
-                                if let Some(sets) = sets.as_mut() {
-                                    sets.remove(old_row)?;
-                                }
-                                if let Some(t) = &mut hashes {
-                                    content_hash::take(t, info.def.id, old_row)?;
-                                }
-                                summary.replaced += 1;
-                                state.deleted += 1;
-                            } else {
-                                summary.inserted += 1;
-                                state.live += 1;
+                                key: show_key(key),
                             }
-                            if build_here {
-                                pages.append(row, key, sketch)?;
-                            }
-                            if let Some(sets) = sets.as_mut() {
-                                let set = shingles.get(i).copied().flatten().ok_or_else(|| {
-                                    StorageError::ShinglesRequired {
-                                        collection: info.def.name.clone(),
-                                        key: show_key(key),
-                                    }
-                                })?;
-                                sets.put(row, set)?;
-                            }
-                            if let (Some(t), Some(h)) = (&mut hashes, hash) {
-                                content_hash::put(t, info.def.id, row, h)?;
-                            }
-                            hook.added(row, sketch)?;
-                            state.next_row += 1;
-                            summary.new_rows += 1;
+                            .into());
                         }
-                        WriteOp::Delete(key) => {
-                            check_key(info, key)?;
-                            let old =
-                                keys.remove((id, key)).map_err(StorageError::backend("delete key"))?.map(|g| g.value());
-                            match old {
-                                None => summary.missing += 1,
-                                Some(old_row) => {
-                                    let gone = pages.delete(old_row, key)?;
-                                    hook.removed(old_row, &gone)?;
-                                    if let Some(sets) = sets.as_mut() {
-                                        sets.remove(old_row)?;
-                                    }
-                                    if let Some(t) = &mut hashes {
-                                        content_hash::take(t, info.def.id, old_row)?;
-                                    }
-                                    summary.deleted += 1;
-                                    state.live = state.live.saturating_sub(1);
-                                    state.deleted += 1;
-                                }
+                        let gone = pages.delete(old_row, key)?;
+                        hook.removed(old_row, &gone)?;
+                        if let Some(sets) = sets.as_mut() {
+                            sets.remove(old_row)?;
+                        }
+                        if let Some(t) = &mut hashes {
+                            content_hash::take(t, info.def.id, old_row)?;
+                        }
+                        summary.replaced += 1;
+                        state.deleted += 1;
+                    } else {
+                        summary.inserted += 1;
+                        state.live += 1;
+                    }
+                    pages.append(row, key, sketch)?;
+                    if let Some(sets) = sets.as_mut() {
+                        let set = shingles.get(i).copied().flatten().ok_or_else(|| StorageError::ShinglesRequired {
+                            collection: info.def.name.clone(),
+                            key: show_key(key),
+                        })?;
+                        sets.put(row, set)?;
+                    }
+                    if let (Some(t), Some(h)) = (&mut hashes, hash) {
+                        content_hash::put(t, info.def.id, row, h)?;
+                    }
+                    hook.added(row, sketch)?;
+                    state.next_row += 1;
+                    summary.new_rows += 1;
+                }
+                WriteOp::Delete(key) => {
+                    check_key(info, key)?;
+                    let old = keys.remove((id, key)).map_err(StorageError::backend("delete key"))?.map(|g| g.value());
+                    match old {
+                        None => summary.missing += 1,
+                        Some(old_row) => {
+                            let gone = pages.delete(old_row, key)?;
+                            hook.removed(old_row, &gone)?;
+                            if let Some(sets) = sets.as_mut() {
+                                sets.remove(old_row)?;
                             }
+                            if let Some(t) = &mut hashes {
+                                content_hash::take(t, info.def.id, old_row)?;
+                            }
+                            summary.deleted += 1;
+                            state.live = state.live.saturating_sub(1);
+                            state.deleted += 1;
                         }
                     }
                 }
-                Ok(())
-            })();
-            // The keys' errors come first: the builder meets none that the per-op checks
-            // (key, compatibility) let through, short of an inconsistency.
-            if let Some(job) = job {
-                let built = job.join().map_err(|payload| StorageError::EnginePanic {
-                    op: "build pages",
-                    detail: panic_message(payload.as_ref()),
-                })?;
-                looped?;
-                pages.put_built(built?)?;
-                return Ok(());
             }
-            looped
-        })?;
+        }
         pages.flush()?;
         Ok(())
     }
