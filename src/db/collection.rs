@@ -159,7 +159,7 @@ impl Collection {
 
     /// A consistent read-only view of the collection as of now.
     pub fn snapshot(&self) -> Result<Snapshot> {
-        Snapshot::new(self.store.snapshot()?, self.info.clone())
+        Snapshot::new(self.store.current_snapshot()?, self.info.clone())
     }
 
     /// Every live record in row order, from a snapshot taken now.
@@ -193,13 +193,13 @@ impl Collection {
 
     /// The statistics the planner reads (kept current by every write).
     pub fn planner_stats(&self) -> Result<Stats> {
-        let snap = self.store.snapshot()?;
+        let snap = self.store.current_snapshot()?;
         Ok(run::stats_in(&snap, &self.info)?)
     }
 
     /// The stored sketch of `key` (a typed error when absent), for building queries.
     pub fn sketch_of(&self, key: impl AsRef<[u8]>) -> Result<Sketch> {
-        let snap = self.store.snapshot()?;
+        let snap = self.store.current_snapshot()?;
         Ok(run::stored_sketch(&snap, &self.info, key.as_ref())?)
     }
 
@@ -207,19 +207,19 @@ impl Collection {
     pub(crate) fn costs(&self) -> CostModel {
         // A damaged costs record must not stop queries: plan with the defaults, and let
         // `verify` report the record.
-        self.store.planner_costs().ok().flatten().as_ref().map(CostModel::from).unwrap_or_default()
+        self.store.planner_costs_with(|c| c.map(CostModel::from)).ok().flatten().unwrap_or_default()
     }
 
     /// The planner's choice for `query`, without running it.
     pub fn plan(&self, query: &Query) -> Result<Choice> {
-        let snap = self.store.snapshot()?;
+        let snap = self.store.current_snapshot()?;
         Ok(run::plan(&snap, &self.info, query, &self.costs())?)
     }
 
     /// Runs a query: the planner chooses the access path (unless forced), every candidate is
     /// verified with the estimator and the hits come back scored, best first.
     pub fn query(&self, query: &Query) -> Result<QueryResult> {
-        let snap = self.store.snapshot()?;
+        let snap = self.store.current_snapshot()?;
         Ok(run::run(&snap, &self.info, query, &self.costs())?)
     }
 
@@ -230,7 +230,7 @@ impl Collection {
     /// exact Jaccard against the key's stored set ([`crate::Hit::exact`]; candidates from the
     /// sketches, see [`crate::plan::Scoring::Exact`]).
     pub fn query_key(&self, key: impl AsRef<[u8]>, kind: QueryKind, options: QueryOptions) -> Result<QueryResult> {
-        let snap = self.store.snapshot()?;
+        let snap = self.store.current_snapshot()?;
         let prep = run::prepare(&snap, &self.info)?;
         Ok(exact::run_key(&snap, &self.info, key.as_ref(), kind, options, &self.costs(), &prep)?)
     }
@@ -242,7 +242,7 @@ impl Collection {
         let tokens = self.config.tokenizer.tokens(text);
         let sketch = self.sketcher.sketch_multiset(&tokens)?;
         let set = TokenSet::from_unsorted(tokens);
-        let snap = self.store.snapshot()?;
+        let snap = self.store.current_snapshot()?;
         let query = Query { sketch, kind, options };
         let prep = run::prepare(&snap, &self.info)?;
         Ok(exact::run_scored(&snap, &self.info, &query, Some(set.as_slice()), &self.costs(), &prep)?)
@@ -255,7 +255,7 @@ impl Collection {
     pub fn query_tokens(&self, tokens: &[u64], kind: QueryKind, options: QueryOptions) -> Result<QueryResult> {
         let sketch = self.sketcher.sketch_multiset(tokens)?;
         let set = TokenSet::from_unsorted(tokens.to_vec());
-        let snap = self.store.snapshot()?;
+        let snap = self.store.current_snapshot()?;
         let query = Query { sketch, kind, options };
         let prep = run::prepare(&snap, &self.info)?;
         Ok(exact::run_scored(&snap, &self.info, &query, Some(set.as_slice()), &self.costs(), &prep)?)
@@ -272,7 +272,7 @@ impl Collection {
         analyze: bool,
     ) -> Result<Explain> {
         let sketch = self.sketcher.sketch_multiset(tokens)?;
-        let snap = self.store.snapshot()?;
+        let snap = self.store.current_snapshot()?;
         let query = Query { sketch, kind, options };
         Ok(exact::explain_scored(&snap, &self.info, &query, &self.costs(), analyze)?)
     }
@@ -285,7 +285,7 @@ impl Collection {
         options: QueryOptions,
         analyze: bool,
     ) -> Result<Explain> {
-        let snap = self.store.snapshot()?;
+        let snap = self.store.current_snapshot()?;
         let sketch = run::stored_sketch(&snap, &self.info, key.as_ref())?;
         let query = Query { sketch, kind, options };
         Ok(exact::explain_scored(&snap, &self.info, &query, &self.costs(), analyze)?)
@@ -294,14 +294,14 @@ impl Collection {
     /// EXPLAIN (and with `analyze`, EXPLAIN ANALYZE): the plan, why, the alternatives with
     /// their estimated costs, and what execution did.
     pub fn explain(&self, query: &Query, analyze: bool) -> Result<Explain> {
-        let snap = self.store.snapshot()?;
+        let snap = self.store.current_snapshot()?;
         Ok(run::explain(&snap, &self.info, query, &self.costs(), analyze, Scoring::Estimated)?)
     }
 
     /// The pairwise estimate between two stored keys: Jaccard (set sketches) or cosine
     /// (SimHash), with its interval at `level`.
     pub fn estimate(&self, a: impl AsRef<[u8]>, b: impl AsRef<[u8]>, level: f64) -> Result<Estimate> {
-        let snap = self.store.snapshot()?;
+        let snap = self.store.current_snapshot()?;
         let x = run::stored_sketch(&snap, &self.info, a.as_ref())?;
         let y = run::stored_sketch(&snap, &self.info, b.as_ref())?;
         Ok(x.similarity(&y, level)?)
@@ -310,7 +310,7 @@ impl Collection {
     /// EXPLAIN for a dedup: the self-join plan [`Collection::dedup`] would run, why, and the
     /// alternatives with their estimated costs; `None` for a collection without records.
     pub fn explain_dedup(&self, kind: QueryKind, options: QueryOptions) -> Result<Option<Explain>> {
-        let snap = self.store.snapshot()?;
+        let snap = self.store.current_snapshot()?;
         Ok(dedup_exec::explain_dedup(&snap, &self.info, kind, options, &self.costs())?)
     }
 
@@ -341,7 +341,7 @@ impl Collection {
         options: QueryOptions,
         clustering: Clustering,
     ) -> Result<DedupResult> {
-        let snap = self.store.snapshot()?;
+        let snap = self.store.current_snapshot()?;
         Ok(dedup_exec::dedup(&snap, &self.info, kind, options, clustering, &self.costs())?)
     }
 
@@ -349,7 +349,7 @@ impl Collection {
     /// [`crate::lsh::BandKeyScheme::sketch_keys`] computes with it are the keys the index
     /// files a sketch under.
     pub fn lsh_scheme(&self) -> Result<Option<BandKeyScheme>> {
-        let snap = self.store.snapshot()?;
+        let snap = self.store.current_snapshot()?;
         let def = IndexDef::load(&snap, &self.info)?;
         Ok(def.and_then(|d| match &d.spec {
             IndexSpec::Lsh { scheme, .. } | IndexSpec::LshGroups { scheme, .. } => Some(*scheme),

@@ -31,7 +31,7 @@ use crate::storage::store::{Durability, Sharing, Store, StoreOptions};
 /// ```
 #[derive(Clone, Debug)]
 pub struct Database {
-    store: Arc<Store>,
+    pub(super) store: Arc<Store>,
 }
 
 /// Options for opening or creating a [`Database`].
@@ -159,6 +159,8 @@ impl Database {
     /// below what is held lets every cache go. Answers never depend on it, only speed.
     pub fn set_probe_cache_budget(&self, bytes: usize) {
         crate::index::ProbeCaches::of_store(&self.store).set_budget(bytes);
+        // What queries derived from the kept snapshot holds the caches too.
+        self.store.generation.touch();
     }
 
     /// The probe cache budget of this database, in bytes.

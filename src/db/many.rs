@@ -72,7 +72,7 @@ struct Shared<'a> {
     snap: &'a ReadSnapshot,
     info: &'a CollectionInfo,
     costs: CostModel,
-    prep: Prepared,
+    prep: std::sync::Arc<Prepared>,
 }
 
 impl Collection {

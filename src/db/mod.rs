@@ -14,4 +14,6 @@ pub(crate) mod snapshot;
 pub(crate) mod stats;
 
 #[cfg(test)]
+mod warm_tests;
+#[cfg(test)]
 mod wire_tests;

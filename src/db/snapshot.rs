@@ -39,7 +39,7 @@ impl From<RowRecord> for Record {
 /// writers commit meanwhile. Holding a snapshot keeps that commit's pages alive (and blocks
 /// file compaction), so do not keep one longer than needed.
 pub struct Snapshot {
-    snap: ReadSnapshot,
+    snap: Arc<ReadSnapshot>,
     info: Arc<CollectionInfo>,
 }
 
@@ -50,7 +50,7 @@ impl std::fmt::Debug for Snapshot {
 }
 
 impl Snapshot {
-    pub(crate) fn new(snap: ReadSnapshot, info: Arc<CollectionInfo>) -> Result<Self> {
+    pub(crate) fn new(snap: Arc<ReadSnapshot>, info: Arc<CollectionInfo>) -> Result<Self> {
         Ok(Snapshot { snap, info })
     }
 

@@ -27,8 +27,9 @@
 //! Values live on shelves (LSH: one per band, a slot per group, its value the group's
 //! entries of all runs, see [`super::lsh`]; SimHash: one per table, a slot per bucket):
 //! a slot's value sits in a place of its own, found by shelf and slot number without hashing
-//! or locking (one memory access before the value's bytes); shelves of more than
-//! `2^DIRECT_BITS` slots go through a map.
+//! or locking (the shelf's page table, then the place, before the value's bytes; pages of
+//! places are made as probes first reach them); shelves of more than `2^DIRECT_BITS` slots
+//! go through a map.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -51,6 +52,11 @@ pub(crate) const DEFAULT_BUDGET: usize = 1 << 30;
 pub(crate) const MAX_CACHES: usize = 8;
 /// Shelves of at most `2^DIRECT_BITS` slots get a place per slot.
 const DIRECT_BITS: u32 = 18;
+/// Slots per page of places (`2^PAGE_BITS`, 64 KiB): a first probe makes a page per shelf it
+/// reads, not the whole shelf (a shelf of `2^18` places is 16 MiB, and making every table's
+/// at once made the first query after an open take milliseconds).
+const PAGE_BITS: u32 = 10;
+const PAGE_MASK: u64 = (1 << PAGE_BITS) - 1;
 /// Bookkeeping bytes counted per cached value.
 const VALUE_OVERHEAD: usize = 64;
 
@@ -124,6 +130,9 @@ fn version_of(def: &IndexDef, simhash_version: u128) -> u128 {
 #[derive(Default)]
 struct Slot(OnceLock<Option<Bytes>>);
 
+/// A page of places.
+type Page = Box<[Slot]>;
+
 /// Bytes of one slab the cache copies values into, at most (a 64th of the budget, at least
 /// 4 KiB).
 const SLAB: usize = 1 << 20;
@@ -158,8 +167,9 @@ pub(crate) struct ProbeCache {
     def_bytes: Vec<u8>,
     version: u128,
     pub(crate) def: Arc<IndexDef>,
-    /// Per shelf: the value of each slot (shelves of at most `2^DIRECT_BITS` slots).
-    direct: Box<[OnceLock<Box<[Slot]>>]>,
+    /// Per shelf (of at most `2^DIRECT_BITS` slots): its pages of places, each page made
+    /// when a probe first reads one of its slots.
+    direct: Box<[OnceLock<Box<[OnceLock<Page>]>>]>,
     /// Every other value, by (shelf, slot).
     other: RwLock<OtherValues>,
     /// The records of rows queries have scored (LSH candidates, SimHash matches), by row id,
@@ -346,13 +356,54 @@ impl ProbeCache {
         Some(slab.split().freeze())
     }
 
+    /// The place of slot `slot` on a shelf of `2^bits` slots, if its page exists.
+    #[inline]
+    fn place(&self, shelf: usize, bits: u32, slot: u64) -> Option<&Slot> {
+        if bits > DIRECT_BITS {
+            return None;
+        }
+        let pages = self.direct.get(shelf)?.get()?;
+        pages.get((slot >> PAGE_BITS) as usize)?.get()?.get((slot & PAGE_MASK) as usize)
+    }
+
+    /// [`Self::place`], making the shelf's page table and the page when they do not exist
+    /// yet and the budget takes them (`None` when it does not).
+    fn place_or_make(&self, shelf: usize, bits: u32, slot: u64) -> Option<&Slot> {
+        if bits > DIRECT_BITS {
+            return None;
+        }
+        let pages = self.made(self.direct.get(shelf)?, 1usize << bits.saturating_sub(PAGE_BITS), OnceLock::new)?;
+        let page = self.made(pages.get((slot >> PAGE_BITS) as usize)?, 1usize << bits.min(PAGE_BITS), Slot::default)?;
+        page.get((slot & PAGE_MASK) as usize)
+    }
+
+    /// The array in `cell`, made of `n` times `item()` (its bytes reserved from the budget)
+    /// when it does not exist yet; `None` when the budget cannot take it.
+    fn made<'c, T>(&self, cell: &'c OnceLock<Box<[T]>>, n: usize, item: impl Fn() -> T) -> Option<&'c [T]> {
+        if let Some(a) = cell.get() {
+            return Some(a);
+        }
+        let len = n * std::mem::size_of::<T>();
+        if !self.reserve(len) {
+            return None;
+        }
+        let mut made = false;
+        let a = cell.get_or_init(|| {
+            made = true;
+            (0..n).map(|_| item()).collect()
+        });
+        if !made {
+            // Another probe made it first.
+            self.release(len);
+        }
+        Some(a)
+    }
+
     /// Asks for the cache line of the place of slot `slot` on `shelf` ahead of
     /// [`Self::value`]; nothing when the slot has no direct place yet.
     #[inline]
     pub(crate) fn prefetch_slot(&self, shelf: usize, bits: u32, slot: u64) {
-        if bits <= DIRECT_BITS
-            && let Some(place) = self.direct.get(shelf).and_then(|c| c.get()).and_then(|s| s.get(slot as usize))
-        {
+        if let Some(place) = self.place(shelf, bits, slot) {
             crate::simd::prefetch_ref(place);
         }
     }
@@ -366,29 +417,12 @@ impl ProbeCache {
         slot: u64,
         read: impl FnOnce() -> Result<Option<Vec<u8>>, IndexError>,
     ) -> Result<Option<Value<'c>>, IndexError> {
-        if bits <= DIRECT_BITS
-            && let Some(cell) = self.direct.get(shelf)
-        {
-            let slots = match cell.get() {
-                Some(s) => Some(s),
-                None => {
-                    let n = 1usize << bits;
-                    let len = n * std::mem::size_of::<Slot>();
-                    self.reserve(len).then(|| {
-                        let mut made = false;
-                        let slots = cell.get_or_init(|| {
-                            made = true;
-                            (0..n).map(|_| Slot::default()).collect()
-                        });
-                        if !made {
-                            // Another probe made them first.
-                            self.release(len);
-                        }
-                        slots
-                    })
-                }
+        if bits <= DIRECT_BITS {
+            let place = match self.place(shelf, bits, slot) {
+                Some(p) => Some(p),
+                None => self.place_or_make(shelf, bits, slot),
             };
-            if let Some(place) = slots.and_then(|s| s.get(slot as usize)) {
+            if let Some(place) = place {
                 if let Some(v) = place.0.get() {
                     return Ok(v.as_deref().map(Value::Borrowed));
                 }
@@ -462,5 +496,25 @@ mod tests {
         let big = c.value(2, 16, 1, || Ok(Some(vec![3u8; SLAB + 1]))).expect("read").expect("some");
         assert_eq!(big.len(), SLAB + 1);
         assert!(c.held.load(Ordering::Relaxed) >= 2 * SLAB, "both slabs are counted whole");
+    }
+
+    /// A first probe of a wide shelf makes the page of places it reads, not the shelf (2^18
+    /// places, 16 MiB); a slot of another page makes that page; values read back as kept.
+    #[test]
+    fn a_first_probe_makes_one_page_of_places() {
+        let c = cache();
+        let page = (1usize << PAGE_BITS) * std::mem::size_of::<Slot>();
+        let table = (1usize << (18 - PAGE_BITS)) * std::mem::size_of::<OnceLock<Page>>();
+        c.value(0, 18, 5 << PAGE_BITS, || Ok(Some(vec![1u8; 8]))).expect("read");
+        let first = c.held.load(Ordering::Relaxed);
+        let slab = (DEFAULT_BUDGET / 64).clamp(4 << 10, SLAB);
+        assert_eq!(first, table + page + slab + VALUE_OVERHEAD, "one page, not {} bytes", (1usize << 18) * 64);
+        c.value(0, 18, (5 << PAGE_BITS) + 1, || Ok(None)).expect("read");
+        assert_eq!(c.held.load(Ordering::Relaxed), first + VALUE_OVERHEAD, "the same page");
+        c.value(0, 18, 7 << PAGE_BITS, || Ok(None)).expect("read");
+        assert_eq!(c.held.load(Ordering::Relaxed), first + VALUE_OVERHEAD * 2 + page, "another page");
+        let v = c.value(0, 18, 5 << PAGE_BITS, || panic!("kept")).expect("read").expect("some");
+        assert_eq!(&v[..], &[1u8; 8]);
+        assert!(c.value(0, 18, 7 << PAGE_BITS, || panic!("kept as absent")).expect("read").is_none());
     }
 }

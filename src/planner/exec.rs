@@ -387,6 +387,7 @@ fn lsh_probe(
 fn simhash_probe(
     snap: &ReadSnapshot,
     info: &CollectionInfo,
+    cache: Option<&Arc<ProbeCache>>,
     query: &Query,
     stats: &Stats,
     out: &mut Collector,
@@ -408,7 +409,7 @@ fn simhash_probe(
         }
         _ => return Err(unavailable("simhash-probe", "the tables answer Hamming-radius queries only")),
     };
-    let (matches, records) = simhash_within_records(snap, info, q.value(), radius)?;
+    let (matches, records) = simhash_within_records(snap, info, cache, q.value(), radius)?;
     a.rows_touched += matches as u64;
     for rec in records {
         let Some(stored) = simhash_value(&rec.sketch) else { continue };
@@ -457,7 +458,7 @@ pub(crate) fn execute_in(
         Access::FullScan => full_scan(snap, info, query, &mut out, &mut a)?,
         Access::OphBinScan { early } => oph_scan(snap, info, query, early, &mut out, &mut a)?,
         Access::LshProbe { bands } => lsh_probe(snap, info, cache, query, bands, stats, &mut out, &mut a)?,
-        Access::SimhashProbe { .. } => simhash_probe(snap, info, query, stats, &mut out, &mut a)?,
+        Access::SimhashProbe { .. } => simhash_probe(snap, info, cache, query, stats, &mut out, &mut a)?,
         Access::LshBanding { .. } | Access::SimhashInMemory { .. } => {
             return Err(QueryError::PlanUnavailable {
                 plan: plan.access.label(),

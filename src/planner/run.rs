@@ -49,33 +49,51 @@ pub(crate) struct Prepared {
     stats: Stats,
     cache: Option<Arc<ProbeCache>>,
     /// The plans of the first questions asked: `choose_plan` reads only a query's question
-    /// and options (never its sketch), the statistics and the costs, so a batch asking one
-    /// question (and, re-ranking exactly, its relaxed form) plans it once.
-    plans: [OnceLock<(QueryKind, QueryOptions, Plan)>; 2],
+    /// and options (never its sketch), the statistics and the costs, so queries asking one
+    /// question (and, re-ranking exactly, its relaxed form) plan it once per snapshot.
+    plans: [OnceLock<(QueryKind, QueryOptions, CostModel, Plan)>; 2],
 }
 
 impl Prepared {
-    /// The plan [`choose_plan`] chooses for `query`, remembered for its question.
+    /// The plan [`choose_plan`] chooses for `query`, remembered for its question and costs.
     fn plan(&self, query: &Query, costs: &CostModel) -> Plan {
         for slot in &self.plans {
             match slot.get() {
-                Some((kind, options, plan)) if *kind == query.kind && *options == query.options => return *plan,
+                Some((kind, options, c, plan)) if *kind == query.kind && *options == query.options && c == costs => {
+                    return *plan;
+                }
                 Some(_) => {}
                 None => {
                     let plan = choose_plan(query, &self.stats, costs);
                     // Another thread may have filled the slot meanwhile: the plan is the same
                     // function of the same inputs, so either answer is right.
-                    let _ = slot.set((query.kind, query.options, plan));
+                    let _ = slot.set((query.kind, query.options, *costs, plan));
                     return plan;
                 }
             }
         }
         choose_plan(query, &self.stats, costs)
     }
+
+    /// Whether these statistics were read for `info`'s collection as this handle describes
+    /// it (a handle opened before the collection was dropped and made again under the same
+    /// id describes another one).
+    fn describes(&self, info: &CollectionInfo) -> bool {
+        self.stats.kind == info.def.params.kind()
+            && self.stats.slots == info.def.params.slots()
+            && self.stats.bits == info.def.params.bits()
+            && self.stats.banding == BandingPurpose::for_collection(info.shingles)
+    }
 }
 
-/// [`Prepared`] for the collection `info` at `snap`.
-pub(crate) fn prepare(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Prepared, QueryError> {
+/// [`Prepared`] for the collection `info` at `snap`, read once per snapshot and kept in it.
+pub(crate) fn prepare(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Arc<Prepared>, QueryError> {
+    let prep = snap.memo(info.def.id, || prepare_now(snap, info))?;
+    if prep.describes(info) { Ok(prep) } else { prepare_now(snap, info).map(Arc::new) }
+}
+
+/// [`Prepared`] for the collection `info` at `snap`, read now.
+fn prepare_now(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Prepared, QueryError> {
     let state = snap.state(info)?;
     let index = query_index(snap, info, &state)?;
     let stats = stats_of(info, &state, index.lsh.map(|l| l.plan), index.simhash);
@@ -118,7 +136,7 @@ pub(crate) fn run(
     query: &Query,
     costs: &CostModel,
 ) -> Result<QueryResult, QueryError> {
-    run_prepared(snap, info, query, costs, &prepare(snap, info)?)
+    run_prepared(snap, info, query, costs, &*prepare(snap, info)?)
 }
 
 /// [`run`] with the statistics and probe cache `prep` read from `snap` already.

@@ -12,13 +12,22 @@ pub(crate) const COSTS_KEY: &str = "planner.costs";
 impl Store {
     /// The stored planner costs, if a calibration has been stored (cached after first read).
     pub(crate) fn planner_costs(&self) -> Result<Option<PlannerCostsRecord>, StorageError> {
+        self.planner_costs_with(|c| c.cloned())
+    }
+
+    /// `f` of the stored planner costs, without copying them (what a query needs of them).
+    pub(crate) fn planner_costs_with<T>(
+        &self,
+        f: impl FnOnce(Option<&PlannerCostsRecord>) -> T,
+    ) -> Result<T, StorageError> {
         let mut cache = self.costs.lock();
         if let Some(c) = cache.as_ref() {
-            return Ok(c.clone());
+            return Ok(f(c.as_ref()));
         }
         let found = contain("read planner costs", || self.read_planner_costs())?;
-        *cache = Some(found.clone());
-        Ok(found)
+        let out = f(found.as_ref());
+        *cache = Some(found);
+        Ok(out)
     }
 
     fn read_planner_costs(&self) -> Result<Option<PlannerCostsRecord>, StorageError> {

@@ -6,7 +6,8 @@
 //! * [`catalog`]: collections (create, look up, list, drop).
 //! * [`writer`]: write transactions: inserts, upserts, deletes, all-or-nothing batches;
 //!   [`key_append`] writes a batch's keys that sort after all others through one cursor.
-//! * [`reader`]: read snapshots: gets and page scans.
+//! * [`reader`]: read snapshots: gets and page scans; [`current`] keeps the snapshot of a
+//!   handle's last commit for its warm reads.
 //! * [`rules`]: what a write is made of, and the key check and error builders reads and
 //!   writes share.
 //! * [`shingles`]: the exact shingle sets of collections that keep them.
@@ -29,6 +30,7 @@ pub(crate) mod catalog;
 pub(crate) mod compact;
 pub(crate) mod content_hash;
 pub(crate) mod costs;
+pub(crate) mod current;
 pub(crate) mod error;
 pub(crate) mod hook;
 pub(crate) mod index_tables;

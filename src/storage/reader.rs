@@ -5,6 +5,10 @@
 //! is decoded through the sketch's `from_parts`: a damaged page is an error naming the
 //! collection and page, never a wrong sketch.
 
+use std::any::{Any, TypeId};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use redb::{AccessGuard, ReadOnlyTable, ReadTransaction};
 
 use super::catalog::{CollectionInfo, read_state};
@@ -26,6 +30,9 @@ pub(crate) struct ReadSnapshot {
     txn: ReadTransaction,
     store: u64,
     layer: LayerState,
+    /// What layers above derived from this commit, by collection id and type (see
+    /// [`ReadSnapshot::memo`]).
+    memo: Mutex<Vec<(u32, TypeId, Arc<dyn Any + Send + Sync>)>>,
 }
 
 /// A record as read: key, row id and sketch.
@@ -53,13 +60,26 @@ pub(crate) fn open<K: redb::Key + 'static, V: redb::Value + 'static>(
 type PageEntry = (u64, AccessGuard<'static, &'static [u8]>);
 
 impl super::store::Store {
-    /// A snapshot of the last commit.
+    /// A snapshot of the last commit, begun now.
     pub(crate) fn snapshot(&self) -> Result<ReadSnapshot, StorageError> {
         Ok(ReadSnapshot {
             txn: contain("begin read", || self.begin_read())?,
             store: self.id,
             layer: self.layer.clone(),
+            memo: Mutex::new(Vec::new()),
         })
+    }
+
+    /// A snapshot of the last commit: the one kept since this handle's last write when only
+    /// this handle commits to the file, else one begun now (see [`super::current`]).
+    pub(crate) fn current_snapshot(&self) -> Result<Arc<ReadSnapshot>, StorageError> {
+        if !self.sole_writer {
+            return Ok(Arc::new(self.snapshot()?));
+        }
+        if let Some(snap) = self.generation.kept::<ReadSnapshot>() {
+            return Ok(snap);
+        }
+        self.generation.keep(|| self.snapshot())
     }
 }
 
@@ -67,6 +87,30 @@ impl ReadSnapshot {
     /// The per-database state of type `T` of the database read (see [`LayerState`]).
     pub(crate) fn layer_state<T: std::any::Any + Send + Sync + Default>(&self) -> Option<std::sync::Arc<T>> {
         layer_state(&self.layer)
+    }
+
+    /// What `make` derives from this commit for collection `collection`, made once per
+    /// snapshot and type (a failed `make` keeps nothing). `make` may read through this
+    /// snapshot; two threads may both make it, and the first kept is the one returned.
+    pub(crate) fn memo<T: Any + Send + Sync, E>(
+        &self,
+        collection: u32,
+        make: impl FnOnce() -> Result<T, E>,
+    ) -> Result<Arc<T>, E> {
+        let ty = TypeId::of::<T>();
+        let found = |memo: &[(u32, TypeId, Arc<dyn Any + Send + Sync>)]| {
+            memo.iter().find(|(c, t, _)| *c == collection && *t == ty).and_then(|(_, _, v)| v.clone().downcast::<T>().ok())
+        };
+        if let Some(v) = found(&self.memo.lock()) {
+            return Ok(v);
+        }
+        let made = Arc::new(make()?);
+        let mut memo = self.memo.lock();
+        if let Some(v) = found(&memo) {
+            return Ok(v);
+        }
+        memo.push((collection, ty, made.clone()));
+        Ok(made)
     }
 
     /// The read transaction (for the index layer's tables).

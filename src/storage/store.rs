@@ -9,10 +9,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use parking_lot::{MappedRwLockWriteGuard, RwLock, RwLockWriteGuard};
-use redb::{ConcurrencyMode, ReadTransaction, ReadableDatabase, WriteTransaction};
+use redb::{ConcurrencyMode, ReadTransaction, ReadableDatabase};
 
 use super::backend::{Backend, RedbBackend};
 use super::busy::{DEFAULT_BUSY_TIMEOUT, retry_while_locked};
+use super::current::{Generation, WriteTxn};
 use super::error::{StorageError, contain, contain_any};
 use super::tables::{CATALOG_KEY, FORMAT_KEY, META, META_NAME, REDB_FILE_FORMAT};
 use crate::codec::FORMAT_VERSION;
@@ -90,6 +91,12 @@ impl Default for StoreOptions {
 /// processes share the file with it. A read-only handle never writes a byte: it takes only
 /// advisory byte-range locks, which change neither the contents nor the mtime.
 pub(crate) struct Store {
+    /// This handle's writes and the snapshot of its last commit (declared before `db`, so
+    /// the kept read transaction ends before the file closes).
+    pub(crate) generation: Arc<Generation>,
+    /// Whether only this handle can commit to the file, so that reads may share the kept
+    /// snapshot (see [`super::current`]).
+    pub(crate) sole_writer: bool,
     db: RwLock<Handle>,
     location: PathBuf,
     durability: Durability,
@@ -183,7 +190,12 @@ impl Store {
     }
 
     fn wrap(db: Handle, path: &Path, opts: StoreOptions) -> Store {
+        // Eventual writers are exclusive whatever the sharing (see `file_builder`).
+        let sole_writer = matches!(db, Handle::Write(_))
+            && (opts.sharing != Sharing::MultiWriter || opts.durability == Durability::Eventual);
         Store {
+            generation: Arc::default(),
+            sole_writer,
             db: RwLock::new(db),
             location: path.to_path_buf(),
             durability: opts.durability,
@@ -387,16 +399,19 @@ impl Store {
         matches!(*self.db.read(), Handle::Read(_))
     }
 
-    fn begin_write_raw(&self, op: &'static str) -> Result<WriteTransaction, StorageError> {
+    fn begin_write_raw(&self, op: &'static str) -> Result<WriteTxn, StorageError> {
         match &*self.db.read() {
-            Handle::Write(db) => db.begin_write().map_err(StorageError::backend("begin write")),
+            Handle::Write(db) => db
+                .begin_write()
+                .map(|txn| WriteTxn::new(txn, self.generation.clone()))
+                .map_err(StorageError::backend("begin write")),
             Handle::Read(_) => Err(StorageError::ReadOnly { op }),
         }
     }
 
     /// Begins a write transaction with the store's durability; `op` names the operation
     /// for [`StorageError::ReadOnly`] on a read-only handle.
-    pub(crate) fn begin_write(&self, op: &'static str) -> Result<WriteTransaction, StorageError> {
+    pub(crate) fn begin_write(&self, op: &'static str) -> Result<WriteTxn, StorageError> {
         let mut txn = self.begin_write_raw(op)?;
         if self.durability == Durability::Eventual {
             txn.set_durability(redb::Durability::None).map_err(StorageError::backend("set durability"))?;
@@ -422,7 +437,11 @@ impl Store {
         &self,
         op: &'static str,
     ) -> Result<MappedRwLockWriteGuard<'_, redb::Database>, StorageError> {
-        RwLockWriteGuard::try_map(self.db.write(), |h| match h {
+        let guard = self.db.write();
+        // No kept snapshot may hold pages while the handle is lent out (none begins until the
+        // guard is gone).
+        self.generation.touch();
+        RwLockWriteGuard::try_map(guard, |h| match h {
             Handle::Write(db) => Some(db),
             Handle::Read(_) => None,
         })

@@ -390,8 +390,15 @@ impl BandKeyScheme {
         let mask = self.key_mask();
         let mut keys = Vec::with_capacity(b);
         for (band, vals) in values[..need].chunks_exact(r).enumerate() {
-            for (dst, &v) in buf.chunks_exact_mut(w).zip(vals) {
-                dst.copy_from_slice(&v.to_le_bytes()[..w]);
+            // Fixed-width copies (a copy of the runtime width `w` is a call per value).
+            if wide {
+                for (dst, &v) in buf.chunks_exact_mut(8).zip(vals) {
+                    dst.copy_from_slice(&v.to_le_bytes());
+                }
+            } else {
+                for (dst, &v) in buf.chunks_exact_mut(4).zip(vals) {
+                    dst.copy_from_slice(&(v as u32).to_le_bytes());
+                }
             }
             keys.push(band_key_v3(band as u32, buf, self.seed) & mask);
         }

@@ -56,9 +56,15 @@ impl<'i> SimhashProber<'i> {
         let state = snap.state(info)?;
         let version = u128::from(state.next_row) << 64 | u128::from(state.live);
         let Some(cache) = ProbeCache::of(snap, info, version)? else { return Ok(None) };
-        let IndexSpec::Simhash { design, bucket_bits, runs, .. } = &cache.def.spec else { return Ok(None) };
+        Ok(Self::open_in(snap, info, &cache))
+    }
+
+    /// Opens the SimHash index whose probe cache as of `snap` is `cache`; `None` when it is
+    /// not a SimHash index.
+    pub(crate) fn open_in(snap: &'i ReadSnapshot, info: &'i CollectionInfo, cache: &Arc<ProbeCache>) -> Option<Self> {
+        let IndexSpec::Simhash { design, bucket_bits, runs, .. } = &cache.def.spec else { return None };
         let geometry = (0..design.table_count()).map(|t| Geometry::of(design, *bucket_bits, t)).collect();
-        Ok(Some(SimhashProber {
+        Some(SimhashProber {
             snap,
             info,
             design: design.clone(),
@@ -71,7 +77,7 @@ impl<'i> SimhashProber<'i> {
             rows: Vec::new(),
             scratch_hits: Vec::new(),
             hits: Vec::new(),
-        }))
+        })
     }
 
     /// The bucket table, opened on first need (`None`: never created).
@@ -207,15 +213,21 @@ pub(crate) fn simhash_within(
 /// The number of [`simhash_within`]'s matches and their records, in row order, for
 /// scoring: records an earlier query of the same index version read come from the probe
 /// cache, the others from their pages (each page checked), then kept there within the
-/// cache's budget.
+/// cache's budget. `cache` is the probe cache of the collection's index as of `snap` when
+/// the caller has it (`None`: looked up here).
 pub(crate) fn simhash_within_records(
     snap: &ReadSnapshot,
     info: &CollectionInfo,
+    cache: Option<&Arc<ProbeCache>>,
     fp: u128,
     radius: u32,
 ) -> Result<(usize, Vec<Arc<RowRecord>>), IndexError> {
     contain("simhash probe", || {
-        let mut p = SimhashProber::open(snap, info)?.ok_or_else(|| not_simhash(info))?;
+        let p = match cache {
+            Some(c) => SimhashProber::open_in(snap, info, c),
+            None => SimhashProber::open(snap, info)?,
+        };
+        let mut p = p.ok_or_else(|| not_simhash(info))?;
         let matches = p.within(fp, radius)?;
         let mut rows: Vec<u64> = matches.iter().map(|&(row, _)| row).collect();
         rows.sort_unstable();

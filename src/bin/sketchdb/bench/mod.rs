@@ -12,6 +12,7 @@ mod lsh_batch;
 mod quality;
 mod report;
 mod truth;
+mod warm;
 
 use std::path::PathBuf;
 
@@ -87,6 +88,28 @@ pub enum Workload {
         /// Fingerprints per durable batch (write transaction) while loading.
         #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
         batch: u64,
+    },
+    /// Warm single queries over a database an earlier `lsh --dir` or `hamming-query --dir`
+    /// left: the first query after the open, then every query `passes` times, one thread.
+    Warm {
+        /// The database file.
+        #[arg(long)]
+        db: PathBuf,
+        /// The collection (`sets` for `lsh`, `fp` for `hamming-query`).
+        #[arg(long)]
+        collection: String,
+        /// Queries: a `.jsonl` file of token sets (`tokens`), or u64 fingerprints.
+        #[arg(long)]
+        queries: PathBuf,
+        /// The threshold of set-sketch queries.
+        #[arg(long, default_value_t = 0.8)]
+        threshold: f64,
+        /// The radius of fingerprint queries.
+        #[arg(long, default_value_t = 3)]
+        radius: u32,
+        /// Passes over the queries (the first warms and is not timed).
+        #[arg(long, default_value_t = 20)]
+        passes: usize,
     },
     /// Self-join of a sets file into clusters at a threshold.
     Dedup {
@@ -201,6 +224,17 @@ pub fn run(w: &Workload) -> Result<(), CliError> {
         Workload::HammingQuery { fps, queries, truth, radius, dir, bulk, batch } => {
             let load = data::Load { bulk: *bulk, batch: *batch as usize };
             hamming::hamming(fps, queries, truth, *radius, dir.as_deref(), load, &run)
+        }
+        Workload::Warm { db, collection, queries, threshold, radius, passes } => {
+            let args = warm::WarmArgs {
+                db,
+                collection,
+                queries,
+                threshold: *threshold,
+                radius: *radius,
+                passes: *passes,
+            };
+            warm::warm(&args, &run)
         }
         Workload::Dedup { sets, threshold, limit, kind, index } => {
             dedup::dedup(sets, *threshold, *limit, kind, *index, &run)

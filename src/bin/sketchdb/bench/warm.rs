@@ -1,0 +1,185 @@
+//! The `warm` workload: single queries over an existing database (one `bench lsh --dir` or
+//! `bench hamming-query --dir` left behind), one thread, after the database is opened: the
+//! first query after the open (cold), then every query `passes` times (the first pass warms,
+//! the others are timed), with each timed query split by its own EXPLAIN ANALYZE time into
+//! execution and the rest (snapshot, statistics, plan, result).
+
+use std::path::Path;
+use std::time::Instant;
+
+use serde::Deserialize;
+use serde_json::json;
+use sketchdb::{Collection, Database, Query, QueryKind, QueryOptions, SimHash, Sketch, TokenSet};
+
+use super::report::{dataset_name, emit, percentile};
+use crate::error::CliError;
+use crate::input::read_u64_file;
+
+#[derive(Deserialize)]
+struct TokensRecord {
+    tokens: Vec<u64>,
+}
+
+/// What a workload asks: a threshold of a set-sketch collection, or a Hamming radius.
+pub struct WarmArgs<'a> {
+    pub db: &'a Path,
+    pub collection: &'a str,
+    pub queries: &'a Path,
+    pub threshold: f64,
+    pub radius: u32,
+    pub passes: usize,
+}
+
+/// The queries: token sets (`.jsonl` with a `tokens` array per line) or u64 fingerprints.
+enum Probes {
+    Tokens(Vec<Vec<u64>>),
+    Fingerprints(Vec<u64>),
+}
+
+fn load_probes(path: &Path) -> Result<Probes, CliError> {
+    if path.extension().is_some_and(|e| e == "jsonl") {
+        let text = std::fs::read_to_string(path).map_err(|e| CliError::io(path, e))?;
+        let sets = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .map(|(i, l)| {
+                serde_json::from_str::<TokensRecord>(l)
+                    .map(|r| r.tokens)
+                    .map_err(|e| CliError::Input(format!("{}:{}: {e}", path.display(), i + 1)))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Probes::Tokens(sets))
+    } else {
+        Ok(Probes::Fingerprints(read_u64_file(path)?))
+    }
+}
+
+/// Medians and 99th percentiles of one timed series, in microseconds.
+struct Series {
+    total: Vec<f64>,
+    execute: Vec<f64>,
+    rest: Vec<f64>,
+    candidates: u64,
+    hits: u64,
+}
+
+impl Series {
+    fn new() -> Self {
+        Series { total: Vec::new(), execute: Vec::new(), rest: Vec::new(), candidates: 0, hits: 0 }
+    }
+
+    fn json(mut self) -> serde_json::Value {
+        let n = self.total.len().max(1) as f64;
+        json!({"queries": self.total.len(), "p50_us": percentile(&mut self.total, 0.5) * 1e6,
+               "p99_us": percentile(&mut self.total, 0.99) * 1e6,
+               "execute_p50_us": percentile(&mut self.execute, 0.5) * 1e6,
+               "txn_stats_plan_p50_us": percentile(&mut self.rest, 0.5) * 1e6,
+               "candidates_per_query": self.candidates as f64 / n, "hits_per_query": self.hits as f64 / n})
+    }
+}
+
+/// Runs `one` over every probe `passes` times, timing every pass after the first.
+fn timed<P>(
+    probes: &[P],
+    passes: usize,
+    mut one: impl FnMut(&P) -> Result<(f64, sketchdb::QueryResult), CliError>,
+) -> Result<Series, CliError> {
+    let mut s = Series::new();
+    for pass in 0..passes.max(2) {
+        for p in probes {
+            let (all, r) = one(p)?;
+            if pass > 0 {
+                let e = r.analyze.elapsed.as_secs_f64();
+                s.total.push(all);
+                s.execute.push(e);
+                s.rest.push((all - e).max(0.0));
+                s.candidates += r.analyze.candidates;
+                s.hits += r.hits.len() as u64;
+            }
+        }
+    }
+    Ok(s)
+}
+
+/// A query's answer and its wall time.
+fn ask(coll: &Collection, query: &Query) -> Result<(f64, sketchdb::QueryResult), CliError> {
+    let start = Instant::now();
+    let r = coll.query(query)?;
+    Ok((start.elapsed().as_secs_f64(), r))
+}
+
+pub fn warm(a: &WarmArgs<'_>, run: &str) -> Result<(), CliError> {
+    let probes = load_probes(a.queries)?;
+    let start = Instant::now();
+    let db = Database::open(a.db)?;
+    let coll = db.collection(a.collection)?;
+    let open_s = start.elapsed().as_secs_f64();
+    let params = *coll.params();
+    let sketches: Vec<Sketch> = match &probes {
+        Probes::Tokens(sets) => {
+            sets.iter().map(|t| coll.sketcher().sketch(&TokenSet::from_unsorted(t.clone()))).collect::<Result<_, _>>()?
+        }
+        Probes::Fingerprints(fps) => fps
+            .iter()
+            .map(|&f| SimHash::from_parts(params, u128::from(f)).map(Sketch::SimHash))
+            .collect::<Result<_, _>>()?,
+    };
+    let Some(first) = sketches.first() else {
+        return Err(CliError::Input(format!("{}: no queries", a.queries.display())));
+    };
+    let kind = match probes {
+        Probes::Tokens(_) => QueryKind::Threshold(a.threshold),
+        Probes::Fingerprints(_) => QueryKind::Hamming(a.radius),
+    };
+    let query = |sketch: &Sketch| Query { sketch: sketch.clone(), kind, options: QueryOptions::default() };
+    let cold = Instant::now();
+    coll.query(&query(first))?;
+    let first_query_s = cold.elapsed().as_secs_f64();
+    let plan = coll.plan(&query(first))?.plan;
+    let config = json!({"collection": a.collection, "kind": format!("{kind:?}"), "params": format!("{params:?}"),
+                        "passes": a.passes, "db": a.db.display().to_string()});
+    let dataset = dataset_name(a.queries);
+    emit(
+        run,
+        "warm-open",
+        &dataset,
+        config.clone(),
+        json!({"open_s": open_s, "first_query_s": first_query_s, "probe_cache_bytes": db.probe_cache_held()}),
+        "open, then the first query (cold)",
+    )?;
+    let stored = timed(&sketches, a.passes, |s| ask(&coll, &query(s)))?;
+    emit(
+        run,
+        "warm-query",
+        &dataset,
+        config.clone(),
+        stored.json(),
+        &format!("planner chose {plan}; from the query's signature; passes after the first timed"),
+    )?;
+    if let Probes::Tokens(sets) = &probes {
+        let from_tokens = timed(sets, a.passes, |t| {
+            let start = Instant::now();
+            let sketch = coll.sketcher().sketch(&TokenSet::from_unsorted(t.clone()))?;
+            let r = coll.query(&Query { sketch, kind, options: QueryOptions::default() })?;
+            Ok((start.elapsed().as_secs_f64(), r))
+        })?;
+        emit(
+            run,
+            "warm-query-e2e",
+            &dataset,
+            config,
+            from_tokens.json(),
+            &format!("planner chose {plan}; from tokens (sketch, probe, verify); the rest includes sketching"),
+        )?;
+    }
+    emit(
+        run,
+        "warm-memory",
+        &dataset,
+        json!({"db": a.db.display().to_string()}),
+        json!({"probe_cache_bytes": db.probe_cache_held(), "probe_cache_budget": db.probe_cache_budget()}),
+        "the probe cache after the passes",
+    )?;
+    Ok(())
+}
