@@ -132,6 +132,8 @@ struct Slot(OnceLock<Option<Bytes>>);
 
 /// A page of places.
 type Page = Box<[Slot]>;
+/// A shelf's pages, each made on first use.
+type PageTable = Box<[OnceLock<Page>]>;
 
 /// Bytes of one slab the cache copies values into, at most (a 64th of the budget, at least
 /// 4 KiB).
@@ -169,7 +171,7 @@ pub(crate) struct ProbeCache {
     pub(crate) def: Arc<IndexDef>,
     /// Per shelf (of at most `2^DIRECT_BITS` slots): its pages of places, each page made
     /// when a probe first reads one of its slots.
-    direct: Box<[OnceLock<Box<[OnceLock<Page>]>>]>,
+    direct: Box<[OnceLock<PageTable>]>,
     /// Every other value, by (shelf, slot).
     other: RwLock<OtherValues>,
     /// The records of rows queries have scored (LSH candidates, SimHash matches), by row id,
