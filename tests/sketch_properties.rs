@@ -102,6 +102,29 @@ proptest! {
         }
     }
 
+    /// `sketch_multiset` sketches strictly increasing input in place and anything else through
+    /// a sorted copy: both equal the sketch of the distinct set, whatever the order and repeats.
+    #[test]
+    fn multisets_in_any_order_sketch_as_their_distinct_set(
+        a in prop::collection::vec(any::<u64>(), 1..700),
+        repeat in 0usize..5,
+        seed in any::<u64>(),
+    ) {
+        let set = TokenSet::from_unsorted(a.clone());
+        let sorted = set.as_slice().to_vec();
+        let mut reversed = sorted.clone();
+        reversed.reverse();
+        let mut repeated = a.clone();
+        repeated.extend(a.iter().take(repeat));
+        for p in all_params(seed).into_iter().filter(|p| p.kind() != SketchKind::SimHash) {
+            let sk = Sketcher::new(p).unwrap();
+            let want = sk.sketch(&set).unwrap();
+            for input in [&sorted, &reversed, &a, &repeated] {
+                prop_assert_eq!(&sk.sketch_multiset(input).unwrap(), &want);
+            }
+        }
+    }
+
     #[test]
     fn exact_jaccard_matches_a_hash_set_oracle(
         a in prop::collection::vec(0u64..50, 0..60),

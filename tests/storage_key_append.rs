@@ -2,8 +2,8 @@
 //! (the writer's append path, taken from 64 such keys on). Whatever mix a batch holds, the
 //! outcome must equal the per-op semantics: checked against an in-memory model over random
 //! batches into two collections (so one collection's appends land before the other's keys),
-//! with ascending new keys, old keys, duplicates, inserts and deletes of one key in one
-//! batch, and bad keys that fail the batch.
+//! with ascending new keys, new keys between stored keys, old keys, duplicates, inserts and
+//! deletes of one key in one batch, and bad keys that fail the batch.
 
 use std::collections::BTreeMap;
 
@@ -18,6 +18,10 @@ enum Op {
     UpsertNext,
     /// Upsert of an earlier key.
     UpsertOld(usize),
+    /// Insert of a key right after an earlier key (between it and the next stored key).
+    InsertGap(usize),
+    /// Upsert of a key right after an earlier key.
+    UpsertGap(usize),
     /// Delete of an earlier key (absent or live).
     DeleteOld(usize),
     /// Upsert of a key used in this batch (the same key twice in one batch).
@@ -30,7 +34,9 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         40 => Just(Op::InsertNext),
         10 => Just(Op::UpsertNext),
-        4 => any::<usize>().prop_map(Op::UpsertOld),
+        8 => any::<usize>().prop_map(Op::UpsertOld),
+        8 => any::<usize>().prop_map(Op::InsertGap),
+        4 => any::<usize>().prop_map(Op::UpsertGap),
         4 => any::<usize>().prop_map(Op::DeleteOld),
         2 => any::<usize>().prop_map(Op::UpsertRepeat),
         2 => any::<usize>().prop_map(Op::DeleteRepeat),
@@ -135,6 +141,8 @@ fn run_case(batches: Batches) -> (usize, usize) {
                 Op::InsertNext => Some((0, fresh(&mut next_key[w]))),
                 Op::UpsertNext => Some((1, fresh(&mut next_key[w]))),
                 Op::UpsertOld(i) => pick(&old, i).map(|k| (1, k)),
+                Op::InsertGap(i) => pick(&old, i).map(|k| (0, [k.as_slice(), &[0x80]].concat())),
+                Op::UpsertGap(i) => pick(&old, i).map(|k| (1, [k.as_slice(), &[0x40]].concat())),
                 Op::DeleteOld(i) => pick(&old, i).map(|k| (2, k)),
                 Op::UpsertRepeat(i) => pick(&used, i).map(|k| (1, k)),
                 Op::DeleteRepeat(i) => pick(&used, i).map(|k| (2, k)),

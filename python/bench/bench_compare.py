@@ -5,13 +5,15 @@
 Workloads (from ../shared/bench/gen_workloads.py): ``sets-100k.jsonl`` (pre-hashed u64
 token sets) and ``docs-20k.parquet`` (texts; those of at least 5 words). Measures, 128 permutations everywhere:
 
-1. bulk sketching, tokens/s and documents/s: sketchdb's Arrow kernel and ``MinHash.bulk``;
-   rensa's fastest bulk path (``RMinHash.digest_matrix_from_flat_token_hashes`` for hashes,
-   ``digest_matrix_from_token_sets`` for words); datasketch's ``MinHash.bulk``;
+1. bulk sketching, tokens/s and documents/s: sketchdb's Arrow kernels (OPH and MinHash) and
+   ``bulk`` constructors, from prepared arrays and from Python lists; rensa's bulk paths
+   (``RMinHash.digest_matrix_from_flat_token_hashes`` and its ``_rho`` form for hashes,
+   ``digest_matrix_from_token_sets`` for words split in Python); datasketch's ``MinHash.bulk``;
 2. LSH ingest, records/s: ``insert_many`` into a durable LSH collection (t = 0.8) against
    datasketch ``MinHashLSH.insert`` (in memory) of already built MinHashes;
 3. per-query binding overhead: ``Collection.query(key=)`` from Python against the same
-   queries run inside Rust (``query_many`` on one thread, divided by the count).
+   ``Collection::query_key`` calls looped inside Rust (``sketchdb._sketchdb._time_query_keys``,
+   a snapshot per query either way), one thread.
 
 Prints one line per figure: rates from wall-clock time, best of ``--repeat``, and the
 process CPU seconds of that run (all threads; on a machine shared with other work the CPU
@@ -85,28 +87,62 @@ def bench_sketch(sets, docs, repeat):
     import rensa
 
     ntok = sum(len(s) for s in sets)
+    # Hashed token sets. rensa 0.5's R-MinHash is a bucket sketch (each token hashed once,
+    # "Fast Similarity Sketching"), and its rho path a one-permutation sketch: the like-for-like
+    # sketchdb kind is OPH; sketchdb's MinHash hashes every token k times (k permutations).
     arr = pa.array(sets, type=pa.list_(pa.uint64()))
+    t, _ = best(lambda: sa.sketch_tokens(arr, kind="oph", k=K), repeat)
+    report("sets  sketchdb arrow.sketch_tokens OPH (list<uint64>)", t, len(sets), ntok)
     t, _ = best(lambda: sa.sketch_tokens(arr, k=K), repeat)
-    report("sets  sketchdb arrow.sketch_tokens (list<uint64>)", t, len(sets), ntok)
+    report("sets  sketchdb arrow.sketch_tokens MinHash (list<uint64>)", t, len(sets), ntok)
+    t, _ = best(lambda: sa.sketch_tokens(pa.array(sets, type=pa.list_(pa.uint64())), kind="oph", k=K), repeat)
+    report("sets  sketchdb OPH incl. list[list[int]] -> pyarrow", t, len(sets), ntok)
+    t, _ = best(lambda: sketchdb.OPH.bulk(sets, bins=K), repeat)
+    report("sets  sketchdb OPH.bulk (list[list[int]], objects)", t, len(sets), ntok)
     np_sets = [np.asarray(s, dtype=np.uint64) for s in sets]
     t, _ = best(lambda: sketchdb.MinHash.bulk(np_sets, num_perm=K), repeat)
-    report("sets  sketchdb MinHash.bulk (NumPy u64 arrays)", t, len(sets), ntok)
+    report("sets  sketchdb MinHash.bulk (NumPy u64 arrays, objects)", t, len(sets), ntok)
     flat = np.concatenate(np_sets)
     offsets = np.concatenate([[0], np.cumsum([len(s) for s in sets])]).astype(np.uint64)
     t, _ = best(lambda: rensa.RMinHash.digest_matrix_from_flat_token_hashes(flat, offsets, K, 42), repeat)
-    report("sets  rensa digest_matrix_from_flat_token_hashes", t, len(sets), ntok)
+    report("sets  rensa digest_matrix_from_flat_token_hashes (NumPy)", t, len(sets), ntok)
+    if hasattr(rensa.RMinHash, "digest_matrix_from_flat_token_hashes_rho"):
+        t, _ = best(lambda: rensa.RMinHash.digest_matrix_from_flat_token_hashes_rho(flat, offsets, K, 42), repeat)
+        report("sets  rensa digest_matrix_from_flat_token_hashes_rho (NumPy)", t, len(sets), ntok)
+
+    def rensa_from_lists():
+        f = np.fromiter((x for s in sets for x in s), dtype=np.uint64, count=ntok)
+        o = np.cumsum([0] + [len(s) for s in sets], dtype=np.uint64)
+        return rensa.RMinHash.digest_matrix_from_flat_token_hashes(f, o, K, 42)
+
+    t, _ = best(rensa_from_lists, repeat)
+    report("sets  rensa incl. list[list[int]] -> NumPy", t, len(sets), ntok)
     few = sets[: max(1, len(sets) // 20)]
     few_bytes = [[str(x).encode() for x in s] for s in few]
     t, _ = best(lambda: datasketch.MinHash.bulk(few_bytes, num_perm=K), 1)
     report(f"sets  datasketch MinHash.bulk ({len(few)} sets, bytes tokens)", t, len(few), sum(len(s) for s in few))
 
+    # Documents. Words split in Python are the like-for-like input of rensa's token sets.
     words = [d.split() for d in docs]
     nwords = sum(len(w) for w in words)
     texts = pa.array(docs)
     t, _ = best(lambda: sa.sketch(texts, k=K, shingle=1, on_error="null"), repeat)
-    report("docs  sketchdb arrow.sketch (text, 1-word shingles)", t, len(docs), nwords)
+    report("docs  sketchdb arrow.sketch (text, 1-word shingles, split in Rust)", t, len(docs), nwords)
     t, _ = best(lambda: sa.sketch(texts, k=K, on_error="null"), repeat)
-    report("docs  sketchdb arrow.sketch (text, 5-word shingles)", t, len(docs), nwords)
+    report("docs  sketchdb arrow.sketch (text, 5-word shingles, split in Rust)", t, len(docs), nwords)
+    t, _ = best(lambda: sa.sketch(texts, kind="oph", k=K, shingle=1, on_error="null"), repeat)
+    report("docs  sketchdb arrow.sketch OPH (text, 1-word shingles)", t, len(docs), nwords)
+    wl = pa.array(words, type=pa.list_(pa.string()))
+    t, _ = best(lambda: sa.sketch_tokens(wl, k=K), repeat)
+    report("docs  sketchdb arrow.sketch_tokens MinHash (list<string> words)", t, len(docs), nwords)
+    t, _ = best(lambda: sa.sketch_tokens(wl, kind="oph", k=K), repeat)
+    report("docs  sketchdb arrow.sketch_tokens OPH (list<string> words)", t, len(docs), nwords)
+    t, _ = best(lambda: sa.sketch_tokens(pa.array(words, type=pa.list_(pa.string())), kind="oph", k=K), repeat)
+    report("docs  sketchdb OPH incl. list[list[str]] -> pyarrow", t, len(docs), nwords)
+    t, _ = best(lambda: sa.sketch_tokens(pa.array([d.split() for d in docs], type=pa.list_(pa.string())), kind="oph", k=K), repeat)
+    report("docs  sketchdb OPH incl. Python split and -> pyarrow", t, len(docs), nwords)
+    t, _ = best(lambda: sketchdb.MinHash.bulk(words, num_perm=K), repeat)
+    report("docs  sketchdb MinHash.bulk (list[list[str]] words, objects)", t, len(docs), nwords)
     t, _ = best(lambda: rensa.RMinHash.digest_matrix_from_token_sets(words, K, 42), repeat)
     report("docs  rensa digest_matrix_from_token_sets (words split in Python)", t, len(docs), nwords)
     t, _ = best(lambda: rensa.RMinHash.digest_matrix_from_token_sets([d.split() for d in docs], K, 42), repeat)
@@ -167,6 +203,7 @@ def bench_insert(sets, repeat):
 OVERHEAD = r"""
 import json, os, sys, tempfile, time
 import pyarrow as pa, sketchdb
+from sketchdb import _sketchdb
 sets = []
 with open(sys.argv[1]) as f:
     for line in f:
@@ -178,21 +215,33 @@ with tempfile.TemporaryDirectory() as d, sketchdb.open(os.path.join(d, "q.sketch
     c = db.create_collection("c", k=128, lsh=0.8)
     c.insert_many(keys, tokens=pa.array(sets, type=pa.list_(pa.uint64())))
     probe = keys[::10]
-    best_py = best_rs = float("inf")
-    for _ in range(5):
-        t = time.perf_counter(); [c.query(key=k, threshold=0.8) for k in probe]; best_py = min(best_py, (time.perf_counter() - t) / len(probe))
-        t = time.perf_counter(); c.query_many(keys=probe, threshold=0.8); best_rs = min(best_rs, (time.perf_counter() - t) / len(probe))
-    hits = sum(len(h) for h in c.query_many(keys=probe, threshold=0.8)) / len(probe)
-    print(f"{best_py * 1e6:.2f} {best_rs * 1e6:.2f} {hits:.2f}")
+    py, rs, many = [], [], []
+    for _ in range(int(sys.argv[2])):
+        t = time.perf_counter()
+        for k in probe:
+            c.query(key=k, threshold=0.8)
+        py.append((time.perf_counter() - t) / len(probe))
+        secs, hits = _sketchdb._time_query_keys(c, probe, 0.8)
+        rs.append(secs / len(probe))
+        t = time.perf_counter()
+        c.query_many(keys=probe, threshold=0.8)
+        many.append((time.perf_counter() - t) / len(probe))
+    med = lambda v: sorted(v)[len(v) // 2]
+    print(f"{min(py) * 1e6:.2f} {min(rs) * 1e6:.2f} {med(py) * 1e6:.2f} {med(rs) * 1e6:.2f} {min(many) * 1e6:.2f} {hits / len(probe):.2f}")
 """
 
 
-def bench_overhead(sets_path):
+def bench_overhead(sets_path, repeat):
+    """Python ``query(key=)`` against the same ``Collection::query_key`` calls looped inside
+    Rust (one snapshot per query either way), interleaved rounds, best and median."""
     env = dict(os.environ, RAYON_NUM_THREADS="1")
-    out = subprocess.run([sys.executable, "-c", OVERHEAD, sets_path], env=env, capture_output=True, text=True, check=True)
-    py, rs, hits = map(float, out.stdout.split())
-    print(f"query  Python query(key=) {py:.2f} us; the same queries in one call (query_many, 1 thread) {rs:.2f} us;"
-          f" binding overhead {py - rs:.2f} us per query ({hits:.2f} hits per query)", flush=True)
+    rounds = str(max(5, 5 * repeat))
+    out = subprocess.run([sys.executable, "-c", OVERHEAD, sets_path, rounds], env=env, capture_output=True, text=True, check=True)
+    py, rs, pym, rsm, many, hits = map(float, out.stdout.split())
+    print(f"query  Python query(key=) {py:.2f} us; the same query_key loop in Rust {rs:.2f} us;"
+          f" binding overhead {py - rs:.2f} us per query (best of {rounds}; medians {pym:.2f} - {rsm:.2f} = {pym - rsm:.2f} us;"
+          f" {hits:.2f} hits per query)", flush=True)
+    print(f"query  for scale: query_many(keys=) over one shared snapshot {many:.2f} us per query", flush=True)
 
 
 def main():
@@ -207,7 +256,7 @@ def main():
     print(f"sketchdb {sketchdb.__version__}, {len(sets)} sets, {len(docs)} docs, k={K}, cores={os.cpu_count()}")
     bench_sketch(sets, docs, a.repeat)
     bench_insert(sets, a.repeat)
-    bench_overhead(os.path.join(a.data, "sets-100k.jsonl"))
+    bench_overhead(os.path.join(a.data, "sets-100k.jsonl"), a.repeat)
 
 
 if __name__ == "__main__":

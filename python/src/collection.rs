@@ -56,6 +56,11 @@ impl PyCollection {
         self.slot.0.read().clone().ok_or_else(closed)
     }
 
+    /// The Rust handle (a `sketchdb.Error` once the database is closed).
+    pub(crate) fn handle(&self) -> PyResult<Collection> {
+        self.coll()
+    }
+
     /// Asks `kind` (chosen once the collection is known) with the probe `args` names.
     fn ask(
         &self,

@@ -7,7 +7,7 @@
 use numpy::PyReadonlyArray1;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyInt, PyString};
+use pyo3::types::{PyBytes, PyInt, PyList, PyString, PyTuple};
 use sketchdb::recipes::DEFAULT_SEED;
 use sketchdb::recipes::default_params;
 use sketchdb::{HashFamily, Recipe, SketchKind, SketchParams, Tokenizer, TokenizerKind, estimate::token_hash};
@@ -16,16 +16,17 @@ use crate::errors::IntoPy;
 
 /// One token's hash.
 pub(crate) fn token(obj: &Bound<'_, PyAny>, seed: u64) -> PyResult<u64> {
+    // Ints (already hashed tokens) first: the bulk paths' common case.
+    if obj.is_instance_of::<PyInt>() {
+        return obj
+            .extract::<u64>()
+            .map_err(|_| PyValueError::new_err(format!("token {obj} is not a u64 hash (0 ..= 2**64 - 1)")));
+    }
     if let Ok(s) = obj.cast::<PyString>() {
         return Ok(token_hash(s.to_cow()?.as_bytes(), seed));
     }
     if let Ok(b) = obj.cast::<PyBytes>() {
         return Ok(token_hash(b.as_bytes(), seed));
-    }
-    if obj.is_instance_of::<PyInt>() {
-        return obj
-            .extract::<u64>()
-            .map_err(|_| PyValueError::new_err(format!("token {obj} is not a u64 hash (0 ..= 2**64 - 1)")));
     }
     // NumPy integer scalars (and anything else with `__index__`) are ints too.
     if obj.hasattr("__index__")? {
@@ -47,6 +48,17 @@ pub(crate) fn tokens(obj: &Bound<'_, PyAny>, seed: u64) -> PyResult<Vec<u64>> {
     }
     if let Ok(a) = obj.extract::<PyReadonlyArray1<'_, i64>>() {
         return Ok(a.as_array().iter().map(|&x| x as u64).collect());
+    }
+    // Lists and tuples by index, without the iterator protocol.
+    if let Ok(list) = obj.cast::<PyList>() {
+        let mut out = Vec::with_capacity(list.len());
+        for t in list.iter() {
+            out.push(token(&t, seed)?);
+        }
+        return Ok(out);
+    }
+    if let Ok(tuple) = obj.cast::<PyTuple>() {
+        return tuple.iter().map(|t| token(&t, seed)).collect();
     }
     let mut out = Vec::with_capacity(obj.len().unwrap_or(0));
     for t in obj.try_iter()? {

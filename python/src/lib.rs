@@ -3,6 +3,7 @@
 //! defines the exception classes this module raises.
 
 mod arrow;
+mod bench;
 mod collection;
 mod convert;
 mod database;
@@ -44,6 +45,7 @@ fn _sketchdb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     arrow::register(m)?;
     m.add_function(wrap_pyfunction!(token_hash, m)?)?;
     m.add_function(wrap_pyfunction!(tokenize, m)?)?;
+    m.add_function(wrap_pyfunction!(bench::_time_query_keys, m)?)?;
     m.add("DEFAULT_SEED", sketchdb::recipes::DEFAULT_SEED)?;
     m.add("MAX_KEY_LEN", sketchdb::MAX_KEY_LEN)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -427,8 +427,16 @@ impl PageBuilder {
 
     fn put(&mut self, prefix: usize, width: usize, i: usize, v: u64) {
         let at = prefix * self.max_rows + i * width;
-        if let Some(d) = self.data.get_mut(at..at + width) {
-            d.copy_from_slice(&v.to_le_bytes()[..width]);
+        // A copy of a constant width is one store; of a variable width, a call to memcpy
+        // (which took a tenth of an insert's CPU time with 128 cells per record).
+        let b = v.to_le_bytes();
+        match (width, self.data.get_mut(at..at + width)) {
+            (8, Some(d)) => d.copy_from_slice(&b),
+            (4, Some(d)) => d.copy_from_slice(&b[..4]),
+            (2, Some(d)) => d.copy_from_slice(&b[..2]),
+            (1, Some(d)) => d.copy_from_slice(&b[..1]),
+            (_, Some(d)) => d.copy_from_slice(&b[..width]),
+            (_, None) => {}
         }
     }
 

@@ -74,6 +74,33 @@ pub(crate) fn minhash_update(
     run_mul64(Features::ALL, MinhashUpdate { mins, a, b, pre, tokens, mix });
 }
 
+struct AffineMix<'a, M> {
+    out: &'a mut [u64],
+    tokens: &'a [u64],
+    pre: u64,
+    a: u64,
+    b: u64,
+    mix: M,
+}
+
+impl<M: Fn(u64) -> u64> Kernel for AffineMix<'_, M> {
+    type Output = ();
+    #[inline(always)]
+    fn run(self) {
+        let Self { out, tokens, pre, a, b, mix } = self;
+        for (o, &h) in out.iter_mut().zip(tokens) {
+            *o = a.wrapping_mul(mix(h ^ pre)).wrapping_add(b);
+        }
+    }
+}
+
+/// One affine permutation of every token, for sketches that hash each token once (OPH):
+/// `out[i] = a * mix(tokens[i] ^ pre) + b` (mod 2^64) for i below the shorter length.
+#[inline]
+pub(crate) fn affine_mix(out: &mut [u64], tokens: &[u64], pre: u64, a: u64, b: u64, mix: impl Fn(u64) -> u64) {
+    run_mul64(Features::ALL, AffineMix { out, tokens, pre, a, b, mix });
+}
+
 /// `SIGN_LUT[byte][j]` is +1 when bit j of `byte` is set, else -1.
 static SIGN_LUT: [[i32; 8]; 256] = {
     let mut t = [[0i32; 8]; 256];
@@ -165,6 +192,24 @@ mod tests {
                 minhash_update(&mut mins, &a, &b, pre, &tokens, mix);
                 assert_eq!(mins, want);
             }
+        }
+    }
+
+    #[test]
+    fn affine_mix_every_tier_equals_the_scalar_reference() {
+        let mut rng = Rng(3);
+        for n in [0usize, 1, 7, 8, 9, 255, 256, 1000] {
+            let tokens: Vec<u64> = (0..n).map(|_| rng.next()).collect();
+            let (pre, a, b) = (rng.next(), rng.next() | 1, rng.next());
+            let want: Vec<u64> = tokens.iter().map(|&h| a.wrapping_mul(mix(h ^ pre)).wrapping_add(b)).collect();
+            for cap in TEST_CAPS {
+                let mut out = vec![0; n];
+                run_mul64(cap, AffineMix { out: &mut out, tokens: &tokens, pre, a, b, mix });
+                assert_eq!(out, want, "n={n} cap={cap:?}");
+            }
+            let mut out = vec![0; n];
+            affine_mix(&mut out, &tokens, pre, a, b, mix);
+            assert_eq!(out, want);
         }
     }
 

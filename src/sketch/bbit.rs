@@ -5,7 +5,6 @@ use super::estimate::{Estimate, check_level, clopper_pearson};
 use super::hash::{Permutations, fmix64};
 use super::minhash::full_minima;
 use super::params::{SketchKind, SketchParams};
-use super::tokens::TokenSet;
 
 /// A b-bit MinHash signature: b bits of each of k minima, packed, plus the set's cardinality.
 ///
@@ -74,7 +73,7 @@ pub fn li_koenig_constants(f1: u64, f2: u64, universe: f64, b: u8) -> (f64, f64)
 }
 
 impl BBitMinHash {
-    pub(crate) fn compute(params: SketchParams, perms: &Permutations, tokens: &TokenSet) -> Result<Self, SketchError> {
+    pub(crate) fn compute(params: SketchParams, perms: &Permutations, tokens: &[u64]) -> Result<Self, SketchError> {
         let mins = full_minima(perms, tokens)?;
         let b = params.bits();
         let mut words = vec![0u64; packed_words(mins.len(), b)];

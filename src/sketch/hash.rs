@@ -59,12 +59,6 @@ impl Permutations {
         let b = (0..slots).map(|i| s[2 + 2 * i]).collect();
         Permutations { pre: s[0], a, b }
     }
-
-    /// The pre-mixed token, the input of every slot's affine map.
-    #[inline(always)]
-    pub(crate) fn premix(&self, h: u64) -> u64 {
-        fmix64(h ^ self.pre)
-    }
 }
 
 /// Hashes a byte string to a token with xxh3-64 and the given seed (the token hash of text).

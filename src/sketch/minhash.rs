@@ -5,7 +5,6 @@ use super::error::SketchError;
 use super::estimate::{Estimate, check_level, gamma_quantile, proportion, proportion_value};
 use super::hash::{Permutations, fmix64};
 use super::params::{SketchKind, SketchParams};
-use super::tokens::TokenSet;
 use crate::simd::minhash_update;
 
 /// A MinHash signature: for each of k permutations the minimum permuted value over the set,
@@ -37,17 +36,17 @@ pub struct MinHash {
 }
 
 /// The full 64-bit minima of every slot over `tokens` (shared with b-bit MinHash).
-pub(crate) fn full_minima(perms: &Permutations, tokens: &TokenSet) -> Result<Vec<u64>, SketchError> {
+pub(crate) fn full_minima(perms: &Permutations, tokens: &[u64]) -> Result<Vec<u64>, SketchError> {
     if tokens.is_empty() {
         return Err(SketchError::EmptySet);
     }
     let mut mins = vec![u64::MAX; perms.a.len()];
-    minhash_update(&mut mins, &perms.a, &perms.b, perms.pre, tokens.as_slice(), fmix64);
+    minhash_update(&mut mins, &perms.a, &perms.b, perms.pre, tokens, fmix64);
     Ok(mins)
 }
 
 impl MinHash {
-    pub(crate) fn compute(params: SketchParams, perms: &Permutations, tokens: &TokenSet) -> Result<Self, SketchError> {
+    pub(crate) fn compute(params: SketchParams, perms: &Permutations, tokens: &[u64]) -> Result<Self, SketchError> {
         let mut values = full_minima(perms, tokens)?;
         if params.bits() == 32 {
             for v in &mut values {
@@ -61,9 +60,9 @@ impl MinHash {
     pub(crate) fn compute_compat(
         params: SketchParams,
         perms: &CompatPerms,
-        tokens: &TokenSet,
+        tokens: &[u64],
     ) -> Result<Self, SketchError> {
-        let values = perms.minima(tokens.as_slice()).ok_or(SketchError::EmptySet)?;
+        let values = perms.minima(tokens).ok_or(SketchError::EmptySet)?;
         Ok(MinHash { params, values, cardinality: tokens.len() as u64 })
     }
 

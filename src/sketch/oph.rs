@@ -5,7 +5,7 @@ use super::error::SketchError;
 use super::estimate::{Estimate, check_level, clopper_pearson};
 use super::hash::{Permutations, fmix64, stream};
 use super::params::{SketchKind, SketchParams};
-use super::tokens::TokenSet;
+use crate::simd::affine_mix;
 
 /// An OPH sketch: one permutation v(h) = a * fmix64(h ^ pre) + b, split into t bins by its top
 /// 32 bits (`bin = ((v >> 32) * t) >> 32`); each bin keeps the low `bits` bits of its least v.
@@ -115,19 +115,33 @@ fn value_mask(bits: u8) -> u64 {
 }
 
 impl OphSketch {
-    pub(crate) fn compute(params: SketchParams, perms: &Permutations, tokens: &TokenSet) -> Result<Self, SketchError> {
+    pub(crate) fn compute(params: SketchParams, perms: &Permutations, tokens: &[u64]) -> Result<Self, SketchError> {
         if tokens.is_empty() {
             return Err(SketchError::EmptySet);
         }
         let t = params.slots();
         let (a, b) = (perms.a[0], perms.b[0]);
         let mut mins = vec![u64::MAX; t];
+        let mut saw_max = false;
+        // The permuted values of a chunk of tokens in one vector pass, then binned one by one.
+        let mut vs = [0u64; 256];
+        for chunk in tokens.chunks(vs.len()) {
+            let vs = &mut vs[..chunk.len()];
+            affine_mix(vs, chunk, perms.pre, a, b, fmix64);
+            for &v in vs.iter() {
+                let i = bin_of(v, t as u64);
+                mins[i] = mins[i].min(v);
+                saw_max |= v == u64::MAX;
+            }
+        }
+        // A bin is filled when its minimum is below u64::MAX, or when some token's value is
+        // u64::MAX itself (one token in 2^64 per seed), which always falls in the last bin.
         let mut filled = vec![0u64; t.div_ceil(64)];
-        for &h in tokens.as_slice() {
-            let v = a.wrapping_mul(perms.premix(h)).wrapping_add(b);
-            let i = bin_of(v, t as u64);
-            mins[i] = mins[i].min(v);
-            filled[i / 64] |= 1 << (i % 64);
+        for (i, &m) in mins.iter().enumerate() {
+            filled[i / 64] |= u64::from(m != u64::MAX) << (i % 64);
+        }
+        if saw_max {
+            filled[(t - 1) / 64] |= 1 << ((t - 1) % 64);
         }
         let mask = value_mask(params.bits());
         let bins = mins
@@ -305,5 +319,47 @@ impl OphSketch {
             *slot = self.bins[src];
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The inverse of an odd multiplier mod 2^64 (Newton's iteration).
+    fn inverse(a: u64) -> u64 {
+        let mut x = a;
+        for _ in 0..6 {
+            x = x.wrapping_mul(2u64.wrapping_sub(a.wrapping_mul(x)));
+        }
+        x
+    }
+
+    /// The token whose permuted value is `v`: fmix64 and the affine map undone.
+    fn token_of(perms: &Permutations, v: u64) -> u64 {
+        let mut k = v.wrapping_sub(perms.b[0]).wrapping_mul(inverse(perms.a[0]));
+        for c in [0xC4CE_B9FE_1A85_EC53u64, 0xFF51_AFD7_ED55_8CCD] {
+            k ^= k >> 33;
+            k = k.wrapping_mul(inverse(c));
+        }
+        (k ^ (k >> 33)) ^ perms.pre
+    }
+
+    #[test]
+    fn a_token_permuted_to_the_largest_value_fills_the_last_bin() {
+        for (t, bits) in [(64u32, 8u8), (100, 16), (7, 32)] {
+            let params = SketchParams::oph(t, bits, 42).unwrap();
+            let perms = Permutations::new(42, 1);
+            let top = token_of(&perms, u64::MAX);
+            assert_eq!(perms.a[0].wrapping_mul(fmix64(top ^ perms.pre)).wrapping_add(perms.b[0]), u64::MAX);
+            let low = token_of(&perms, 5); // bin 0, far from the last bin
+            let s = OphSketch::compute(params, &perms, &[low, top]).unwrap();
+            let last = t as usize - 1;
+            assert!(!s.is_empty_bin(last) && !s.is_empty_bin(0), "t={t}");
+            assert_eq!(s.empty_bins(), t as usize - 2);
+            assert_eq!(s.bins()[last], (u64::MAX & value_mask(bits)) as u32);
+            let alone = OphSketch::compute(params, &perms, &[low]).unwrap();
+            assert!(alone.is_empty_bin(last));
+        }
     }
 }

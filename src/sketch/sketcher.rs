@@ -209,6 +209,12 @@ impl Sketcher {
     /// # Ok::<(), sketchdb::Error>(())
     /// ```
     pub fn sketch(&self, tokens: &TokenSet) -> Result<Sketch, SketchError> {
+        self.sketch_distinct(tokens.as_slice())
+    }
+
+    /// [`Sketcher::sketch`] of the set whose tokens are `tokens`, which are distinct (for
+    /// SimHash, each weighs 1).
+    fn sketch_distinct(&self, tokens: &[u64]) -> Result<Sketch, SketchError> {
         if let Some(compat) = &self.compat {
             return Ok(Sketch::MinHash(MinHash::compute_compat(self.params, compat, tokens)?));
         }
@@ -217,7 +223,7 @@ impl Sketcher {
             SketchKind::BBitMinHash => Ok(Sketch::BBit(BBitMinHash::compute(self.params, &self.perms, tokens)?)),
             SketchKind::Oph => Ok(Sketch::Oph(OphSketch::compute(self.params, &self.perms, tokens)?)),
             SketchKind::SimHash => {
-                Ok(Sketch::SimHash(SimHash::from_features(self.params, &self.simhash_keys, tokens.as_slice())?))
+                Ok(Sketch::SimHash(SimHash::from_features(self.params, &self.simhash_keys, tokens)?))
             }
         }
     }
@@ -241,6 +247,9 @@ impl Sketcher {
             SketchKind::SimHash => {
                 Ok(Sketch::SimHash(SimHash::from_features(self.params, &self.simhash_keys, tokens)?))
             }
+            // Strictly increasing tokens are already a set: sketched in place, without the
+            // copy and sort (the same sketch either way).
+            _ if tokens.windows(2).all(|w| w[0] < w[1]) => self.sketch_distinct(tokens),
             _ => self.sketch(&TokenSet::from_unsorted(tokens.to_vec())),
         }
     }

@@ -7,10 +7,12 @@
 pub(crate) mod ffi;
 mod kernels;
 
+use std::borrow::Cow;
+
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use sketchdb::lsh::index_band_scheme;
-use sketchdb::{Sketch, SketchParams, Sketcher, signature};
+use sketchdb::{Sketch, SketchKind, SketchParams, Sketcher, TokenSet, signature};
 
 use crate::convert;
 use crate::errors::{sketch_to_py, to_py};
@@ -80,8 +82,15 @@ pub(crate) fn arrow_sketch_tokens(
     let params = params(kind, k, bits, seed, recipe)?;
     let arrays = import_chunks(chunks, "tokens")?;
     let rows = TokenRows::new(&arrays).map_err(PyTypeError::new_err)?;
+    let sets = params.kind() != SketchKind::SimHash;
     sketch_export(py, &params, rows.rows(), on_error, |s, &r| {
-        s.sketch_multiset(&rows.tokens(r, token_seed)?).map_err(|e| e.to_string())
+        match rows.tokens(r, token_seed)? {
+            // Hashed string tokens are already a fresh vector: made a set in place, not copied
+            // again (a set sketch of a multiset is the sketch of its distinct tokens).
+            Cow::Owned(v) if sets => s.sketch(&TokenSet::from_unsorted(v)),
+            t => s.sketch_multiset(&t),
+        }
+        .map_err(|e| e.to_string())
     })
 }
 
