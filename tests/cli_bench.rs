@@ -256,7 +256,8 @@ fn bench_warm_times_single_queries_over_a_kept_database() {
     write_sets(d);
     bench_lsh(d, &["--dir", "kept"]);
     let db = d.join("kept").join("lsh-minhash-0.8.sketchdb");
-    let args = ["bench", "warm", "--db", db.to_str().unwrap(), "--collection", "sets", "--queries", "queries-300.jsonl"];
+    let args =
+        ["bench", "warm", "--db", db.to_str().unwrap(), "--collection", "sets", "--queries", "queries-300.jsonl"];
     let lines = run(d, &[&args[..], &["--threshold", "0.8", "--passes", "3"]].concat());
     let workloads: Vec<&str> = lines.iter().map(|l| l["workload"].as_str().unwrap()).collect();
     assert_eq!(workloads, ["warm-open", "warm-query", "warm-query-e2e", "warm-memory"]);
