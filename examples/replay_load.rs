@@ -21,7 +21,7 @@ use sketchdb::{Batch, CollectionConfig, Database, IndexConfig, Sketch};
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let a: Vec<String> = std::env::args().collect();
     if a.len() < 4 {
-        return Err("usage: replay_load SRC_DB COLLECTION OUT_DB [BATCH] [keys]".into());
+        return Err("usage: replay_load SRC_DB COLLECTION OUT_DB [BATCH] [keys|-] [DELETES]".into());
     }
     let size: usize = a.get(4).and_then(|s| s.parse().ok()).unwrap_or(100_000).max(1);
     let (params, mut rows) = {
