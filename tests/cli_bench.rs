@@ -248,3 +248,39 @@ fn calibrate_stores_costs_that_explain_reports() {
     let e = run(d, &["explain", "c", "a", "--threshold", "0.5", "--json"]);
     assert!(e[0]["reason"].as_str().unwrap().contains("calibrated"), "{}", e[0]);
 }
+
+#[test]
+fn bench_warm_times_single_queries_over_a_kept_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_sets(d);
+    bench_lsh(d, &["--dir", "kept"]);
+    let db = d.join("kept").join("lsh-minhash-0.8.sketchdb");
+    let args =
+        ["bench", "warm", "--db", db.to_str().unwrap(), "--collection", "sets", "--queries", "queries-300.jsonl"];
+    let lines = run(d, &[&args[..], &["--threshold", "0.8", "--passes", "3"]].concat());
+    let workloads: Vec<&str> = lines.iter().map(|l| l["workload"].as_str().unwrap()).collect();
+    assert_eq!(workloads, ["warm-open", "warm-query", "warm-query-e2e", "warm-memory"]);
+    for l in &lines {
+        check_schema(l, l["workload"].as_str().unwrap());
+    }
+    assert!(lines[0]["metrics"]["first_query_s"].as_f64().unwrap() > 0.0, "{}", lines[0]);
+    for l in &lines[1..3] {
+        let m = &l["metrics"];
+        // 20 queries, the passes after the first timed.
+        assert_eq!(m["queries"], 40, "{l}");
+        for field in ["p50_us", "p99_us", "execute_p50_us", "txn_stats_plan_p50_us"] {
+            assert!(m[field].as_f64().unwrap() > 0.0, "{field}: {l}");
+        }
+    }
+    // The same questions from signatures and from tokens find the same rows.
+    assert_eq!(lines[1]["metrics"]["hits_per_query"], lines[2]["metrics"]["hits_per_query"]);
+    // A missing queries file is an error naming it.
+    let out = Command::new(env!("CARGO_BIN_EXE_sketchdb"))
+        .current_dir(d)
+        .args(["bench", "warm", "--db", db.to_str().unwrap(), "--collection", "sets", "--queries", "none.jsonl"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("none.jsonl"), "{}", String::from_utf8_lossy(&out.stderr));
+}

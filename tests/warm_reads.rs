@@ -84,6 +84,9 @@ fn cold_reader(path: &std::path::Path) -> Database {
     reader
 }
 
+/// A question and the plan it is forced through (`None`: the planner's choice).
+type Asked = (QueryKind, Option<PlanKind>);
+
 #[test]
 fn warm_answers_equal_cold_answers_on_every_kind() {
     let dir = tempfile::tempdir().unwrap();
@@ -95,17 +98,18 @@ fn warm_answers_equal_cold_answers_on_every_kind() {
 
     let minhash = || CollectionConfig::new(SketchParams::minhash(128, 32, 1).unwrap());
     let bbit = || CollectionConfig::new(SketchParams::bbit(512, 8, 2).unwrap());
-    let simhash = CollectionConfig::new(SketchParams::simhash(64, 3).unwrap()).with_index(IndexConfig::simhash_tables(3));
+    let simhash =
+        CollectionConfig::new(SketchParams::simhash(64, 3).unwrap()).with_index(IndexConfig::simhash_tables(3));
     let (lsh, sim) = (Some(PlanKind::LshProbe), Some(PlanKind::SimhashProbe));
     let t = QueryKind::Threshold;
-    let cases: Vec<(&str, CollectionConfig, Vec<(QueryKind, Option<PlanKind>)>)> = vec![
+    let cases: Vec<(&str, CollectionConfig, Vec<Asked>)> = vec![
         ("minhash_lsh_05", minhash().with_index(IndexConfig::lsh(0.5)), vec![(t(0.5), lsh), (t(0.5), None)]),
         ("minhash_lsh_08", minhash().with_index(IndexConfig::lsh(0.8)), vec![(t(0.8), lsh), (t(0.8), None)]),
         ("bbit_lsh_08", bbit().with_index(IndexConfig::lsh(0.8)), vec![(t(0.8), lsh), (QueryKind::TopK(5), None)]),
         ("bbit_scan", bbit(), vec![(t(0.5), None), (QueryKind::TopK(3), None)]),
         ("simhash", simhash, vec![(QueryKind::Hamming(3), sim), (QueryKind::Hamming(1), None)]),
     ];
-    let made: Vec<(Collection, Vec<(QueryKind, Option<PlanKind>)>)> =
+    let made: Vec<(Collection, Vec<Asked>)> =
         cases.into_iter().map(|(name, config, kinds)| (create(&db, name, config, &stored), kinds)).collect();
     let reader = cold_reader(&path);
     for (c, kinds) in &made {
@@ -249,7 +253,8 @@ fn a_writer_process_commit_is_seen_by_the_next_query() {
     let text = "the quick brown fox jumps over the lazy dog again and again";
     std::fs::write(d.join("a.jsonl"), format!("{{\"key\":\"a\",\"text\":\"{text}\"}}\n")).unwrap();
     let cli = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sketchdb")).current_dir(d).args(args).output().unwrap();
+        let out =
+            std::process::Command::new(env!("CARGO_BIN_EXE_sketchdb")).current_dir(d).args(args).output().unwrap();
         assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     };
     cli(&["--db", "x.db", "ingest", "c", "a.jsonl"]);

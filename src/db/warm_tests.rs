@@ -18,7 +18,8 @@ fn a_multi_writer_handle_sees_another_writers_commit_at_its_next_query() {
     let path = dir.path().join("m.sketchdb");
     let builder = Database::builder().sharing(Sharing::MultiWriter);
     let a = builder.create(&path).expect("create");
-    let config = CollectionConfig::new(SketchParams::minhash(64, 32, 1).expect("params")).with_index(IndexConfig::lsh(0.8));
+    let config =
+        CollectionConfig::new(SketchParams::minhash(64, 32, 1).expect("params")).with_index(IndexConfig::lsh(0.8));
     let ca = a.create_collection("c", config).expect("collection");
     ca.insert_text("x", "one two three four five six seven eight nine ten").expect("insert");
     let b = builder.open(&path).expect("second writer");

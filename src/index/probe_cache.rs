@@ -31,6 +31,7 @@
 //! places are made as probes first reach them); shelves of more than `2^DIRECT_BITS` slots
 //! go through a map.
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -132,6 +133,8 @@ struct Slot(OnceLock<Option<Bytes>>);
 
 /// A page of places.
 type Page = Box<[Slot]>;
+/// A shelf's pages, each made on first use.
+type PageTable = Box<[OnceLock<Page>]>;
 
 /// Bytes of one slab the cache copies values into, at most (a 64th of the budget, at least
 /// 4 KiB).
@@ -169,7 +172,7 @@ pub(crate) struct ProbeCache {
     pub(crate) def: Arc<IndexDef>,
     /// Per shelf (of at most `2^DIRECT_BITS` slots): its pages of places, each page made
     /// when a probe first reads one of its slots.
-    direct: Box<[OnceLock<Box<[OnceLock<Page>]>>]>,
+    direct: Box<[OnceLock<PageTable>]>,
     /// Every other value, by (shelf, slot).
     other: RwLock<OtherValues>,
     /// The records of rows queries have scored (LSH candidates, SimHash matches), by row id,
@@ -180,6 +183,9 @@ pub(crate) struct ProbeCache {
     /// then share pages (copied one allocation each, into a heap a bulk load left scattered,
     /// they landed on a page each, and a probe's time went on TLB misses).
     slab: Mutex<BytesMut>,
+    /// What readers of this index version derive from its definition once (see
+    /// [`Self::derived`]).
+    derived: OnceLock<Arc<dyn Any + Send + Sync>>,
 }
 
 impl Drop for ProbeCache {
@@ -235,6 +241,7 @@ impl ProbeCache {
             records: RwLock::new(HashMap::new()),
             held: AtomicUsize::new(0),
             slab: Mutex::new(BytesMut::new()),
+            derived: OnceLock::new(),
         });
         // The newest index of a collection supersedes its older ones.
         caches.retain(|o| !(o.store == store && o.collection == collection));
@@ -243,6 +250,18 @@ impl ProbeCache {
         }
         caches.push(c.clone());
         Ok(Some(c))
+    }
+
+    /// What `make` derives from this index version's definition, made once (a probe's fixed
+    /// setup); `None` when `make` gives nothing or another type was derived first.
+    pub(crate) fn derived<T: Any + Send + Sync>(&self, make: impl FnOnce(&IndexDef) -> Option<T>) -> Option<Arc<T>> {
+        if let Some(any) = self.derived.get() {
+            return any.clone().downcast::<T>().ok();
+        }
+        let made: Arc<dyn Any + Send + Sync> = Arc::new(make(&self.def)?);
+        // Another probe may have derived it meanwhile: the same function of the same
+        // definition, so either is right.
+        self.derived.get_or_init(|| made).clone().downcast::<T>().ok()
     }
 
     /// Reserves `len` bytes of the budget for this cache; false when they do not fit.
@@ -476,6 +495,7 @@ mod tests {
             records: RwLock::new(HashMap::new()),
             held: AtomicUsize::new(0),
             slab: Mutex::new(BytesMut::new()),
+            derived: OnceLock::new(),
         }
     }
 

@@ -95,7 +95,6 @@ impl Generation {
         }
         Ok(snap)
     }
-
 }
 
 /// A write transaction of a handle, counted in its [`Generation`] from begin to end.
@@ -118,7 +117,6 @@ impl WriteTxn {
             None => Ok(()),
         }
     }
-
 }
 
 impl Drop for WriteTxn {

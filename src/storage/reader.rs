@@ -32,8 +32,11 @@ pub(crate) struct ReadSnapshot {
     layer: LayerState,
     /// What layers above derived from this commit, by collection id and type (see
     /// [`ReadSnapshot::memo`]).
-    memo: Mutex<Vec<(u32, TypeId, Arc<dyn Any + Send + Sync>)>>,
+    memo: Mutex<Vec<Memo>>,
 }
+
+/// One derived value of [`ReadSnapshot::memo`]: its collection id, its type and the value.
+type Memo = (u32, TypeId, Arc<dyn Any + Send + Sync>);
 
 /// A record as read: key, row id and sketch.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,8 +101,10 @@ impl ReadSnapshot {
         make: impl FnOnce() -> Result<T, E>,
     ) -> Result<Arc<T>, E> {
         let ty = TypeId::of::<T>();
-        let found = |memo: &[(u32, TypeId, Arc<dyn Any + Send + Sync>)]| {
-            memo.iter().find(|(c, t, _)| *c == collection && *t == ty).and_then(|(_, _, v)| v.clone().downcast::<T>().ok())
+        let found = |memo: &[Memo]| {
+            memo.iter()
+                .find(|(c, t, _)| *c == collection && *t == ty)
+                .and_then(|(_, _, v)| v.clone().downcast::<T>().ok())
         };
         if let Some(v) = found(&self.memo.lock()) {
             return Ok(v);

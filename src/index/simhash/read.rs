@@ -11,7 +11,7 @@ use super::format::{BucketView, Geometry};
 use super::probe::{SimhashMatch, join_prefix_runs};
 use super::runs::{for_each_merged_bucket, merged_bucket};
 use super::tables::bucket_err;
-use crate::index::defs::IndexSpec;
+use crate::index::defs::{IndexDef, IndexSpec};
 use crate::index::fingerprint::Fingerprint;
 use crate::index::probe_cache::ProbeCache;
 use crate::simd::prefetch;
@@ -27,10 +27,8 @@ type BucketTable = BytesView<BucketKey>;
 pub(crate) struct SimhashProber<'i> {
     snap: &'i ReadSnapshot,
     info: &'i CollectionInfo,
-    design: SimhashTableDesign,
-    geometry: Vec<Geometry>,
-    /// The index's run numbers: a bucket is read from each and merged (once per cache).
-    runs: Vec<u32>,
+    /// The design, geometry and runs of the index version, shared by its probes.
+    shape: Arc<Shape>,
     /// The buckets probes read, across transactions while the tables are unchanged.
     cache: Arc<ProbeCache>,
     /// `sketchdb.simhash_buckets`, opened on first need (outer `None`: not yet).
@@ -41,6 +39,27 @@ pub(crate) struct SimhashProber<'i> {
     rows: Vec<u64>,
     scratch_hits: Vec<(u32, usize)>,
     hits: Vec<SimhashMatch>,
+}
+
+/// What every probe of one SimHash index version reads of its definition (derived once per
+/// probe cache).
+struct Shape {
+    design: SimhashTableDesign,
+    geometry: Vec<Geometry>,
+    /// The index's run numbers: a bucket is read from each and merged (once per cache).
+    runs: Vec<u32>,
+}
+
+impl Shape {
+    /// The shape of `def`; `None` when it is not a SimHash index.
+    fn of(def: &IndexDef) -> Option<Shape> {
+        let IndexSpec::Simhash { design, bucket_bits, runs, .. } = &def.spec else { return None };
+        Some(Shape {
+            design: design.clone(),
+            geometry: (0..design.table_count()).map(|t| Geometry::of(design, *bucket_bits, t)).collect(),
+            runs: runs.iter().map(|r| r.id).collect(),
+        })
+    }
 }
 
 fn not_simhash(info: &CollectionInfo) -> IndexError {
@@ -62,14 +81,14 @@ impl<'i> SimhashProber<'i> {
     /// Opens the SimHash index whose probe cache as of `snap` is `cache`; `None` when it is
     /// not a SimHash index.
     pub(crate) fn open_in(snap: &'i ReadSnapshot, info: &'i CollectionInfo, cache: &Arc<ProbeCache>) -> Option<Self> {
-        let IndexSpec::Simhash { design, bucket_bits, runs, .. } = &cache.def.spec else { return None };
-        let geometry = (0..design.table_count()).map(|t| Geometry::of(design, *bucket_bits, t)).collect();
+        let shape = match cache.derived(Shape::of) {
+            Some(shape) => shape,
+            None => Arc::new(Shape::of(&cache.def)?),
+        };
         Some(SimhashProber {
             snap,
             info,
-            design: design.clone(),
-            geometry,
-            runs: runs.iter().map(|r| r.id).collect(),
+            shape,
             cache: cache.clone(),
             table: None,
             probe_keys: Vec::new(),
@@ -92,7 +111,7 @@ impl<'i> SimhashProber<'i> {
     }
 
     pub(crate) fn radius(&self) -> u32 {
-        self.design.k()
+        self.shape.design.k()
     }
 
     fn check_radius(&self, radius: u32) -> Result<(), IndexError> {
@@ -109,7 +128,7 @@ impl<'i> SimhashProber<'i> {
     pub(crate) fn within(&mut self, fp: u128, radius: u32) -> Result<Vec<(u64, u32)>, IndexError> {
         self.check_radius(radius)?;
         self.hits.clear();
-        if self.design.f() == 64 {
+        if self.shape.design.f() == 64 {
             self.probe::<u64>(fp)?;
         } else {
             self.probe::<u128>(fp)?;
@@ -121,21 +140,21 @@ impl<'i> SimhashProber<'i> {
     }
 
     fn probe<F: Fingerprint>(&mut self, fp: u128) -> Result<(), IndexError> {
-        let (info, snap, runs) = (self.info, self.snap, &self.runs);
-        let design = &self.design;
+        let (info, snap, runs) = (self.info, self.snap, &self.shape.runs);
+        let design = &self.shape.design;
         let cache = &self.cache;
         let table = &mut self.table;
         // The tables' places, then their buckets' first lines, are asked for up front: the
         // tables' cache misses then overlap instead of following one another.
         let keys = &mut self.probe_keys;
         keys.clear();
-        keys.extend(self.geometry.iter().enumerate().map(|(t, g)| {
+        keys.extend(self.shape.geometry.iter().enumerate().map(|(t, g)| {
             let key = design.permute_u128(t, fp);
             cache.prefetch_slot(t, g.bits, u64::from(g.bucket(key)));
             (key, g.bucket(key))
         }));
         let mut values = Vec::with_capacity(keys.len());
-        for (t, (g, &(_, bucket))) in self.geometry.iter().zip(keys.iter()).enumerate() {
+        for (t, (g, &(_, bucket))) in self.shape.geometry.iter().zip(keys.iter()).enumerate() {
             let value = cache.value(t, g.bits, u64::from(bucket), || {
                 let Some(table) = Self::table(table, snap)? else { return Ok(None) };
                 merged_bucket(table, info, runs, t as u32, *g, bucket)
@@ -146,10 +165,10 @@ impl<'i> SimhashProber<'i> {
             }
             values.push(value);
         }
-        for (t, ((g, &(key, bucket)), value)) in self.geometry.iter().zip(keys.iter()).zip(values).enumerate() {
+        for (t, ((g, &(key, bucket)), value)) in self.shape.geometry.iter().zip(keys.iter()).zip(values).enumerate() {
             let Some(bytes) = value else { continue };
             // One run's value as stored, or several runs' merged: the field names the first.
-            let field = table_field(self.runs.first().copied().unwrap_or(0), t as u32);
+            let field = table_field(self.shape.runs.first().copied().unwrap_or(0), t as u32);
             let view = BucketView::parse(&bytes, *g).map_err(|d| bucket_err(self.info, field, bucket, d))?;
             // Keys only; a row id is decoded for the few keys within the radius.
             self.scratch_hits.clear();
@@ -178,11 +197,11 @@ impl<'i> SimhashProber<'i> {
         self.check_radius(radius)?;
         let mut out = Vec::new();
         let Some(table) = Self::table(&mut self.table, self.snap)? else { return Ok(out) };
-        let design = &self.design;
+        let design = &self.shape.design;
         let (keys, rows) = (&mut self.keys128, &mut self.rows);
         let mut hits = Vec::new();
-        for (t, g) in self.geometry.iter().enumerate() {
-            for_each_merged_bucket(table, self.info, &self.runs, t as u32, *g, |_, entries| {
+        for (t, g) in self.shape.geometry.iter().enumerate() {
+            for_each_merged_bucket(table, self.info, &self.shape.runs, t as u32, *g, |_, entries| {
                 keys.clear();
                 rows.clear();
                 keys.extend(entries.iter().map(|e| e.0));

@@ -226,14 +226,8 @@ pub fn run(w: &Workload) -> Result<(), CliError> {
             hamming::hamming(fps, queries, truth, *radius, dir.as_deref(), load, &run)
         }
         Workload::Warm { db, collection, queries, threshold, radius, passes } => {
-            let args = warm::WarmArgs {
-                db,
-                collection,
-                queries,
-                threshold: *threshold,
-                radius: *radius,
-                passes: *passes,
-            };
+            let args =
+                warm::WarmArgs { db, collection, queries, threshold: *threshold, radius: *radius, passes: *passes };
             warm::warm(&args, &run)
         }
         Workload::Dedup { sets, threshold, limit, kind, index } => {

@@ -117,9 +117,10 @@ pub fn warm(a: &WarmArgs<'_>, run: &str) -> Result<(), CliError> {
     let open_s = start.elapsed().as_secs_f64();
     let params = *coll.params();
     let sketches: Vec<Sketch> = match &probes {
-        Probes::Tokens(sets) => {
-            sets.iter().map(|t| coll.sketcher().sketch(&TokenSet::from_unsorted(t.clone()))).collect::<Result<_, _>>()?
-        }
+        Probes::Tokens(sets) => sets
+            .iter()
+            .map(|t| coll.sketcher().sketch(&TokenSet::from_unsorted(t.clone())))
+            .collect::<Result<_, _>>()?,
         Probes::Fingerprints(fps) => fps
             .iter()
             .map(|&f| SimHash::from_parts(params, u128::from(f)).map(Sketch::SimHash))
