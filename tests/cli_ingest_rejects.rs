@@ -144,7 +144,8 @@ fn strict_deep_in_a_long_input_keeps_exactly_the_batches_before_it() {
     std::fs::write(d.join("long.jsonl"), s).unwrap();
     for (round, threads) in ["2", "3", "2"].iter().enumerate() {
         let db = format!("deep{round}.db");
-        let out = run(d, &["--db", &db, "ingest", "c", "long.jsonl", "--strict", "--batch", "1000", "--threads", threads]);
+        let out =
+            run(d, &["--db", &db, "ingest", "c", "long.jsonl", "--strict", "--batch", "1000", "--threads", threads]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(err.contains("long.jsonl:5001"), "{err}");

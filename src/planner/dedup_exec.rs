@@ -4,12 +4,15 @@
 
 use std::cell::{Cell, OnceCell};
 
+use rayon::prelude::*;
+
 use crate::index::{
     BandedKeys, Banding, IndexError, LshParams, SimhashMemIndex, SimhashTableDesign, for_each_lsh_pair, lsh_scheme_for,
     simhash_pairs,
 };
 use crate::sketch::sketcher::Sketch;
 use crate::storage::catalog::CollectionInfo;
+use crate::storage::error::StorageError;
 use crate::storage::reader::{ReadSnapshot, decode};
 
 use super::cost::{Choice, CostModel, Stats};
@@ -184,11 +187,15 @@ pub(crate) fn dedup(
 ) -> Result<DedupResult> {
     check_question(info, kind, &options)?;
     let mut rows: Vec<Row> = Vec::new();
+    // Decoding (OPH densification above all) is most of a dedup's loading: a page's live
+    // rows are decoded on the caller's rayon pool, in row order.
     snap.for_each_page(info, |first, view| {
-        for i in (0..view.row_count()).filter(|&i| !view.is_deleted(i)) {
-            let sketch = decode(info, view, first, i)?;
-            rows.push((view.first_row() + i as u64, view.key(i).to_vec(), sketch));
-        }
+        let live: Vec<usize> = (0..view.row_count()).filter(|&i| !view.is_deleted(i)).collect();
+        let decoded = live
+            .par_iter()
+            .map(|&i| Ok((view.first_row() + i as u64, view.key(i).to_vec(), decode(info, view, first, i)?)))
+            .collect::<Result<Vec<Row>, StorageError>>()?;
+        rows.extend(decoded);
         Ok(true)
     })?;
     // Row ids ascend: pages come in row order, rows ascend within a page.

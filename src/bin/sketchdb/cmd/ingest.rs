@@ -21,12 +21,12 @@ use crate::load::commit::Committer;
 use crate::load::loader::{Loader, Ticket};
 use crate::load::pipeline::pool;
 use crate::load::progress::{Progress, total_bytes};
-use std::collections::VecDeque;
 use crate::load::reader::{Read, Reader, Reading};
 use crate::load::rejects::{Bad, Rejects};
 use crate::load::{ReadArgs, check_recipe, read_error, with_recipe};
 use crate::output::summary;
 use crate::session::Session;
+use std::collections::VecDeque;
 
 #[derive(Args, Debug, Clone)]
 pub struct IngestArgs {

@@ -141,7 +141,11 @@ impl<'c> Loader<'c> {
             drop((coll, snap));
             let _ = tx.send((out, start.elapsed()));
         };
-        if self.overlap { self.pool.spawn(job) } else { self.pool.install(job) }
+        if self.overlap {
+            self.pool.spawn(job)
+        } else {
+            self.pool.install(job)
+        }
         Ticket(Some(rx))
     }
 
