@@ -31,6 +31,7 @@
 //! storage, index, planner or db layers.
 #![forbid(unsafe_code)]
 
+mod ahead;
 mod check;
 mod delimited;
 mod error;

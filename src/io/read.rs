@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
+use super::ahead::Ahead;
 use super::check::{Checked, Counting};
 use super::delimited::Delimited;
 use super::error::ReadError;
@@ -79,7 +80,7 @@ fn from_stream(
     let at = |source| ReadError::Io { at: Origin::new(Arc::clone(&path), Position::File), source };
     let bytes = Arc::new(AtomicU64::new(0));
     let counted: Box<dyn Read + Send> = Box::new(Counting::new(reader, Arc::clone(&bytes)));
-    let stream = decompress(counted).map_err(at)?;
+    let stream = decompress(counted, opts.decompress_thread).map_err(at)?;
     let stream: Box<dyn Read + Send> = if opts.max_input_bytes == u64::MAX {
         Box::new(stream)
     } else {
@@ -180,17 +181,19 @@ pub(crate) fn peek(mut reader: Box<dyn Read + Send>, n: usize) -> io::Result<(Ve
 }
 
 /// `reader` decompressed when its first bytes are a gzip member (all members are read, as
-/// `cat a.gz b.gz` produces) or a zstd frame; unchanged otherwise.
-pub(crate) fn decompress(reader: Box<dyn Read + Send>) -> io::Result<Stream> {
+/// `cat a.gz b.gz` produces) or a zstd frame, on a thread of its own when `thread`;
+/// unchanged otherwise.
+pub(crate) fn decompress(reader: Box<dyn Read + Send>, thread: bool) -> io::Result<Stream> {
     let (head, reader) = peek(reader, 4)?;
     let reader = BufReader::with_capacity(1 << 16, reader);
-    Ok(if head.starts_with(&GZIP_MAGIC) {
-        Box::new(BufReader::with_capacity(1 << 16, flate2::bufread::MultiGzDecoder::new(reader)))
+    let decoder: Box<dyn Read + Send> = if head.starts_with(&GZIP_MAGIC) {
+        Box::new(flate2::bufread::MultiGzDecoder::new(reader))
     } else if head.starts_with(&ZSTD_MAGIC) {
-        Box::new(BufReader::with_capacity(1 << 16, zstd::stream::read::Decoder::with_buffer(reader)?))
+        Box::new(zstd::stream::read::Decoder::with_buffer(reader)?)
     } else {
-        Box::new(reader)
-    })
+        return Ok(Box::new(reader));
+    };
+    Ok(if thread { Box::new(Ahead::spawn(decoder)?) } else { Box::new(BufReader::with_capacity(1 << 16, decoder)) })
 }
 
 /// Fails with `InvalidData` once more than `left` bytes have been read through it.

@@ -147,6 +147,20 @@ fn take_oldest(
     Ok(())
 }
 
+/// [`take_oldest`] until every started chunk is batched, in input order.
+fn take_all(
+    loader: &mut Loader<'_>,
+    started: &mut VecDeque<(Ticket, Rest)>,
+    in_batch: &mut usize,
+    batch: usize,
+    progress: &mut Progress,
+) -> Result<(), CliError> {
+    while !started.is_empty() {
+        take_oldest(loader, started, in_batch, batch, progress)?;
+    }
+    Ok(())
+}
+
 /// `upsert`: as `ingest`, but a key already stored gets the new record.
 pub fn upsert(session: &mut Session, args: &IngestArgs) -> Result<(), CliError> {
     load(session, args, true).map(drop)
@@ -157,7 +171,7 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_
     if args.stdin_from.is_none() && args.inputs.iter().any(|p| p.as_os_str() == "-") {
         crate::stdin::claim("the input")?;
     }
-    let opts = args.read.options();
+    let mut opts = args.read.options();
     let default = if args.read.is_u64(&args.inputs[0]) { fingerprint_config()? } else { text_config()? };
     let default = with_recipe(default, args.recipe.as_deref())?;
     let mut sync_note = String::new();
@@ -179,10 +193,12 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_
     let start = Instant::now();
     let mut progress = Progress::new(total_bytes(&args.inputs));
     let rejects = Rejects::new(args.read.rejects.as_deref(), !args.read.strict)?;
-    let reader = Reader::new(args.inputs.clone(), args.stdin_from.clone(), opts, tokenizer, Arc::clone(&pool));
-    // One thread: every stage in turn on this one. More: reading and committing run on
-    // threads of their own beside the sketching pool, overlapped.
+    // One thread: every stage in turn on this one. More: reading (and decompressing, on a
+    // thread of its own: a gzip or zstd stream is serial) and committing run on threads of
+    // their own beside the sketching pool, overlapped.
     let threaded = pool.current_num_threads() > 1;
+    opts.decompress_thread = threaded;
+    let reader = Reader::new(args.inputs.clone(), args.stdin_from.clone(), opts, tokenizer, Arc::clone(&pool));
     let (loader, reading, docs) = std::thread::scope(|scope| -> Result<_, CliError> {
         let committer = if threaded { Committer::spawn(scope, &coll)? } else { Committer::inline(&coll) };
         // Keys without an id are unique by position within one input: only ids need
@@ -202,9 +218,7 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_
             let chunk = match read {
                 Read::Chunk(chunk) => chunk,
                 Read::InputDone { skipped, bytes } => {
-                    while !started.is_empty() {
-                        take_oldest(&mut loader, &mut started, &mut in_batch, args.batch, &mut progress)?;
-                    }
+                    take_all(&mut loader, &mut started, &mut in_batch, args.batch, &mut progress)?;
                     // A batch never spans two inputs.
                     loader.flush()?;
                     in_batch = 0;
@@ -213,9 +227,7 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_
                     continue;
                 }
                 Read::OpenFailed(e) => {
-                    while !started.is_empty() {
-                        take_oldest(&mut loader, &mut started, &mut in_batch, args.batch, &mut progress)?;
-                    }
+                    take_all(&mut loader, &mut started, &mut in_batch, args.batch, &mut progress)?;
                     loader.flush()?;
                     return Err(e);
                 }
@@ -228,9 +240,7 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_
                 take_oldest(&mut loader, &mut started, &mut in_batch, args.batch, &mut progress)?;
             }
         }
-        while !started.is_empty() {
-            take_oldest(&mut loader, &mut started, &mut in_batch, args.batch, &mut progress)?;
-        }
+        take_all(&mut loader, &mut started, &mut in_batch, args.batch, &mut progress)?;
         if args.sync {
             if loader.rejects.blocking_sync() == 0 {
                 loader.delete_unseen()?;

@@ -143,14 +143,16 @@ pub fn open_spool(
 }
 
 /// A reader's error as the CLI's: a file that cannot be opened or read is an I/O error (exit
-/// 1); anything about the input's content (a corrupt compressed stream, a missing column, a
-/// bad record in strict mode) is bad input (exit 2).
+/// 1); anything about the input's content (a corrupt or truncated compressed stream, a
+/// missing column, a bad record in strict mode) is bad input (exit 2).
 pub fn read_error(e: ReadError) -> CliError {
+    // A decoder reports a corrupt stream as `InvalidData` and a truncated one as
+    // `UnexpectedEof` (a plain file read ends with 0 bytes instead).
+    let content = |source: &std::io::Error| {
+        matches!(source.kind(), std::io::ErrorKind::InvalidData | std::io::ErrorKind::UnexpectedEof)
+    };
     match e {
-        ReadError::Open { ref source, .. } if source.kind() != std::io::ErrorKind::InvalidData => {
-            CliError::Io(e.to_string())
-        }
-        ReadError::Io { ref source, .. } if source.kind() != std::io::ErrorKind::InvalidData => {
+        ReadError::Open { ref source, .. } | ReadError::Io { ref source, .. } if !content(source) => {
             CliError::Io(e.to_string())
         }
         other => CliError::Input(other.to_string()),
