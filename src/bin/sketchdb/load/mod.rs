@@ -91,8 +91,8 @@ pub struct ReadArgs {
     #[arg(long)]
     pub follow_symlinks: bool,
     /// Worker threads that parse, tokenize and sketch (default: every core). With two or
-    /// more, reading (and decompression) and committing also run on threads of their own,
-    /// overlapped with them; with one, every stage runs in turn. The records stored (and
+    /// more, reading, decompression (gzip, zstd) and committing also run on threads of their
+    /// own, overlapped with them; with one, every stage runs in turn. The records stored (and
     /// their row ids) do not depend on it.
     #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
     pub threads: Option<usize>,
