@@ -24,6 +24,7 @@ pub(crate) mod layout;
 pub(crate) mod meta;
 pub(crate) mod page;
 pub(crate) mod record;
+pub(crate) mod rows;
 pub(crate) mod shingles;
 pub(crate) mod signature;
 pub(crate) mod wire;

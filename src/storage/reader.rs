@@ -23,6 +23,7 @@ use super::tables::{
 use crate::codec::meta::CollectionState;
 use crate::codec::page::PageView;
 use crate::codec::record::decode_row;
+use crate::codec::rows::decode_rows;
 use crate::sketch::sketcher::Sketch;
 
 /// A read transaction: every read through it sees the same commit, whatever writers do.
@@ -325,6 +326,22 @@ pub(crate) fn decode(info: &CollectionInfo, view: &PageView<'_>, page: u64, i: u
         collection: info.def.name.clone(),
         page,
         row: view.first_row() + i as u64,
+        source: Box::new(source),
+    })
+}
+
+/// Decodes the rows `rows` of a checked page at once (see `codec::rows::decode_rows`), in the
+/// order given; the error names the first row that fails, as [`decode`] would.
+pub(crate) fn decode_many(
+    info: &CollectionInfo,
+    view: &PageView<'_>,
+    page: u64,
+    rows: &[usize],
+) -> Result<Vec<Sketch>, StorageError> {
+    decode_rows(view, rows, &info.def.params).map_err(|(n, source)| StorageError::CorruptRow {
+        collection: info.def.name.clone(),
+        page,
+        row: view.first_row() + rows[n] as u64,
         source: Box::new(source),
     })
 }
