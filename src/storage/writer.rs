@@ -73,8 +73,8 @@ impl<'t, 'i> PageCache<'t, 'i> {
     }
 
     /// The stored page with the greatest first row `<= row`, as a builder of the page's own
-    /// bytes, with its side-table entry (checked against it; not yet folded in).
-    fn load_at_or_before(&mut self, row: u64) -> Result<Option<(PageBuilder, Option<Vec<u64>>)>, StorageError> {
+    /// bytes (its side-table entry is checked against it, not folded in: see [`Self::fold`]).
+    fn load_at_or_before(&mut self, row: u64) -> Result<Option<PageBuilder>, StorageError> {
         let id = self.info.def.id;
         let mut range = self.table.range((id, 0u64)..=(id, row)).map_err(StorageError::backend("read page"))?;
         let Some(entry) = range.next_back() else { return Ok(None) };
@@ -82,11 +82,10 @@ impl<'t, 'i> PageCache<'t, 'i> {
         let first = k.value().1;
         let view =
             PageView::parse_expected(v.value(), &self.info.spec, first).map_err(corrupt_page(self.info, first))?;
-        let words = self.dead.words(self.info, first)?.map(<[u64]>::to_vec);
-        if let Some(w) = &words {
+        if let Some(w) = self.dead.words(self.info, first)? {
             check_dead_words(&view, w).map_err(corrupt_page(self.info, first))?;
         }
-        Ok(Some((PageBuilder::from_view(&view), words)))
+        Ok(Some(PageBuilder::from_view(&view)))
     }
 
     /// `b` (a stored page about to be rewritten) with its side-table entry folded into its
@@ -107,7 +106,7 @@ impl<'t, 'i> PageCache<'t, 'i> {
         let b = match self.dirty.remove(&first_row) {
             Some(b) => Some(b),
             None => match self.load_at_or_before(first_row)? {
-                Some((b, _)) if b.first_row() == first_row => Some(self.fold(b)?),
+                Some(b) if b.first_row() == first_row => Some(self.fold(b)?),
                 _ => None,
             },
         };
@@ -133,7 +132,7 @@ impl<'t, 'i> PageCache<'t, 'i> {
             // The collection's last page: a copy dirtied earlier in this transaction
             // supersedes the stored one.
             let last_dirty = self.dirty.last_key_value().map(|(k, _)| *k);
-            let stored = self.load_at_or_before(u64::MAX)?.map(|(b, _)| b);
+            let stored = self.load_at_or_before(u64::MAX)?;
             let (last, was_dirty) = match (last_dirty, stored) {
                 (Some(d), s) if s.as_ref().is_none_or(|s| d >= s.first_row()) => (self.dirty.remove(&d), true),
                 (_, s) => (s, false),
