@@ -16,9 +16,9 @@ use super::busy::{DEFAULT_BUSY_TIMEOUT, retry_while_locked};
 use super::current::{Generation, WriteTxn};
 use super::error::{StorageError, contain, contain_any};
 use super::tables::{CATALOG_KEY, FORMAT_KEY, META, META_NAME, REDB_FILE_FORMAT};
-use crate::codec::FORMAT_VERSION;
 use crate::codec::error::CodecError;
 use crate::codec::meta::{CatalogRecord, FormatRecord};
+use crate::codec::{FILE_FORMAT_VERSION, FORMAT_VERSION};
 
 /// How commits reach the disk.
 ///
@@ -328,7 +328,7 @@ impl Store {
 
     fn initialise(db: &redb::Database) -> Result<(), StorageError> {
         let format = FormatRecord {
-            format_version: FORMAT_VERSION,
+            format_version: FILE_FORMAT_VERSION,
             engine_file_format: REDB_FILE_FORMAT,
             created_by: format!("sketchdb {}", env!("CARGO_PKG_VERSION")),
         };
@@ -455,13 +455,16 @@ impl Store {
             engine_file_format: REDB_FILE_FORMAT,
             created_by: format!("sketchdb {} (test)", env!("CARGO_PKG_VERSION")),
         };
-        let bytes =
-            crate::codec::envelope::encode_with_version(crate::codec::envelope::RecordKind::Format, version, &format)
-                .map_err(|source| StorageError::CorruptMeta {
-                table: META_NAME,
-                key: FORMAT_KEY.into(),
-                source: Box::new(source),
-            })?;
+        let bytes = crate::codec::envelope::encode_with_version(
+            crate::codec::envelope::RecordKind::Format,
+            FORMAT_VERSION,
+            &format,
+        )
+        .map_err(|source| StorageError::CorruptMeta {
+            table: META_NAME,
+            key: FORMAT_KEY.into(),
+            source: Box::new(source),
+        })?;
         let txn = self.begin_write("rewrite format record")?;
         {
             let mut meta = txn.open_table(META).map_err(StorageError::backend("open table"))?;
