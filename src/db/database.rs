@@ -188,8 +188,9 @@ impl Database {
         }
     }
 
-    /// Sets how many bytes index probes of this database may keep in memory (default 1 GiB;
-    /// each opened database has its own budget). Probes keep the index values they read (LSH chunks,
+    /// Sets how many bytes index probes of this database may keep in memory (default 1 GiB,
+    /// or what [`DatabaseBuilder::probe_cache_budget`] set at open; each opened database has
+    /// its own budget; [`Database::cache_stats`] reports it with the bytes held). Probes keep the index values they read (LSH chunks,
     /// SimHash buckets), and LSH verification the candidates' records, so that a repeated
     /// probe costs a few memory accesses instead of B-tree descents and page checks; past
     /// the budget, values are read and not kept. Lowering the budget
