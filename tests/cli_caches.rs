@@ -32,9 +32,11 @@ fn setup(d: &Path) {
     c.apply(&batch).unwrap();
 }
 
-/// The `caches` object of `stats --json` (its last line).
+/// The `caches` object of `stats --json` (on every collection's line, the same).
 fn caches(out: &[u8]) -> Value {
-    lines(out).last().expect("a caches line")["caches"].clone()
+    let all = lines(out);
+    assert!(all.iter().all(|l| l["caches"] == all[0]["caches"]), "{all:?}");
+    all[0]["caches"].clone()
 }
 
 #[test]
@@ -67,7 +69,7 @@ fn stats_report_the_budgets_given_by_flag_or_environment() {
     assert_eq!(got["page_cache_budget"], json!(64 << 20));
     assert_eq!(got["probe_cache_budget"], json!(Database::DEFAULT_PROBE_CACHE_BUDGET));
     let text = String::from_utf8(ok(d, &["--db", "x.db", "--probe-cache", "1G", "stats"]).stdout).unwrap();
-    assert!(text.contains("probe cache 0 B of 1.0 GiB"), "{text}");
+    assert!(text.contains("\nprobe cache: 0 B of 1.0 GiB\n"), "{text}");
 
     for bad in ["12Q", "-1", "2T", ""] {
         let out = run(d, &["--db", "x.db", &format!("--probe-cache={bad}"), "stats"]);
@@ -96,7 +98,8 @@ fn the_shell_reports_what_its_queries_keep_as_the_library_does() {
     child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let got = caches(&out.stdout);
+    // The query lines, then `stats`' one line (one collection).
+    let got = lines(&out.stdout).last().expect("stats")["caches"].clone();
 
     // The shell reads through a read-only handle until a command writes.
     let db = Database::builder().probe_cache_budget(8 << 20).open_read_only(d.join("x.db")).unwrap();

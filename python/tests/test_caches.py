@@ -81,10 +81,10 @@ def test_python_and_the_cli_report_the_same_numbers(tmp_path, cli):
     _build(path)
     out = cli("--db", path, "--page-cache", "2M", "--probe-cache", "3M", "--json", "stats").stdout
     lines = [json.loads(line) for line in out.splitlines()]
-    shown = lines[-1]["caches"]
+    shown = lines[0]["caches"]
     with sketchdb.open(path, read_only=True, page_cache_bytes=2 << 20, probe_cache_bytes=3 << 20) as db:
         mine = db.stats()
-        assert mine["file_bytes"] == lines[-1]["file_bytes"]
+        assert mine["file_bytes"] == lines[0]["file_bytes"]
         assert mine["caches"] == shown
         assert mine["collections"][0]["live"] == lines[0]["live"]
 

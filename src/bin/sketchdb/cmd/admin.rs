@@ -236,10 +236,10 @@ pub fn stats(session: &mut Session, json_out: bool) -> Result<(), CliError> {
                 "{}",
                 json!({"collection": name, "records": c.live, "live": c.live, "deleted": c.deleted,
                        "next_row": c.next_row, "page_capacity": c.page_capacity, "record_width": c.record_width,
-                       "file_bytes": s.file_bytes, "index": index_json(c.index)})
+                       "file_bytes": s.file_bytes, "index": index_json(c.index), "caches": caches_json(&s.caches)})
             )?;
         }
-        return outln!("{}", json!({"file_bytes": s.file_bytes, "caches": caches_json(&s.caches)}));
+        return Ok(());
     }
     outln!("file: {} ({} bytes)", session.path().display(), s.file_bytes)?;
     let rows = s
@@ -261,22 +261,19 @@ pub fn stats(session: &mut Session, json_out: bool) -> Result<(), CliError> {
     outln!("{}", caches_text(&s.caches))
 }
 
-/// The `caches` object of `stats --json` (the names of the library's `CacheStats`).
+/// The `caches` object of each `stats --json` line (the database's, repeated like
+/// `file_bytes`; the names of the library's `CacheStats`).
 pub fn caches_json(c: &sketchdb::CacheStats) -> serde_json::Value {
     json!({"page_cache_budget": c.page_cache_budget, "page_cache_held": c.page_cache_held,
            "probe_cache_budget": c.probe_cache_budget, "probe_cache_held": c.probe_cache_held,
            "snapshot_kept": c.snapshot_kept, "snapshot_memo_entries": c.snapshot_memo_entries})
 }
 
-/// The caches line of `stats`: each cache's held bytes of its budget.
+/// The caches lines of `stats`: each cache's held bytes of its budget, one line each.
 fn caches_text(c: &sketchdb::CacheStats) -> String {
-    let snapshot = if c.snapshot_kept {
-        format!("kept ({} values)", c.snapshot_memo_entries)
-    } else {
-        "none kept".to_string()
-    };
+    let snapshot = if c.snapshot_kept { format!("kept, {} values", c.snapshot_memo_entries) } else { "none".into() };
     format!(
-        "caches: page cache {} of {}; probe cache {} of {}; snapshot {snapshot}",
+        "page cache: {} of {}\nprobe cache: {} of {}\nkept snapshot: {snapshot}",
         bytes_text(c.page_cache_held),
         bytes_text(c.page_cache_budget),
         bytes_text(c.probe_cache_held),
