@@ -7,6 +7,7 @@
 
 pub(crate) mod bbit;
 pub(crate) mod compat;
+pub(crate) mod densify;
 pub(crate) mod error;
 pub(crate) mod estimate;
 pub(crate) mod hash;

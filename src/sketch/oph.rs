@@ -1,6 +1,7 @@
 //! One Permutation Hashing (Li, Owen and Zhang, NIPS 2012) with optimal densification
 //! (Shrivastava, ICML 2017) for LSH keys.
 
+use super::densify::{bin_of, densify};
 use super::error::SketchError;
 use super::estimate::{Estimate, check_level, clopper_pearson};
 use super::hash::{Permutations, fmix64, stream};
@@ -100,16 +101,6 @@ pub fn oph_estimate(c: OphCounts, bits: u8, card_x: u64, card_y: u64, level: f64
     Ok(Estimate { value, lower: correct(lo), upper: correct(hi), level, samples: m })
 }
 
-/// Densification gives up on random probes after this many per empty bin and takes the next
-/// non-empty bin cyclically (reached with probability (1 - filled/t)^64, documented fallback).
-const MAX_PROBES: u32 = 64;
-
-/// Which of t bins a permuted value falls into.
-#[inline(always)]
-fn bin_of(v: u64, t: u64) -> usize {
-    (((v >> 32) * t) >> 32) as usize
-}
-
 fn value_mask(bits: u8) -> u64 {
     (1u64 << bits) - 1
 }
@@ -192,14 +183,23 @@ impl OphSketch {
             return Err(SketchError::malformed("oph", "empty-bin bitmap marks bins beyond t"));
         }
         let mask = value_mask(params.bits());
-        for (i, &v) in bins.iter().enumerate() {
-            let is_empty = empty[i / 64] >> (i % 64) & 1 == 1;
-            if u64::from(v) > mask || (is_empty && v != 0) {
-                return Err(SketchError::malformed(
-                    "oph",
-                    format!("bin {i} holds {v}, not a valid {}-bit value", params.bits()),
-                ));
+        let bad = |i: usize, v: u32| u64::from(v) > mask || (empty[i / 64] >> (i % 64) & 1 == 1 && v != 0);
+        // Checked 64 bins (one bitmap word) at a time without branches; the first bad bin is
+        // looked for only when a word has one.
+        let word_ok = |(chunk, &w): (&[u32], &u64)| {
+            let mut wrong = false;
+            for (k, &v) in chunk.iter().enumerate() {
+                wrong |= (u64::from(v) > mask) | ((w >> k & 1 == 1) & (v != 0));
             }
+            !wrong
+        };
+        if !bins.chunks(64).zip(&empty).all(word_ok)
+            && let Some((i, &v)) = bins.iter().enumerate().find(|&(i, &v)| bad(i, v))
+        {
+            return Err(SketchError::malformed(
+                "oph",
+                format!("bin {i} holds {v}, not a valid {}-bit value", params.bits()),
+            ));
         }
         let all_empty = empty.iter().map(|w| w.count_ones() as usize).sum::<usize>() == t;
         if all_empty != (cardinality == 0) {
@@ -237,17 +237,19 @@ impl OphSketch {
     pub fn bin_counts(&self, other: &OphSketch) -> Result<(usize, usize, usize), SketchError> {
         self.params.check_compatible(&other.params)?;
         let t = self.bins.len();
-        let mut n_emp = 0;
-        for (x, y) in self.empty.iter().zip(&other.empty) {
+        let (mut n_emp, mut n_mat, mut both) = (0, 0, 0);
+        // A word of 64 bins at a time: bins past t are flagged neither empty nor filled.
+        for (w, (x, y)) in self.empty.iter().zip(&other.empty).enumerate() {
+            let (lo, hi) = (w * 64, (w * 64 + 64).min(t));
+            let in_t = if hi - lo == 64 { u64::MAX } else { (1u64 << (hi - lo)) - 1 };
+            let filled = !(x | y) & in_t;
             n_emp += (x & y).count_ones() as usize;
-        }
-        let mut both = 0;
-        let mut n_mat = 0;
-        for i in 0..t {
-            if !self.is_empty_bin(i) && !other.is_empty_bin(i) {
-                both += 1;
-                n_mat += usize::from(self.bins[i] == other.bins[i]);
+            both += filled.count_ones() as usize;
+            let mut equal = 0u64;
+            for (k, (a, b)) in self.bins[lo..hi].iter().zip(&other.bins[lo..hi]).enumerate() {
+                equal |= u64::from(a == b) << k;
             }
+            n_mat += (equal & filled).count_ones() as usize;
         }
         Ok((n_emp, n_mat, both))
     }
@@ -301,24 +303,7 @@ impl OphSketch {
             return Err(SketchError::EmptySet);
         }
         let key = stream(self.params.seed(), 4)[3];
-        let mut out = self.bins.clone();
-        for (j, slot) in out.iter_mut().enumerate() {
-            if !self.is_empty_bin(j) {
-                continue;
-            }
-            let mut src = None;
-            for attempt in 0..MAX_PROBES {
-                let r = fmix64(key ^ ((j as u64) << 32 | u64::from(attempt)));
-                let cand = bin_of(r, t as u64);
-                if !self.is_empty_bin(cand) {
-                    src = Some(cand);
-                    break;
-                }
-            }
-            let src = src.unwrap_or_else(|| (1..t).map(|d| (j + d) % t).find(|&c| !self.is_empty_bin(c)).unwrap_or(j));
-            *slot = self.bins[src];
-        }
-        Ok(out)
+        Ok(densify(&self.bins, &self.empty, key))
     }
 }
 
@@ -343,6 +328,62 @@ mod tests {
             k = k.wrapping_mul(inverse(c));
         }
         (k ^ (k >> 33)) ^ perms.pre
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+        /// `from_parts` accepts exactly the parts whose every bin passes the per-bin rule, and
+        /// `bin_counts` equals counting bin by bin, for t not a multiple of 64 too.
+        #[test]
+        fn word_wise_checks_and_counts_equal_bin_by_bin(
+            t in proptest::sample::select(vec![1u32, 63, 64, 100, 512]),
+            bits in proptest::sample::select(vec![8u8, 16, 32]),
+            seed in proptest::prelude::any::<u64>(),
+            corrupt in proptest::prelude::any::<bool>(),
+        ) {
+            let params = SketchParams::oph(t, bits, 5).unwrap();
+            let t = t as usize;
+            let mut state = seed;
+            let mut next = || { state = fmix64(state ^ 0x5851_F42D_4C95_7F2D); state };
+            let mut parts = |valid: bool| {
+                let mut empty = vec![0u64; t.div_ceil(64)];
+                let bins: Vec<u32> = (0..t).map(|j| {
+                    if next() % 3 == 0 {
+                        empty[j / 64] |= 1 << (j % 64);
+                        0
+                    } else {
+                        // Few distinct values so that equal bins are common.
+                        (next() % 4) as u32 & value_mask(bits) as u32
+                    }
+                }).collect();
+                let mut bins = bins;
+                if !valid {
+                    let j = (next() as usize) % t;
+                    bins[j] = if bits == 32 || empty[j / 64] >> (j % 64) & 1 == 1 { bins[j].max(1) | 1 } else { 1 << bits };
+                    if bits == 32 && empty[j / 64] >> (j % 64) & 1 == 0 {
+                        empty[j / 64] |= 1 << (j % 64); // a 32-bit value cannot be too wide
+                    }
+                }
+                (bins, empty)
+            };
+            let naive_ok = |bins: &[u32], empty: &[u64]| bins.iter().enumerate().all(|(i, &v)| {
+                u64::from(v) <= value_mask(bits) && !(empty[i / 64] >> (i % 64) & 1 == 1 && v != 0)
+            });
+            let card = |empty: &[u64]| u64::from(empty.iter().map(|w| w.count_ones()).sum::<u32>() as usize != t);
+            let (b1, e1) = parts(!corrupt);
+            proptest::prop_assert_eq!(naive_ok(&b1, &e1), !corrupt);
+            let one = OphSketch::from_parts(params, b1.clone(), e1.clone(), card(&e1));
+            proptest::prop_assert_eq!(one.is_ok(), !corrupt);
+            let (b2, e2) = parts(true);
+            if let Ok(one) = one {
+                let two = OphSketch::from_parts(params, b2.clone(), e2.clone(), card(&e2)).unwrap();
+                let is = |e: &[u64], i: usize| e[i / 64] >> (i % 64) & 1 == 1;
+                let n_emp = (0..t).filter(|&i| is(&e1, i) && is(&e2, i)).count();
+                let both: Vec<usize> = (0..t).filter(|&i| !is(&e1, i) && !is(&e2, i)).collect();
+                let n_mat = both.iter().filter(|&&i| b1[i] == b2[i]).count();
+                proptest::prop_assert_eq!(one.bin_counts(&two).unwrap(), (n_emp, n_mat, both.len()));
+            }
+        }
     }
 
     #[test]
