@@ -88,6 +88,11 @@ impl super::store::Store {
         }
         self.generation.keep(|| self.snapshot())
     }
+
+    /// Values the kept snapshot's memo holds (`None`: no snapshot is kept).
+    pub(crate) fn kept_memo_len(&self) -> Option<usize> {
+        self.generation.kept::<ReadSnapshot>().map(|s| s.memo_len())
+    }
 }
 
 impl ReadSnapshot {
@@ -120,6 +125,11 @@ impl ReadSnapshot {
         }
         memo.push((collection, ty, made.clone()));
         Ok(made)
+    }
+
+    /// Values [`Self::memo`] holds.
+    pub(crate) fn memo_len(&self) -> usize {
+        self.memo.lock().len()
     }
 
     /// The read transaction (for the index layer's tables).

@@ -56,6 +56,9 @@ pub enum Sharing {
     Exclusive,
 }
 
+/// redb's page cache size when [`StoreOptions::cache_size`] is `None`.
+pub(crate) const DEFAULT_CACHE_SIZE: usize = 1 << 30;
+
 /// Options for opening or creating a store.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct StoreOptions {
@@ -100,6 +103,8 @@ pub(crate) struct Store {
     db: RwLock<Handle>,
     location: PathBuf,
     durability: Durability,
+    /// redb's page cache size in bytes.
+    pub(crate) cache_size: usize,
     /// The stored planner costs, read on first use (outer `None`: not read yet).
     pub(crate) costs: parking_lot::Mutex<Option<Option<crate::codec::meta::PlannerCostsRecord>>>,
     /// This handle's identity, unique in the process: what was read from one open database
@@ -165,6 +170,11 @@ impl Store {
         layer_state(&self.layer)
     }
 
+    /// Bytes redb's page cache holds now (its read cache and write buffer).
+    pub(crate) fn page_cache_held(&self) -> usize {
+        self.db.read().readable().cache_stats().used_bytes()
+    }
+
     fn builder(opts: &StoreOptions) -> redb::Builder {
         let mut b = redb::Builder::new();
         if let Some(bytes) = opts.cache_size {
@@ -199,6 +209,7 @@ impl Store {
             db: RwLock::new(db),
             location: path.to_path_buf(),
             durability: opts.durability,
+            cache_size: opts.cache_size.unwrap_or(DEFAULT_CACHE_SIZE),
             costs: Default::default(),
             id: next_store_id(),
             layer: LayerState::default(),
