@@ -25,7 +25,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let size: usize = a.get(4).and_then(|s| s.parse().ok()).unwrap_or(100_000).max(1);
     let (params, mut rows) = {
-        let src = Database::open(&a[1])?;
+        let src = Database::open_read_only(&a[1])?;
         let c = src.collection(&a[2])?;
         let rows: Vec<(Vec<u8>, Sketch)> = c.scan()?.map(|r| r.map(|r| (r.key, r.sketch))).collect::<Result<_, _>>()?;
         (c.config().params, rows)

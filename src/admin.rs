@@ -40,6 +40,9 @@ pub struct DatabaseStats {
     pub file_bytes: u64,
     /// Per collection: name and counters.
     pub collections: Vec<(String, crate::db::stats::CollectionStats)>,
+    /// What the handle keeps in memory, read after the collections' counters (so it
+    /// includes what reading them kept).
+    pub caches: crate::db::stats::CacheStats,
 }
 
 /// Collects [`DatabaseStats`] (cheap: reads counters, scans nothing).
@@ -49,5 +52,5 @@ pub fn stats(db: &Database) -> Result<DatabaseStats> {
     for c in db.collections()? {
         collections.push((c.name().to_string(), c.stats()?));
     }
-    Ok(DatabaseStats { file_bytes, collections })
+    Ok(DatabaseStats { file_bytes, collections, caches: db.cache_stats() })
 }

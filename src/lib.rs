@@ -65,7 +65,7 @@ pub use db::database::{Database, DatabaseBuilder};
 pub use db::many::{BatchAnswers, Probe, ProbeError};
 pub use db::recipes;
 pub use db::snapshot::{PageColumns, Record, Scan, Snapshot};
-pub use db::stats::{CollectionStats, IndexSummary};
+pub use db::stats::{CacheStats, CollectionStats, IndexSummary};
 pub use error::{Error, Result};
 pub use index::IndexError;
 pub use planner::dedup_exec::{Cluster, Clustering, DedupResult};

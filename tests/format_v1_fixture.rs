@@ -123,12 +123,12 @@ fn an_unknown_format_version_is_refused() {
     let path = copy_fixture(dir.path());
     {
         let db = Database::open(&path).unwrap();
-        sketchdb::testing::rewrite_format_version(&db, 2).unwrap();
+        sketchdb::testing::rewrite_format_version(&db, 3).unwrap();
     }
     match Database::open(&path) {
-        Err(Error::Storage(e @ StorageError::UnsupportedFormat { found: 2, supported: 1, .. })) => {
+        Err(Error::Storage(e @ StorageError::UnsupportedFormat { found: 3, supported: 2, .. })) => {
             let msg = e.to_string();
-            assert!(msg.contains("format version 2") && msg.contains("version 1"), "{msg}");
+            assert!(msg.contains("format version 3") && msg.contains("versions 1 to 2"), "{msg}");
             assert!(msg.contains("fixture.sketchdb") && msg.contains("sketchdb.meta"), "{msg}");
         }
         other => panic!("expected UnsupportedFormat, got {other:?}"),

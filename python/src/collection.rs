@@ -19,12 +19,13 @@ use crate::database::{Shared, closed};
 use crate::errors::IntoPy;
 use crate::sketches::{self, PyEstimate};
 
-/// A collection handle that `Database.close()` can empty.
-pub(crate) struct Slot(RwLock<Option<Collection>>);
+/// A collection handle that `Database.close()` can empty. Shared behind an `Arc`, so that a
+/// call takes it with one reference count, not a copy of its configuration.
+pub(crate) struct Slot(RwLock<Option<Arc<Collection>>>);
 
 impl Slot {
     pub(crate) fn new(c: Collection) -> Self {
-        Slot(RwLock::new(Some(c)))
+        Slot(RwLock::new(Some(Arc::new(c))))
     }
     pub(crate) fn clear(&self) {
         self.0.write().take();
@@ -34,6 +35,7 @@ impl Slot {
 mod ingest;
 mod probe;
 mod results;
+pub(crate) use results::stats_dict;
 
 pub(crate) use ingest::{PyInsertReport, PyReject};
 use probe::{Probe, ProbeArgs};
@@ -52,12 +54,12 @@ impl PyCollection {
         PyCollection { shared, slot }
     }
 
-    fn coll(&self) -> PyResult<Collection> {
+    fn coll(&self) -> PyResult<Arc<Collection>> {
         self.slot.0.read().clone().ok_or_else(closed)
     }
 
     /// The Rust handle (a `sketchdb.Error` once the database is closed).
-    pub(crate) fn handle(&self) -> PyResult<Collection> {
+    pub(crate) fn handle(&self) -> PyResult<Arc<Collection>> {
         self.coll()
     }
 

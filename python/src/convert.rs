@@ -70,7 +70,8 @@ pub(crate) fn tokens(obj: &Bound<'_, PyAny>, seed: u64) -> PyResult<Vec<u64>> {
 /// A key: `str` (UTF-8) or `bytes`.
 pub(crate) fn key(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(s.to_cow()?.as_bytes().to_vec());
+        // One copy: the UTF-8 the interpreter hands over becomes the key's bytes.
+        return Ok(s.to_cow()?.into_owned().into_bytes());
     }
     if let Ok(b) = obj.cast::<PyBytes>() {
         return Ok(b.as_bytes().to_vec());

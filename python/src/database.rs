@@ -57,14 +57,20 @@ impl PyDatabase {
 /// `busy_timeout`: seconds to wait for a file another process holds in a mode this open
 /// cannot share (a second writer beside a writer) before raising `BusyError`, which names
 /// the file and, on Linux, the holding process; 0 fails at once (default 5).
+/// `page_cache_bytes`: the storage engine's page cache (default 1 GiB); `probe_cache_bytes`:
+/// the probe cache's budget, index values and candidates' records kept for repeated queries
+/// (default 1 GiB; 0 keeps nothing). Both bound memory only: answers never depend on them.
+/// `Database.stats()["caches"]` reports each with the bytes it holds.
 #[pyfunction]
-#[pyo3(signature = (path, create = None, *, read_only = false, busy_timeout = 5.0))]
+#[pyo3(signature = (path, create = None, *, read_only = false, busy_timeout = 5.0, page_cache_bytes = None, probe_cache_bytes = None))]
 pub(crate) fn open(
     py: Python<'_>,
     path: PathBuf,
     create: Option<bool>,
     read_only: bool,
     busy_timeout: f64,
+    page_cache_bytes: Option<usize>,
+    probe_cache_bytes: Option<usize>,
 ) -> PyResult<PyDatabase> {
     if read_only && create == Some(true) {
         return Err(pyo3::exceptions::PyValueError::new_err("read_only=True cannot create a database (create=True)"));
@@ -74,7 +80,13 @@ pub(crate) fn open(
             "busy_timeout={busy_timeout}: expected a finite number of seconds >= 0"
         ))
     })?;
-    let builder = Database::builder().busy_timeout(wait);
+    let mut builder = Database::builder().busy_timeout(wait);
+    if let Some(bytes) = page_cache_bytes {
+        builder = builder.cache_size(bytes);
+    }
+    if let Some(bytes) = probe_cache_bytes {
+        builder = builder.probe_cache_budget(bytes);
+    }
     let p = path.clone();
     let db = py
         .detach(move || match create {
@@ -194,6 +206,49 @@ impl PyDatabase {
         verify(py, &self.shared.db()?)
     }
 
+    /// Database statistics (cheap: reads counters, scans nothing): a dict with `path`,
+    /// `file_bytes`, `collections` (a list of what `Collection.stats()` gives, by name) and
+    /// `caches` (what `cache_stats()` gives, read last).
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let db = self.shared.db()?;
+        let (s, handles) = py
+            .detach(|| -> sketchdb::Result<_> {
+                let s = admin::stats(&db)?;
+                let handles = db.collections()?;
+                Ok((s, handles))
+            })
+            .py_err()?;
+        let d = PyDict::new(py);
+        d.set_item("path", &self.path)?;
+        d.set_item("file_bytes", s.file_bytes)?;
+        let collections = pyo3::types::PyList::empty(py);
+        for (name, counters) in &s.collections {
+            if let Some(c) = handles.iter().find(|c| c.name() == name) {
+                collections.append(crate::collection::stats_dict(py, c, *counters)?)?;
+            }
+        }
+        d.set_item("collections", collections)?;
+        d.set_item("caches", caches_dict(py, &s.caches)?)?;
+        Ok(d)
+    }
+
+    /// What this database keeps in memory now, cache by cache, with each cache's budget:
+    /// `page_cache_budget`, `page_cache_held` (the storage engine's page cache),
+    /// `probe_cache_budget`, `probe_cache_held` (index values and candidates' records kept
+    /// for repeated queries), `snapshot_kept` and `snapshot_memo_entries` (the snapshot of
+    /// the last commit a read-write handle keeps for its reads, and what queries derived
+    /// from it). The same numbers as the CLI's `stats` and the Rust `Database::cache_stats`.
+    fn cache_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        caches_dict(py, &self.shared.db()?.cache_stats())
+    }
+
+    /// Sets the probe cache budget in bytes (0 keeps nothing). Below what the cache holds,
+    /// everything kept is let go. Answers never depend on it, only speed.
+    fn set_probe_cache_budget(&self, bytes: usize) -> PyResult<()> {
+        self.shared.db()?.set_probe_cache_budget(bytes);
+        Ok(())
+    }
+
     /// Makes every earlier commit durable.
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
         let db = self.shared.db()?;
@@ -236,6 +291,18 @@ impl PyDatabase {
         let state = if self.closed() { "closed" } else { "open" };
         format!("<sketchdb.Database {:?} ({state})>", self.path)
     }
+}
+
+/// The `caches` dict of `Database.stats()` (the names of the Rust `CacheStats`).
+fn caches_dict<'py>(py: Python<'py>, c: &sketchdb::CacheStats) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("page_cache_budget", c.page_cache_budget)?;
+    d.set_item("page_cache_held", c.page_cache_held)?;
+    d.set_item("probe_cache_budget", c.probe_cache_budget)?;
+    d.set_item("probe_cache_held", c.probe_cache_held)?;
+    d.set_item("snapshot_kept", c.snapshot_kept)?;
+    d.set_item("snapshot_memo_entries", c.snapshot_memo_entries)?;
+    Ok(d)
 }
 
 pub(crate) fn compact<'py>(py: Python<'py>, db: &Database) -> PyResult<Bound<'py, PyDict>> {

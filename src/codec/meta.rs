@@ -104,11 +104,11 @@ impl FormatRecord {
     }
     pub(crate) fn decode(bytes: &[u8]) -> Result<Self, CodecError> {
         let r: FormatRecord = envelope::decode(RecordKind::Format, bytes)?;
-        if r.format_version != super::FORMAT_VERSION {
+        if !(super::OLDEST_FILE_FORMAT_VERSION..=super::FILE_FORMAT_VERSION).contains(&r.format_version) {
             return Err(CodecError::UnsupportedVersion {
                 what: "format record",
                 found: r.format_version,
-                supported: super::FORMAT_VERSION,
+                supported: super::FILE_FORMAT_VERSION,
             });
         }
         Ok(r)

@@ -24,6 +24,7 @@ pub(crate) mod layout;
 pub(crate) mod meta;
 pub(crate) mod page;
 pub(crate) mod record;
+pub(crate) mod rows;
 pub(crate) mod shingles;
 pub(crate) mod signature;
 pub(crate) mod wire;
@@ -31,7 +32,15 @@ pub(crate) mod wire;
 #[cfg(test)]
 mod tests;
 
-/// The on-disk format version this build writes and the only one it reads.
-///
-/// It is stored in the format record, in every metadata envelope and in every page header.
+/// The layout version of metadata envelopes and page headers: the one this build writes and
+/// the only one it reads. Stored in every envelope frame and every page header.
 pub(crate) const FORMAT_VERSION: u16 = 1;
+
+/// The file format version the format record of a file this build creates states
+/// (`storage-format.md`, section 7.1): 2 = the file may list removed rows in
+/// `sketchdb.row_dead`, which builds reading only version 1 would miss.
+pub(crate) const FILE_FORMAT_VERSION: u16 = 2;
+
+/// The oldest file format version this build reads (and upgrades in place to
+/// [`FILE_FORMAT_VERSION`] when it first records a removed row in the side table).
+pub(crate) const OLDEST_FILE_FORMAT_VERSION: u16 = 1;

@@ -69,6 +69,9 @@ pub(crate) struct PageView<'a> {
     data: usize,
     ends: usize,
     heap: usize,
+    /// Rows removed outside the page (`sketchdb.row_dead`, see [`dead_words`]): the page's
+    /// own tombstone bitmap ORed with these words is what the view reports. Empty: none.
+    extra: &'a [u64],
 }
 
 impl<'a> PageView<'a> {
@@ -143,8 +146,9 @@ impl<'a> PageView<'a> {
             data,
             ends,
             heap: ends + 4 * rows,
+            extra: &[],
         };
-        if !rows.is_multiple_of(64) && view.tombstone_word(rows / 64) >> (rows % 64) != 0 {
+        if !rows.is_multiple_of(64) && view.own_tombstone_word(rows / 64) >> (rows % 64) != 0 {
             return Err(CodecError::field(WHAT, "tombstones", "bits set past row_count", "zero padding bits"));
         }
         let mut prev = 0usize;
@@ -211,9 +215,24 @@ impl<'a> PageView<'a> {
         row.checked_sub(self.first_row).filter(|&i| i < self.rows as u64).map(|i| i as usize)
     }
 
-    fn tombstone_word(&self, w: usize) -> u64 {
+    /// This view with the rows of `words` (a checked side-table bitmap of this page, see
+    /// [`check_dead_words`]) reported deleted too.
+    pub(crate) fn with_dead<'b>(self, words: &'b [u64]) -> PageView<'b>
+    where
+        'a: 'b,
+    {
+        PageView { extra: words, ..self }
+    }
+
+    /// The page's own tombstone word `w`.
+    fn own_tombstone_word(&self, w: usize) -> u64 {
         let at = PAGE_HEADER_LEN + 8 * w;
         self.bytes.get(at..at + 8).map_or(0, read_le)
+    }
+
+    /// Tombstone word `w`: the page's own bits and the side table's.
+    fn tombstone_word(&self, w: usize) -> u64 {
+        self.own_tombstone_word(w) | self.extra.get(w).copied().unwrap_or(0)
     }
 
     fn key_end(&self, i: usize) -> usize {
@@ -408,6 +427,24 @@ impl PageBuilder {
         Ok(was_live)
     }
 
+    /// Marks deleted every row whose bit `words` has (a removed-rows bitmap of this page's
+    /// current rows, see [`dead_words`]); fails when `words` does not fit the rows.
+    pub(crate) fn or_deleted(&mut self, words: &[u64]) -> Result<(), CodecError> {
+        let rows = self.rows;
+        if words.len() != rows.div_ceil(64) || (!rows.is_multiple_of(64) && words[rows / 64] >> (rows % 64) != 0) {
+            return Err(CodecError::field(
+                "removed-rows bitmap",
+                "bits",
+                format!("{} words", words.len()),
+                format!("bits of the page's {rows} rows only"),
+            ));
+        }
+        for (t, w) in self.tombstones.iter_mut().zip(words) {
+            *t |= w;
+        }
+        Ok(())
+    }
+
     /// Appends a zeroed row with `key` and returns its index; fails when the page is full or
     /// the key is empty or longer than [`MAX_KEY_LEN`].
     pub(crate) fn begin_row(&mut self, key: &[u8]) -> Result<usize, CodecError> {
@@ -553,4 +590,47 @@ impl PageBuilder {
             c.copy_from_slice(&crc.to_le_bytes());
         }
     }
+}
+
+/// The words of a `sketchdb.row_dead` value: the page's removed rows as a bitmap laid out
+/// like its tombstone bitmap (u64 little-endian words, bit `i % 64` of word `i / 64` = row
+/// `first_row + i`). The value's length must be a nonzero multiple of 8.
+pub(crate) fn dead_words(bytes: &[u8]) -> Result<Vec<u64>, CodecError> {
+    if bytes.is_empty() || !bytes.len().is_multiple_of(8) {
+        return Err(CodecError::field("removed-rows bitmap", "length", bytes.len(), "a nonzero multiple of 8 bytes"));
+    }
+    Ok(bytes.chunks_exact(8).map(read_le).collect())
+}
+
+/// The value bytes of a removed-rows bitmap.
+pub(crate) fn dead_bytes(words: &[u64]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+/// Checks a removed-rows bitmap against the page it belongs to: exactly the page's
+/// tombstone length, no bit at or past `row_count`, at least one bit, and no bit the page's
+/// own bitmap already has (a row is removed in one place only).
+pub(crate) fn check_dead_words(view: &PageView<'_>, words: &[u64]) -> Result<(), CodecError> {
+    const WHAT: &str = "removed-rows bitmap";
+    let rows = view.row_count();
+    if words.len() != rows.div_ceil(64) {
+        return Err(CodecError::field(WHAT, "length", words.len() * 8, bitmap_len(rows)));
+    }
+    if !rows.is_multiple_of(64) && words[rows / 64] >> (rows % 64) != 0 {
+        let past = (rows / 64) * 64 + (63 - words[rows / 64].leading_zeros() as usize);
+        return Err(CodecError::field(
+            WHAT,
+            "bits",
+            format!("row index {past} removed"),
+            format!("rows below the page's row_count {rows}"),
+        ));
+    }
+    if words.iter().all(|&w| w == 0) {
+        return Err(CodecError::field(WHAT, "bits", "no row", "at least one removed row"));
+    }
+    if let Some(w) = (0..words.len()).find(|&w| words[w] & view.own_tombstone_word(w) != 0) {
+        let i = w * 64 + (words[w] & view.own_tombstone_word(w)).trailing_zeros() as usize;
+        return Err(CodecError::field(WHAT, "bits", format!("row index {i} removed twice"), "rows live in the page"));
+    }
+    Ok(())
 }

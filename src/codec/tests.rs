@@ -292,3 +292,44 @@ proptest! {
         }
     }
 }
+
+/// A removed-rows bitmap is ORed into a view, folded into a builder, and refused when it does
+/// not fit the page (wrong length, a bit past the rows, no bit, a bit the page already has).
+#[test]
+fn removed_rows_bitmaps_overlay_fold_and_are_checked() {
+    use super::page::{check_dead_words, dead_bytes, dead_words};
+    let params = SketchParams::minhash(8, 32, 3).unwrap();
+    let spec = spec(&params, 100);
+    let mut b = PageBuilder::new(spec, 500);
+    for (i, s) in sketches(params, 70).iter().enumerate() {
+        push_sketch(&mut b, format!("key{i}").as_bytes(), s).unwrap();
+    }
+    b.set_deleted(1).unwrap();
+    let bytes = b.finish();
+    let view = PageView::parse_expected(&bytes, &spec, 500).unwrap();
+    let words = vec![1u64 << 5, 1 << (66 - 64)];
+    assert_eq!(dead_words(&dead_bytes(&words)).unwrap(), words);
+    check_dead_words(&view, &words).unwrap();
+    let both = view.with_dead(&words);
+    let deleted: Vec<usize> = (0..70).filter(|&i| both.is_deleted(i)).collect();
+    assert_eq!(deleted, [1, 5, 66]);
+    assert_eq!((view.deleted_count(), both.deleted_count()), (1, 3));
+    // Folded into a builder, the page's own bitmap says the same.
+    let mut folded = PageBuilder::from_view(&view);
+    folded.or_deleted(&words).unwrap();
+    let again = folded.finish();
+    let folded_view = PageView::parse_expected(&again, &spec, 500).unwrap();
+    assert_eq!((0..70).filter(|&i| folded_view.is_deleted(i)).collect::<Vec<_>>(), deleted);
+    assert_eq!(PageBuilder::from_view(&both).finish(), again, "a builder from an overlaid view folds it");
+    for (bad, says) in [
+        (vec![1u64], "length"),
+        (vec![0, 1 << 6], "row index 70 removed"),
+        (vec![0, 0], "at least one"),
+        (vec![1 << 1, 0], "removed twice"),
+    ] {
+        let e = check_dead_words(&view, &bad).unwrap_err().to_string();
+        assert!(e.contains(says), "{bad:?}: {e}");
+    }
+    assert!(folded.or_deleted(&[0, 1 << 6]).is_err());
+    assert!(dead_words(&[]).is_err() && dead_words(&[1, 2, 3]).is_err());
+}

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::collection::Collection;
 use super::config::{CollectionConfig, encode_settings};
+use super::stats::CacheStats;
 use crate::error::Result;
 use crate::storage::backend::Backend;
 use crate::storage::compact::CompactionSummary;
@@ -38,17 +39,35 @@ pub struct Database {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DatabaseBuilder {
     opts: StoreOptions,
+    /// The probe cache budget set at open (`None`: the default).
+    probe_cache: Option<usize>,
 }
 
 impl DatabaseBuilder {
     /// The busy timeout an open uses unless [`DatabaseBuilder::busy_timeout`] sets another.
     pub const DEFAULT_BUSY_TIMEOUT: std::time::Duration = crate::storage::busy::DEFAULT_BUSY_TIMEOUT;
 
-    /// The page cache size in bytes (default 1 GiB). Scans are fastest when the collection
-    /// fits.
+    /// The page cache size in bytes (default 1 GiB): the storage engine's cache of file
+    /// pages, read or about to be written. Scans are fastest when the collection fits.
     pub fn cache_size(mut self, bytes: usize) -> Self {
         self.opts.cache_size = Some(bytes);
         self
+    }
+
+    /// The probe cache budget in bytes (default [`Database::DEFAULT_PROBE_CACHE_BUDGET`],
+    /// 1 GiB; 0 keeps nothing): see [`Database::set_probe_cache_budget`].
+    pub fn probe_cache_budget(mut self, bytes: usize) -> Self {
+        self.probe_cache = Some(bytes);
+        self
+    }
+
+    /// `store` opened, with this builder's probe cache budget.
+    fn finish(self, store: Store) -> Database {
+        let db = Database { store: Arc::new(store) };
+        if let Some(bytes) = self.probe_cache {
+            db.set_probe_cache_budget(bytes);
+        }
+        db
     }
 
     /// The commit durability (default [`Durability::Immediate`]); see [`Durability`] for
@@ -71,13 +90,13 @@ impl DatabaseBuilder {
     /// Creates a new database at `path` (an error if the path exists). Creation is atomic:
     /// the file is built as `<path>.sketchdb-tmp` and renamed into place once committed.
     pub fn create(self, path: impl AsRef<Path>) -> Result<Database> {
-        Ok(Database { store: Arc::new(Store::create(path.as_ref(), self.opts)?) })
+        Ok(self.finish(Store::create(path.as_ref(), self.opts)?))
     }
 
     /// Opens an existing database. Nothing is scanned or rebuilt at open; a file without a
     /// sketchdb format record, or with an unknown format version, is refused.
     pub fn open(self, path: impl AsRef<Path>) -> Result<Database> {
-        Ok(Database { store: Arc::new(Store::open(path.as_ref(), self.opts)?) })
+        Ok(self.finish(Store::open(path.as_ref(), self.opts)?))
     }
 
     /// Opens an existing database read-only: the file is opened without write access and
@@ -88,7 +107,7 @@ impl DatabaseBuilder {
     /// write through it fails with [`StorageError::ReadOnly`](crate::StorageError::ReadOnly)
     /// naming the operation.
     pub fn open_read_only(self, path: impl AsRef<Path>) -> Result<Database> {
-        Ok(Database { store: Arc::new(Store::open_read_only(path.as_ref(), self.opts)?) })
+        Ok(self.finish(Store::open_read_only(path.as_ref(), self.opts)?))
     }
 
     /// Opens the database at `path`, creating it first when no file is there.
@@ -111,11 +130,11 @@ impl DatabaseBuilder {
     }
 
     pub(crate) fn create_on<B: Backend>(self, backend: B) -> Result<Database> {
-        Ok(Database { store: Arc::new(Store::create_on(backend, self.opts)?) })
+        Ok(self.finish(Store::create_on(backend, self.opts)?))
     }
 
     pub(crate) fn open_on<B: Backend>(self, backend: B) -> Result<Database> {
-        Ok(Database { store: Arc::new(Store::open_on(backend, self.opts)?) })
+        Ok(self.finish(Store::open_on(backend, self.opts)?))
     }
 }
 
@@ -151,8 +170,27 @@ impl Database {
         DatabaseBuilder::default()
     }
 
-    /// Sets how many bytes index probes of this database may keep in memory (default 1 GiB;
-    /// each opened database has its own budget). Probes keep the index values they read (LSH chunks,
+    /// The probe cache budget of a database opened without
+    /// [`DatabaseBuilder::probe_cache_budget`].
+    pub const DEFAULT_PROBE_CACHE_BUDGET: usize = crate::index::DEFAULT_PROBE_BUDGET;
+
+    /// What this database keeps in memory now, cache by cache, with each cache's budget.
+    pub fn cache_stats(&self) -> CacheStats {
+        let probes = crate::index::ProbeCaches::of_store(&self.store);
+        let memo = self.store.kept_memo_len();
+        CacheStats {
+            page_cache_budget: self.store.cache_size,
+            page_cache_held: self.store.page_cache_held(),
+            probe_cache_budget: probes.budget(),
+            probe_cache_held: probes.held(),
+            snapshot_kept: memo.is_some(),
+            snapshot_memo_entries: memo.unwrap_or(0),
+        }
+    }
+
+    /// Sets how many bytes index probes of this database may keep in memory (default 1 GiB,
+    /// or what [`DatabaseBuilder::probe_cache_budget`] set at open; each opened database has
+    /// its own budget; [`Database::cache_stats`] reports it with the bytes held). Probes keep the index values they read (LSH chunks,
     /// SimHash buckets), and LSH verification the candidates' records, so that a repeated
     /// probe costs a few memory accesses instead of B-tree descents and page checks; past
     /// the budget, values are read and not kept. Lowering the budget

@@ -1,4 +1,5 @@
-//! [`CollectionStats`] and [`IndexSummary`]: a collection's counters at one snapshot.
+//! [`CollectionStats`] and [`IndexSummary`]: a collection's counters at one snapshot;
+//! [`CacheStats`]: what an opened database keeps in memory.
 
 use crate::index::BandingPurpose;
 
@@ -55,4 +56,31 @@ pub enum IndexSummary {
         /// indexed before that rule existed (until `rebuild_index`).
         banding: Option<BandingPurpose>,
     },
+}
+
+/// What one opened database keeps in memory, cache by cache: each bounded by its budget (set
+/// at open with [`DatabaseBuilder`](crate::DatabaseBuilder)), and the bytes it holds now.
+/// Answers never depend on any of them, only speed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CacheStats {
+    /// The storage engine's page cache size in bytes
+    /// ([`DatabaseBuilder::cache_size`](crate::DatabaseBuilder::cache_size), default 1 GiB).
+    pub page_cache_budget: usize,
+    /// Bytes of pages the page cache holds now (read pages and the write buffer), at most
+    /// its budget.
+    pub page_cache_held: usize,
+    /// The probe cache budget in bytes
+    /// ([`DatabaseBuilder::probe_cache_budget`](crate::DatabaseBuilder::probe_cache_budget),
+    /// default 1 GiB).
+    pub probe_cache_budget: usize,
+    /// Bytes the probe caches hold now (index values, candidates' records, their places).
+    pub probe_cache_held: usize,
+    /// Whether the handle keeps the snapshot of its last commit for its reads (read-write
+    /// handles that alone commit to the file, between their writes).
+    pub snapshot_kept: bool,
+    /// Values derived from the kept snapshot (per queried collection: its state, index
+    /// statistics and plans, a few hundred bytes each); 0 without a kept snapshot. They go
+    /// with the snapshot, at the handle's next write.
+    pub snapshot_memo_entries: usize,
 }

@@ -54,7 +54,7 @@ pub(crate) use maintain::{
     Banding, IndexMaintainer, IndexRequest, banding_model, create_index_in, lsh_scheme_for, rebuild, spec_for,
 };
 pub use maintain::{index_band_scheme, index_band_scheme_for};
-pub(crate) use probe_cache::{ProbeCache, ProbeCaches};
+pub(crate) use probe_cache::{DEFAULT_BUDGET as DEFAULT_PROBE_BUDGET, ProbeCache, ProbeCaches};
 pub(crate) use simhash::{simhash_pairs, simhash_within, simhash_within_batch, simhash_within_records};
 pub use stats::{LshStats, SimhashStats};
 pub(crate) use stats::{index_stats, lsh_stats, query_index, simhash_stats};

@@ -53,11 +53,19 @@ pub(crate) const DEFAULT_BUDGET: usize = 1 << 30;
 pub(crate) const MAX_CACHES: usize = 8;
 /// Shelves of at most `2^DIRECT_BITS` slots get a place per slot.
 const DIRECT_BITS: u32 = 18;
-/// Slots per page of places (`2^PAGE_BITS`, 64 KiB): a first probe makes a page per shelf it
-/// reads, not the whole shelf (a shelf of `2^18` places is 16 MiB, and making every table's
-/// at once made the first query after an open take milliseconds).
+/// Slots per page of places, at most (`2^PAGE_BITS`, 64 KiB): a first probe makes a page per
+/// shelf it reads, not the whole shelf (a shelf of `2^18` places is 16 MiB, and making every
+/// table's at once made the first query after an open take milliseconds).
 const PAGE_BITS: u32 = 10;
-const PAGE_MASK: u64 = (1 << PAGE_BITS) - 1;
+
+/// Slots per page of places on a shelf of `2^bits` slots: `2^(bits / 2)`, at most
+/// `2^PAGE_BITS`, so that the page table and a page are about equally small (a first probe
+/// writes both: at `2^13` slots, a 3 KiB table and a 4 KiB page, not 64 KiB of places, which
+/// cost the first query after an open half its time in page faults).
+#[inline]
+fn page_bits(bits: u32) -> u32 {
+    (bits / 2).min(PAGE_BITS)
+}
 /// Bookkeeping bytes counted per cached value.
 const VALUE_OVERHEAD: usize = 64;
 
@@ -382,7 +390,8 @@ impl ProbeCache {
             return None;
         }
         let pages = self.direct.get(shelf)?.get()?;
-        pages.get((slot >> PAGE_BITS) as usize)?.get()?.get((slot & PAGE_MASK) as usize)
+        let pb = page_bits(bits);
+        pages.get((slot >> pb) as usize)?.get()?.get((slot & ((1 << pb) - 1)) as usize)
     }
 
     /// [`Self::place`], making the shelf's page table and the page when they do not exist
@@ -391,9 +400,10 @@ impl ProbeCache {
         if bits > DIRECT_BITS {
             return None;
         }
-        let pages = self.made(self.direct.get(shelf)?, 1usize << bits.saturating_sub(PAGE_BITS), OnceLock::new)?;
-        let page = self.made(pages.get((slot >> PAGE_BITS) as usize)?, 1usize << bits.min(PAGE_BITS), Slot::default)?;
-        page.get((slot & PAGE_MASK) as usize)
+        let pb = page_bits(bits);
+        let pages = self.made(self.direct.get(shelf)?, 1usize << (bits - pb), OnceLock::new)?;
+        let page = self.made(pages.get((slot >> pb) as usize)?, 1usize << pb, Slot::default)?;
+        page.get((slot & ((1 << pb) - 1)) as usize)
     }
 
     /// The array in `cell`, made of `n` times `item()` (its bytes reserved from the budget)
@@ -520,21 +530,23 @@ mod tests {
 
     /// A first probe of a wide shelf makes the page of places it reads, not the shelf (2^18
     /// places, 16 MiB); a slot of another page makes that page; values read back as kept.
+    /// Pages are as small as the shelf's page table allows.
     #[test]
     fn a_first_probe_makes_one_page_of_places() {
         let c = cache();
-        let page = (1usize << PAGE_BITS) * std::mem::size_of::<Slot>();
-        let table = (1usize << (18 - PAGE_BITS)) * std::mem::size_of::<OnceLock<Page>>();
-        c.value(0, 18, 5 << PAGE_BITS, || Ok(Some(vec![1u8; 8]))).expect("read");
+        let page = (1usize << page_bits(18)) * std::mem::size_of::<Slot>();
+        let table = (1usize << (18 - page_bits(18))) * std::mem::size_of::<OnceLock<Page>>();
+        c.value(0, 18, 5 << page_bits(18), || Ok(Some(vec![1u8; 8]))).expect("read");
+        assert_eq!((page_bits(18), page_bits(13), page_bits(30)), (9, 6, PAGE_BITS));
         let first = c.held.load(Ordering::Relaxed);
         let slab = (DEFAULT_BUDGET / 64).clamp(4 << 10, SLAB);
         assert_eq!(first, table + page + slab + VALUE_OVERHEAD, "one page, not {} bytes", (1usize << 18) * 64);
-        c.value(0, 18, (5 << PAGE_BITS) + 1, || Ok(None)).expect("read");
+        c.value(0, 18, (5 << page_bits(18)) + 1, || Ok(None)).expect("read");
         assert_eq!(c.held.load(Ordering::Relaxed), first + VALUE_OVERHEAD, "the same page");
-        c.value(0, 18, 7 << PAGE_BITS, || Ok(None)).expect("read");
+        c.value(0, 18, 7 << page_bits(18), || Ok(None)).expect("read");
         assert_eq!(c.held.load(Ordering::Relaxed), first + VALUE_OVERHEAD * 2 + page, "another page");
-        let v = c.value(0, 18, 5 << PAGE_BITS, || panic!("kept")).expect("read").expect("some");
+        let v = c.value(0, 18, 5 << page_bits(18), || panic!("kept")).expect("read").expect("some");
         assert_eq!(&v[..], &[1u8; 8]);
-        assert!(c.value(0, 18, 7 << PAGE_BITS, || panic!("kept as absent")).expect("read").is_none());
+        assert!(c.value(0, 18, 7 << page_bits(18), || panic!("kept as absent")).expect("read").is_none());
     }
 }

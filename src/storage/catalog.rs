@@ -270,6 +270,7 @@ impl Store {
             IndexTxn(&txn).drop_index_entries(id)?;
             drop_shingles(&txn, id)?;
             super::content_hash::drop_collection(&txn, id)?;
+            super::dead::drop_collection(&txn, id)?;
         }
         txn.commit().map_err(StorageError::backend("commit"))
     }

@@ -65,7 +65,7 @@ pub enum StorageError {
         expected: u64,
     },
     /// The file (or one of its records) has a format version this build does not read.
-    #[error("{path}: {what} has format version {found}; this build of sketchdb reads version {supported} only")]
+    #[error("{path}: {what} has format version {found}; this build of sketchdb reads versions 1 to {supported}")]
     UnsupportedFormat {
         /// The path (or `<backend>`).
         path: PathBuf,
@@ -73,7 +73,7 @@ pub enum StorageError {
         what: String,
         /// The version found.
         found: u16,
-        /// The version this build reads.
+        /// The newest version this build reads.
         supported: u16,
     },
     /// A metadata value (catalog, collection definition or state) does not decode.

@@ -10,7 +10,7 @@ use super::catalog::CollectionInfo;
 use super::error::{StorageError, contain, contain_any};
 use super::reader::open;
 use super::store::Store;
-use super::tables::{COLLECTION_NAMES, KEYS, PAGES};
+use super::tables::{COLLECTION_NAMES, KEYS, PAGES, ROW_DEAD, ROW_DEAD_NAME};
 use crate::codec::record::decode_row;
 
 /// One problem found by `verify`.
@@ -164,6 +164,8 @@ impl Store {
         // A database with no records yet has no pages or keys tables.
         let pages = open(snap.txn(), PAGES)?;
         let keys = open(snap.txn(), KEYS)?;
+        let dead = open(snap.txn(), ROW_DEAD)?;
+        let mut page_starts = std::collections::BTreeSet::new();
         let page_range = match &pages {
             Some(p) => Some(p.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan pages"))?),
             None => None,
@@ -172,6 +174,7 @@ impl Store {
             let (k, v) = entry.map_err(StorageError::backend("scan pages"))?;
             let page = k.value().1;
             ctx.report.pages += 1;
+            page_starts.insert(page);
             let view = match crate::codec::page::PageView::parse_expected(v.value(), &info.spec, page) {
                 Ok(view) => view,
                 Err(e) => {
@@ -179,6 +182,32 @@ impl Store {
                     damaged += 1;
                     continue;
                 }
+            };
+            // The page's removed-rows entry, checked against the page; a bad one is reported
+            // and the page's own tombstones are used.
+            let words = match &dead {
+                Some(t) => match super::dead::words_in(t, id, page, super::rules::corrupt_page(info, page)) {
+                    Ok(w) => w,
+                    Err(e) => {
+                        ctx.problem(Some(page), None, format!("{ROW_DEAD_NAME} entry fails its checks: {e}"));
+                        None
+                    }
+                },
+                None => None,
+            };
+            let words = match words {
+                Some(w) => match crate::codec::page::check_dead_words(&view, &w) {
+                    Ok(()) => Some(w),
+                    Err(e) => {
+                        ctx.problem(Some(page), None, format!("{ROW_DEAD_NAME} entry of this page: {e}"));
+                        None
+                    }
+                },
+                None => None,
+            };
+            let view = match &words {
+                Some(w) => view.with_dead(w),
+                None => view,
             };
             if view.first_row() < prev_end {
                 ctx.problem(Some(page), Some(view.first_row()), "page overlaps the previous page's rows");
@@ -213,6 +242,20 @@ impl Store {
                     Some(g) if g.value() == row => {}
                     Some(g) => ctx.problem(Some(page), Some(row), format!("its key maps to row {} instead", g.value())),
                     None => ctx.problem(Some(page), Some(row), "its key is missing from sketchdb.keys"),
+                }
+            }
+        }
+        // Every removed-rows entry belongs to a stored page.
+        if let Some(t) = &dead {
+            for entry in t.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan removed rows"))? {
+                let (k, _) = entry.map_err(StorageError::backend("scan removed rows"))?;
+                let page = k.value().1;
+                if !page_starts.contains(&page) {
+                    ctx.problem(
+                        Some(page),
+                        None,
+                        format!("{ROW_DEAD_NAME} has an entry for page {page}, which is not stored"),
+                    );
                 }
             }
         }

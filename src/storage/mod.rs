@@ -11,6 +11,8 @@
 //! * [`rules`]: what a write is made of, and the key check and error builders reads and
 //!   writes share.
 //! * [`shingles`]: the exact shingle sets of collections that keep them.
+//! * [`dead`]: removed rows kept beside their pages (`sketchdb.row_dead`), so a delete does
+//!   not rewrite its row's page.
 //! * [`compact`]: page compaction and redb file compaction.
 //! * [`space`]: the free-space check before operations that grow the file first.
 //! * [`content_hash`]: the source-content hash kept per row written with one (sync).
@@ -31,6 +33,8 @@ pub(crate) mod compact;
 pub(crate) mod content_hash;
 pub(crate) mod costs;
 pub(crate) mod current;
+pub(crate) mod dead;
+pub(crate) mod dead_write;
 pub(crate) mod error;
 pub(crate) mod hook;
 pub(crate) mod index_tables;

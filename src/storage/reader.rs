@@ -3,26 +3,30 @@
 //! Every page read checks the page's crc and header (against the collection, its layout and
 //! capacity, and the first row it is stored under) before any row is decoded, and every row
 //! is decoded through the sketch's `from_parts`: a damaged page is an error naming the
-//! collection and page, never a wrong sketch.
+//! collection and page, never a wrong sketch. Every page is read with its removed-rows entry
+//! (`sketchdb.row_dead`, [`super::dead`]) ORed into its tombstones.
 
 use std::any::{Any, TypeId};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 use redb::{AccessGuard, ReadOnlyTable, ReadTransaction};
 
 use super::catalog::{CollectionInfo, read_state};
+use super::dead::words_in;
 use super::error::{StorageError, contain};
 use super::index_tables::{BucketKey, BytesView, GroupKey, RowKey, RowsView, RunKey};
-use super::rules::{check_key, corrupt_page, inconsistent};
+use super::rules::{check_key, corrupt_page, inconsistent, overlay};
 use super::store::{LayerState, layer_state};
 use super::tables::{
     COLLECTION_STATE, CONTENT_HASHES, INDEX_DEFS, KEYS, LSH_BUCKETS, LSH_DEAD, LSH_GROUPS_V1, LSH_ROWS, PAGES,
-    SIMHASH_BUCKETS,
+    ROW_DEAD, SIMHASH_BUCKETS,
 };
 use crate::codec::meta::CollectionState;
 use crate::codec::page::PageView;
 use crate::codec::record::decode_row;
+use crate::codec::rows::decode_rows;
 use crate::sketch::sketcher::Sketch;
 
 /// A read transaction: every read through it sees the same commit, whatever writers do.
@@ -84,6 +88,11 @@ impl super::store::Store {
         }
         self.generation.keep(|| self.snapshot())
     }
+
+    /// Values the kept snapshot's memo holds (`None`: no snapshot is kept).
+    pub(crate) fn kept_memo_len(&self) -> Option<usize> {
+        self.generation.kept::<ReadSnapshot>().map(|s| s.memo_len())
+    }
 }
 
 impl ReadSnapshot {
@@ -116,6 +125,11 @@ impl ReadSnapshot {
         }
         memo.push((collection, ty, made.clone()));
         Ok(made)
+    }
+
+    /// Values [`Self::memo`] holds.
+    pub(crate) fn memo_len(&self) -> usize {
+        self.memo.lock().len()
     }
 
     /// The read transaction (for the index layer's tables).
@@ -175,6 +189,8 @@ impl ReadSnapshot {
                 return Err(inconsistent(info, row, "a key maps to a row no page holds"));
             };
             let view = PageView::parse_expected(guard.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
+            let words = self.dead_words(info, first)?;
+            let view = overlay(info, view, words.as_deref())?;
             let i = view.index_of(row).ok_or_else(|| inconsistent(info, row, "a key maps to a row no page holds"))?;
             if view.is_deleted(i) {
                 return Err(inconsistent(info, row, "a key maps to a deleted row"));
@@ -213,6 +229,8 @@ impl ReadSnapshot {
                     let first = k.value().1;
                     let view =
                         PageView::parse_expected(v.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
+                    let words = self.dead_words(info, first)?;
+                    let view = overlay(info, view, words.as_deref())?;
                     while i < rows.len() && rows[i] < view.end_row() {
                         if let Some(j) = view.index_of(rows[i]).filter(|&j| !view.is_deleted(j)) {
                             let sketch = decode(info, &view, first, j)?;
@@ -242,11 +260,17 @@ impl ReadSnapshot {
         let r = contain("scan", || {
             self.state(info)?;
             let Some(pages) = open(&self.txn, PAGES)? else { return Ok(()) };
+            let dead = open(&self.txn, ROW_DEAD)?;
             let id = info.def.id;
             for entry in pages.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan pages"))? {
                 let (k, v) = entry.map_err(StorageError::backend("scan pages"))?;
                 let first = k.value().1;
                 let view = PageView::parse_expected(v.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
+                let words = match &dead {
+                    Some(t) => words_in(t, info.def.id, first, corrupt_page(info, first))?,
+                    None => None,
+                };
+                let view = overlay(info, view, words.as_deref())?;
                 match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(first, &view))) {
                     Ok(go_on) => {
                         if !go_on? {
@@ -282,6 +306,8 @@ impl ReadSnapshot {
             let (k, v) = entry.map_err(StorageError::backend("scan pages"))?;
             let first = k.value().1;
             let view = PageView::parse_expected(v.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
+            let words = self.dead_words(info, first)?;
+            let view = overlay(info, view, words.as_deref())?;
             let mut out = Vec::with_capacity(view.row_count() - view.deleted_count());
             for i in (0..view.row_count()).filter(|&i| !view.is_deleted(i)) {
                 out.push(RowRecord {
@@ -329,6 +355,22 @@ pub(crate) fn decode(info: &CollectionInfo, view: &PageView<'_>, page: u64, i: u
     })
 }
 
+/// Decodes the rows `rows` of a checked page at once (see `codec::rows::decode_rows`), in the
+/// order given; the error names the first row that fails, as [`decode`] would.
+pub(crate) fn decode_many(
+    info: &CollectionInfo,
+    view: &PageView<'_>,
+    page: u64,
+    rows: &[usize],
+) -> Result<Vec<Sketch>, StorageError> {
+    decode_rows(view, rows, &info.def.params).map_err(|(n, source)| StorageError::CorruptRow {
+        collection: info.def.name.clone(),
+        page,
+        row: view.first_row() + rows[n] as u64,
+        source: Box::new(source),
+    })
+}
+
 /// The index tables of a snapshot (`None`: the file never had the table).
 impl ReadSnapshot {
     /// `sketchdb.lsh_runs`.
@@ -354,5 +396,43 @@ impl ReadSnapshot {
     /// `sketchdb.lsh_buckets` (the single-run layout of earlier builds).
     pub(crate) fn lsh_groups_v1(&self) -> Result<Option<BytesView<GroupKey>>, StorageError> {
         Ok(open(self.txn(), LSH_GROUPS_V1)?.map(BytesView))
+    }
+}
+
+/// A snapshot's entries of one collection, looked up once per page and kept for the
+/// snapshot's life (a kept snapshot serves every warm read until the next commit).
+pub(crate) struct DeadPages {
+    /// Whether the collection has any entry at this commit (no lookups when not).
+    any: bool,
+    pages: Mutex<HashMap<u64, Option<Arc<[u64]>>>>,
+}
+
+impl ReadSnapshot {
+    /// The removed-rows words of page `first` of `info` at this snapshot's commit.
+    pub(crate) fn dead_words(&self, info: &CollectionInfo, first: u64) -> Result<Option<Arc<[u64]>>, StorageError> {
+        let memo = self.memo(info.def.id, || -> Result<DeadPages, StorageError> {
+            let id = info.def.id;
+            let any = match open(self.txn(), ROW_DEAD)? {
+                Some(t) => t
+                    .range((id, 0u64)..=(id, u64::MAX))
+                    .map_err(StorageError::backend("read removed rows"))?
+                    .next()
+                    .is_some(),
+                None => false,
+            };
+            Ok(DeadPages { any, pages: Mutex::new(HashMap::new()) })
+        })?;
+        if !memo.any {
+            return Ok(None);
+        }
+        if let Some(found) = memo.pages.lock().get(&first) {
+            return Ok(found.clone());
+        }
+        let words = match open(self.txn(), ROW_DEAD)? {
+            Some(t) => words_in(&t, info.def.id, first, corrupt_page(info, first))?.map(Arc::from),
+            None => None,
+        };
+        memo.pages.lock().insert(first, words.clone());
+        Ok(words)
     }
 }

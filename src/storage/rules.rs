@@ -44,3 +44,19 @@ pub(crate) fn corrupt_page(info: &CollectionInfo, page: u64) -> impl FnOnce(Code
 pub(crate) fn inconsistent(info: &CollectionInfo, row: u64, detail: impl ToString) -> StorageError {
     StorageError::Inconsistent { collection: info.def.name.clone(), row: Some(row), detail: detail.to_string() }
 }
+
+/// `view` with `words` (its page's entry, if any) ORed in, after checking the entry against
+/// the page: a damaged entry is [`StorageError::CorruptPage`] naming the page.
+pub(crate) fn overlay<'b>(
+    info: &CollectionInfo,
+    view: crate::codec::page::PageView<'b>,
+    words: Option<&'b [u64]>,
+) -> Result<crate::codec::page::PageView<'b>, StorageError> {
+    match words {
+        None => Ok(view),
+        Some(w) => {
+            crate::codec::page::check_dead_words(&view, w).map_err(corrupt_page(info, view.first_row()))?;
+            Ok(view.with_dead(w))
+        }
+    }
+}

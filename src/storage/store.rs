@@ -16,9 +16,9 @@ use super::busy::{DEFAULT_BUSY_TIMEOUT, retry_while_locked};
 use super::current::{Generation, WriteTxn};
 use super::error::{StorageError, contain, contain_any};
 use super::tables::{CATALOG_KEY, FORMAT_KEY, META, META_NAME, REDB_FILE_FORMAT};
-use crate::codec::FORMAT_VERSION;
 use crate::codec::error::CodecError;
 use crate::codec::meta::{CatalogRecord, FormatRecord};
+use crate::codec::{FILE_FORMAT_VERSION, FORMAT_VERSION};
 
 /// How commits reach the disk.
 ///
@@ -55,6 +55,9 @@ pub enum Sharing {
     /// The writer excludes every other process, readers included.
     Exclusive,
 }
+
+/// redb's page cache size when [`StoreOptions::cache_size`] is `None`.
+pub(crate) const DEFAULT_CACHE_SIZE: usize = 1 << 30;
 
 /// Options for opening or creating a store.
 #[derive(Clone, Copy, Debug)]
@@ -100,6 +103,8 @@ pub(crate) struct Store {
     db: RwLock<Handle>,
     location: PathBuf,
     durability: Durability,
+    /// redb's page cache size in bytes.
+    pub(crate) cache_size: usize,
     /// The stored planner costs, read on first use (outer `None`: not read yet).
     pub(crate) costs: parking_lot::Mutex<Option<Option<crate::codec::meta::PlannerCostsRecord>>>,
     /// This handle's identity, unique in the process: what was read from one open database
@@ -165,6 +170,11 @@ impl Store {
         layer_state(&self.layer)
     }
 
+    /// Bytes redb's page cache holds now (its read cache and write buffer).
+    pub(crate) fn page_cache_held(&self) -> usize {
+        self.db.read().readable().cache_stats().used_bytes()
+    }
+
     fn builder(opts: &StoreOptions) -> redb::Builder {
         let mut b = redb::Builder::new();
         if let Some(bytes) = opts.cache_size {
@@ -199,6 +209,7 @@ impl Store {
             db: RwLock::new(db),
             location: path.to_path_buf(),
             durability: opts.durability,
+            cache_size: opts.cache_size.unwrap_or(DEFAULT_CACHE_SIZE),
             costs: Default::default(),
             id: next_store_id(),
             layer: LayerState::default(),
@@ -328,7 +339,7 @@ impl Store {
 
     fn initialise(db: &redb::Database) -> Result<(), StorageError> {
         let format = FormatRecord {
-            format_version: FORMAT_VERSION,
+            format_version: FILE_FORMAT_VERSION,
             engine_file_format: REDB_FILE_FORMAT,
             created_by: format!("sketchdb {}", env!("CARGO_PKG_VERSION")),
         };
@@ -455,13 +466,16 @@ impl Store {
             engine_file_format: REDB_FILE_FORMAT,
             created_by: format!("sketchdb {} (test)", env!("CARGO_PKG_VERSION")),
         };
-        let bytes =
-            crate::codec::envelope::encode_with_version(crate::codec::envelope::RecordKind::Format, version, &format)
-                .map_err(|source| StorageError::CorruptMeta {
-                table: META_NAME,
-                key: FORMAT_KEY.into(),
-                source: Box::new(source),
-            })?;
+        let bytes = crate::codec::envelope::encode_with_version(
+            crate::codec::envelope::RecordKind::Format,
+            FORMAT_VERSION,
+            &format,
+        )
+        .map_err(|source| StorageError::CorruptMeta {
+            table: META_NAME,
+            key: FORMAT_KEY.into(),
+            source: Box::new(source),
+        })?;
         let txn = self.begin_write("rewrite format record")?;
         {
             let mut meta = txn.open_table(META).map_err(StorageError::backend("open table"))?;

@@ -81,3 +81,10 @@ pub(crate) const COLLECTION_STATE_NAME: &str = "sketchdb.collection_state";
 
 /// The redb file-format version sketchdb files are written with (redb 4.x: format 3).
 pub(crate) const REDB_FILE_FORMAT: u8 = 3;
+
+/// `(u32, u64) -> &[u8]`: (collection id, first row id of a page) -> the page's rows removed
+/// since the page was last written, as a bitmap laid out like the page's tombstone bitmap
+/// (`storage-format.md`, section 2.3; file format version 2). Readers OR it into the page's
+/// own bitmap; a write that rewrites the page folds it in and removes the entry.
+pub(crate) const ROW_DEAD: TableDefinition<(u32, u64), &[u8]> = TableDefinition::new("sketchdb.row_dead");
+pub(crate) const ROW_DEAD_NAME: &str = "sketchdb.row_dead";

@@ -1,9 +1,10 @@
 //! Write transactions: inserts, upserts and deletes of one collection, all or nothing.
 //!
 //! Within a transaction every touched page is built once: the open tail page is loaded (or
-//! started) on the first append and written back when full or at the end; a page that loses
-//! rows to deletes is loaded once, its tombstone bits set, and written back at the end. Any
-//! error drops the transaction uncommitted, so a failed batch leaves nothing behind.
+//! started) on the first append and written back when full or at the end. A row removed from
+//! any other page is marked in that page's `sketchdb.row_dead` entry (one small value per
+//! page, written at the end; see [`super::dead`]): the page itself is only read. Any error
+//! drops the transaction uncommitted, so a failed batch leaves nothing behind.
 //!
 //! Semantics (also in `storage-format.md`):
 //! * insert: a new row id (`next_row`, then incremented); a key already present is
@@ -19,6 +20,7 @@ use redb::{ReadableTable, Table, WriteTransaction};
 
 use super::catalog::{CollectionInfo, page_fits, read_state};
 use super::content_hash;
+use super::dead_write::DeadWriter;
 use super::error::{StorageError, contain, panic_message, show_key};
 use super::hook::IndexHook;
 use super::index_tables::IndexTxn;
@@ -27,7 +29,7 @@ use super::rules::{WriteOp, check_key, corrupt_page, inconsistent};
 use super::shingles::ShingleWriter;
 use super::tables::{COLLECTION_STATE, COLLECTION_STATE_NAME, KEYS, PAGES};
 use crate::codec::meta::CollectionState;
-use crate::codec::page::{PageBuilder, PageView};
+use crate::codec::page::{PageBuilder, PageView, check_dead_words};
 use crate::codec::record::{decode_row, push_sketch};
 use crate::sketch::params::SketchKind;
 use crate::sketch::sketcher::Sketch;
@@ -51,9 +53,13 @@ pub struct WriteSummary {
 }
 
 /// The pages one write transaction touches, each built once. Pages are keyed by first row.
+/// A row removed from a page the transaction does not otherwise rewrite is recorded in the
+/// page's `sketchdb.row_dead` entry instead (see [`super::dead`]); a page it rewrites (the
+/// tail it appends to, a page compaction takes) absorbs its entry.
 pub(crate) struct PageCache<'t, 'i> {
     info: &'i CollectionInfo,
     table: Table<'t, (u32, u64), &'static [u8]>,
+    dead: DeadWriter<'t>,
     tail: Option<PageBuilder>,
     tail_looked_up: bool,
     dirty: BTreeMap<u64, PageBuilder>,
@@ -62,11 +68,13 @@ pub(crate) struct PageCache<'t, 'i> {
 impl<'t, 'i> PageCache<'t, 'i> {
     pub(crate) fn new(txn: &'t WriteTransaction, info: &'i CollectionInfo) -> Result<Self, StorageError> {
         let table = txn.open_table(PAGES).map_err(StorageError::backend("open table"))?;
-        Ok(PageCache { info, table, tail: None, tail_looked_up: false, dirty: BTreeMap::new() })
+        let dead = DeadWriter::new(txn)?;
+        Ok(PageCache { info, table, dead, tail: None, tail_looked_up: false, dirty: BTreeMap::new() })
     }
 
-    /// The stored page with the greatest first row `<= row`, as a builder.
-    fn load_at_or_before(&self, row: u64) -> Result<Option<PageBuilder>, StorageError> {
+    /// The stored page with the greatest first row `<= row`, as a builder of the page's own
+    /// bytes (its side-table entry is checked against it, not folded in: see [`Self::fold`]).
+    fn load_at_or_before(&mut self, row: u64) -> Result<Option<PageBuilder>, StorageError> {
         let id = self.info.def.id;
         let mut range = self.table.range((id, 0u64)..=(id, row)).map_err(StorageError::backend("read page"))?;
         let Some(entry) = range.next_back() else { return Ok(None) };
@@ -74,17 +82,33 @@ impl<'t, 'i> PageCache<'t, 'i> {
         let first = k.value().1;
         let view =
             PageView::parse_expected(v.value(), &self.info.spec, first).map_err(corrupt_page(self.info, first))?;
+        if let Some(w) = self.dead.words(self.info, first)? {
+            check_dead_words(&view, w).map_err(corrupt_page(self.info, first))?;
+        }
         Ok(Some(PageBuilder::from_view(&view)))
     }
 
-    /// Removes a stored page (compaction), returning its builder copy.
+    /// `b` (a stored page about to be rewritten) with its side-table entry folded into its
+    /// tombstones and the entry removed.
+    fn fold(&mut self, mut b: PageBuilder) -> Result<PageBuilder, StorageError> {
+        if let Some(words) = self.dead.take(self.info, b.first_row())? {
+            b.or_deleted(&words).map_err(corrupt_page(self.info, b.first_row()))?;
+        }
+        Ok(b)
+    }
+
+    /// Removes a stored page (compaction), returning its builder copy with every removed
+    /// row (the side table's included) marked.
     pub(crate) fn take(&mut self, first_row: u64) -> Result<Option<PageBuilder>, StorageError> {
         // The tail may hold rows appended in this transaction: store it before taking.
         self.flush_tail()?;
         self.tail_looked_up = false;
         let b = match self.dirty.remove(&first_row) {
             Some(b) => Some(b),
-            None => self.load_at_or_before(first_row)?.filter(|b| b.first_row() == first_row),
+            None => match self.load_at_or_before(first_row)? {
+                Some(b) if b.first_row() == first_row => Some(self.fold(b)?),
+                _ => None,
+            },
         };
         if b.is_some() {
             self.table.remove((self.info.def.id, first_row)).map_err(StorageError::backend("remove page"))?;
@@ -118,7 +142,8 @@ impl<'t, 'i> PageCache<'t, 'i> {
                     return Err(inconsistent(self.info, next_row, "a page holds rows at or past next_row"));
                 }
                 if last.next_row() == next_row && !last.is_full() {
-                    self.tail = Some(last);
+                    // The tail is rewritten: it absorbs its side-table entry.
+                    self.tail = Some(if was_dirty { last } else { self.fold(last)? });
                 } else if was_dirty {
                     self.dirty.insert(last.first_row(), last);
                 }
@@ -147,29 +172,19 @@ impl<'t, 'i> PageCache<'t, 'i> {
         Ok(())
     }
 
-    /// Tombstones `row`, which must be a live row whose key is `key`; returns the row's
-    /// sketch, for the index hook (indexes derive the entries to remove from it).
+    /// Removes `row`, which must be a live row whose key is `key`; returns the row's sketch,
+    /// for the index hook (indexes derive the entries to remove from it). A row of a page
+    /// this transaction rewrites gets its tombstone bit; any other row gets its bit in the
+    /// page's side-table entry, and its page is only read.
     pub(crate) fn delete(&mut self, row: u64, key: &[u8]) -> Result<Sketch, StorageError> {
         let info = self.info;
         let holds = |b: &PageBuilder| b.first_row() <= row && row < b.next_row();
         let b = match &mut self.tail {
             Some(t) if holds(t) => t,
-            _ => {
-                let cached = self.dirty.range(..=row).next_back().map(|(k, b)| (*k, holds(b)));
-                let first = match cached {
-                    Some((k, true)) => k,
-                    _ => {
-                        let b = self
-                            .load_at_or_before(row)?
-                            .filter(holds)
-                            .ok_or_else(|| inconsistent(info, row, "a key maps to a row no page holds"))?;
-                        let k = b.first_row();
-                        self.dirty.insert(k, b);
-                        k
-                    }
-                };
-                self.dirty.get_mut(&first).ok_or_else(|| inconsistent(info, row, "page cache lost a page"))?
-            }
+            _ => match self.dirty.range_mut(..=row).next_back() {
+                Some((_, b)) if holds(b) => b,
+                _ => return self.delete_stored(row, key),
+            },
         };
         let i = (row - b.first_row()) as usize;
         if b.key(i) != key {
@@ -188,13 +203,39 @@ impl<'t, 'i> PageCache<'t, 'i> {
         }
     }
 
-    /// Writes every touched page back.
+    /// [`Self::delete`] of a row of a stored page this transaction does not rewrite.
+    fn delete_stored(&mut self, row: u64, key: &[u8]) -> Result<Sketch, StorageError> {
+        let info = self.info;
+        let id = info.def.id;
+        let mut range = self.table.range((id, 0u64)..=(id, row)).map_err(StorageError::backend("read page"))?;
+        let entry = range.next_back().ok_or_else(|| inconsistent(info, row, "a key maps to a row no page holds"))?;
+        let (k, v) = entry.map_err(StorageError::backend("read page"))?;
+        let first = k.value().1;
+        let page = PageView::parse_expected(v.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
+        let i = page.index_of(row).ok_or_else(|| inconsistent(info, row, "a key maps to a row no page holds"))?;
+        let rows = page.row_count();
+        let words = self.dead.words(info, first)?;
+        let view = super::rules::overlay(info, page, words)?;
+        if view.key(i) != key {
+            return Err(inconsistent(info, row, format!("the row's key is not {}", show_key(key))));
+        }
+        if view.is_deleted(i) {
+            return Err(inconsistent(info, row, "a key maps to a deleted row"));
+        }
+        let sketch = super::reader::decode(info, &view, first, i)?;
+        self.dead.mark(info, first, rows, i)?;
+        Ok(sketch)
+    }
+
+    /// Writes every touched page and side-table entry back.
     pub(crate) fn flush(mut self) -> Result<(), StorageError> {
         self.flush_tail()?;
         for b in std::mem::take(&mut self.dirty).into_values() {
             self.write(&b)?;
         }
-        Ok(())
+        let PageCache { info, table, dead, .. } = self;
+        drop(table);
+        dead.flush(info)
     }
 }
 
@@ -440,12 +481,17 @@ fn for_each_page_in<E: From<StorageError>>(
     mut f: impl FnMut(u64, &PageView<'_>) -> Result<(), E>,
 ) -> Result<(), E> {
     let pages = txn.open_table(PAGES).map_err(StorageError::backend("open table"))?;
+    let dead = super::dead::open_write_if_exists(txn)?;
     let id = info.def.id;
     for entry in pages.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan pages"))? {
         let (k, v) = entry.map_err(StorageError::backend("scan pages"))?;
         let first = k.value().1;
         let view = PageView::parse_expected(v.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
-        f(first, &view)?;
+        let words = match &dead {
+            Some(t) => super::dead::words_in(t, id, first, corrupt_page(info, first))?,
+            None => None,
+        };
+        f(first, &super::rules::overlay(info, view, words.as_deref())?)?;
     }
     Ok(())
 }

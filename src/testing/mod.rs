@@ -452,3 +452,19 @@ pub fn get_rows(collection: &Collection, db: &Database, rows: &[u64]) -> Result<
     let snap = db.store().snapshot()?;
     Ok(snap.get_rows(collection.info(), rows)?.into_iter().map(|r| (r.row, r.key)).collect())
 }
+
+/// A collection's `sketchdb.row_dead` entries (removed rows kept beside their pages) at the
+/// last commit, as (page first row, stored bytes).
+pub fn row_dead_entries(collection: &Collection, db: &Database) -> Result<Vec<(u64, Vec<u8>)>> {
+    Ok(db.store().dead_entries(collection.info())?)
+}
+
+/// Overwrites a page's `sketchdb.row_dead` entry verbatim (no checks): to plant damage.
+pub fn write_raw_row_dead(collection: &Collection, db: &Database, page: u64, bytes: &[u8]) -> Result<()> {
+    Ok(db.store().write_raw_dead_entry(collection.info(), page, bytes)?)
+}
+
+/// The file format version the file's format record states.
+pub fn file_format_version(db: &Database) -> Result<u16> {
+    Ok(db.store().file_format_version()?)
+}

@@ -91,7 +91,7 @@ impl PyDedupResult {
 }
 
 /// `Collection.stats()`'s dict: counters, configuration and the index's summary.
-pub(super) fn stats_dict<'py>(py: Python<'py>, coll: &Collection, s: CollectionStats) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn stats_dict<'py>(py: Python<'py>, coll: &Collection, s: CollectionStats) -> PyResult<Bound<'py, PyDict>> {
     let p = coll.params();
     let d = PyDict::new(py);
     d.set_item("name", coll.name())?;

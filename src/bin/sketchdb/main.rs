@@ -54,6 +54,14 @@ struct Cli {
     /// (0: give up at once).
     #[arg(long, global = true, env = "SKETCHDB_BUSY_TIMEOUT", value_name = "SECS", value_parser = session::parse_busy_timeout)]
     busy_timeout: Option<std::time::Duration>,
+    /// The storage engine's page cache of this process, in bytes (K, M, G suffixes: 64M; 0 to
+    /// 1T; default 64M).
+    #[arg(long, global = true, env = "SKETCHDB_PAGE_CACHE", value_name = "SIZE", value_parser = session::parse_size)]
+    page_cache: Option<usize>,
+    /// The probe cache budget of this process: index values and candidates' records kept for
+    /// repeated queries, in bytes (K, M, G suffixes; 0 keeps nothing; default 1G).
+    #[arg(long, global = true, env = "SKETCHDB_PROBE_CACHE", value_name = "SIZE", value_parser = session::parse_size)]
+    probe_cache: Option<usize>,
     /// The interactive shell: open the database read-write at once (by default it is read-only
     /// until the first command that writes).
     #[arg(long)]
@@ -286,6 +294,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             };
             let mut session = Session::new(path);
             session.busy_timeout = cli.busy_timeout;
+            session.caches = (cli.page_cache, cli.probe_cache);
             session.read_only = reads_only(&command);
             dispatch(&mut session, &command, cli.json)?;
             Ok(true)
@@ -295,6 +304,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             let mut session = Session::new(Some(path));
             session.create_missing = true;
             session.busy_timeout = cli.busy_timeout;
+            session.caches = (cli.page_cache, cli.probe_cache);
             session.read_only = !cli.write;
             shell::run(&mut Shell { session })
         }

@@ -26,12 +26,37 @@ pub struct Session {
     pub read_only: bool,
     /// How long to wait for a file another process holds (`None`: the library's default).
     pub busy_timeout: Option<Duration>,
+    /// The page cache size and the probe cache budget (`None`: [`CACHE_BYTES`], and the
+    /// library's default).
+    pub caches: (Option<usize>, Option<usize>),
 }
 
 /// Parses `--busy-timeout SECS`: a finite, non-negative number of seconds.
 pub fn parse_busy_timeout(text: &str) -> Result<Duration, String> {
     let secs: f64 = text.trim().parse().map_err(|_| format!("`{text}` is not a number of seconds"))?;
     Duration::try_from_secs_f64(secs).map_err(|_| format!("{text} is not a number of seconds from 0 up"))
+}
+
+/// Parses `--page-cache` / `--probe-cache SIZE`: bytes, or a number with a K, M, G or T
+/// suffix (powers of 1024; `KiB`, `MB` and the like read the same), at most 1T.
+pub fn parse_size(text: &str) -> Result<usize, String> {
+    let t = text.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(t.len());
+    let (number, unit) = t.split_at(digits);
+    let shift = match unit.trim().to_ascii_uppercase().trim_end_matches('B').trim_end_matches('I') {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return Err(format!("`{text}`: expected bytes, or a number with K, M, G or T (64M)")),
+    };
+    let value: f64 = number.parse().map_err(|_| format!("`{text}`: expected bytes, or a number with K, M, G or T (64M)"))?;
+    let bytes = value * (1u64 << shift) as f64;
+    if !(0.0..=(1u64 << 40) as f64).contains(&bytes) {
+        return Err(format!("`{text}`: at most 1T"));
+    }
+    Ok(bytes as usize)
 }
 
 impl Session {
@@ -42,6 +67,7 @@ impl Session {
             create_missing: false,
             read_only: false,
             busy_timeout: None,
+            caches: (None, None),
         }
     }
 
@@ -53,7 +79,10 @@ impl Session {
     /// [`CACHE_BYTES`].
     pub fn db(&mut self) -> Result<&Database, CliError> {
         if self.db.is_none() {
-            let mut builder = Database::builder().cache_size(CACHE_BYTES);
+            let mut builder = Database::builder().cache_size(self.caches.0.unwrap_or(CACHE_BYTES));
+            if let Some(bytes) = self.caches.1 {
+                builder = builder.probe_cache_budget(bytes);
+            }
             if let Some(t) = self.busy_timeout {
                 builder = builder.busy_timeout(t);
             }

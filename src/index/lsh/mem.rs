@@ -87,8 +87,16 @@ impl BandedKeys {
     pub(crate) fn for_each_pair<E>(&self, mut f: impl FnMut(usize, usize) -> Result<(), E>) -> Result<(), E> {
         let keyed: Vec<usize> = (0..self.keyed.len()).filter(|&i| self.keyed[i]).collect();
         let bands: Vec<usize> = (0..self.bands).collect();
-        for group in bands.chunks(rayon::current_num_threads().max(1)) {
-            let pairs: Vec<Vec<(usize, usize)>> = group.par_iter().map(|&band| self.band_pairs(band, &keyed)).collect();
+        // One sort buffer per band worked on at once, reused group after group (a fresh one per
+        // band would page-fault in n * 16 bytes every time).
+        let width = rayon::current_num_threads().max(1).min(self.bands.max(1));
+        let mut buffers: Vec<Vec<(u64, usize)>> = (0..width).map(|_| Vec::with_capacity(keyed.len())).collect();
+        for group in bands.chunks(width) {
+            let pairs: Vec<Vec<(usize, usize)>> = group
+                .par_iter()
+                .zip(buffers.par_iter_mut())
+                .map(|(&band, order)| self.band_pairs(band, &keyed, order))
+                .collect();
             for (i, j) in pairs.into_iter().flatten() {
                 f(i, j)?;
             }
@@ -97,8 +105,9 @@ impl BandedKeys {
     }
 
     /// The pairs of `keyed` first sharing a key in `band`, in (key, i, j) order.
-    fn band_pairs(&self, band: usize, keyed: &[usize]) -> Vec<(usize, usize)> {
-        let mut order: Vec<(u64, usize)> = keyed.iter().map(|&i| (self.key(i, band), i)).collect();
+    fn band_pairs(&self, band: usize, keyed: &[usize], order: &mut Vec<(u64, usize)>) -> Vec<(usize, usize)> {
+        order.clear();
+        order.extend(keyed.iter().map(|&i| (self.key(i, band), i)));
         order.par_sort_unstable();
         let mut pairs = Vec::new();
         let mut start = 0;

@@ -55,6 +55,35 @@ fn load_probes(path: &Path) -> Result<Probes, CliError> {
     }
 }
 
+/// This thread's page faults (minor, major) from Linux's `/proc/thread-self/stat`: what a
+/// cold query's wall time holds beside its own work; zeros where `/proc` does not say.
+#[derive(Clone, Copy, Default)]
+struct Faults {
+    minor: u64,
+    major: u64,
+}
+
+impl Faults {
+    fn now() -> Faults {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
+        // The fields after the command name (which may hold spaces): state is the first,
+        // minflt the 8th, majflt the 10th.
+        let fields: Vec<u64> = stat
+            .rsplit_once(')')
+            .map_or("", |(_, rest)| rest)
+            .split_whitespace()
+            .map(|v| v.parse().unwrap_or(0))
+            .collect();
+        Faults { minor: fields.get(7).copied().unwrap_or(0), major: fields.get(9).copied().unwrap_or(0) }
+    }
+
+    /// The faults between `self` and `later`, as JSON fields with `prefix`.
+    fn since(self, later: Faults, prefix: &str, out: &mut serde_json::Map<String, serde_json::Value>) {
+        out.insert(format!("{prefix}_minor_faults"), json!(later.minor.saturating_sub(self.minor)));
+        out.insert(format!("{prefix}_major_faults"), json!(later.major.saturating_sub(self.major)));
+    }
+}
+
 /// Medians and 99th percentiles of one timed series, in microseconds.
 struct Series {
     total: Vec<f64>,
@@ -111,10 +140,15 @@ fn ask(coll: &Collection, query: &Query) -> Result<(f64, sketchdb::QueryResult),
 
 pub fn warm(a: &WarmArgs<'_>, run: &str) -> Result<(), CliError> {
     let probes = load_probes(a.queries)?;
-    let start = Instant::now();
+    let mut cold = serde_json::Map::new();
+    let (before, start) = (Faults::now(), Instant::now());
     let db = Database::open(a.db)?;
+    let opened = start.elapsed().as_secs_f64();
     let coll = db.collection(a.collection)?;
     let open_s = start.elapsed().as_secs_f64();
+    before.since(Faults::now(), "open", &mut cold);
+    cold.insert("open_file_s".into(), json!(opened));
+    cold.insert("open_collection_s".into(), json!(open_s - opened));
     let params = *coll.params();
     let sketches: Vec<Sketch> = match &probes {
         Probes::Tokens(sets) => sets
@@ -134,9 +168,16 @@ pub fn warm(a: &WarmArgs<'_>, run: &str) -> Result<(), CliError> {
         Probes::Fingerprints(_) => QueryKind::Hamming(a.radius),
     };
     let query = |sketch: &Sketch| Query { sketch: sketch.clone(), kind, options: QueryOptions::default() };
-    let cold = Instant::now();
-    coll.query(&query(first))?;
-    let first_query_s = cold.elapsed().as_secs_f64();
+    let (before, start) = (Faults::now(), Instant::now());
+    let r = coll.query(&query(first))?;
+    let first_query_s = start.elapsed().as_secs_f64();
+    before.since(Faults::now(), "first_query", &mut cold);
+    let execute = r.analyze.elapsed.as_secs_f64();
+    cold.insert("first_query_execute_s".into(), json!(execute));
+    cold.insert("first_query_rest_s".into(), json!((first_query_s - execute).max(0.0)));
+    cold.insert("open_s".into(), json!(open_s));
+    cold.insert("first_query_s".into(), json!(first_query_s));
+    cold.insert("probe_cache_bytes".into(), json!(db.probe_cache_held()));
     let plan = coll.plan(&query(first))?.plan;
     let config = json!({"collection": a.collection, "kind": format!("{kind:?}"), "params": format!("{params:?}"),
                         "passes": a.passes, "db": a.db.display().to_string()});
@@ -146,8 +187,8 @@ pub fn warm(a: &WarmArgs<'_>, run: &str) -> Result<(), CliError> {
         "warm-open",
         &dataset,
         config.clone(),
-        json!({"open_s": open_s, "first_query_s": first_query_s, "probe_cache_bytes": db.probe_cache_held()}),
-        "open, then the first query (cold)",
+        serde_json::Value::Object(cold),
+        "open, then the first query (cold): wall times and page faults; execute is the query's own EXPLAIN ANALYZE time, the rest its snapshot, statistics and plan",
     )?;
     let stored = timed(&sketches, a.passes, |s| ask(&coll, &query(s)))?;
     emit(

@@ -236,7 +236,7 @@ pub fn stats(session: &mut Session, json_out: bool) -> Result<(), CliError> {
                 "{}",
                 json!({"collection": name, "records": c.live, "live": c.live, "deleted": c.deleted,
                        "next_row": c.next_row, "page_capacity": c.page_capacity, "record_width": c.record_width,
-                       "file_bytes": s.file_bytes, "index": index_json(c.index)})
+                       "file_bytes": s.file_bytes, "index": index_json(c.index), "caches": caches_json(&s.caches)})
             )?;
         }
         return Ok(());
@@ -257,7 +257,44 @@ pub fn stats(session: &mut Session, json_out: bool) -> Result<(), CliError> {
             ]
         })
         .collect();
-    outln!("{}", table(&["collection", "live", "deleted", "next row id", "rows/page", "bytes/record", "index"], rows))
+    outln!("{}", table(&["collection", "live", "deleted", "next row id", "rows/page", "bytes/record", "index"], rows))?;
+    outln!("{}", caches_text(&s.caches))
+}
+
+/// The `caches` object of each `stats --json` line (the database's, repeated like
+/// `file_bytes`; the names of the library's `CacheStats`).
+pub fn caches_json(c: &sketchdb::CacheStats) -> serde_json::Value {
+    json!({"page_cache_budget": c.page_cache_budget, "page_cache_held": c.page_cache_held,
+           "probe_cache_budget": c.probe_cache_budget, "probe_cache_held": c.probe_cache_held,
+           "snapshot_kept": c.snapshot_kept, "snapshot_memo_entries": c.snapshot_memo_entries})
+}
+
+/// The caches lines of `stats`: each cache's held bytes of its budget, one line each.
+fn caches_text(c: &sketchdb::CacheStats) -> String {
+    let snapshot = if c.snapshot_kept { format!("kept, {} values", c.snapshot_memo_entries) } else { "none".into() };
+    format!(
+        "page cache: {} of {}\nprobe cache: {} of {}\nkept snapshot: {snapshot}",
+        bytes_text(c.page_cache_held),
+        bytes_text(c.page_cache_budget),
+        bytes_text(c.probe_cache_held),
+        bytes_text(c.probe_cache_budget)
+    )
+}
+
+/// `n` bytes in the largest binary unit that keeps a whole number part (`12.3 MiB`), exact
+/// below 1 KiB.
+fn bytes_text(n: usize) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut value = n as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
 }
 
 /// The rule that chose an LSH index's banding: `default`, `recall (exact)` or `given`.

@@ -1,0 +1,131 @@
+//! Many rows of one page at once: the sketches [`decode_row`] gives row by row, read column by
+//! column. A page stores each slot's values of all its rows together, so reading a slot for a
+//! run of rows is one sequential pass where row-by-row decoding strides over every column.
+
+use super::error::CodecError;
+use super::layout::ColumnLayout;
+use super::page::PageView;
+use super::record::decode_row;
+use crate::sketch::bbit::BBitMinHash;
+use crate::sketch::minhash::MinHash;
+use crate::sketch::oph::OphSketch;
+use crate::sketch::params::{SketchKind, SketchParams};
+use crate::sketch::sketcher::Sketch;
+
+const WHAT: &str = "record";
+
+/// Entry `i` of a column of `width`-byte little-endian entries (0 out of range, as
+/// [`PageView::value`]).
+#[inline(always)]
+fn entry(col: &[u8], width: usize, i: usize) -> u64 {
+    match width {
+        1 => col.get(i).map_or(0, |&b| u64::from(b)),
+        2 => col.get(i * 2..i * 2 + 2).map_or(0, |b| u64::from(u16::from_le_bytes([b[0], b[1]]))),
+        4 => col.get(i * 4..i * 4 + 4).map_or(0, |b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
+        _ => col.get(i * width..i * width + width).map_or(0, |b| {
+            let mut a = [0u8; 8];
+            let n = b.len().min(8);
+            a[..n].copy_from_slice(&b[..n]);
+            u64::from_le_bytes(a)
+        }),
+    }
+}
+
+/// The sketches of the rows `rows` of `page`, in the order given: each equal to
+/// `decode_row(page, rows[n], params)`. On failure, the position in `rows` of the first row
+/// that fails and its error (the error `decode_row` gives for it).
+pub(crate) fn decode_rows(
+    page: &PageView<'_>,
+    rows: &[usize],
+    params: &SketchParams,
+) -> Result<Vec<Sketch>, (usize, CodecError)> {
+    let layout = ColumnLayout::for_params(params);
+    let row_by_row =
+        || rows.iter().enumerate().map(|(n, &i)| decode_row(page, i, params).map_err(|e| (n, e))).collect();
+    if &layout != page.layout()
+        || params.kind() == SketchKind::SimHash
+        || rows.iter().any(|&i| page.check_row(i).is_err())
+    {
+        return row_by_row();
+    }
+    let k = usize::from(layout.value_cols);
+    let width = usize::from(layout.value_width);
+    // Row-major values of the requested rows, filled one column at a time.
+    let mut values = vec![0u64; rows.len() * k];
+    for j in 0..k {
+        let col = page.value_column(j);
+        for (n, &i) in rows.iter().enumerate() {
+            values[n * k + j] = entry(col, width, i);
+        }
+    }
+    let words = usize::from(layout.word_cols);
+    let sketch_err = |n: usize| move |source| (n, CodecError::Sketch { what: WHAT, source });
+    let mut out = Vec::with_capacity(rows.len());
+    for (n, (&i, v)) in rows.iter().zip(values.chunks_exact(k.max(1))).enumerate() {
+        let v = &v[..k];
+        let cardinality = page.cardinality(i).unwrap_or(0);
+        out.push(match params.kind() {
+            SketchKind::MinHash => {
+                Sketch::MinHash(MinHash::from_parts(*params, v.to_vec(), cardinality).map_err(sketch_err(n))?)
+            }
+            SketchKind::BBitMinHash => {
+                Sketch::BBit(BBitMinHash::from_parts(*params, v.to_vec(), cardinality).map_err(sketch_err(n))?)
+            }
+            SketchKind::Oph => {
+                let bins = v.iter().map(|&x| u32::try_from(x).unwrap_or(u32::MAX)).collect();
+                let empty = (0..words).map(|j| page.word(j, i)).collect();
+                Sketch::Oph(OphSketch::from_parts(*params, bins, empty, cardinality).map_err(sketch_err(n))?)
+            }
+            // Decoded row by row above.
+            SketchKind::SimHash => return row_by_row(),
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::page::{PageBuilder, PageSpec};
+    use crate::codec::record::push_sketch;
+    use crate::sketch::sketcher::Sketcher;
+    use crate::sketch::tokens::TokenSet;
+
+    /// Every kind and width: `decode_rows` equals `decode_row` row by row for any subset of
+    /// the rows in any order, and a row past the end fails at its own position with
+    /// `decode_row`'s error.
+    #[test]
+    fn equals_row_by_row_for_every_kind() {
+        let mut all = vec![];
+        for bits in [32, 64] {
+            all.push(SketchParams::minhash(128, bits, 7).unwrap());
+        }
+        for b in [1, 2, 4, 8, 16, 32] {
+            all.push(SketchParams::bbit(100, b, 7).unwrap());
+        }
+        for bits in [8, 16, 32] {
+            all.push(SketchParams::oph(200, bits, 7).unwrap());
+            all.push(SketchParams::oph(64, bits, 7).unwrap());
+        }
+        all.push(SketchParams::simhash(128, 7).unwrap());
+        for params in all {
+            let spec = PageSpec { collection_id: 9, layout: ColumnLayout::for_params(&params), capacity: 40 };
+            let s = Sketcher::new(params).unwrap();
+            let mut b = PageBuilder::new(spec, 3);
+            for i in 0..31u64 {
+                let tokens = (0..1 + (i * 7) % 300).map(|t| t * 1_000_003 + i).collect();
+                push_sketch(&mut b, format!("k{i}").as_bytes(), &s.sketch(&TokenSet::from_unsorted(tokens)).unwrap())
+                    .unwrap();
+            }
+            let bytes = b.finish();
+            let view = PageView::parse_expected(&bytes, &spec, 3).unwrap();
+            for rows in [(0..31).collect::<Vec<_>>(), vec![30, 2, 2, 17], vec![], vec![5]] {
+                let want: Vec<Sketch> = rows.iter().map(|&i| decode_row(&view, i, &params).unwrap()).collect();
+                assert_eq!(decode_rows(&view, &rows, &params).unwrap(), want, "{params} rows {rows:?}");
+            }
+            let (at, e) = decode_rows(&view, &[1, 4, 31, 2], &params).unwrap_err();
+            assert_eq!(at, 2, "{params}");
+            assert!(matches!(e, CodecError::RowOutOfRange { index: 31, rows: 31 }), "{params}: {e:?}");
+        }
+    }
+}
