@@ -11,8 +11,7 @@ mod common;
 use common::Rng;
 use sketchdb::plan::PlanKind;
 use sketchdb::{
-    Batch, Collection, CollectionConfig, Database, IndexConfig, Query, QueryKind, QueryOptions,
-    SketchParams, admin,
+    Batch, Collection, CollectionConfig, Database, IndexConfig, Query, QueryKind, QueryOptions, SketchParams, admin,
 };
 
 /// `n` texts in families of near-duplicates over 300 words.
@@ -112,7 +111,8 @@ fn budgets_set_at_open_are_reported_and_respected() {
             assert_eq!(held(&db), 0, "a zero budget keeps nothing");
         }
         // A full scan reads every page through the page cache, which stays within its size.
-        let scan = Query { options: QueryOptions { force: Some(PlanKind::FullScan), ..qs[0].options }, ..qs[0].clone() };
+        let scan =
+            Query { options: QueryOptions { force: Some(PlanKind::FullScan), ..qs[0].options }, ..qs[0].clone() };
         assert_eq!(c.query(&scan).unwrap().hits, want[0]);
         let s = db.cache_stats();
         assert!(s.page_cache_held > 0 && s.page_cache_held <= 256 << 10, "{s:?}");

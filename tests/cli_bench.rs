@@ -260,21 +260,23 @@ fn bench_warm_times_single_queries_over_a_kept_database() {
         ["bench", "warm", "--db", db.to_str().unwrap(), "--collection", "sets", "--queries", "queries-300.jsonl"];
     let lines = run(d, &[&args[..], &["--threshold", "0.8", "--passes", "3"]].concat());
     let workloads: Vec<&str> = lines.iter().map(|l| l["workload"].as_str().unwrap()).collect();
-    assert_eq!(workloads, ["warm-open", "warm-query", "warm-query-e2e", "warm-memory"]);
+    assert_eq!(workloads, ["warm-open", "warm-query", "warm-query-key", "warm-query-e2e", "warm-memory"]);
     for l in &lines {
         check_schema(l, l["workload"].as_str().unwrap());
     }
     assert!(lines[0]["metrics"]["first_query_s"].as_f64().unwrap() > 0.0, "{}", lines[0]);
-    for l in &lines[1..3] {
+    for l in &lines[1..4] {
         let m = &l["metrics"];
-        // 20 queries, the passes after the first timed.
+        // 20 queries (20 stored keys), the passes after the first timed.
         assert_eq!(m["queries"], 40, "{l}");
         for field in ["p50_us", "p99_us", "execute_p50_us", "txn_stats_plan_p50_us"] {
             assert!(m[field].as_f64().unwrap() > 0.0, "{field}: {l}");
         }
     }
     // The same questions from signatures and from tokens find the same rows.
-    assert_eq!(lines[1]["metrics"]["hits_per_query"], lines[2]["metrics"]["hits_per_query"]);
+    assert_eq!(lines[1]["metrics"]["hits_per_query"], lines[3]["metrics"]["hits_per_query"]);
+    // A stored key finds at least itself.
+    assert!(lines[2]["metrics"]["hits_per_query"].as_f64().unwrap() >= 1.0, "{}", lines[2]);
     // A missing queries file is an error naming it.
     let out = Command::new(env!("CARGO_BIN_EXE_sketchdb"))
         .current_dir(d)

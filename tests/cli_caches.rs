@@ -44,12 +44,14 @@ fn stats_report_the_budgets_given_by_flag_or_environment() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     setup(d);
-    let got = caches(&ok(d, &["--db", "x.db", "--page-cache", "2M", "--probe-cache", "3MiB", "--json", "stats"]).stdout);
+    let got =
+        caches(&ok(d, &["--db", "x.db", "--page-cache", "2M", "--probe-cache", "3MiB", "--json", "stats"]).stdout);
     assert_eq!(got["page_cache_budget"], json!(2 << 20));
     assert_eq!(got["probe_cache_budget"], json!(3 << 20));
     assert_eq!((&got["probe_cache_held"], &got["snapshot_kept"]), (&json!(0), &json!(false)), "{got}");
     // A library handle opened the same way and asked the same reports the same numbers.
-    let db = Database::builder().cache_size(2 << 20).probe_cache_budget(3 << 20).open_read_only(d.join("x.db")).unwrap();
+    let db =
+        Database::builder().cache_size(2 << 20).probe_cache_budget(3 << 20).open_read_only(d.join("x.db")).unwrap();
     let want = admin::stats(&db).unwrap().caches;
     assert_eq!(got["page_cache_held"], json!(want.page_cache_held));
     drop(db);

@@ -104,12 +104,12 @@ pub(crate) fn run_key(
     costs: &CostModel,
     prep: &Prepared,
 ) -> Result<QueryResult, QueryError> {
-    let Some(rec) = snap.get(info, key)? else {
+    let Some((row, sketch)) = prep.stored(snap, info, key)? else {
         return Err(QueryError::UnknownKey {
             collection: info.def.name.clone(),
             key: String::from_utf8_lossy(key).into_owned(),
         });
     };
-    let probe = if Scoring::of(info, kind) == Scoring::Exact { Some(snap.shingles(info, rec.row)?) } else { None };
-    run_scored(snap, info, &Query { sketch: rec.sketch, kind, options }, probe.as_deref(), costs, prep)
+    let probe = if Scoring::of(info, kind) == Scoring::Exact { Some(snap.shingles(info, row)?) } else { None };
+    run_scored(snap, info, &Query { sketch, kind, options }, probe.as_deref(), costs, prep)
 }

@@ -55,6 +55,28 @@ pub(crate) struct Prepared {
 }
 
 impl Prepared {
+    /// The row and sketch of the stored record `key` at `snap`, `None` for an absent key. With
+    /// an index the record comes through its probe cache (a warm one costs a key lookup, not a
+    /// read and check of its 64 KiB page); else, or when the cache does not hold it live
+    /// under this key, from its page as `ReadSnapshot::get` reads it.
+    pub(crate) fn stored(
+        &self,
+        snap: &ReadSnapshot,
+        info: &CollectionInfo,
+        key: &[u8],
+    ) -> Result<Option<(u64, Sketch)>, QueryError> {
+        if let Some(cache) = &self.cache {
+            let Some(row) = snap.row_of(info, key)? else { return Ok(None) };
+            if let Some(rec) = cache.records(snap, info, &[row])?.first()
+                && rec.row == row
+                && rec.key == key
+            {
+                return Ok(Some((row, rec.sketch.clone())));
+            }
+        }
+        Ok(snap.get(info, key)?.map(|r| (r.row, r.sketch)))
+    }
+
     /// The plan [`choose_plan`] chooses for `query`, remembered for its question and costs.
     fn plan(&self, query: &Query, costs: &CostModel) -> Plan {
         for slot in &self.plans {

@@ -51,7 +51,8 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
         "T" => 40,
         _ => return Err(format!("`{text}`: expected bytes, or a number with K, M, G or T (64M)")),
     };
-    let value: f64 = number.parse().map_err(|_| format!("`{text}`: expected bytes, or a number with K, M, G or T (64M)"))?;
+    let value: f64 =
+        number.parse().map_err(|_| format!("`{text}`: expected bytes, or a number with K, M, G or T (64M)"))?;
     let bytes = value * (1u64 << shift) as f64;
     if !(0.0..=(1u64 << 40) as f64).contains(&bytes) {
         return Err(format!("`{text}`: at most 1T"));

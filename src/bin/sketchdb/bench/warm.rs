@@ -199,6 +199,23 @@ pub fn warm(a: &WarmArgs<'_>, run: &str) -> Result<(), CliError> {
         stored.json(),
         &format!("planner chose {plan}; from the query's signature; passes after the first timed"),
     )?;
+    // Stored keys spread over the collection in row order, as many as there are queries.
+    let step = (coll.len()? / sketches.len() as u64).max(1) as usize;
+    let keys: Vec<Vec<u8>> =
+        coll.scan()?.step_by(step).take(sketches.len()).map(|r| r.map(|rec| rec.key)).collect::<Result<_, _>>()?;
+    let by_key = timed(&keys, a.passes, |key| {
+        let start = Instant::now();
+        let r = coll.query_key(key, kind, QueryOptions::default())?;
+        Ok((start.elapsed().as_secs_f64(), r))
+    })?;
+    emit(
+        run,
+        "warm-query-key",
+        &dataset,
+        config.clone(),
+        by_key.json(),
+        &format!("planner chose {plan}; by stored key (record lookup, probe, verify), keys spread over the collection"),
+    )?;
     if let Probes::Tokens(sets) = &probes {
         let from_tokens = timed(sets, a.passes, |t| {
             let start = Instant::now();
