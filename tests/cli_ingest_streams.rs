@@ -18,8 +18,9 @@ fn corpus(n: usize) -> String {
     let words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"];
     (1..=n)
         .map(|i| {
-            let text: Vec<String> =
-                (0..30).map(|j| format!("{}{}", words[(i * 7 + j * 3) % words.len()], (i * 31 + j * 17) % 997)).collect();
+            let text: Vec<String> = (0..30)
+                .map(|j| format!("{}{}", words[(i * 7 + j * 3) % words.len()], (i * 31 + j * 17) % 997))
+                .collect();
             format!("{{\"id\": \"r{i}\", \"text\": \"{}\", \"url\": \"https://example.org/{i}\"}}\n", text.join(" "))
         })
         .collect()

@@ -20,10 +20,6 @@ mod session;
 mod stdin;
 mod write;
 
-/// mimalloc: a load allocates and frees per record on several threads at once.
-#[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use std::path::PathBuf;
 use std::process::ExitCode;
 

@@ -21,7 +21,7 @@ enum State {
     /// Nothing written yet: the first record decides how.
     Empty,
     /// JSONL lines copied as read.
-    Lines(ByteSink),
+    Lines(Box<ByteSink>),
     /// Rows of named columns (CSV/TSV records, folder files).
     Rows(Box<dyn RowSink>),
 }
@@ -52,7 +52,9 @@ impl RecordWriter {
     fn start(&mut self, raw: &Raw) -> Result<(), CliError> {
         let mut extra: Vec<Column> = self.names.as_ref().map(|n| n.columns().to_vec()).unwrap_or_default();
         self.state = match raw {
-            Raw::JsonLine(_) if self.target.format == OutFormat::Jsonl => State::Lines(ByteSink::create(&self.target)?),
+            Raw::JsonLine(_) if self.target.format == OutFormat::Jsonl => {
+                State::Lines(Box::new(ByteSink::create(&self.target)?))
+            }
             Raw::JsonLine(_) => return Err(self.refuse("JSONL input", "JSONL (.jsonl, .jsonl.gz, .jsonl.zst)")),
             Raw::Fields { .. } | Raw::File(_) if self.target.format == OutFormat::Lines => {
                 return Err(self.refuse("a record", "JSONL, CSV, TSV or Parquet"));
