@@ -6,11 +6,10 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use common::cli::{lines, ok, run};
+use common::cli::{lines, ok, piped, run};
 use serde_json::{Value, json};
 use sketchdb::plan::PlanKind;
 use sketchdb::{Batch, CollectionConfig, Database, IndexConfig, QueryKind, QueryOptions, SketchParams, admin};
@@ -89,16 +88,7 @@ fn the_shell_reports_what_its_queries_keep_as_the_library_does() {
     let mut script: String =
         keys.iter().map(|k| format!("query c {k} --threshold 0.5 --plan lsh-probe --json\n")).collect();
     script.push_str("stats --json\n");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sketchdb"))
-        .current_dir(d)
-        .args(["x.db", "--probe-cache", "8M"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = piped(d, &["x.db", "--probe-cache", "8M"], &script);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // The query lines, then `stats`' one line (one collection).
     let got = lines(&out.stdout).last().expect("stats")["caches"].clone();

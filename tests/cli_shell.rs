@@ -1,20 +1,13 @@
 //! The interactive shell, driven through a pipe: the same commands as the command line, dot
 //! commands, errors that name the line and do not stop the shell, and a failing exit code.
 
+mod common;
+
 use std::io::Write;
 use std::process::{Command, Stdio};
 
 fn shell(dir: &std::path::Path, script: &str) -> (bool, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sketchdb"))
-        .current_dir(dir)
-        .arg("shell.db")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = common::cli::piped(dir, &["shell.db"], script);
     (out.status.success(), String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
 }
 

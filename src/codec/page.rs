@@ -50,7 +50,8 @@ pub(crate) fn page_len(rows: usize, record_width: usize, key_bytes: usize) -> us
     PAGE_HEADER_LEN + bitmap_len(rows) + rows * (record_width + 4) + key_bytes
 }
 
-fn read_le(bytes: &[u8]) -> u64 {
+/// Up to 8 little-endian bytes as a u64 (missing high bytes are 0).
+pub(crate) fn read_le(bytes: &[u8]) -> u64 {
     let mut a = [0u8; 8];
     let n = bytes.len().min(8);
     a[..n].copy_from_slice(&bytes[..n]);

@@ -4,7 +4,7 @@
 
 use super::error::CodecError;
 use super::layout::ColumnLayout;
-use super::page::PageView;
+use super::page::{PageView, read_le};
 use super::record::decode_row;
 use crate::sketch::bbit::BBitMinHash;
 use crate::sketch::minhash::MinHash;
@@ -22,12 +22,7 @@ fn entry(col: &[u8], width: usize, i: usize) -> u64 {
         1 => col.get(i).map_or(0, |&b| u64::from(b)),
         2 => col.get(i * 2..i * 2 + 2).map_or(0, |b| u64::from(u16::from_le_bytes([b[0], b[1]]))),
         4 => col.get(i * 4..i * 4 + 4).map_or(0, |b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
-        _ => col.get(i * width..i * width + width).map_or(0, |b| {
-            let mut a = [0u8; 8];
-            let n = b.len().min(8);
-            a[..n].copy_from_slice(&b[..n]);
-            u64::from_le_bytes(a)
-        }),
+        _ => col.get(i * width..i * width + width).map_or(0, read_le),
     }
 }
 
@@ -42,10 +37,7 @@ pub(crate) fn decode_rows(
     let layout = ColumnLayout::for_params(params);
     let row_by_row =
         || rows.iter().enumerate().map(|(n, &i)| decode_row(page, i, params).map_err(|e| (n, e))).collect();
-    if &layout != page.layout()
-        || params.kind() == SketchKind::SimHash
-        || rows.iter().any(|&i| page.check_row(i).is_err())
-    {
+    if &layout != page.layout() || rows.iter().any(|&i| page.check_row(i).is_err()) {
         return row_by_row();
     }
     let k = usize::from(layout.value_cols);
@@ -76,8 +68,8 @@ pub(crate) fn decode_rows(
                 let empty = (0..words).map(|j| page.word(j, i)).collect();
                 Sketch::Oph(OphSketch::from_parts(*params, bins, empty, cardinality).map_err(sketch_err(n))?)
             }
-            // Decoded row by row above.
-            SketchKind::SimHash => return row_by_row(),
+            // One or two value columns: nothing to gain over the row's own decoding.
+            SketchKind::SimHash => decode_row(page, i, params).map_err(|e| (n, e))?,
         });
     }
     Ok(out)

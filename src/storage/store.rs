@@ -177,9 +177,8 @@ impl Store {
 
     fn builder(opts: &StoreOptions) -> redb::Builder {
         let mut b = redb::Builder::new();
-        if let Some(bytes) = opts.cache_size {
-            b.set_cache_size(bytes);
-        }
+        // Always set, so the budget `cache_stats` reports is the one redb uses.
+        b.set_cache_size(opts.cache_size.unwrap_or(DEFAULT_CACHE_SIZE));
         b
     }
 

@@ -1,7 +1,8 @@
 //! Running the `sketchdb` binary from integration tests.
 
+use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
@@ -15,6 +16,21 @@ pub fn ok(dir: &Path, args: &[&str]) -> Output {
     let out = run(dir, args);
     assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     out
+}
+
+/// Runs the binary in `dir` with `args`, `stdin` written to its standard input (the shell
+/// reads commands from a pipe).
+pub fn piped(dir: &Path, args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sketchdb"))
+        .current_dir(dir)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
 }
 
 /// Every line of `bytes` parsed as one JSON value.

@@ -110,55 +110,57 @@ struct Rest {
     docs: u64,
 }
 
-/// Waits for the oldest started chunk and batches its records (a batch is `batch` records
-/// read, `in_batch` of them pending), then reports its rejects and how its input ended.
-fn take_oldest(
-    loader: &mut Loader<'_>,
-    started: &mut VecDeque<(Ticket, Rest)>,
-    in_batch: &mut usize,
+/// Chunks whose parallel step was started, oldest first, and the batch being filled: a batch
+/// is `batch` records read (the unchanged and rejected ones count), `in_batch` of them pending.
+struct Started {
+    chunks: VecDeque<(Ticket, Rest)>,
+    in_batch: usize,
     batch: usize,
-    progress: &mut Progress,
-) -> Result<(), CliError> {
-    let Some((ticket, rest)) = started.pop_front() else { return Ok(()) };
-    let mut worked = loader.wait(ticket)?;
-    while !worked.is_empty() {
-        let tail = worked.split_off(worked.len().min(batch - *in_batch));
-        *in_batch += worked.len();
-        loader.add(worked)?;
-        if *in_batch == batch {
-            loader.flush()?;
-            *in_batch = 0;
-        }
-        worked = tail;
-    }
-    // After the records read before them: a strict-mode reject ends the reading, and the
-    // whole batches before it are committed, the pending one is not.
-    for reject in &rest.rejects {
-        loader.reject(&Bad::read(reject))?;
-    }
-    progress.update(rest.docs, rest.bytes);
-    if let Some(e) = rest.failure {
-        // What was read whole before the failure is kept.
-        loader.flush()?;
-        loader.rejects.finish()?;
-        progress.finish();
-        return Err(read_error(e));
-    }
-    Ok(())
 }
 
-/// [`take_oldest`] until every started chunk is batched, in input order.
-fn take_all(
-    loader: &mut Loader<'_>,
-    started: &mut VecDeque<(Ticket, Rest)>,
-    in_batch: &mut usize,
-    batch: usize,
-    progress: &mut Progress,
-) -> Result<(), CliError> {
-    while !started.is_empty() {
-        take_oldest(loader, started, in_batch, batch, progress)?;
+impl Started {
+    fn new(batch: usize) -> Started {
+        Started { chunks: VecDeque::new(), in_batch: 0, batch }
     }
-    Ok(())
+
+    /// Waits for the oldest started chunk and batches its records, then reports its rejects
+    /// and how its input ended.
+    fn take_oldest(&mut self, loader: &mut Loader<'_>, progress: &mut Progress) -> Result<(), CliError> {
+        let Some((ticket, rest)) = self.chunks.pop_front() else { return Ok(()) };
+        let mut worked = loader.wait(ticket)?;
+        while !worked.is_empty() {
+            let tail = worked.split_off(worked.len().min(self.batch - self.in_batch));
+            self.in_batch += worked.len();
+            loader.add(worked)?;
+            if self.in_batch == self.batch {
+                loader.flush()?;
+                self.in_batch = 0;
+            }
+            worked = tail;
+        }
+        // After the records read before them: a strict-mode reject ends the reading, and the
+        // whole batches before it are committed, the pending one is not.
+        for reject in &rest.rejects {
+            loader.reject(&Bad::read(reject))?;
+        }
+        progress.update(rest.docs, rest.bytes);
+        if let Some(e) = rest.failure {
+            // What was read whole before the failure is kept.
+            loader.flush()?;
+            loader.rejects.finish()?;
+            progress.finish();
+            return Err(read_error(e));
+        }
+        Ok(())
+    }
+
+    /// [`Started::take_oldest`] until every started chunk is batched, in input order.
+    fn take_all(&mut self, loader: &mut Loader<'_>, progress: &mut Progress) -> Result<(), CliError> {
+        while !self.chunks.is_empty() {
+            self.take_oldest(loader, progress)?;
+        }
+        Ok(())
+    }
 }
 
 /// `upsert`: as `ingest`, but a key already stored gets the new record.
@@ -208,26 +210,24 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_
             Loader::new(&coll, &pool, committer, args.batch, upsert, track_all, rejects, args.read.strict)?;
         let mut reading = if threaded { Reading::spawn(reader)? } else { Reading::Inline(Box::new(reader)) };
         let mut docs = 0u64;
-        // Records read into the pending batch: a batch is `--batch` records read (the
-        // unchanged and rejected ones count), whatever the chunks.
-        let mut in_batch = 0;
-        // Chunks whose parallel step was started, oldest first: with more than one thread,
-        // up to `AHEAD` more are worked on while the oldest is checked and batched here.
-        let mut started: VecDeque<(Ticket, Rest)> = VecDeque::new();
+        // With more than one thread, up to `AHEAD` chunks more than the oldest are worked on
+        // while the oldest is checked and batched here; a batch is `--batch` records read,
+        // whatever the chunks.
+        let mut started = Started::new(args.batch);
         for read in reading.by_ref() {
             let chunk = match read {
                 Read::Chunk(chunk) => chunk,
                 Read::InputDone { skipped, bytes } => {
-                    take_all(&mut loader, &mut started, &mut in_batch, args.batch, &mut progress)?;
+                    started.take_all(&mut loader, &mut progress)?;
                     // A batch never spans two inputs.
                     loader.flush()?;
-                    in_batch = 0;
+                    started.in_batch = 0;
                     loader.rejects.skipped(&skipped);
                     progress.input_done(bytes);
                     continue;
                 }
                 Read::OpenFailed(e) => {
-                    take_all(&mut loader, &mut started, &mut in_batch, args.batch, &mut progress)?;
+                    started.take_all(&mut loader, &mut progress)?;
                     loader.flush()?;
                     return Err(e);
                 }
@@ -235,12 +235,12 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_
             docs += chunk.records.len() as u64;
             let rest = Rest { rejects: chunk.rejects, failure: chunk.failure, bytes: chunk.bytes, docs };
             let stop = rest.failure.is_some();
-            started.push_back((loader.start(chunk.records), rest));
-            while started.len() > AHEAD || (stop && !started.is_empty()) {
-                take_oldest(&mut loader, &mut started, &mut in_batch, args.batch, &mut progress)?;
+            started.chunks.push_back((loader.start(chunk.records), rest));
+            while started.chunks.len() > AHEAD || (stop && !started.chunks.is_empty()) {
+                started.take_oldest(&mut loader, &mut progress)?;
             }
         }
-        take_all(&mut loader, &mut started, &mut in_batch, args.batch, &mut progress)?;
+        started.take_all(&mut loader, &mut progress)?;
         if args.sync {
             if loader.rejects.blocking_sync() == 0 {
                 loader.delete_unseen()?;
