@@ -133,13 +133,10 @@ impl ReadArgs {
     }
 }
 
-/// The records of `spool`, a copy of standard input, named `-` as standard input's are.
-pub fn open_spool(
-    spool: &std::path::Path,
-    opts: &ReadOptions,
-) -> Result<Box<dyn sketchdb::io::RecordSource>, CliError> {
+/// The input in `spool`, a copy of standard input, named `-` as standard input's are.
+pub fn open_spool(spool: &std::path::Path, opts: &ReadOptions) -> Result<sketchdb::io::Opened, CliError> {
     let file = std::fs::File::open(spool).map_err(|e| CliError::io(spool, e))?;
-    sketchdb::io::read::from_reader("-", file, opts).map_err(read_error)
+    sketchdb::io::read::lines_from_reader("-", file, opts).map_err(read_error)
 }
 
 /// A reader's error as the CLI's: a file that cannot be opened or read is an I/O error (exit
