@@ -33,8 +33,8 @@
 use std::collections::HashSet;
 use std::io::{BufRead, Read};
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use xxhash_rust::xxh3::xxh3_128;
 
@@ -55,15 +55,37 @@ pub struct Lines {
     bytes: Arc<AtomicU64>,
     parser: Arc<LineParser>,
     ended: bool,
+    spare: Spare,
 }
 
 /// A chunk of raw lines: non-blank lines with their numbers, in input order, and lines over
-/// the size limit (already rejects). Ends early with the input's failure, if any.
+/// the size limit (already rejects). Ends early with the input's failure, if any. Dropped,
+/// it hands its buffer back to its [`Lines`] for a later chunk.
 pub struct RawLines {
     buf: Vec<u8>,
     entries: Vec<Entry>,
     failure: Option<ReadError>,
     bytes: u64,
+    spare: Spare,
+}
+
+/// Buffers of dropped chunks, at most [`SPARE_BUFFERS`], reused by the next chunks: a chunk's
+/// buffer is megabytes, and a fresh one costs page faults (and a copy at each doubling).
+type Spare = Arc<Mutex<Vec<Vec<u8>>>>;
+
+/// Buffers kept for reuse, at most.
+const SPARE_BUFFERS: usize = 8;
+
+impl Drop for RawLines {
+    fn drop(&mut self) {
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        if let Ok(mut spare) = self.spare.lock() {
+            if spare.len() < SPARE_BUFFERS {
+                spare.push(buf);
+            }
+        }
+    }
 }
 
 /// One entry of a chunk: a line's number and its bytes' end in the chunk's buffer (it starts
@@ -152,7 +174,8 @@ impl Lines {
             max: opts.max_record_bytes,
             max_key_len: opts.max_key_len,
         };
-        Lines { path, reader, line: 0, max: opts.max_record_bytes, bytes, parser: Arc::new(parser), ended: false }
+        let max = opts.max_record_bytes;
+        Lines { path, reader, line: 0, max, bytes, parser: Arc::new(parser), ended: false, spare: Spare::default() }
     }
 
     /// The parser of this input's lines.
@@ -182,7 +205,9 @@ impl Lines {
         if self.ended {
             return None;
         }
-        let mut chunk = RawLines { buf: Vec::new(), entries: Vec::new(), failure: None, bytes: 0 };
+        let buf = self.spare.lock().ok().and_then(|mut s| s.pop()).unwrap_or_default();
+        let spare = Arc::clone(&self.spare);
+        let mut chunk = RawLines { buf, entries: Vec::with_capacity(max_lines.min(4096)), failure: None, bytes: 0, spare };
         while chunk.entries.len() < max_lines.max(1) && chunk.buf.len() < max_bytes {
             self.line += 1;
             let start = chunk.buf.len();
