@@ -463,7 +463,7 @@ pub(super) fn run_many(
                 let err = to_py(e.error);
                 PyErr::from_type(err.get_type(py), format!("probe {}: {}", e.position, err.value(py)))
             })?;
-            r.hits.into_iter().map(|h| super::results::hit(py, h)).collect()
+            Ok(r.hits.into_iter().map(super::results::hit).collect())
         })
         .collect()
 }
