@@ -415,7 +415,7 @@ pub(super) fn probes(
             }
             let mut out = Vec::new();
             for k in k.try_iter()? {
-                out.push(convert::key(&k?).map(Probe::Key));
+                out.push(convert::key_buf(&k?).map(Probe::Key));
             }
             out
         }
