@@ -286,19 +286,23 @@ pub(crate) fn insert_many(
     if ks.len() != contents.len() {
         return Err(PyValueError::new_err(format!("{} keys but {} records", ks.len(), contents.len())));
     }
-    // Per record: its key (when readable) and its probe, or the error that rejects it.
+    // The first record of each key (keys borrowed, not copied), then per record: its key
+    // (when readable) and its probe, or the error that rejects it.
+    let first: Vec<Option<usize>> = {
+        let mut first_at: HashMap<&[u8], usize> = HashMap::with_capacity(ks.len());
+        ks.iter()
+            .enumerate()
+            .map(|(i, k)| k.as_ref().ok().map(|k| *first_at.entry(k.as_slice()).or_insert(i)))
+            .collect()
+    };
     let mut records: Vec<(Option<Vec<u8>>, Content)> = Vec::with_capacity(ks.len());
-    let mut first_at: HashMap<Vec<u8>, usize> = HashMap::with_capacity(ks.len());
-    for (i, (k, c)) in ks.into_iter().zip(contents).enumerate() {
-        let (key, r) = match k {
-            Err(e) => (None, Err(e)),
-            Ok(k) => match first_at.get(&k) {
-                Some(j) => (Some(k), Err(PyValueError::new_err(format!("duplicate key: record {j} has the same key")))),
-                None => {
-                    first_at.insert(k.clone(), i);
-                    (Some(k), c)
-                }
-            },
+    for (i, ((k, c), first)) in ks.into_iter().zip(contents).zip(first).enumerate() {
+        let (key, r) = match (k, first) {
+            (Err(e), _) => (None, Err(e)),
+            (Ok(k), Some(j)) if j != i => {
+                (Some(k), Err(PyValueError::new_err(format!("duplicate key: record {j} has the same key"))))
+            }
+            (Ok(k), _) => (Some(k), c),
         };
         if strict && let Err(e) = &r {
             return Err(at(py, i, e));
