@@ -145,15 +145,18 @@ pub(crate) fn hashvalue_rows(coll: &Collection, rows: &Bound<'_, PyAny>) -> PyRe
         x.extract::<Vec<u64>>()
             .map_err(|_| PyTypeError::new_err("a hashvalues row is a 1-D array of unsigned integers"))
     };
-    rows.try_iter()?
-        .map(|x| {
-            let x = x?;
-            Ok(row(&x).and_then(|v| {
-                let m = sketchdb::MinHash::from_parts(params, v, 0).map_err(crate::errors::sketch_to_py)?;
-                Ok(Probe::Sketch(Sketch::MinHash(m)))
-            }))
-        })
-        .collect()
+    let sketch = |v: Vec<u64>| -> Content {
+        let m = sketchdb::MinHash::from_parts(params, v, 0).map_err(crate::errors::sketch_to_py)?;
+        Ok(Probe::Sketch(Sketch::MinHash(m)))
+    };
+    // A 2-D array (`np.stack` of the rows) is read row by row in place: no NumPy object per row.
+    if let Ok(a) = rows.extract::<numpy::PyReadonlyArray2<'_, u64>>() {
+        return Ok(a.as_array().rows().into_iter().map(|r| sketch(r.to_vec())).collect());
+    }
+    if let Ok(a) = rows.extract::<numpy::PyReadonlyArray2<'_, u32>>() {
+        return Ok(a.as_array().rows().into_iter().map(|r| sketch(r.iter().map(|&v| u64::from(v)).collect())).collect());
+    }
+    rows.try_iter()?.map(|x| Ok(row(&x?).and_then(sketch))).collect()
 }
 
 /// The contents named by exactly one of texts, tokens, sketches, signatures.
