@@ -245,10 +245,24 @@ impl IndexHook for IndexMaintainer {
         }
     }
 
-    fn removed(&mut self, row: u64, sketch: &Sketch) -> Result<(), IndexError> {
+    fn wants_removed_sketch(&self) -> bool {
+        // SimHash tables find a row's entries by its fingerprint; an LSH index lists the
+        // removed row (`sketchdb.lsh_dead`) and needs no sketch.
+        matches!(self.active, Active::Simhash(_))
+    }
+
+    fn removed(&mut self, row: u64, sketch: Option<&Sketch>) -> Result<(), IndexError> {
         match &mut self.active {
             Active::None => {}
-            Active::Simhash(d) => d.remove(row, fingerprint_of(sketch)),
+            Active::Simhash(d) => match sketch {
+                Some(s) => d.remove(row, fingerprint_of(s)),
+                None => {
+                    return Err(IndexError::inconsistent(
+                        "SimHash tables",
+                        format!("row {row} removed without its fingerprint"),
+                    ));
+                }
+            },
             Active::Lsh(d) => d.remove(row),
         }
         Ok(())

@@ -157,7 +157,7 @@ impl Store {
                     let new_row = state.next_row;
                     let sketch = decode(info, &view, first, i)?;
                     pages.append(new_row, key, &sketch)?;
-                    hook.removed(old_row, &sketch)?;
+                    hook.removed(old_row, Some(&sketch))?;
                     hook.added(new_row, &sketch)?;
                     if let Some(sets) = sets.as_mut() {
                         sets.move_row(old_row, new_row)?;

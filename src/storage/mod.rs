@@ -11,8 +11,8 @@
 //! * [`rules`]: what a write is made of, and the key check and error builders reads and
 //!   writes share.
 //! * [`shingles`]: the exact shingle sets of collections that keep them.
-//! * [`dead`]: removed rows kept beside their pages (`sketchdb.row_dead`), so a delete does
-//!   not rewrite its row's page.
+//! * [`dead`]: removed rows kept beside their pages (`sketchdb.row_dead64`, by 64-row
+//!   chunk), so a delete neither reads nor rewrites its row's page.
 //! * [`compact`]: page compaction and redb file compaction.
 //! * [`space`]: the free-space check before operations that grow the file first.
 //! * [`content_hash`]: the source-content hash kept per row written with one (sync).

@@ -2,8 +2,9 @@
 //!
 //! Within a transaction every touched page is built once: the open tail page is loaded (or
 //! started) on the first append and written back when full or at the end. A row removed from
-//! any other page is marked in that page's `sketchdb.row_dead` entry (one small value per
-//! page, written at the end; see [`super::dead`]): the page itself is only read. Any error
+//! any other page is marked in its chunk's `sketchdb.row_dead64` entry (one u64 per 64 rows,
+//! written at the end; see [`super::dead`]): the page itself is not read unless an index
+//! needs the row's record. Any error
 //! drops the transaction uncommitted, so a failed batch leaves nothing behind.
 //!
 //! Semantics (also in `storage-format.md`):
@@ -54,8 +55,8 @@ pub struct WriteSummary {
 
 /// The pages one write transaction touches, each built once. Pages are keyed by first row.
 /// A row removed from a page the transaction does not otherwise rewrite is recorded in the
-/// page's `sketchdb.row_dead` entry instead (see [`super::dead`]); a page it rewrites (the
-/// tail it appends to, a page compaction takes) absorbs its entry.
+/// row's chunk entry in `sketchdb.row_dead64` instead (see [`super::dead`]); a page it
+/// rewrites (the tail it appends to, a page compaction takes) absorbs its rows' bits.
 pub(crate) struct PageCache<'t, 'i> {
     info: &'i CollectionInfo,
     table: Table<'t, (u32, u64), &'static [u8]>,
@@ -68,7 +69,7 @@ pub(crate) struct PageCache<'t, 'i> {
 impl<'t, 'i> PageCache<'t, 'i> {
     pub(crate) fn new(txn: &'t WriteTransaction, info: &'i CollectionInfo) -> Result<Self, StorageError> {
         let table = txn.open_table(PAGES).map_err(StorageError::backend("open table"))?;
-        let dead = DeadWriter::new(txn)?;
+        let dead = DeadWriter::new(txn, info)?;
         Ok(PageCache { info, table, dead, tail: None, tail_looked_up: false, dirty: BTreeMap::new() })
     }
 
@@ -82,8 +83,8 @@ impl<'t, 'i> PageCache<'t, 'i> {
         let first = k.value().1;
         let view =
             PageView::parse_expected(v.value(), &self.info.spec, first).map_err(corrupt_page(self.info, first))?;
-        if let Some(w) = self.dead.words(self.info, first)? {
-            check_dead_words(&view, w).map_err(corrupt_page(self.info, first))?;
+        if let Some(w) = self.dead.words(self.info, first, view.row_count())? {
+            check_dead_words(&view, &w).map_err(corrupt_page(self.info, first))?;
         }
         Ok(Some(PageBuilder::from_view(&view)))
     }
@@ -91,7 +92,7 @@ impl<'t, 'i> PageCache<'t, 'i> {
     /// `b` (a stored page about to be rewritten) with its side-table entry folded into its
     /// tombstones and the entry removed.
     fn fold(&mut self, mut b: PageBuilder) -> Result<PageBuilder, StorageError> {
-        if let Some(words) = self.dead.take(self.info, b.first_row())? {
+        if let Some(words) = self.dead.take(self.info, b.first_row(), b.row_count())? {
             b.or_deleted(&words).map_err(corrupt_page(self.info, b.first_row()))?;
         }
         Ok(b)
@@ -172,18 +173,22 @@ impl<'t, 'i> PageCache<'t, 'i> {
         Ok(())
     }
 
-    /// Removes `row`, which must be a live row whose key is `key`; returns the row's sketch,
-    /// for the index hook (indexes derive the entries to remove from it). A row of a page
-    /// this transaction rewrites gets its tombstone bit; any other row gets its bit in the
-    /// page's side-table entry, and its page is only read.
-    pub(crate) fn delete(&mut self, row: u64, key: &[u8]) -> Result<Sketch, StorageError> {
+    /// Removes `row`, which must be a live row whose key is `key`; returns the row's sketch
+    /// when `sketch` asks for it (an index hook that derives the entries to remove from it).
+    /// A row of a page this transaction rewrites gets its tombstone bit (the page is in
+    /// memory: its key and liveness are checked); any other row gets its bit in its chunk's
+    /// side-table entry, and its page is read only when the sketch is asked for (then the
+    /// key and the page's own tombstone are checked too). A row already in the side table is
+    /// refused either way.
+    pub(crate) fn delete(&mut self, row: u64, key: &[u8], sketch: bool) -> Result<Option<Sketch>, StorageError> {
         let info = self.info;
         let holds = |b: &PageBuilder| b.first_row() <= row && row < b.next_row();
         let b = match &mut self.tail {
             Some(t) if holds(t) => t,
             _ => match self.dirty.range_mut(..=row).next_back() {
                 Some((_, b)) if holds(b) => b,
-                _ => return self.delete_stored(row, key),
+                _ if sketch => return self.delete_stored(row, key).map(Some),
+                _ => return self.dead.mark(info, row).map(|()| None),
             },
         };
         let i = (row - b.first_row()) as usize;
@@ -197,13 +202,14 @@ impl<'t, 'i> PageCache<'t, 'i> {
             source: Box::new(source),
         })?;
         match b.set_deleted(i) {
-            Ok(true) => Ok(sketch),
+            Ok(true) => Ok(Some(sketch)),
             Ok(false) => Err(inconsistent(info, row, "a key maps to a deleted row")),
             Err(e) => Err(inconsistent(info, row, e)),
         }
     }
 
-    /// [`Self::delete`] of a row of a stored page this transaction does not rewrite.
+    /// [`Self::delete`] of a row of a stored page this transaction does not rewrite, reading
+    /// the page for the row's sketch.
     fn delete_stored(&mut self, row: u64, key: &[u8]) -> Result<Sketch, StorageError> {
         let info = self.info;
         let id = info.def.id;
@@ -213,9 +219,8 @@ impl<'t, 'i> PageCache<'t, 'i> {
         let first = k.value().1;
         let page = PageView::parse_expected(v.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
         let i = page.index_of(row).ok_or_else(|| inconsistent(info, row, "a key maps to a row no page holds"))?;
-        let rows = page.row_count();
-        let words = self.dead.words(info, first)?;
-        let view = super::rules::overlay(info, page, words)?;
+        let words = self.dead.words(info, first, page.row_count())?;
+        let view = super::rules::overlay(info, page, words.as_deref())?;
         if view.key(i) != key {
             return Err(inconsistent(info, row, format!("the row's key is not {}", show_key(key))));
         }
@@ -223,7 +228,7 @@ impl<'t, 'i> PageCache<'t, 'i> {
             return Err(inconsistent(info, row, "a key maps to a deleted row"));
         }
         let sketch = super::reader::decode(info, &view, first, i)?;
-        self.dead.mark(info, first, rows, i)?;
+        self.dead.mark(info, row)?;
         Ok(sketch)
     }
 
@@ -359,6 +364,8 @@ impl super::store::Store {
         let ends_rows = ops.iter().any(|op| !matches!(op, WriteOp::Insert(..)));
         let mut hashes = if carries || ends_rows { content_hash::open_in(txn, carries)? } else { None };
         let params = &info.def.params;
+        // Whether a removed row's page is read for its sketch (SimHash tables need it).
+        let wants = hook.wants_removed_sketch();
         for (i, (op, appended)) in ops.into_iter().zip(appended).enumerate() {
             match op {
                 WriteOp::Insert(key, sketch, hash) | WriteOp::Upsert(key, sketch, hash) => {
@@ -381,8 +388,11 @@ impl super::store::Store {
                             }
                             .into());
                         }
-                        let gone = pages.delete(old_row, key)?;
-                        hook.removed(old_row, &gone)?;
+                        if old_row >= state.next_row {
+                            return Err(inconsistent(info, old_row, "a key maps to a row at or past next_row").into());
+                        }
+                        let gone = pages.delete(old_row, key, wants)?;
+                        hook.removed(old_row, gone.as_ref())?;
                         if let Some(sets) = sets.as_mut() {
                             sets.remove(old_row)?;
                         }
@@ -416,8 +426,13 @@ impl super::store::Store {
                     match old {
                         None => summary.missing += 1,
                         Some(old_row) => {
-                            let gone = pages.delete(old_row, key)?;
-                            hook.removed(old_row, &gone)?;
+                            if old_row >= state.next_row {
+                                return Err(
+                                    inconsistent(info, old_row, "a key maps to a row at or past next_row").into()
+                                );
+                            }
+                            let gone = pages.delete(old_row, key, wants)?;
+                            hook.removed(old_row, gone.as_ref())?;
                             if let Some(sets) = sets.as_mut() {
                                 sets.remove(old_row)?;
                             }
@@ -481,16 +496,13 @@ fn for_each_page_in<E: From<StorageError>>(
     mut f: impl FnMut(u64, &PageView<'_>) -> Result<(), E>,
 ) -> Result<(), E> {
     let pages = txn.open_table(PAGES).map_err(StorageError::backend("open table"))?;
-    let dead = super::dead::open_write_if_exists(txn)?;
+    let dead = super::dead::open_both_in(txn)?;
     let id = info.def.id;
     for entry in pages.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan pages"))? {
         let (k, v) = entry.map_err(StorageError::backend("scan pages"))?;
         let first = k.value().1;
         let view = PageView::parse_expected(v.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
-        let words = match &dead {
-            Some(t) => super::dead::words_in(t, id, first, corrupt_page(info, first))?,
-            None => None,
-        };
+        let words = dead.page_words(id, first, view.row_count(), |e| corrupt_page(info, first)(e))?;
         f(first, &super::rules::overlay(info, view, words.as_deref())?)?;
     }
     Ok(())
