@@ -174,3 +174,57 @@ fn a_key_whose_row_is_already_listed_removed_is_refused_and_nothing_is_written()
         assert_eq!((s.deleted, s.missing), (1, 1), "{name}");
     }
 }
+
+#[test]
+fn an_ended_rows_content_hash_stays_until_compaction_purges_the_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::create(dir.path().join("hashes.sketchdb")).unwrap();
+    let params = SketchParams::minhash(16, 32, 9).unwrap();
+    let c = db.create_collection("c", CollectionConfig::new(params).with_index(IndexConfig::lsh(0.5))).unwrap();
+    let mut m = Model::new(params);
+    let key = |i: u64| format!("k{i:05}");
+    // key -> the hash its live row was written with (None: written without one).
+    let mut want: BTreeMap<String, Option<u128>> = BTreeMap::new();
+    let mut b = Batch::new();
+    for i in 0..2000u64 {
+        b.insert_with_hash(key(i), m.sk.sketch(&tokens(&mut m.rng, &m.bases, i)).unwrap(), u128::from(i) + 1);
+        want.insert(key(i), Some(u128::from(i) + 1));
+    }
+    c.apply(&b).unwrap();
+    let mut b = Batch::new();
+    for i in (0..2000u64).filter(|i| i % 4 == 0) {
+        b.delete(key(i));
+        want.remove(&key(i));
+    }
+    for i in (0..2000u64).filter(|i| i % 5 == 1) {
+        b.upsert_with_hash(key(i), m.sk.sketch(&tokens(&mut m.rng, &m.bases, i)).unwrap(), 7000 + u128::from(i));
+        want.insert(key(i), Some(7000 + u128::from(i)));
+    }
+    for i in (0..2000u64).filter(|i| i % 7 == 2) {
+        b.upsert(key(i), m.sk.sketch(&tokens(&mut m.rng, &m.bases, i)).unwrap());
+        want.insert(key(i), None);
+    }
+    c.apply(&b).unwrap();
+    let check = |stage: &str| -> Vec<u64> {
+        let snap = c.snapshot().unwrap();
+        let mut hashed = vec![];
+        for i in 0..2000u64 {
+            let got = snap.stored_hash(key(i)).unwrap();
+            assert_eq!(got.map(|g| g.1), want.get(&key(i)).copied(), "{stage}: {}", key(i));
+            if let Some((row, Some(_))) = got {
+                hashed.push(row);
+            }
+        }
+        hashed.sort_unstable();
+        hashed
+    };
+    let hashed = check("after deletes and upserts");
+    let entries = testing::content_hash_rows(&c, &db).unwrap();
+    assert!(hashed.iter().all(|r| entries.contains(r)), "every live hashed row has its entry");
+    assert!(entries.len() > hashed.len(), "ended rows keep their entries until compaction");
+    assert_verified(&db, "before compaction");
+    db.compact().unwrap();
+    let hashed = check("compacted");
+    assert_eq!(testing::content_hash_rows(&c, &db).unwrap(), hashed, "compaction purges the ended rows' entries");
+    assert_verified(&db, "compacted");
+}

@@ -20,8 +20,9 @@ use crate::storage::catalog::rewrite_settings;
 use crate::storage::error::contain;
 use crate::storage::hook::{IndexHook, PrepareJob, Prepared};
 use crate::storage::index_tables::IndexTxn;
+use crate::storage::scan_in::{for_each_live_fingerprint_in, for_each_live_in};
 use crate::storage::store::Store;
-use crate::storage::writer::{for_each_live_fingerprint_in, for_each_live_in, index_state};
+use crate::storage::writer::index_state;
 
 /// The seed of every LSH band-key scheme this build creates (recorded in the scheme).
 pub(crate) const LSH_SEED: u64 = 0x736b_6574_6368_6462;

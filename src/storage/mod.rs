@@ -5,7 +5,8 @@
 //!   durability, the custom-backend entry points for tests).
 //! * [`catalog`]: collections (create, look up, list, drop).
 //! * [`writer`]: write transactions: inserts, upserts, deletes, all-or-nothing batches;
-//!   [`key_append`] writes a batch's keys that sort after all others through one cursor.
+//!   [`key_append`] writes a batch's keys that sort after all others through one cursor;
+//!   [`scan_in`] reads every live row inside a write transaction (index rebuilds).
 //! * [`reader`]: read snapshots: gets and page scans; [`current`] keeps the snapshot of a
 //!   handle's last commit for its warm reads.
 //! * [`rules`]: what a write is made of, and the key check and error builders reads and
@@ -42,6 +43,7 @@ pub(crate) mod integrity;
 pub(crate) mod key_append;
 pub(crate) mod reader;
 pub(crate) mod rules;
+pub(crate) mod scan_in;
 pub(crate) mod shingles;
 pub(crate) mod space;
 pub(crate) mod store;

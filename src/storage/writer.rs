@@ -32,7 +32,6 @@ use super::tables::{COLLECTION_STATE, COLLECTION_STATE_NAME, KEYS, PAGES};
 use crate::codec::meta::CollectionState;
 use crate::codec::page::{PageBuilder, PageView, check_dead_words};
 use crate::codec::record::{decode_row, push_sketch};
-use crate::sketch::params::SketchKind;
 use crate::sketch::sketcher::Sketch;
 
 /// What a committed batch did.
@@ -353,16 +352,26 @@ impl super::store::Store {
         hook: &mut H,
     ) -> Result<(), H::Error> {
         let id = info.def.id;
+        let mut ops = ops;
+        // A batch of deletes only ends the same rows, counts the same and leaves the same
+        // tables in any order: in key order, the keys B-tree's removals walk its leaves in
+        // order.
+        if ops.iter().all(|op| matches!(op, WriteOp::Delete(_))) {
+            ops.sort_by(|a, b| match (a, b) {
+                (WriteOp::Delete(a), WriteOp::Delete(b)) => a.cmp(b),
+                _ => std::cmp::Ordering::Equal,
+            });
+        }
         let mut keys: KeysTable<'_> = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
         let appended = append_new_keys(&mut keys, info, &ops, state.next_row)?;
         let mut pages = PageCache::new(txn, info)?;
         let mut sets = ShingleWriter::new(txn, info)?;
-        // Content hashes: the table is opened when an op carries a hash, or when a row may
-        // end and the file has the table (its entry goes with it); never created otherwise.
+        // Content hashes: the table is opened (created) when an op carries a hash. A row that
+        // ends keeps its entry, like its columns in its page, until compaction purges the
+        // row (see `content_hash.rs`).
         let carries =
             ops.iter().any(|op| matches!(op, WriteOp::Insert(_, _, Some(_)) | WriteOp::Upsert(_, _, Some(_))));
-        let ends_rows = ops.iter().any(|op| !matches!(op, WriteOp::Insert(..)));
-        let mut hashes = if carries || ends_rows { content_hash::open_in(txn, carries)? } else { None };
+        let mut hashes = if carries { content_hash::open_in(txn, true)? } else { None };
         let params = &info.def.params;
         // Whether a removed row's page is read for its sketch (SimHash tables need it).
         let wants = hook.wants_removed_sketch();
@@ -395,9 +404,6 @@ impl super::store::Store {
                         hook.removed(old_row, gone.as_ref())?;
                         if let Some(sets) = sets.as_mut() {
                             sets.remove(old_row)?;
-                        }
-                        if let Some(t) = &mut hashes {
-                            content_hash::take(t, info.def.id, old_row)?;
                         }
                         summary.replaced += 1;
                         state.deleted += 1;
@@ -436,9 +442,6 @@ impl super::store::Store {
                             if let Some(sets) = sets.as_mut() {
                                 sets.remove(old_row)?;
                             }
-                            if let Some(t) = &mut hashes {
-                                content_hash::take(t, info.def.id, old_row)?;
-                            }
                             summary.deleted += 1;
                             state.live = state.live.saturating_sub(1);
                             state.deleted += 1;
@@ -450,60 +453,4 @@ impl super::store::Store {
         pages.flush()?;
         Ok(())
     }
-}
-
-/// Calls `f(row, sketch)` for every live row of the collection, in row order, reading the
-/// pages through the write transaction `txn` (index rebuilds).
-pub(crate) fn for_each_live_in<E: From<StorageError>>(
-    txn: &IndexTxn<'_>,
-    info: &CollectionInfo,
-    mut f: impl FnMut(u64, &Sketch) -> Result<(), E>,
-) -> Result<(), E> {
-    for_each_page_in(txn.0, info, |first, view| {
-        for i in (0..view.row_count()).filter(|&i| !view.is_deleted(i)) {
-            let sketch = super::reader::decode(info, view, first, i)?;
-            f(view.first_row() + i as u64, &sketch)?;
-        }
-        Ok(())
-    })
-}
-
-/// Calls `f(row, fingerprint)` for every live row of a SimHash collection, in row order:
-/// [`for_each_live_in`] without building a sketch per row (a SimHash table rebuild).
-pub(crate) fn for_each_live_fingerprint_in(
-    txn: &IndexTxn<'_>,
-    info: &CollectionInfo,
-    mut f: impl FnMut(u64, u128),
-) -> Result<(), StorageError> {
-    if info.def.params.kind() != SketchKind::SimHash {
-        return Err(inconsistent(info, 0, "a fingerprint scan of a collection that is not SimHash"));
-    }
-    // `parse_expected` checked the page's layout: one 8-byte value column per 64 bits.
-    for_each_page_in(txn.0, info, |_, view| {
-        let wide = view.layout().value_cols > 1;
-        for i in (0..view.row_count()).filter(|&i| !view.is_deleted(i)) {
-            let hi = if wide { u128::from(view.value(1, i)) << 64 } else { 0 };
-            f(view.first_row() + i as u64, u128::from(view.value(0, i)) | hi);
-        }
-        Ok(())
-    })
-}
-
-/// Calls `f(first row, page)` for every page of the collection, in row order, each checked.
-fn for_each_page_in<E: From<StorageError>>(
-    txn: &WriteTransaction,
-    info: &CollectionInfo,
-    mut f: impl FnMut(u64, &PageView<'_>) -> Result<(), E>,
-) -> Result<(), E> {
-    let pages = txn.open_table(PAGES).map_err(StorageError::backend("open table"))?;
-    let dead = super::dead::open_both_in(txn)?;
-    let id = info.def.id;
-    for entry in pages.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan pages"))? {
-        let (k, v) = entry.map_err(StorageError::backend("scan pages"))?;
-        let first = k.value().1;
-        let view = PageView::parse_expected(v.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
-        let words = dead.page_words(id, first, view.row_count(), |e| corrupt_page(info, first)(e))?;
-        f(first, &super::rules::overlay(info, view, words.as_deref())?)?;
-    }
-    Ok(())
 }

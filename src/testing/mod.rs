@@ -459,6 +459,13 @@ pub fn row_dead_entries(collection: &Collection, db: &Database) -> Result<Vec<(u
     Ok(db.store().dead_entries(collection.info())?)
 }
 
+/// The rows of a collection that have a `sketchdb.content_hashes` entry at the last commit,
+/// ascending (live rows written with a hash, and removed rows not yet purged by compaction).
+pub fn content_hash_rows(collection: &Collection, db: &Database) -> Result<Vec<u64>> {
+    let snap = db.store().snapshot()?;
+    Ok(crate::storage::content_hash::rows_in(snap.txn(), collection.info().def.id)?)
+}
+
 /// A collection's entries in the version-2 table `sketchdb.row_dead` (page first row, the
 /// page's removed-rows bitmap as stored): a file this build has not yet written to.
 pub fn legacy_row_dead_entries(collection: &Collection, db: &Database) -> Result<Vec<(u64, Vec<u8>)>> {
