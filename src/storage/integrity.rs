@@ -262,7 +262,7 @@ impl Store {
                     let row = (chunk << 6) + u64::from(bits.trailing_zeros());
                     bits &= bits - 1;
                     let at = ranges.partition_point(|r| r.0 <= row);
-                    if !at.checked_sub(1).is_some_and(|i| row < ranges[i].1) {
+                    if at.checked_sub(1).is_none_or(|i| row >= ranges[i].1) {
                         ctx.problem(
                             None,
                             Some(row),
