@@ -88,7 +88,7 @@ fn foreign_and_future_files_are_refused_by_name() {
         sketchdb::testing::rewrite_format_version(&db, 9).unwrap();
     }
     match Database::open(&p) {
-        Err(e @ Error::Storage(StorageError::UnsupportedFormat { found: 9, supported: 2, .. })) => {
+        Err(e @ Error::Storage(StorageError::UnsupportedFormat { found: 9, supported: 3, .. })) => {
             assert!(e.to_string().contains("version 9"), "{e}");
         }
         other => panic!("{other:?}"),
