@@ -154,7 +154,12 @@ pub(crate) fn hashvalue_rows(coll: &Collection, rows: &Bound<'_, PyAny>) -> PyRe
         return Ok(a.as_array().rows().into_iter().map(|r| sketch(r.to_vec())).collect());
     }
     if let Ok(a) = rows.extract::<numpy::PyReadonlyArray2<'_, u32>>() {
-        return Ok(a.as_array().rows().into_iter().map(|r| sketch(r.iter().map(|&v| u64::from(v)).collect())).collect());
+        return Ok(a
+            .as_array()
+            .rows()
+            .into_iter()
+            .map(|r| sketch(r.iter().map(|&v| u64::from(v)).collect()))
+            .collect());
     }
     rows.try_iter()?.map(|x| Ok(row(&x?).and_then(sketch))).collect()
 }
