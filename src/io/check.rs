@@ -2,16 +2,14 @@
 //! inside one input, counting, and strict mode. Format readers implement [`Parse`]; [`Checked`]
 //! wraps one into a [`RecordSource`].
 
-use std::collections::HashSet;
 use std::io::Read;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use xxhash_rust::xxh3::xxh3_128;
-
 use super::error::{ReadError, Reject, RejectReason};
+use super::lines::{DuplicateIds, check_record};
 use super::options::ReadOptions;
-use super::record::{Content, SourceRecord, Summary};
+use super::record::{SourceRecord, Summary};
 use super::source::{Item, RecordSource};
 
 /// A format reader: yields parsed records, per-record rejects and fatal errors, and records
@@ -20,28 +18,13 @@ pub(crate) trait Parse: Send {
     fn next_parsed(&mut self, summary: &mut Summary) -> Option<Item>;
 }
 
-/// Whether `content` can be sketched as far as the reader can tell: non-empty text, a
-/// non-empty token list, any fingerprint. Whether a text has tokens depends on the
-/// collection's tokenizer (a recipe of character grams finds tokens in punctuation), so that
-/// is decided by whoever tokenizes it.
-pub(crate) fn check_content(content: &Content) -> Result<(), RejectReason> {
-    match content {
-        Content::Text(t) if t.is_empty() => Err(RejectReason::EmptyText),
-        Content::Tokens(t) if t.is_empty() => Err(RejectReason::NoTokens),
-        Content::Terms(t) if t.iter().all(String::is_empty) => Err(RejectReason::NoTokens),
-        _ => Ok(()),
-    }
-}
-
 /// A [`Parse`] with the shared checks applied.
 pub(crate) struct Checked<P> {
     parse: P,
     strict: bool,
-    reject_duplicates: bool,
     keep_empty: bool,
     max_key_len: usize,
-    /// xxh3-128 of every accepted key (a false duplicate needs a 128-bit collision).
-    seen: HashSet<u128>,
+    duplicates: DuplicateIds,
     summary: Summary,
     bytes: Arc<AtomicU64>,
     done: bool,
@@ -52,10 +35,9 @@ impl<P: Parse> Checked<P> {
         Checked {
             parse,
             strict: opts.strict,
-            reject_duplicates: opts.reject_duplicates,
             keep_empty: opts.keep_empty,
             max_key_len: opts.max_key_len,
-            seen: HashSet::new(),
+            duplicates: DuplicateIds::new(opts),
             summary: Summary::default(),
             bytes,
             done: false,
@@ -63,19 +45,8 @@ impl<P: Parse> Checked<P> {
     }
 
     fn check(&mut self, rec: &SourceRecord) -> Result<(), RejectReason> {
-        if rec.key.is_empty() {
-            return Err(RejectReason::EmptyKey);
-        }
-        if rec.key.len() > self.max_key_len {
-            return Err(RejectReason::KeyTooLong { len: rec.key.len(), max: self.max_key_len });
-        }
-        if !self.keep_empty {
-            check_content(&rec.content)?;
-        }
-        if self.reject_duplicates && rec.id.is_some() && !self.seen.insert(xxh3_128(rec.key.as_bytes())) {
-            return Err(RejectReason::DuplicateKey(rec.key.clone()));
-        }
-        Ok(())
+        check_record(rec, self.max_key_len, self.keep_empty)?;
+        self.duplicates.check(rec)
     }
 }
 

@@ -40,6 +40,9 @@ mod folder;
 #[doc(hidden)]
 pub mod fuzz;
 mod jsonl;
+mod lines;
+#[cfg(test)]
+mod lines_tests;
 mod options;
 #[cfg(feature = "parquet")]
 mod parquet;
@@ -52,6 +55,7 @@ mod source;
 mod tests;
 
 pub use error::{ReadError, Reject, RejectReason};
+pub use lines::{DuplicateIds, LineParser, Lines, RawLines};
 pub use options::{Format, ReadOptions, Select};
-pub use read::{Item, RecordSource};
+pub use read::{Item, Opened, RecordSource};
 pub use record::{Content, Origin, Position, Raw, SkipReason, Skipped, SourceRecord, Summary};

@@ -13,6 +13,7 @@ use super::delimited::Delimited;
 use super::error::ReadError;
 use super::jsonl::Jsonl;
 use super::jsonl::U64s;
+use super::lines::Lines;
 use super::options::{Format, ReadOptions};
 use super::record::{Origin, Position};
 
@@ -28,21 +29,50 @@ pub use super::source::{Item, RecordSource};
 /// Compression is always detected from the first bytes (gzip `1f 8b`, all members; zstd
 /// `28 b5 2f fd`, all frames), whatever the extension.
 pub fn open(path: impl AsRef<Path>, opts: &ReadOptions) -> Result<Box<dyn RecordSource>, ReadError> {
+    open_lines(path, opts).map(|o| o.into_records(opts))
+}
+
+/// An opened input: JSONL as raw [`Lines`], for a caller that parses them on threads of its
+/// own; any other format as records.
+#[non_exhaustive]
+pub enum Opened {
+    /// A JSONL input, not yet parsed.
+    Lines(Lines),
+    /// Any other input.
+    Records(Box<dyn RecordSource>),
+}
+
+impl Opened {
+    /// The input as records, whatever its format (JSONL lines parsed on the calling
+    /// thread's rayon pool, checked and counted as [`open`] does).
+    pub fn into_records(self, opts: &ReadOptions) -> Box<dyn RecordSource> {
+        match self {
+            Opened::Records(r) => r,
+            Opened::Lines(lines) => {
+                let bytes = lines.counter();
+                Box::new(Checked::new(Jsonl::new(lines), opts, bytes))
+            }
+        }
+    }
+}
+
+/// [`open`], but a JSONL input comes back as raw [`Lines`].
+pub fn open_lines(path: impl AsRef<Path>, opts: &ReadOptions) -> Result<Opened, ReadError> {
     let path = path.as_ref();
     if path == Path::new("-") {
-        return from_reader(path, std::io::stdin(), opts);
+        return lines_from_reader(path, std::io::stdin(), opts);
     }
     let open_err = |source| ReadError::Open { path: path.to_path_buf(), source };
     let meta = std::fs::metadata(path).map_err(open_err)?;
     if meta.is_dir() {
-        return super::folder::open(path, opts);
+        return super::folder::open(path, opts).map(Opened::Records);
     }
     let format = opts.format.or_else(|| format_from_name(path));
     match format {
         Some(Format::Folder) => {
             return Err(ReadError::Unsupported { path: path.into(), detail: "not a folder".into() });
         }
-        Some(Format::Parquet) => return open_parquet_file(path, opts),
+        Some(Format::Parquet) => return open_parquet_file(path, opts).map(Opened::Records),
         Some(Format::U64) if meta.len() % 8 != 0 => {
             // A plain u64 file's length is checked before any record is read; a compressed
             // one's at its end.
@@ -66,6 +96,15 @@ pub fn from_reader(
     reader: impl Read + Send + 'static,
     opts: &ReadOptions,
 ) -> Result<Box<dyn RecordSource>, ReadError> {
+    lines_from_reader(name, reader, opts).map(|o| o.into_records(opts))
+}
+
+/// [`from_reader`], but a JSONL stream comes back as raw [`Lines`].
+pub fn lines_from_reader(
+    name: impl AsRef<Path>,
+    reader: impl Read + Send + 'static,
+    opts: &ReadOptions,
+) -> Result<Opened, ReadError> {
     let name = name.as_ref();
     let format = opts.format.or_else(|| format_from_name(name));
     from_stream(name.into(), Box::new(reader), format, opts)
@@ -76,7 +115,7 @@ fn from_stream(
     reader: Box<dyn Read + Send>,
     format: Option<Format>,
     opts: &ReadOptions,
-) -> Result<Box<dyn RecordSource>, ReadError> {
+) -> Result<Opened, ReadError> {
     let at = |source| ReadError::Io { at: Origin::new(Arc::clone(&path), Position::File), source };
     let bytes = Arc::new(AtomicU64::new(0));
     let counted: Box<dyn Read + Send> = Box::new(Counting::new(reader, Arc::clone(&bytes)));
@@ -97,8 +136,8 @@ fn from_stream(
         }
     };
     let buffered = || BufReader::with_capacity(1 << 16, stream);
-    Ok(match format {
-        Format::Jsonl => Box::new(Checked::new(Jsonl::new(path, Box::new(buffered()), opts), opts, bytes)),
+    Ok(Opened::Records(match format {
+        Format::Jsonl => return Ok(Opened::Lines(Lines::new(path, Box::new(buffered()), opts, bytes))),
         Format::Csv => Box::new(Checked::new(Delimited::new(path, buffered(), b',', opts)?, opts, bytes)),
         Format::Tsv => Box::new(Checked::new(Delimited::new(path, buffered(), b'\t', opts)?, opts, bytes)),
         Format::U64 => Box::new(Checked::new(U64s::new(path, Box::new(buffered())), opts, bytes)),
@@ -110,7 +149,7 @@ fn from_stream(
         Format::Folder => {
             return Err(ReadError::Unsupported { path: path.to_path_buf(), detail: "a stream is not a folder".into() });
         }
-    })
+    }))
 }
 
 #[cfg(feature = "parquet")]

@@ -57,7 +57,7 @@ impl Input {
         options.keep_empty = true;
         options.reject_duplicates = false;
         match &self.spool {
-            Some(spool) => open_spool(spool, &options),
+            Some(spool) => open_spool(spool, &options).map(|o| o.into_records(&options)),
             None if self.path.as_os_str() == "-" => {
                 Err(CliError::Runtime("standard input was not kept for a second pass".into()))
             }

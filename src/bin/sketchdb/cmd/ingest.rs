@@ -8,20 +8,20 @@
 //! simply be run again; `upsert` replaces every stored key's record.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Args;
 use serde_json::json;
 use sketchdb::SketchKind;
+use sketchdb::io::{DuplicateIds, ReadOptions, Reject, RejectReason, SourceRecord};
 use sketchdb::recipes::{fingerprint_config, text_config};
 
 use crate::error::CliError;
 use crate::load::commit::Committer;
 use crate::load::loader::{Loader, Ticket};
-use crate::load::pipeline::pool;
+use crate::load::pipeline::{Step, pool};
 use crate::load::progress::{Progress, total_bytes};
-use crate::load::reader::{Read, Reader, Reading};
+use crate::load::reader::{Items, Read, Reader, Reading};
 use crate::load::rejects::{Bad, Rejects};
 use crate::load::{ReadArgs, check_recipe, read_error, with_recipe};
 use crate::output::summary;
@@ -101,49 +101,63 @@ pub fn ingest_report(session: &mut Session, args: &IngestArgs) -> Result<serde_j
 /// Chunks whose parallel step may run ahead of the one being checked and batched.
 const AHEAD: usize = 2;
 
-/// What a chunk read holds beside its records: its rejects, how its input ended, and the
-/// progress after it.
+/// What a chunk read holds beside its items: how its input ended, the progress after it,
+/// and whether its JSONL lines are still to be checked for ids repeated in the input.
 struct Rest {
-    rejects: Vec<sketchdb::io::Reject>,
     failure: Option<sketchdb::io::ReadError>,
     bytes: u64,
-    docs: u64,
+    raw: bool,
 }
 
 /// Chunks whose parallel step was started, oldest first, and the batch being filled: a batch
-/// is `batch` records read (the unchanged and rejected ones count), `in_batch` of them pending.
+/// is `batch` records read (the unchanged and rejected ones count, not those the reader
+/// rejected), `in_batch` of them pending.
 struct Started {
     chunks: VecDeque<(Ticket, Rest)>,
     in_batch: usize,
     batch: usize,
+    /// Records read whole so far.
+    docs: u64,
+    /// The ids of the current input's JSONL lines (other formats' readers check their own).
+    ids: DuplicateIds,
 }
 
 impl Started {
-    fn new(batch: usize) -> Started {
-        Started { chunks: VecDeque::new(), in_batch: 0, batch }
+    fn new(batch: usize, opts: &ReadOptions) -> Started {
+        Started { chunks: VecDeque::new(), in_batch: 0, batch, docs: 0, ids: DuplicateIds::new(opts) }
     }
 
-    /// Waits for the oldest started chunk and batches its records, then reports its rejects
-    /// and how its input ended.
+    /// Waits for the oldest started chunk and takes its items in input order: records are
+    /// batched, rejects reported (in strict mode the first one ends the load: the whole
+    /// batches before it are committed, the pending one is not), then how its input ended.
     fn take_oldest(&mut self, loader: &mut Loader<'_>, progress: &mut Progress) -> Result<(), CliError> {
         let Some((ticket, rest)) = self.chunks.pop_front() else { return Ok(()) };
-        let mut worked = loader.wait(ticket)?;
-        while !worked.is_empty() {
-            let tail = worked.split_off(worked.len().min(self.batch - self.in_batch));
-            self.in_batch += worked.len();
-            loader.add(worked)?;
-            if self.in_batch == self.batch {
-                loader.flush()?;
-                self.in_batch = 0;
-            }
-            worked = tail;
+        for step in loader.wait(ticket)? {
+            let record = match step {
+                Step::Rejected(reject) => {
+                    loader.reject(&Bad::read(&reject))?;
+                    continue;
+                }
+                Step::Tokenless(record) => record,
+                Step::Record(w) => {
+                    if let Some(reject) = self.repeated(rest.raw, &w.record) {
+                        loader.reject(&Bad::read(&reject))?;
+                        continue;
+                    }
+                    self.docs += 1;
+                    self.in_batch += 1;
+                    loader.add(w)?;
+                    if self.in_batch == self.batch {
+                        loader.flush()?;
+                        self.in_batch = 0;
+                    }
+                    continue;
+                }
+            };
+            let reject = self.repeated(rest.raw, &record).unwrap_or(Reject::new(record.origin, RejectReason::NoTokens));
+            loader.reject(&Bad::read(&reject))?;
         }
-        // After the records read before them: a strict-mode reject ends the reading, and the
-        // whole batches before it are committed, the pending one is not.
-        for reject in &rest.rejects {
-            loader.reject(&Bad::read(reject))?;
-        }
-        progress.update(rest.docs, rest.bytes);
+        progress.update(self.docs, rest.bytes);
         if let Some(e) = rest.failure {
             // What was read whole before the failure is kept.
             loader.flush()?;
@@ -152,6 +166,14 @@ impl Started {
             return Err(read_error(e));
         }
         Ok(())
+    }
+
+    /// The reject of a JSONL record whose id came before in its input.
+    fn repeated(&mut self, raw: bool, record: &SourceRecord) -> Option<Reject> {
+        if !raw {
+            return None;
+        }
+        self.ids.check(record).err().map(|reason| Reject::new(record.origin.clone(), reason))
     }
 
     /// [`Started::take_oldest`] until every started chunk is batched, in input order.
@@ -190,8 +212,7 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_
             )));
         }
     }
-    let tokenizer = coll.config().tokenizer;
-    let pool = Arc::new(pool(args.read.threads)?);
+    let pool = pool(args.read.threads)?;
     let start = Instant::now();
     let mut progress = Progress::new(total_bytes(&args.inputs));
     let rejects = Rejects::new(args.read.rejects.as_deref(), !args.read.strict)?;
@@ -200,8 +221,9 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_
     // their own beside the sketching pool, overlapped.
     let threaded = pool.current_num_threads() > 1;
     opts.decompress_thread = threaded;
-    let reader = Reader::new(args.inputs.clone(), args.stdin_from.clone(), opts, tokenizer, Arc::clone(&pool));
-    let (loader, reading, docs) = std::thread::scope(|scope| -> Result<_, CliError> {
+    let mut started = Started::new(args.batch, &opts);
+    let reader = Reader::new(args.inputs.clone(), args.stdin_from.clone(), opts);
+    let (loader, reading) = std::thread::scope(|scope| -> Result<_, CliError> {
         let committer = if threaded { Committer::spawn(scope, &coll)? } else { Committer::inline(&coll) };
         // Keys without an id are unique by position within one input: only ids need
         // tracking, unless several inputs or --sync need every key.
@@ -209,11 +231,9 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_
         let mut loader =
             Loader::new(&coll, &pool, committer, args.batch, upsert, track_all, rejects, args.read.strict)?;
         let mut reading = if threaded { Reading::spawn(reader)? } else { Reading::Inline(Box::new(reader)) };
-        let mut docs = 0u64;
         // With more than one thread, up to `AHEAD` chunks more than the oldest are worked on
         // while the oldest is checked and batched here; a batch is `--batch` records read,
         // whatever the chunks.
-        let mut started = Started::new(args.batch);
         for read in reading.by_ref() {
             let chunk = match read {
                 Read::Chunk(chunk) => chunk,
@@ -222,6 +242,7 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_
                     // A batch never spans two inputs.
                     loader.flush()?;
                     started.in_batch = 0;
+                    started.ids.clear();
                     loader.rejects.skipped(&skipped);
                     progress.input_done(bytes);
                     continue;
@@ -232,10 +253,10 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_
                     return Err(e);
                 }
             };
-            docs += chunk.records.len() as u64;
-            let rest = Rest { rejects: chunk.rejects, failure: chunk.failure, bytes: chunk.bytes, docs };
+            let raw = matches!(chunk.items, Items::Raw(..));
+            let rest = Rest { failure: chunk.failure, bytes: chunk.bytes, raw };
             let stop = rest.failure.is_some();
-            started.chunks.push_back((loader.start(chunk.records), rest));
+            started.chunks.push_back((loader.start(chunk.items), rest));
             while started.chunks.len() > AHEAD || (stop && !started.chunks.is_empty()) {
                 started.take_oldest(&mut loader, &mut progress)?;
             }
@@ -249,8 +270,9 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_
                     format!("; --sync deleted nothing: {} records were rejected", loader.rejects.blocking_sync());
             }
         }
-        Ok((loader.finish()?, reading, docs))
+        Ok((loader.finish()?, reading))
     })?;
+    let docs = started.docs;
     let (counts, mut rejects, sketch_time, commit_time) = loader;
     let read_time = reading.finish();
     rejects.finish()?;

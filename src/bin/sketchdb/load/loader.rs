@@ -12,12 +12,12 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, sync_channel};
 use std::time::{Duration, Instant};
 
-use sketchdb::io::SourceRecord;
 use sketchdb::{Batch, Collection, Snapshot};
 use xxhash_rust::xxh3::xxh3_128;
 
 use super::commit::{Committed, Committer, Span};
-use super::pipeline::{Worked, work};
+use super::pipeline::{Step, Worked, work};
+use super::reader::Items;
 use super::rejects::{Bad, RejectKind, Rejects};
 use crate::error::CliError;
 
@@ -67,7 +67,7 @@ pub struct Loader<'c> {
 /// step outlives the load.
 pub struct Ticket(Option<Receiver<Outcome>>);
 
-type Outcome = (Result<Vec<Worked>, CliError>, Duration);
+type Outcome = (Result<Vec<Step>, CliError>, Duration);
 
 impl Drop for Ticket {
     fn drop(&mut self) {
@@ -126,14 +126,15 @@ impl<'c> Loader<'c> {
         Ok(())
     }
 
-    /// Starts the parallel step of a chunk of `records` (hashes, stored state, sketches) on
-    /// the pool: in the background when the pool has more than one thread, else now.
-    pub fn start(&self, records: Vec<SourceRecord>) -> Ticket {
+    /// Starts the parallel step of a chunk of `items` (parsing JSONL lines, hashes, stored
+    /// state, sketches) on the pool: in the background when the pool has more than one
+    /// thread, else now.
+    pub fn start(&self, items: Items) -> Ticket {
         let (tx, rx) = sync_channel(1);
         let (coll, snap, upsert) = (self.coll.clone(), Arc::clone(&self.snap), self.upsert);
         let job = move || {
             let start = Instant::now();
-            let out = catch_unwind(AssertUnwindSafe(|| work(&coll, &snap, upsert, records))).unwrap_or_else(|_| {
+            let out = catch_unwind(AssertUnwindSafe(|| work(&coll, &snap, upsert, items))).unwrap_or_else(|_| {
                 Err(CliError::Runtime("a sketching worker stopped on an internal error (a bug)".into()))
             });
             // Before the result is sent: once the command has every result, no job holds
@@ -149,34 +150,35 @@ impl<'c> Loader<'c> {
         Ticket(Some(rx))
     }
 
-    /// The records of a chunk started by [`Loader::start`], once worked on.
-    pub fn wait(&mut self, mut ticket: Ticket) -> Result<Vec<Worked>, CliError> {
+    /// The items of a chunk started by [`Loader::start`], once worked on.
+    pub fn wait(&mut self, mut ticket: Ticket) -> Result<Vec<Step>, CliError> {
         let outcome = ticket.0.take().and_then(|rx| rx.recv().ok());
         let (worked, busy) = outcome.ok_or_else(|| CliError::Runtime("a sketching worker stopped".into()))?;
         self.busy += busy;
         worked
     }
 
-    /// Adds worked records to the pending batch in input order: a key read before is a
+    /// Adds a worked record to the pending batch, in input order: a key read before is a
     /// duplicate (rejected), a record stored unchanged is counted and skipped (its row id
     /// stays), the rest are inserted, or replace the stored record of their key.
-    pub fn add(&mut self, worked: Vec<Worked>) -> Result<(), CliError> {
+    pub fn add(&mut self, w: Worked) -> Result<(), CliError> {
         let start = Instant::now();
-        for w in worked {
-            if (self.track_all || w.record.id.is_some()) && !self.seen.insert(w.key_hash) {
-                let message = format!("duplicate key `{}` in this input", w.record.key);
-                let (origin, key) = (w.record.origin.to_string(), Some(w.record.key.as_str()));
-                self.reject(&Bad { origin, key, kind: RejectKind::DuplicateKey, message })?;
-                continue;
-            }
-            if w.unchanged() && !self.upsert {
-                self.counts.unchanged += 1;
-                continue;
-            }
-            self.push(w)?;
-        }
+        let out = self.add_one(w);
         self.busy += start.elapsed();
-        Ok(())
+        out
+    }
+
+    fn add_one(&mut self, w: Worked) -> Result<(), CliError> {
+        if (self.track_all || w.record.id.is_some()) && !self.seen.insert(w.key_hash) {
+            let message = format!("duplicate key `{}` in this input", w.record.key);
+            let (origin, key) = (w.record.origin.to_string(), Some(w.record.key.as_str()));
+            return self.reject(&Bad { origin, key, kind: RejectKind::DuplicateKey, message });
+        }
+        if w.unchanged() && !self.upsert {
+            self.counts.unchanged += 1;
+            return Ok(());
+        }
+        self.push(w)
     }
 
     fn push(&mut self, w: Worked) -> Result<(), CliError> {

@@ -116,6 +116,9 @@ impl ReadArgs {
             // The shell's records: exactly one of `text`, `tokens` or `simhash`.
             (None, None) => opts.select = Select::AnyOne,
         }
+        // A Parquet batch is decoded whole before its first record is handed on: batches of
+        // a read chunk let the first sketching job start early.
+        opts.parquet_batch_rows = reader::READ_CHUNK;
         opts.strict = self.strict;
         opts.lossy_utf8 = self.lossy_utf8;
         opts.follow_symlinks = self.follow_symlinks;
@@ -133,13 +136,10 @@ impl ReadArgs {
     }
 }
 
-/// The records of `spool`, a copy of standard input, named `-` as standard input's are.
-pub fn open_spool(
-    spool: &std::path::Path,
-    opts: &ReadOptions,
-) -> Result<Box<dyn sketchdb::io::RecordSource>, CliError> {
+/// The input in `spool`, a copy of standard input, named `-` as standard input's are.
+pub fn open_spool(spool: &std::path::Path, opts: &ReadOptions) -> Result<sketchdb::io::Opened, CliError> {
     let file = std::fs::File::open(spool).map_err(|e| CliError::io(spool, e))?;
-    sketchdb::io::read::from_reader("-", file, opts).map_err(read_error)
+    sketchdb::io::read::lines_from_reader("-", file, opts).map_err(read_error)
 }
 
 /// A reader's error as the CLI's: a file that cannot be opened or read is an I/O error (exit

@@ -1,14 +1,15 @@
-//! The parallel step of a load: each chunk of records read is hashed, looked up in the
-//! collection, and the records to write (new or changed) are tokenized and sketched on the
-//! load's pool, results in input order, so what is stored does not depend on the thread count. The same pool parses JSONL
-//! lines for the reading stage ([`super::reader`]).
+//! The parallel step of a load: each chunk read (JSONL lines parsed here first) is hashed,
+//! looked up in the collection, and the records to write (new or changed) are tokenized and
+//! sketched on the load's pool, results in input order, so what is stored does not depend on
+//! the thread count.
 
 use rayon::prelude::*;
-use sketchdb::io::{Content, SourceRecord};
+use sketchdb::io::{Content, Reject, SourceRecord};
 use sketchdb::recipes::Content as Sketchable;
-use sketchdb::{Collection, Sketch, Snapshot, TokenSet};
+use sketchdb::{Collection, Sketch, Snapshot, TokenSet, Tokenizer};
 use xxhash_rust::xxh3::{xxh3_128, xxh3_128_with_seed};
 
+use super::reader::Items;
 use super::rejects::RejectKind;
 use crate::error::CliError;
 
@@ -101,32 +102,53 @@ fn sketch_with_set(coll: &Collection, content: &Content) -> (Result<Sketch, (Rej
     (sketch, Some(TokenSet::from_unsorted(tokens)))
 }
 
-/// The parallel step of a chunk, run on the caller's pool: every record's content hash, key
-/// hash and stored state (read from `snap`), and the sketch of each record that is to be
-/// written (not stored unchanged, unless `upsert`), in input order. The serial checks that
-/// depend on the records before it (duplicate keys) are the caller's.
-pub fn work(
-    coll: &Collection,
-    snap: &Snapshot,
-    upsert: bool,
-    records: Vec<SourceRecord>,
-) -> Result<Vec<Worked>, CliError> {
-    records
-        .into_par_iter()
-        .map(|record| {
-            let hash = content_hash(&record.content);
-            let key_hash = xxh3_128(record.key.as_bytes());
-            let stored = snap.stored_hash(&record.key)?.map(|(_, h)| h);
-            let mut w = Worked { record, hash, key_hash, stored, sketch: None, shingles: None };
-            if upsert || !w.unchanged() {
-                let (sketch, shingles) = if coll.config().exact_shingles {
-                    sketch_with_set(coll, &w.record.content)
-                } else {
-                    (sketch(coll, &w.record.content), None)
-                };
-                (w.sketch, w.shingles) = (Some(sketch), shingles);
-            }
-            Ok(w)
-        })
-        .collect()
+/// One item of a chunk after the parallel step, in input order.
+pub enum Step {
+    /// A record read whole, worked on.
+    Record(Worked),
+    /// A text without a token under the collection's recipe (not worked on): a reject
+    /// once the checks that depend on the records before it pass.
+    Tokenless(SourceRecord),
+    /// A record the reader rejected.
+    Rejected(Reject),
+}
+
+/// Whether `rec`'s text has no token under `tokenizer`. A text with a letter or digit is
+/// tokenized only when it is sketched.
+fn tokenless(tokenizer: &Tokenizer, rec: &SourceRecord) -> bool {
+    matches!(&rec.content, Content::Text(t) if !t.chars().any(char::is_alphanumeric) && tokenizer.tokens(t).is_empty())
+}
+
+/// The parallel step of a chunk, run on the caller's pool: JSONL lines parsed; every
+/// record's content hash, key hash and stored state (read from `snap`), and the sketch of
+/// each record that is to be written (not stored unchanged, unless `upsert`), in input order.
+/// The serial checks that depend on the records before it (duplicate keys) are the caller's.
+pub fn work(coll: &Collection, snap: &Snapshot, upsert: bool, items: Items) -> Result<Vec<Step>, CliError> {
+    let tokenizer = coll.config().tokenizer;
+    let one = |item: Result<SourceRecord, Reject>| -> Result<Step, CliError> {
+        let record = match item {
+            Ok(record) => record,
+            Err(reject) => return Ok(Step::Rejected(reject)),
+        };
+        if tokenless(&tokenizer, &record) {
+            return Ok(Step::Tokenless(record));
+        }
+        let hash = content_hash(&record.content);
+        let key_hash = xxh3_128(record.key.as_bytes());
+        let stored = snap.stored_hash(&record.key)?.map(|(_, h)| h);
+        let mut w = Worked { record, hash, key_hash, stored, sketch: None, shingles: None };
+        if upsert || !w.unchanged() {
+            let (sketch, shingles) = if coll.config().exact_shingles {
+                sketch_with_set(coll, &w.record.content)
+            } else {
+                (sketch(coll, &w.record.content), None)
+            };
+            (w.sketch, w.shingles) = (Some(sketch), shingles);
+        }
+        Ok(Step::Record(w))
+    };
+    match items {
+        Items::Parsed(items) => items.into_par_iter().map(one).collect(),
+        Items::Raw(lines, parser) => (0..lines.len()).into_par_iter().map(|i| one(parser.parse(&lines, i))).collect(),
+    }
 }

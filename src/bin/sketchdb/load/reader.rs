@@ -1,8 +1,10 @@
-//! The reading stage of a load: every input opened in turn and read in chunks of
-//! [`READ_CHUNK`] items (reading, decompression and parsing; JSONL lines are parsed on the
-//! load's pool), in input order. [`Reader`] is an iterator over those chunks; [`spawn`] runs
-//! it on a thread of its own, ahead of the consumer by at most [`CHUNKS_AHEAD`] chunks, so
-//! reading overlaps sketching and committing while memory stays bounded.
+//! The reading stage of a load: every input opened in turn and read in chunks, in input
+//! order. A JSONL input is only split into lines here (reading, decompression, splitting):
+//! its lines are parsed in the sketching jobs ([`super::pipeline`]), so the pool never waits
+//! for the reader and the reader never queues behind sketching. Other formats are read and
+//! parsed here. [`Reader`] is an iterator over those chunks; [`Reading::spawn`] runs it on a
+//! thread of its own, ahead of the consumer by at most [`CHUNKS_AHEAD`] chunks, so reading
+//! overlaps sketching and committing while memory stays bounded.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,24 +12,37 @@ use std::sync::mpsc::{Receiver, sync_channel};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use sketchdb::Tokenizer;
-use sketchdb::io::{Content, ReadError, ReadOptions, RecordSource, Reject, RejectReason, Skipped, SourceRecord};
+use sketchdb::io::{LineParser, Opened, RawLines, ReadError, ReadOptions, RecordSource, Reject, Skipped, SourceRecord};
 
 use crate::error::CliError;
 
-/// Items read from a source at a time.
+/// Items read from a source at a time, at most.
 pub const READ_CHUNK: usize = 1024;
+
+/// The first chunk of a load holds this many items, each next one twice as many up to
+/// [`READ_CHUNK`]: the first sketching job starts after a short read, not a full chunk's
+/// (which, for a compressed input, is a full chunk's decompression).
+pub const FIRST_CHUNK: usize = 64;
+
+/// Bytes of raw lines in one chunk, at most (one line may pass it).
+pub const READ_CHUNK_BYTES: usize = 4 << 20;
 
 /// Chunks the reading thread may hold ready beyond the one being consumed: with chunks of
 /// at most [`READ_CHUNK`] records, memory holds at most this many more chunks than the
 /// serial load does.
 pub const CHUNKS_AHEAD: usize = 4;
 
-/// Items read in one go: records and rejects in input order, and how the read ended.
+/// What a chunk holds: records and rejects in input order, or raw JSONL lines with their
+/// parser.
+pub enum Items {
+    Parsed(Vec<Result<SourceRecord, Reject>>),
+    Raw(RawLines, Arc<LineParser>),
+}
+
+/// Items read in one go, and how the read ended.
 pub struct Chunk {
-    pub records: Vec<SourceRecord>,
-    pub rejects: Vec<Reject>,
-    /// An input that cannot be read on (not a strict-mode reject, which is in `rejects`).
+    pub items: Items,
+    /// An input that cannot be read on (not a strict-mode reject, which is in `items`).
     pub failure: Option<ReadError>,
     /// Bytes of the current input consumed so far (for progress).
     pub bytes: u64,
@@ -43,48 +58,46 @@ pub enum Read {
     OpenFailed(CliError),
 }
 
+/// An input being read.
+enum Source {
+    Records(Box<dyn RecordSource>),
+    Lines(sketchdb::io::Lines),
+}
+
 /// The reading stage as an iterator: chunks of each input, then its end, input after input.
-/// It ends after an input that fails (to open or to read) and after a strict-mode reject.
+/// It ends after an input that fails (to open or to read) and after a strict-mode reject
+/// found while reading (a JSONL line's is found when it is parsed, after the reading).
 pub struct Reader {
     inputs: std::vec::IntoIter<PathBuf>,
     /// Where the input `-` is read from instead of standard input (a spooled copy).
     stdin_from: Option<PathBuf>,
     opts: ReadOptions,
-    source: Option<Box<dyn RecordSource>>,
-    tokenizer: Tokenizer,
-    pool: Arc<rayon::ThreadPool>,
+    source: Option<Source>,
+    /// Items the next chunk may hold.
+    chunk: usize,
     done: bool,
     /// The end of an input, handed on after its last chunk.
     pending: Option<Read>,
-    /// Time spent reading (including the parsing it waits for).
+    /// Time spent reading.
     busy: Duration,
 }
 
 impl Reader {
-    /// Reads `inputs` with `opts` (the input `-` from `stdin_from` when given); a text with
-    /// no token under `tokenizer` (the collection's recipe) is rejected here, in input order
-    /// with the reader's rejects. Parsing runs on `pool`.
-    pub fn new(
-        inputs: Vec<PathBuf>,
-        stdin_from: Option<PathBuf>,
-        opts: ReadOptions,
-        tokenizer: Tokenizer,
-        pool: Arc<rayon::ThreadPool>,
-    ) -> Self {
+    /// Reads `inputs` with `opts` (the input `-` from `stdin_from` when given).
+    pub fn new(inputs: Vec<PathBuf>, stdin_from: Option<PathBuf>, opts: ReadOptions) -> Self {
         Reader {
             inputs: inputs.into_iter(),
             stdin_from,
             opts,
             source: None,
-            tokenizer,
-            pool,
+            chunk: FIRST_CHUNK,
             done: false,
             pending: None,
             busy: Duration::ZERO,
         }
     }
 
-    /// Time spent so far reading, decompressing and parsing.
+    /// Time spent so far reading, decompressing and parsing (JSONL: splitting lines).
     pub fn busy(&self) -> Duration {
         self.busy
     }
@@ -97,12 +110,20 @@ impl Reader {
             let input = self.inputs.next()?;
             let opened = match &self.stdin_from {
                 Some(spool) if input.as_os_str() == "-" => super::open_spool(spool, &self.opts),
-                _ => sketchdb::io::read::open(&input, &self.opts).map_err(super::read_error),
+                _ => sketchdb::io::read::open_lines(&input, &self.opts).map_err(super::read_error),
             };
             return match opened {
-                Ok(source) => {
-                    self.source = Some(source);
+                Ok(Opened::Lines(lines)) => {
+                    self.source = Some(Source::Lines(lines));
                     self.step()
+                }
+                Ok(Opened::Records(records)) => {
+                    self.source = Some(Source::Records(records));
+                    self.step()
+                }
+                Ok(_) => {
+                    self.done = true;
+                    Some(Read::OpenFailed(CliError::Runtime("an input opened as an unknown kind (a bug)".into())))
                 }
                 Err(e) => {
                     self.done = true;
@@ -110,24 +131,45 @@ impl Reader {
                 }
             };
         };
-        let (tokenizer, strict) = (&self.tokenizer, self.opts.strict);
-        let (chunk, ended) = self.pool.install(|| read_chunk(&mut **source, READ_CHUNK, tokenizer, strict));
-        if chunk.failure.is_some() || (strict && !chunk.rejects.is_empty()) {
-            self.done = true;
+        let max = self.chunk;
+        self.chunk = (self.chunk * 2).min(READ_CHUNK);
+        let (chunk, ended, skipped, bytes) = match source {
+            Source::Lines(lines) => match lines.next_chunk(max, READ_CHUNK_BYTES) {
+                Some(mut raw) => {
+                    let failure = raw.take_failure();
+                    let bytes = raw.bytes_read();
+                    let chunk = Chunk { items: Items::Raw(raw, lines.parser()), failure, bytes };
+                    (Some(chunk), false, Vec::new(), bytes)
+                }
+                None => (None, true, Vec::new(), lines.bytes_read()),
+            },
+            Source::Records(records) => {
+                let (chunk, ended) = read_chunk(&mut **records, max);
+                let summary = records.summary();
+                (Some(chunk), ended, summary.skipped.clone(), summary.bytes_read)
+            }
+        };
+        if let Some(chunk) = chunk {
+            let strict_reject = self.opts.strict
+                && matches!(&chunk.items, Items::Parsed(items) if items.last().is_some_and(Result::is_err));
+            if chunk.failure.is_some() || strict_reject {
+                self.done = true;
+                return Some(Read::Chunk(chunk));
+            }
+            if !ended {
+                return Some(Read::Chunk(chunk));
+            }
+            self.source = None;
+            let done = Read::InputDone { skipped, bytes };
+            if matches!(&chunk.items, Items::Parsed(items) if items.is_empty()) {
+                return Some(done);
+            }
+            // The chunk first, then the end of its input.
+            self.pending = Some(done);
             return Some(Read::Chunk(chunk));
         }
-        if !ended {
-            return Some(Read::Chunk(chunk));
-        }
-        let summary = source.summary();
-        let done = Read::InputDone { skipped: summary.skipped.clone(), bytes: summary.bytes_read };
         self.source = None;
-        if chunk.records.is_empty() && chunk.rejects.is_empty() {
-            return Some(done);
-        }
-        // The chunk first, then the end of its input.
-        self.pending = Some(done);
-        Some(Read::Chunk(chunk))
+        Some(Read::InputDone { skipped, bytes })
     }
 }
 
@@ -145,16 +187,11 @@ impl Iterator for Reader {
     }
 }
 
-/// Whether `rec`'s text has no token under `tokenizer`. A text with a letter or digit is
-/// tokenized only when it is sketched.
-fn tokenless(tokenizer: &Tokenizer, rec: &SourceRecord) -> bool {
-    matches!(&rec.content, Content::Text(t) if !t.chars().any(char::is_alphanumeric) && tokenizer.tokens(t).is_empty())
-}
-
-/// Reads up to `max` items, and whether the source ended; stops early at the end, a failure
-/// or a strict-mode reject. A text without tokens under `tokenizer` is a reject.
-fn read_chunk(source: &mut dyn RecordSource, max: usize, tokenizer: &Tokenizer, strict: bool) -> (Chunk, bool) {
-    let mut chunk = Chunk { records: Vec::new(), rejects: Vec::new(), failure: None, bytes: 0 };
+/// Reads up to `max` items of a parsed source, and whether it ended; stops early at the end,
+/// a failure or a strict-mode reject.
+fn read_chunk(source: &mut dyn RecordSource, max: usize) -> (Chunk, bool) {
+    let mut items = Vec::with_capacity(max);
+    let mut failure = None;
     let mut ended = false;
     for _ in 0..max {
         match source.next() {
@@ -162,23 +199,17 @@ fn read_chunk(source: &mut dyn RecordSource, max: usize, tokenizer: &Tokenizer, 
                 ended = true;
                 break;
             }
-            Some(Ok(Ok(rec))) if tokenless(tokenizer, &rec) => {
-                chunk.rejects.push(Reject::new(rec.origin, RejectReason::NoTokens));
-                if strict {
-                    break;
-                }
-            }
-            Some(Ok(Ok(rec))) => chunk.records.push(rec),
-            Some(Ok(Err(reject))) | Some(Err(ReadError::Rejected(reject))) => chunk.rejects.push(reject),
+            Some(Ok(item)) => items.push(item),
+            Some(Err(ReadError::Rejected(reject))) => items.push(Err(reject)),
             Some(Err(e)) => {
-                chunk.failure = Some(e);
+                failure = Some(e);
                 ended = true;
                 break;
             }
         }
     }
-    chunk.bytes = source.summary().bytes_read;
-    (chunk, ended)
+    let bytes = source.summary().bytes_read;
+    (Chunk { items: Items::Parsed(items), failure, bytes }, ended)
 }
 
 /// The reading stage, on the calling thread or on its own.
