@@ -1,7 +1,7 @@
 //! The committed version-1 fixture (`tests/fixtures/format_v1.sketchdb`, written before
-//! `sketchdb.row_dead` existed; how it was made: `tests/format_v1_fixture.rs`) opens, reads
+//! any removed-rows table existed; how it was made: `tests/format_v1_fixture.rs`) opens, reads
 //! and accepts deletes and upserts: the first removed row recorded in the side table
-//! upgrades the file's format record to version 2 in the same commit, and the file reads the
+//! upgrades the file's format record to version 3 in the same commit, and the file reads the
 //! same after a reopen, verify and compaction.
 
 use std::path::Path;
@@ -19,7 +19,7 @@ fn records(db: &Database, name: &str) -> Vec<(String, Vec<u8>)> {
 }
 
 #[test]
-fn the_v1_fixture_accepts_deletes_and_is_upgraded_to_version_2() {
+fn the_v1_fixture_accepts_deletes_and_is_upgraded_to_version_3() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("v1.sketchdb");
     std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/format_v1.sketchdb"), &path).unwrap();
@@ -53,7 +53,7 @@ fn the_v1_fixture_accepts_deletes_and_is_upgraded_to_version_2() {
             assert!(c.get(k).unwrap().is_none(), "{name} {k}");
         }
     }
-    assert_eq!(testing::file_format_version(&db).unwrap(), 2, "the first entry upgrades the file");
+    assert_eq!(testing::file_format_version(&db).unwrap(), 3, "the first entry upgrades the file");
     let report = admin::verify(&db).unwrap();
     assert!(report.is_ok(), "{:?}", report.problems);
     drop(db);

@@ -123,12 +123,12 @@ fn an_unknown_format_version_is_refused() {
     let path = copy_fixture(dir.path());
     {
         let db = Database::open(&path).unwrap();
-        sketchdb::testing::rewrite_format_version(&db, 3).unwrap();
+        sketchdb::testing::rewrite_format_version(&db, 4).unwrap();
     }
     match Database::open(&path) {
-        Err(Error::Storage(e @ StorageError::UnsupportedFormat { found: 3, supported: 2, .. })) => {
+        Err(Error::Storage(e @ StorageError::UnsupportedFormat { found: 4, supported: 3, .. })) => {
             let msg = e.to_string();
-            assert!(msg.contains("format version 3") && msg.contains("versions 1 to 2"), "{msg}");
+            assert!(msg.contains("format version 4") && msg.contains("versions 1 to 3"), "{msg}");
             assert!(msg.contains("fixture.sketchdb") && msg.contains("sketchdb.meta"), "{msg}");
         }
         other => panic!("expected UnsupportedFormat, got {other:?}"),

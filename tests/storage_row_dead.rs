@@ -1,5 +1,5 @@
 //! Deletes and upserts of rows in pages a batch does not rewrite list the rows in
-//! `sketchdb.row_dead` (one bitmap per page) instead of rewriting the 64 KiB page. After mixes
+//! `sketchdb.row_dead64` (one word per 64-row chunk) instead of rewriting the 64 KiB page. After mixes
 //! of inserts, upserts and deletes (in one batch, across batches, with reopen), every read
 //! equals the same collection built from scratch with only the surviving records: gets,
 //! iteration, counts, stats, threshold queries through the LSH index and through a scan,
@@ -164,7 +164,7 @@ fn mixed_writes_answer_like_a_collection_of_the_survivors() {
     };
     {
         let db = Database::create(&path).unwrap();
-        assert_eq!(testing::file_format_version(&db).unwrap(), 2);
+        assert_eq!(testing::file_format_version(&db).unwrap(), 3);
         let c = db.create_collection("mixed", config(params)).unwrap();
         m.apply(&c, &(0..1000).map(Op::Insert).collect::<Vec<_>>());
         // One batch: spread deletes and upserts of stored rows, inserts, deletes and a
@@ -242,43 +242,79 @@ fn appending_to_the_tail_page_folds_its_entry() {
     assert_verified(&db, "after the fold");
 }
 
+/// A collection `name` of 10 rows (one page: rows 0..10) in `db`.
+fn ten_rows(db: &Database, name: &str) -> (Collection, Mixed) {
+    let params = SketchParams::minhash(16, 32, 3).unwrap();
+    let c = db.create_collection(name, CollectionConfig::new(params)).unwrap();
+    let mut m = Mixed::new(params);
+    m.apply(&c, &(0..10).map(Op::Insert).collect::<Vec<_>>());
+    (c, m)
+}
+
+/// Verify reports a problem of collection `name` that `matches`.
+fn reports(db: &Database, name: &str, matches: impl Fn(&admin::Problem) -> bool, says: &str) {
+    let report = admin::verify(db).unwrap();
+    assert!(
+        report.problems.iter().any(|p| p.collection.as_deref() == Some(name) && matches(p)),
+        "{says}: {:?}",
+        report.problems
+    );
+}
+
+fn scan_refuses_page_0(c: &Collection, says: &str) {
+    match c.scan().unwrap().collect::<Result<Vec<_>, _>>() {
+        Err(Error::Storage(StorageError::CorruptPage { page: 0, .. })) => {}
+        other => panic!("{says}: a scan must refuse the page, got {other:?}"),
+    }
+}
+
 #[test]
 fn verify_names_a_damaged_entry_and_reads_refuse_it() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::create(dir.path().join("bad.sketchdb")).unwrap();
-    let params = SketchParams::minhash(16, 32, 3).unwrap();
-    let c = db.create_collection("c", CollectionConfig::new(params)).unwrap();
-    let mut m = Mixed::new(params);
-    m.apply(&c, &(0..10).map(Op::Insert).collect::<Vec<_>>());
+    // A chunk entry listing no row.
+    let (c, _) = ten_rows(&db, "empty");
+    testing::write_raw_row_dead(&c, &db, 0, 0).unwrap();
+    reports(
+        &db,
+        "empty",
+        |p| p.page == Some(0) && p.detail.contains("sketchdb.row_dead64") && p.detail.contains("no row"),
+        "empty word",
+    );
+    scan_refuses_page_0(&c, "empty word");
+    // A row no page holds: the page reads as before, verify names the row.
+    let (c, m) = ten_rows(&db, "past");
+    testing::write_raw_row_dead(&c, &db, 0, 1 << 12).unwrap();
+    reports(&db, "past", |p| p.row == Some(12) && p.detail.contains("no stored page holds"), "row past the page");
+    assert_eq!(c.scan().unwrap().count(), m.model.len());
+    // A row the page's own bitmap already has (row 3 is folded into the rewritten tail).
+    let (c, mut m) = ten_rows(&db, "twice");
+    m.apply(&c, &[Op::Delete(3), Op::Insert(10)]);
+    assert!(testing::row_dead_entries(&c, &db).unwrap().is_empty());
+    testing::write_raw_row_dead(&c, &db, 0, 1 << 3).unwrap();
+    reports(&db, "twice", |p| p.page == Some(0) && p.detail.contains("row index 3 removed twice"), "removed twice");
+    scan_refuses_page_0(&c, "removed twice");
+    // Version-2 entries (one bitmap per page) a version-2 build wrote and this build reads.
     let bad: [(&[u8], &str); 4] = [
         (&(1u64 << 12).to_le_bytes(), "row index 12 removed"),
         (&[0u8; 8], "at least one removed row"),
         (&[1, 2, 3], "multiple of 8"),
         (&[1u8; 16], "length"),
     ];
-    for (bytes, says) in bad {
-        testing::write_raw_row_dead(&c, &db, 0, bytes).unwrap();
-        let report = admin::verify(&db).unwrap();
-        assert!(
-            report
-                .problems
-                .iter()
-                .any(|p| p.page == Some(0) && p.detail.contains("sketchdb.row_dead") && p.detail.contains(says)),
-            "{says}: {:?}",
-            report.problems
+    for (i, (bytes, says)) in bad.into_iter().enumerate() {
+        let name = format!("v2-{i}");
+        let (c, _) = ten_rows(&db, &name);
+        testing::write_raw_legacy_row_dead(&c, &db, 0, bytes).unwrap();
+        reports(
+            &db,
+            &name,
+            |p| p.page == Some(0) && p.detail.contains("sketchdb.row_dead") && p.detail.contains(says),
+            says,
         );
-        match c.scan().unwrap().collect::<Result<Vec<_>, _>>() {
-            Err(Error::Storage(StorageError::CorruptPage { page: 0, .. })) => {}
-            other => panic!("{says}: a scan must refuse the page, got {other:?}"),
-        }
+        scan_refuses_page_0(&c, says);
     }
-    // An entry for a page that is not stored.
-    testing::write_raw_row_dead(&c, &db, 0, &1u64.to_le_bytes()).unwrap();
-    testing::write_raw_row_dead(&c, &db, 5, &1u64.to_le_bytes()).unwrap();
-    let report = admin::verify(&db).unwrap();
-    assert!(
-        report.problems.iter().any(|p| p.page == Some(5) && p.detail.contains("not stored")),
-        "{:?}",
-        report.problems
-    );
+    // A version-2 entry for a page that is not stored.
+    let (c, _) = ten_rows(&db, "v2-missing");
+    testing::write_raw_legacy_row_dead(&c, &db, 5, &1u64.to_le_bytes()).unwrap();
+    reports(&db, "v2-missing", |p| p.page == Some(5) && p.detail.contains("not stored"), "missing page");
 }

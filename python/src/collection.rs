@@ -9,7 +9,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyTuple};
 use sketchdb::plan::PlanKind;
 use sketchdb::recipes::Measure;
 use sketchdb::{Batch, Collection, QueryKind, QueryOptions};
@@ -17,6 +17,7 @@ use sketchdb::{Batch, Collection, QueryKind, QueryOptions};
 use crate::convert;
 use crate::database::{Shared, closed};
 use crate::errors::IntoPy;
+use crate::kwargs::{Given, Keywords};
 use crate::sketches::{self, PyEstimate};
 
 /// A collection handle that `Database.close()` can empty. Shared behind an `Arc`, so that a
@@ -75,7 +76,7 @@ impl PyCollection {
         let probe = args.probe(&coll)?;
         let kind = kind(&coll);
         let result = py.detach(|| probe.run(&coll, kind, options)).py_err()?;
-        result.hits.into_iter().map(|h| hit(py, h)).collect()
+        Ok(result.hits.into_iter().map(hit).collect())
     }
 
     /// Writes the record `args` names under `key`; returns its row id.
@@ -101,6 +102,13 @@ impl PyCollection {
 /// The default threshold of `coll`'s measure unless `t` is given.
 fn threshold_or_default(coll: &Collection, t: Option<f64>) -> f64 {
     t.unwrap_or_else(|| Measure::of(coll.params().kind()).default_threshold())
+}
+
+/// The probe named by the first four of a query method's keywords: `text`, `tokens`, `key`,
+/// `sketch` (None values count as left out).
+fn probe_args<'a, 'py, const N: usize>(a: &'a Given<'py, N>) -> PyResult<ProbeArgs<'a, 'py>> {
+    let given = |i: usize| a.raw(i).filter(|v| !v.is_none());
+    Ok(ProbeArgs { text: a.opt::<String>(0)?, tokens: given(1), key: given(2), sketch: given(3) })
 }
 
 fn options(level: f64, exact: bool) -> QueryOptions {
@@ -322,61 +330,64 @@ impl PyCollection {
     /// `threshold` (default 0.5 Jaccard, 0.9 cosine), best first.
     /// `plan` forces an access path by name ("full-scan", "lsh-probe", "oph-bin-scan",
     /// "simhash-probe") instead of the planner's choice.
-    #[pyo3(signature = (*, text = None, tokens = None, key = None, sketch = None, threshold = None, level = 0.95, exact = false, plan = None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (*args, **kwargs))]
+    #[pyo3(text_signature = "($self, *, text=None, tokens=None, key=None, sketch=None, threshold=None, level=0.95, exact=False, plan=None)")]
     fn query(
         &self,
-        py: Python<'_>,
-        text: Option<String>,
-        tokens: Option<&Bound<'_, PyAny>>,
-        key: Option<&Bound<'_, PyAny>>,
-        sketch: Option<&Bound<'_, PyAny>>,
-        threshold: Option<f64>,
-        level: f64,
-        exact: bool,
-        plan: Option<&str>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Vec<PyHit>> {
-        let mut o = options(level, exact);
-        if let Some(name) = plan {
-            o.force = Some(PlanKind::from_name(name).ok_or_else(|| {
+        // `(*args, **kwargs)` alone, without `py`, is what PyO3 hands over unparsed.
+        let py = args.py();
+        static KW: Keywords<8> = Keywords::new(
+            "Collection.query",
+            ["text", "tokens", "key", "sketch", "threshold", "level", "exact", "plan"],
+        );
+        let a = KW.parse(args, kwargs)?;
+        let mut o = options(a.or(5, 0.95)?, a.or(6, false)?);
+        if let Some(name) = a.opt::<String>(7)? {
+            o.force = Some(PlanKind::from_name(&name).ok_or_else(|| {
                 PyValueError::new_err(format!(
                     "unknown plan {name:?}: expected \"full-scan\", \"lsh-probe\", \"oph-bin-scan\" or \"simhash-probe\""
                 ))
             })?);
         }
-        let args = ProbeArgs { text, tokens, key, sketch };
-        self.ask(py, args, |c| QueryKind::Threshold(threshold_or_default(c, threshold)), o)
+        let threshold = a.opt::<f64>(4)?;
+        self.ask(py, probe_args(&a)?, |c| QueryKind::Threshold(threshold_or_default(c, threshold)), o)
     }
 
     /// The `k` most similar records, best first.
-    #[pyo3(signature = (*, text = None, tokens = None, key = None, sketch = None, k = 10, level = 0.95, exact = false))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (*args, **kwargs))]
+    #[pyo3(text_signature = "($self, *, text=None, tokens=None, key=None, sketch=None, k=10, level=0.95, exact=False)")]
     fn top_k(
         &self,
-        py: Python<'_>,
-        text: Option<String>,
-        tokens: Option<&Bound<'_, PyAny>>,
-        key: Option<&Bound<'_, PyAny>>,
-        sketch: Option<&Bound<'_, PyAny>>,
-        k: usize,
-        level: f64,
-        exact: bool,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Vec<PyHit>> {
-        self.ask(py, ProbeArgs { text, tokens, key, sketch }, |_| QueryKind::TopK(k), options(level, exact))
+        // `(*args, **kwargs)` alone, without `py`, is what PyO3 hands over unparsed.
+        let py = args.py();
+        static KW: Keywords<7> =
+            Keywords::new("Collection.top_k", ["text", "tokens", "key", "sketch", "k", "level", "exact"]);
+        let a = KW.parse(args, kwargs)?;
+        let k = a.or(4, 10usize)?;
+        let o = options(a.or(5, 0.95)?, a.or(6, false)?);
+        self.ask(py, probe_args(&a)?, |_| QueryKind::TopK(k), o)
     }
 
     /// SimHash collections: every fingerprint within `radius` bits, nearest first.
-    #[pyo3(signature = (*, text = None, tokens = None, key = None, sketch = None, radius = 3))]
+    #[pyo3(signature = (*args, **kwargs))]
+    #[pyo3(text_signature = "($self, *, text=None, tokens=None, key=None, sketch=None, radius=3)")]
     fn hamming(
         &self,
-        py: Python<'_>,
-        text: Option<String>,
-        tokens: Option<&Bound<'_, PyAny>>,
-        key: Option<&Bound<'_, PyAny>>,
-        sketch: Option<&Bound<'_, PyAny>>,
-        radius: u32,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Vec<PyHit>> {
-        self.ask(py, ProbeArgs { text, tokens, key, sketch }, |_| QueryKind::Hamming(radius), QueryOptions::default())
+        // `(*args, **kwargs)` alone, without `py`, is what PyO3 hands over unparsed.
+        let py = args.py();
+        static KW: Keywords<5> = Keywords::new("Collection.hamming", ["text", "tokens", "key", "sketch", "radius"]);
+        let a = KW.parse(args, kwargs)?;
+        let radius = a.or(4, 3u32)?;
+        self.ask(py, probe_args(&a)?, |_| QueryKind::Hamming(radius), QueryOptions::default())
     }
 
     /// The plan a query would use, its alternatives and their costs, as text: a threshold

@@ -79,6 +79,58 @@ pub(crate) fn key(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     Err(PyTypeError::new_err(format!("a key is str or bytes, not {}", obj.get_type().name()?)))
 }
 
+/// A key's bytes as a query takes them: a key of up to [`KeyBuf::INLINE`] bytes (nearly all
+/// keys) is held inline, with no heap allocation; a longer one in a vector.
+pub(crate) enum KeyBuf {
+    Inline { len: u8, bytes: [u8; KeyBuf::INLINE] },
+    Heap(Vec<u8>),
+}
+
+impl KeyBuf {
+    /// The longest key held inline.
+    pub(crate) const INLINE: usize = 64;
+
+    fn new(b: &[u8]) -> Self {
+        match u8::try_from(b.len()) {
+            Ok(len) if b.len() <= Self::INLINE => {
+                let mut bytes = [0; Self::INLINE];
+                bytes[..b.len()].copy_from_slice(b);
+                KeyBuf::Inline { len, bytes }
+            }
+            _ => KeyBuf::Heap(b.to_vec()),
+        }
+    }
+
+    /// The key's bytes in a vector of their own.
+    pub(crate) fn into_vec(self) -> Vec<u8> {
+        match self {
+            KeyBuf::Inline { .. } => self.as_ref().to_vec(),
+            KeyBuf::Heap(v) => v,
+        }
+    }
+}
+
+impl AsRef<[u8]> for KeyBuf {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            KeyBuf::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            KeyBuf::Heap(v) => v,
+        }
+    }
+}
+
+/// A key (`str` or `bytes`) for a question: [`key`]'s bytes, copied once from the
+/// interpreter's (for a `str`, from the UTF-8 bytes object the abi3 API hands over).
+pub(crate) fn key_buf(obj: &Bound<'_, PyAny>) -> PyResult<KeyBuf> {
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(KeyBuf::new(s.encode_utf8()?.as_bytes()));
+    }
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        return Ok(KeyBuf::new(b.as_bytes()));
+    }
+    Err(PyTypeError::new_err(format!("a key is str or bytes, not {}", obj.get_type().name()?)))
+}
+
 /// A stored key as Python sees it: `str` when it is UTF-8, else `bytes`.
 pub(crate) fn key_to_py(py: Python<'_>, key: &[u8]) -> PyResult<Py<PyAny>> {
     Ok(match std::str::from_utf8(key) {

@@ -8,6 +8,7 @@ mod collection;
 mod convert;
 mod database;
 mod errors;
+mod kwargs;
 mod sketches;
 
 use pyo3::prelude::*;

@@ -38,8 +38,9 @@ pub(crate) const FORMAT_VERSION: u16 = 1;
 
 /// The file format version the format record of a file this build creates states
 /// (`storage-format.md`, section 7.1): 2 = the file may list removed rows in
-/// `sketchdb.row_dead`, which builds reading only version 1 would miss.
-pub(crate) const FILE_FORMAT_VERSION: u16 = 2;
+/// `sketchdb.row_dead` (by page), which builds reading only version 1 would miss; 3 = it may
+/// list them in `sketchdb.row_dead64` (by 64-row chunk), which version-2 builds would miss.
+pub(crate) const FILE_FORMAT_VERSION: u16 = 3;
 
 /// The oldest file format version this build reads (and upgrades in place to
 /// [`FILE_FORMAT_VERSION`] when it first records a removed row in the side table).

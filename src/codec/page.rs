@@ -70,7 +70,8 @@ pub(crate) struct PageView<'a> {
     data: usize,
     ends: usize,
     heap: usize,
-    /// Rows removed outside the page (`sketchdb.row_dead`, see [`dead_words`]): the page's
+    /// Rows removed outside the page (`sketchdb.row_dead64`, or version 2's
+    /// `sketchdb.row_dead` read by [`dead_words`]): the page's
     /// own tombstone bitmap ORed with these words is what the view reports. Empty: none.
     extra: &'a [u64],
 }
@@ -603,7 +604,8 @@ pub(crate) fn dead_words(bytes: &[u8]) -> Result<Vec<u64>, CodecError> {
     Ok(bytes.chunks_exact(8).map(read_le).collect())
 }
 
-/// The value bytes of a removed-rows bitmap.
+/// The value bytes of a removed-rows bitmap (version 2's entries; tests).
+#[cfg(test)]
 pub(crate) fn dead_bytes(words: &[u64]) -> Vec<u8> {
     words.iter().flat_map(|w| w.to_le_bytes()).collect()
 }

@@ -20,8 +20,9 @@ use crate::storage::catalog::rewrite_settings;
 use crate::storage::error::contain;
 use crate::storage::hook::{IndexHook, PrepareJob, Prepared};
 use crate::storage::index_tables::IndexTxn;
+use crate::storage::scan_in::{for_each_live_fingerprint_in, for_each_live_in};
 use crate::storage::store::Store;
-use crate::storage::writer::{for_each_live_fingerprint_in, for_each_live_in, index_state};
+use crate::storage::writer::index_state;
 
 /// The seed of every LSH band-key scheme this build creates (recorded in the scheme).
 pub(crate) const LSH_SEED: u64 = 0x736b_6574_6368_6462;
@@ -245,10 +246,24 @@ impl IndexHook for IndexMaintainer {
         }
     }
 
-    fn removed(&mut self, row: u64, sketch: &Sketch) -> Result<(), IndexError> {
+    fn wants_removed_sketch(&self) -> bool {
+        // SimHash tables find a row's entries by its fingerprint; an LSH index lists the
+        // removed row (`sketchdb.lsh_dead`) and needs no sketch.
+        matches!(self.active, Active::Simhash(_))
+    }
+
+    fn removed(&mut self, row: u64, sketch: Option<&Sketch>) -> Result<(), IndexError> {
         match &mut self.active {
             Active::None => {}
-            Active::Simhash(d) => d.remove(row, fingerprint_of(sketch)),
+            Active::Simhash(d) => match sketch {
+                Some(s) => d.remove(row, fingerprint_of(s)),
+                None => {
+                    return Err(IndexError::inconsistent(
+                        "SimHash tables",
+                        format!("row {row} removed without its fingerprint"),
+                    ));
+                }
+            },
             Active::Lsh(d) => d.remove(row),
         }
         Ok(())

@@ -190,6 +190,11 @@ dispatch! {
 }
 
 dispatch! {
+    /// Tiers for kernels of 32-bit multiplies (VPMULLD on sixteen lanes is AVX-512F), then AVX2.
+    pub(crate) fn run_mul32: "avx512f", "avx2"
+}
+
+dispatch! {
     /// Tiers for kernels that compare byte columns and count bits: AVX-512BW or AVX2, each
     /// with POPCNT.
     pub(crate) fn run_byte_compare: "avx512f,avx512bw,popcnt", "avx2,popcnt"
@@ -198,10 +203,11 @@ dispatch! {
 /// The caps that reach each tier of every dispatcher above, widest first, ending with the
 /// plain body: tests run a kernel under each and compare.
 #[cfg(test)]
-pub(crate) const TEST_CAPS: [Features; 6] = [
+pub(crate) const TEST_CAPS: [Features; 7] = [
     Features::ALL,
     Features::parse("avx512f,avx512bw,popcnt"),
     Features::parse("avx512f,avx512dq"),
+    Features::parse("avx512f"),
     Features::parse("avx2,popcnt"),
     Features::parse("popcnt"),
     Features::NONE,
@@ -245,6 +251,7 @@ mod tests {
             assert_eq!(run_popcnt(cap, Plus(2, 3)), 5);
             assert_eq!(run_mul64(cap, Plus(2, 3)), 5);
             assert_eq!(run_avx2(cap, Plus(2, 3)), 5);
+            assert_eq!(run_mul32(cap, Plus(2, 3)), 5);
             assert_eq!(run_byte_compare(cap, Plus(2, 3)), 5);
         }
     }

@@ -26,4 +26,4 @@ pub(crate) use dispatch::TEST_CAPS;
 pub(crate) use dispatch::{Features, Kernel, run_byte_compare};
 pub(crate) use hamming::{PackedKeys, distances_u64, distances_u128, within_packed_u64, within_u64, within_u128};
 pub(crate) use prefetch::{prefetch, prefetch_ref};
-pub(crate) use sketching::{affine_mix, minhash_update, simhash_accumulate};
+pub(crate) use sketching::{affine_mix, minhash_update, minhash_update_reduced, minhash32_update, simhash_accumulate};

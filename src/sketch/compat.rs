@@ -24,6 +24,7 @@ use rand_mt::Mt;
 
 use super::error::SketchError;
 use super::params::HashFamily;
+use crate::simd::{minhash_update_reduced, minhash32_update};
 
 const P61: u64 = (1 << 61) - 1;
 const P32: u64 = (1 << 32) - 5;
@@ -82,6 +83,10 @@ pub(crate) struct CompatPerms {
     family: HashFamily,
     a: Vec<u64>,
     b: Vec<u64>,
+    /// `a` and `b` as u32 for the families whose slot value is a 32-bit affine map (every
+    /// coefficient below 2^32); empty for the 2^61 - 1 families.
+    a32: Vec<u32>,
+    b32: Vec<u32>,
 }
 
 impl CompatPerms {
@@ -110,7 +115,15 @@ impl CompatPerms {
             }
             other => return Err(SketchError::invalid("family", other, "a compatibility hash family")),
         };
-        Ok(CompatPerms { family, a, b })
+        let narrow = |v: &[u64]| v.iter().map(|&x| x as u32).collect::<Vec<u32>>();
+        let (a32, b32) = if Self::is_affine32(family) { (narrow(&a), narrow(&b)) } else { (Vec::new(), Vec::new()) };
+        Ok(CompatPerms { family, a, b, a32, b32 })
+    }
+
+    /// Whether the family's slot value is `reduce(a * mix(h32) + b mod 2^32)` with 32-bit
+    /// coefficients, computed in 32-bit lanes.
+    fn is_affine32(family: HashFamily) -> bool {
+        matches!(family, HashFamily::TextDedupSpark | HashFamily::NemoCurator | HashFamily::DatasketchAffine32)
     }
 
     /// The per-slot minima over `tokens` (each below 2^32), or `None` for no tokens.
@@ -118,16 +131,38 @@ impl CompatPerms {
         if tokens.is_empty() {
             return None;
         }
-        let mut mins = vec![u64::MAX; self.a.len()];
-        for &h in tokens {
-            for ((m, &a), &b) in mins.iter_mut().zip(&self.a).zip(&self.b) {
-                *m = (*m).min(self.slot(a, b, h));
+        match self.family {
+            // v mod (2^32 - 5) for v < 2^32: v - P32 when that does not wrap, which is then
+            // the smaller of the two.
+            HashFamily::TextDedupSpark => self.lanes(tokens, |h| h as u32, |v| v.min(v.wrapping_sub(P32 as u32))),
+            HashFamily::NemoCurator => self.lanes(tokens, |h| (h as u32).max(1), |v| v),
+            HashFamily::DatasketchAffine32 => self.lanes(tokens, |h| fmix32(h as u32), |v| v),
+            _ => {
+                // DatasketchLegacy and TextDedup: x mod P61 for any u64 x is
+                // (x & P61) + (x >> 61) (at most P61 + 7), less P61 once if that is reached.
+                let mut mins = vec![u64::MAX; self.a.len()];
+                let reduce = |x: u64| {
+                    let r = (x & P61) + (x >> 61);
+                    r.min(r.wrapping_sub(P61)) & u64::from(u32::MAX)
+                };
+                minhash_update_reduced(&mut mins, &self.a, &self.b, tokens, |h| h, reduce);
+                Some(mins)
             }
         }
-        Some(mins)
     }
 
+    /// The minima of a 32-bit family in vector lanes: the same values as `slot`, since the
+    /// low 32 bits of a u64 product and sum are the u32 wrapping product and sum.
     #[inline(always)]
+    fn lanes(&self, tokens: &[u64], mix: impl Fn(u64) -> u32, reduce: impl Fn(u32) -> u32) -> Option<Vec<u64>> {
+        let mut mins = vec![u32::MAX; self.a32.len()];
+        minhash32_update(&mut mins, &self.a32, &self.b32, tokens, mix, reduce);
+        Some(mins.into_iter().map(u64::from).collect())
+    }
+
+    /// One slot's value of token hash `h`, as the table above defines it: the reference the
+    /// lane kernels are tested against.
+    #[cfg(test)]
     fn slot(&self, a: u64, b: u64, h: u64) -> u64 {
         let h32 = h & u64::from(u32::MAX);
         match self.family {
@@ -184,6 +219,70 @@ mod tests {
         // 1 + (1608637542 & (2^31 - 1)): the first 32-bit draw, masked, accepted.
         assert_eq!(nemo_murmur_seed(42).unwrap(), 1_608_637_543);
         assert!(nemo_murmur_seed(1 << 32).is_err());
+    }
+
+    /// The inverse of odd `a` modulo 2^32 (Newton's iteration doubles the correct bits).
+    fn inverse32(a: u32) -> u32 {
+        let mut x = a;
+        for _ in 0..5 {
+            x = x.wrapping_mul(2u32.wrapping_sub(a.wrapping_mul(x)));
+        }
+        x
+    }
+
+    fn inverse64(a: u64) -> u64 {
+        let mut x = a;
+        for _ in 0..6 {
+            x = x.wrapping_mul(2u64.wrapping_sub(a.wrapping_mul(x)));
+        }
+        x
+    }
+
+    #[test]
+    fn lane_minima_equal_the_slot_definition() {
+        let mut state = 0x1234_5678_9ABC_DEF0u64;
+        let mut next = move || {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let z = (state ^ (state >> 31)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z ^ (z >> 29)
+        };
+        for family in [
+            HashFamily::DatasketchLegacy,
+            HashFamily::TextDedup,
+            HashFamily::TextDedupSpark,
+            HashFamily::NemoCurator,
+            HashFamily::DatasketchAffine32,
+        ] {
+            for k in [1usize, 63, 64, 65, 128, 250] {
+                let p = CompatPerms::new(family, 42, k).unwrap();
+                for n in [1usize, 2, 255, 256, 257, 700] {
+                    let mut tokens: Vec<u64> = (0..n).map(|_| next()).collect();
+                    tokens[0] = 0; // h32 = 0 (NeMo Curator maps it to 1)
+                    if family == HashFamily::TextDedupSpark {
+                        // Slot values in [2^32 - 5, 2^32), which the reduction moves below 5:
+                        // a token that makes an odd-multiplier slot's affine value 2^32 - 3.
+                        let odd = p.a.iter().position(|&a| a % 2 == 1);
+                        let j = odd.unwrap_or_else(|| panic!("{family}: no odd multiplier in {k} slots"));
+                        let (a, b) = (p.a[j] as u32, p.b[j] as u32);
+                        let h = (u32::MAX - 2).wrapping_sub(b).wrapping_mul(inverse32(a));
+                        *tokens.last_mut().unwrap() = u64::from(h) | 7 << 40;
+                        assert_eq!(p.slot(p.a[j], p.b[j], u64::from(h)), 2);
+                    }
+                    if matches!(family, HashFamily::DatasketchLegacy | HashFamily::TextDedup) && k > 1 {
+                        // An affine value of 2^64 - 1, whose first fold (P61 + 7) needs the
+                        // final subtraction: slot value 7.
+                        let odd = p.a.iter().position(|&a| a % 2 == 1);
+                        let j = odd.unwrap_or_else(|| panic!("{family}: no odd multiplier in {k} slots"));
+                        let h = u64::MAX.wrapping_sub(p.b[j]).wrapping_mul(inverse64(p.a[j]));
+                        *tokens.last_mut().unwrap() = h;
+                        assert_eq!(p.slot(p.a[j], p.b[j], h), 7);
+                    }
+                    let want: Vec<u64> =
+                        (0..k).map(|j| tokens.iter().map(|&h| p.slot(p.a[j], p.b[j], h)).min().unwrap()).collect();
+                    assert_eq!(p.minima(&tokens).unwrap(), want, "{family} k={k} n={n}");
+                }
+            }
+        }
     }
 
     #[test]

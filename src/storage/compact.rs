@@ -144,6 +144,10 @@ impl Store {
                 for i in 0..view.row_count() {
                     let old_row = view.first_row() + i as u64;
                     if view.is_deleted(i) {
+                        // A removed row's content hash stays until its row is purged here.
+                        if let Some(t) = &mut hashes {
+                            content_hash::take(t, info.def.id, old_row)?;
+                        }
                         summary.rows_purged += 1;
                         continue;
                     }
@@ -157,7 +161,7 @@ impl Store {
                     let new_row = state.next_row;
                     let sketch = decode(info, &view, first, i)?;
                     pages.append(new_row, key, &sketch)?;
-                    hook.removed(old_row, &sketch)?;
+                    hook.removed(old_row, Some(&sketch))?;
                     hook.added(new_row, &sketch)?;
                     if let Some(sets) = sets.as_mut() {
                         sets.move_row(old_row, new_row)?;

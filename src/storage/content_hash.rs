@@ -4,9 +4,12 @@
 //!
 //! The table is created by the first write that carries a hash; files without it (all files
 //! written before it, and files whose writers never pass hashes) read every row's hash as
-//! absent. Invariant: an entry exists only for a live row written with a hash, and holds
-//! that hash. Row ids are never reused, and every path that ends a row (upsert, delete,
-//! compaction's move, drop) removes or moves its entry in the same transaction. Reads are
+//! absent. Invariant: an entry exists only for a row written with a hash, live or removed
+//! but not yet purged, and holds that hash. A row that ends (upsert, delete) keeps its entry
+//! like its columns and key stay in its page: reads reach a hash only through a key's live
+//! row (`Snapshot::stored_hash`), so an ended row's entry is never read, and a delete costs
+//! no write here. Compaction removes the entries of the rows it purges and moves a moved
+//! row's entry to its new row id; drop removes all. Row ids are never reused. Reads are
 //! `ReadSnapshot::content_hash` (reader.rs).
 
 use redb::{Table, WriteTransaction};
@@ -44,6 +47,21 @@ pub(crate) fn put(table: &mut HashTable<'_>, id: u32, row: u64, hash: u128) -> R
 /// Removes the hash of `row` of collection `id`, returning it.
 pub(crate) fn take(table: &mut HashTable<'_>, id: u32, row: u64) -> Result<Option<u128>, StorageError> {
     Ok(table.remove((id, row)).map_err(StorageError::backend("remove content hash"))?.map(|g| g.value()))
+}
+
+/// The rows of collection `id` that have an entry, ascending (tests).
+pub(crate) fn rows_in(txn: &redb::ReadTransaction, id: u32) -> Result<Vec<u64>, StorageError> {
+    let err = || StorageError::backend("scan content hashes");
+    let t = match txn.open_table(CONTENT_HASHES) {
+        Ok(t) => t,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+        Err(e) => return Err(StorageError::backend("open table")(e)),
+    };
+    let mut out = Vec::new();
+    for entry in t.range((id, 0u64)..=(id, u64::MAX)).map_err(err())? {
+        out.push(entry.map_err(err())?.0.value().1);
+    }
+    Ok(out)
 }
 
 /// Removes every hash of collection `id` (drop).

@@ -41,9 +41,16 @@ pub(crate) trait IndexHook {
     }
     /// Row `row` now holds `sketch`.
     fn added(&mut self, row: u64, sketch: &Sketch) -> Result<(), Self::Error>;
-    /// Row `row`, which held `sketch` (read from its page), is gone: an index derives the
-    /// entries to remove from the sketch, so none needs a reverse map.
-    fn removed(&mut self, row: u64, sketch: &Sketch) -> Result<(), Self::Error>;
+    /// Whether [`IndexHook::removed`] needs the removed row's sketch (then the writer reads
+    /// the row's page for it; otherwise a delete reads no page).
+    fn wants_removed_sketch(&self) -> bool {
+        true
+    }
+    /// Row `row` is gone; `sketch` is the record it held (read from its page) whenever
+    /// [`IndexHook::wants_removed_sketch`] said so, and may be given otherwise too. An index
+    /// derives the entries to remove from the sketch or lists the row as removed, so none
+    /// needs a reverse map.
+    fn removed(&mut self, row: u64, sketch: Option<&Sketch>) -> Result<(), Self::Error>;
     /// Writes the index changes into `txn`.
     fn finish(&mut self, txn: &IndexTxn<'_>, info: &CollectionInfo) -> Result<(), Self::Error>;
     /// Compaction, in a transaction of its own (after `begin`): rewrites the index into its

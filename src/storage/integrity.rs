@@ -10,7 +10,7 @@ use super::catalog::CollectionInfo;
 use super::error::{StorageError, contain, contain_any};
 use super::reader::open;
 use super::store::Store;
-use super::tables::{COLLECTION_NAMES, KEYS, PAGES, ROW_DEAD, ROW_DEAD_NAME};
+use super::tables::{COLLECTION_NAMES, KEYS, PAGES, ROW_DEAD_NAME, ROW_DEAD64_NAME};
 use crate::codec::record::decode_row;
 
 /// One problem found by `verify`.
@@ -164,8 +164,10 @@ impl Store {
         // A database with no records yet has no pages or keys tables.
         let pages = open(snap.txn(), PAGES)?;
         let keys = open(snap.txn(), KEYS)?;
-        let dead = open(snap.txn(), ROW_DEAD)?;
+        let dead = snap.dead_tables()?;
         let mut page_starts = std::collections::BTreeSet::new();
+        // The row ranges of the pages that parse, in row order.
+        let mut ranges: Vec<(u64, u64)> = Vec::new();
         let page_range = match &pages {
             Some(p) => Some(p.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan pages"))?),
             None => None,
@@ -183,23 +185,24 @@ impl Store {
                     continue;
                 }
             };
-            // The page's removed-rows entry, checked against the page; a bad one is reported
-            // and the page's own tombstones are used.
-            let words = match &dead {
-                Some(t) => match super::dead::words_in(t, id, page, super::rules::corrupt_page(info, page)) {
-                    Ok(w) => w,
-                    Err(e) => {
-                        ctx.problem(Some(page), None, format!("{ROW_DEAD_NAME} entry fails its checks: {e}"));
-                        None
-                    }
-                },
-                None => None,
+            ranges.push((view.first_row(), view.end_row()));
+            // The page's removed rows in the side tables, checked against the page; a bad
+            // entry is reported and the page's own tombstones are used.
+            let words = match dead.page_words(id, page, view.row_count(), |e| super::rules::corrupt_page(info, page)(e))
+            {
+                Ok(w) => w,
+                Err(e) => {
+                    let tables = format!("{ROW_DEAD64_NAME} / {ROW_DEAD_NAME}");
+                    ctx.problem(Some(page), None, format!("removed-rows entry ({tables}) fails its checks: {e}"));
+                    None
+                }
             };
             let words = match words {
                 Some(w) => match crate::codec::page::check_dead_words(&view, &w) {
                     Ok(()) => Some(w),
                     Err(e) => {
-                        ctx.problem(Some(page), None, format!("{ROW_DEAD_NAME} entry of this page: {e}"));
+                        let tables = format!("{ROW_DEAD64_NAME} / {ROW_DEAD_NAME}");
+                        ctx.problem(Some(page), None, format!("removed rows of this page ({tables}): {e}"));
                         None
                     }
                 },
@@ -245,8 +248,32 @@ impl Store {
                 }
             }
         }
-        // Every removed-rows entry belongs to a stored page.
-        if let Some(t) = &dead {
+        // Every listed removed row lies in a stored page (pages that do not parse are
+        // reported above and leave their rows unknown).
+        if let Some(t) = dead.chunks.as_ref().filter(|_| damaged == 0) {
+            for entry in t.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan removed rows"))? {
+                let (k, v) = entry.map_err(StorageError::backend("scan removed rows"))?;
+                let (chunk, word) = (k.value().1, v.value());
+                if word == 0 {
+                    ctx.problem(None, Some(chunk << 6), format!("{ROW_DEAD64_NAME}: chunk {chunk} lists no row"));
+                }
+                let mut bits = word;
+                while bits != 0 {
+                    let row = (chunk << 6) + u64::from(bits.trailing_zeros());
+                    bits &= bits - 1;
+                    let at = ranges.partition_point(|r| r.0 <= row);
+                    if at.checked_sub(1).is_none_or(|i| row >= ranges[i].1) {
+                        ctx.problem(
+                            None,
+                            Some(row),
+                            format!("{ROW_DEAD64_NAME} lists row {row}, which no stored page holds"),
+                        );
+                    }
+                }
+            }
+        }
+        // Every version-2 entry belongs to a stored page.
+        if let Some(t) = &dead.legacy {
             for entry in t.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan removed rows"))? {
                 let (k, _) = entry.map_err(StorageError::backend("scan removed rows"))?;
                 let page = k.value().1;

@@ -5,14 +5,15 @@
 //!   durability, the custom-backend entry points for tests).
 //! * [`catalog`]: collections (create, look up, list, drop).
 //! * [`writer`]: write transactions: inserts, upserts, deletes, all-or-nothing batches;
-//!   [`key_append`] writes a batch's keys that sort after all others through one cursor.
+//!   [`key_append`] writes a batch's keys that sort after all others through one cursor;
+//!   [`scan_in`] reads every live row inside a write transaction (index rebuilds).
 //! * [`reader`]: read snapshots: gets and page scans; [`current`] keeps the snapshot of a
 //!   handle's last commit for its warm reads.
 //! * [`rules`]: what a write is made of, and the key check and error builders reads and
 //!   writes share.
 //! * [`shingles`]: the exact shingle sets of collections that keep them.
-//! * [`dead`]: removed rows kept beside their pages (`sketchdb.row_dead`), so a delete does
-//!   not rewrite its row's page.
+//! * [`dead`]: removed rows kept beside their pages (`sketchdb.row_dead64`, by 64-row
+//!   chunk), so a delete neither reads nor rewrites its row's page.
 //! * [`compact`]: page compaction and redb file compaction.
 //! * [`space`]: the free-space check before operations that grow the file first.
 //! * [`content_hash`]: the source-content hash kept per row written with one (sync).
@@ -42,6 +43,7 @@ pub(crate) mod integrity;
 pub(crate) mod key_append;
 pub(crate) mod reader;
 pub(crate) mod rules;
+pub(crate) mod scan_in;
 pub(crate) mod shingles;
 pub(crate) mod space;
 pub(crate) mod store;

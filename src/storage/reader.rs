@@ -3,8 +3,8 @@
 //! Every page read checks the page's crc and header (against the collection, its layout and
 //! capacity, and the first row it is stored under) before any row is decoded, and every row
 //! is decoded through the sketch's `from_parts`: a damaged page is an error naming the
-//! collection and page, never a wrong sketch. Every page is read with its removed-rows entry
-//! (`sketchdb.row_dead`, [`super::dead`]) ORed into its tombstones.
+//! collection and page, never a wrong sketch. Every page is read with its rows' removed-rows
+//! entries (`sketchdb.row_dead64`, [`super::dead`]) ORed into its tombstones.
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -14,14 +14,14 @@ use parking_lot::Mutex;
 use redb::{AccessGuard, ReadOnlyTable, ReadTransaction};
 
 use super::catalog::{CollectionInfo, read_state};
-use super::dead::words_in;
+use super::dead::DeadTables;
 use super::error::{StorageError, contain};
 use super::index_tables::{BucketKey, BytesView, GroupKey, RowKey, RowsView, RunKey};
 use super::rules::{check_key, corrupt_page, inconsistent, overlay};
 use super::store::{LayerState, layer_state};
 use super::tables::{
     COLLECTION_STATE, CONTENT_HASHES, INDEX_DEFS, KEYS, LSH_BUCKETS, LSH_DEAD, LSH_GROUPS_V1, LSH_ROWS, PAGES,
-    ROW_DEAD, SIMHASH_BUCKETS,
+    ROW_DEAD, ROW_DEAD64, SIMHASH_BUCKETS,
 };
 use crate::codec::meta::CollectionState;
 use crate::codec::page::PageView;
@@ -189,7 +189,7 @@ impl ReadSnapshot {
                 return Err(inconsistent(info, row, "a key maps to a row no page holds"));
             };
             let view = PageView::parse_expected(guard.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
-            let words = self.dead_words(info, first)?;
+            let words = self.dead_words(info, first, view.row_count())?;
             let view = overlay(info, view, words.as_deref())?;
             let i = view.index_of(row).ok_or_else(|| inconsistent(info, row, "a key maps to a row no page holds"))?;
             if view.is_deleted(i) {
@@ -229,7 +229,7 @@ impl ReadSnapshot {
                     let first = k.value().1;
                     let view =
                         PageView::parse_expected(v.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
-                    let words = self.dead_words(info, first)?;
+                    let words = self.dead_words(info, first, view.row_count())?;
                     let view = overlay(info, view, words.as_deref())?;
                     while i < rows.len() && rows[i] < view.end_row() {
                         if let Some(j) = view.index_of(rows[i]).filter(|&j| !view.is_deleted(j)) {
@@ -260,16 +260,13 @@ impl ReadSnapshot {
         let r = contain("scan", || {
             self.state(info)?;
             let Some(pages) = open(&self.txn, PAGES)? else { return Ok(()) };
-            let dead = open(&self.txn, ROW_DEAD)?;
+            let dead = self.dead_tables()?;
             let id = info.def.id;
             for entry in pages.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan pages"))? {
                 let (k, v) = entry.map_err(StorageError::backend("scan pages"))?;
                 let first = k.value().1;
                 let view = PageView::parse_expected(v.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
-                let words = match &dead {
-                    Some(t) => words_in(t, info.def.id, first, corrupt_page(info, first))?,
-                    None => None,
-                };
+                let words = dead.page_words(id, first, view.row_count(), |e| corrupt_page(info, first)(e))?;
                 let view = overlay(info, view, words.as_deref())?;
                 match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(first, &view))) {
                     Ok(go_on) => {
@@ -306,7 +303,7 @@ impl ReadSnapshot {
             let (k, v) = entry.map_err(StorageError::backend("scan pages"))?;
             let first = k.value().1;
             let view = PageView::parse_expected(v.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
-            let words = self.dead_words(info, first)?;
+            let words = self.dead_words(info, first, view.row_count())?;
             let view = overlay(info, view, words.as_deref())?;
             let mut out = Vec::with_capacity(view.row_count() - view.deleted_count());
             for i in (0..view.row_count()).filter(|&i| !view.is_deleted(i)) {
@@ -407,19 +404,25 @@ pub(crate) struct DeadPages {
     pages: Mutex<HashMap<u64, Option<Arc<[u64]>>>>,
 }
 
+/// Both removed-rows tables in a read transaction.
+pub(crate) type ReadDeadTables = DeadTables<ReadOnlyTable<(u32, u64), u64>, ReadOnlyTable<(u32, u64), &'static [u8]>>;
+
 impl ReadSnapshot {
-    /// The removed-rows words of page `first` of `info` at this snapshot's commit.
-    pub(crate) fn dead_words(&self, info: &CollectionInfo, first: u64) -> Result<Option<Arc<[u64]>>, StorageError> {
+    /// Both removed-rows tables at this snapshot's commit (each if the file has it).
+    pub(crate) fn dead_tables(&self) -> Result<ReadDeadTables, StorageError> {
+        Ok(DeadTables { chunks: open(self.txn(), ROW_DEAD64)?, legacy: open(self.txn(), ROW_DEAD)? })
+    }
+
+    /// The removed-rows words of page `first` (of `rows` rows) of `info` at this snapshot's
+    /// commit.
+    pub(crate) fn dead_words(
+        &self,
+        info: &CollectionInfo,
+        first: u64,
+        rows: usize,
+    ) -> Result<Option<Arc<[u64]>>, StorageError> {
         let memo = self.memo(info.def.id, || -> Result<DeadPages, StorageError> {
-            let id = info.def.id;
-            let any = match open(self.txn(), ROW_DEAD)? {
-                Some(t) => t
-                    .range((id, 0u64)..=(id, u64::MAX))
-                    .map_err(StorageError::backend("read removed rows"))?
-                    .next()
-                    .is_some(),
-                None => false,
-            };
+            let any = self.dead_tables()?.any(info.def.id)?;
             Ok(DeadPages { any, pages: Mutex::new(HashMap::new()) })
         })?;
         if !memo.any {
@@ -428,10 +431,8 @@ impl ReadSnapshot {
         if let Some(found) = memo.pages.lock().get(&first) {
             return Ok(found.clone());
         }
-        let words = match open(self.txn(), ROW_DEAD)? {
-            Some(t) => words_in(&t, info.def.id, first, corrupt_page(info, first))?.map(Arc::from),
-            None => None,
-        };
+        let words =
+            self.dead_tables()?.page_words(info.def.id, first, rows, |e| corrupt_page(info, first)(e))?.map(Arc::from);
         memo.pages.lock().insert(first, words.clone());
         Ok(words)
     }

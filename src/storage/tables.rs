@@ -82,9 +82,17 @@ pub(crate) const COLLECTION_STATE_NAME: &str = "sketchdb.collection_state";
 /// The redb file-format version sketchdb files are written with (redb 4.x: format 3).
 pub(crate) const REDB_FILE_FORMAT: u8 = 3;
 
-/// `(u32, u64) -> &[u8]`: (collection id, first row id of a page) -> the page's rows removed
-/// since the page was last written, as a bitmap laid out like the page's tombstone bitmap
-/// (`storage-format.md`, section 2.3; file format version 2). Readers OR it into the page's
-/// own bitmap; a write that rewrites the page folds it in and removes the entry.
+/// `(u32, u64) -> &[u8]`: file format version 2's removed rows, by page: (collection id,
+/// first row id of a page) -> the page's rows removed since the page was last written, as a
+/// bitmap laid out like the page's tombstone bitmap (`storage-format.md`, section 2.3.1).
+/// Read where a version-2 file has it; the first write of records moves its entries into
+/// [`ROW_DEAD64`] and deletes it.
 pub(crate) const ROW_DEAD: TableDefinition<(u32, u64), &[u8]> = TableDefinition::new("sketchdb.row_dead");
 pub(crate) const ROW_DEAD_NAME: &str = "sketchdb.row_dead";
+
+/// `(u32, u64) -> u64`: (collection id, row id / 64) -> the rows of that 64-row chunk removed
+/// since their page was last written, bit `row % 64` (`storage-format.md`, section 2.3; file
+/// format version 3). Readers OR a page's chunks into its own bitmap; a write that rewrites
+/// the page folds its rows' bits in and clears them here.
+pub(crate) const ROW_DEAD64: TableDefinition<(u32, u64), u64> = TableDefinition::new("sketchdb.row_dead64");
+pub(crate) const ROW_DEAD64_NAME: &str = "sketchdb.row_dead64";

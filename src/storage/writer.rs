@@ -2,8 +2,9 @@
 //!
 //! Within a transaction every touched page is built once: the open tail page is loaded (or
 //! started) on the first append and written back when full or at the end. A row removed from
-//! any other page is marked in that page's `sketchdb.row_dead` entry (one small value per
-//! page, written at the end; see [`super::dead`]): the page itself is only read. Any error
+//! any other page is marked in its chunk's `sketchdb.row_dead64` entry (one u64 per 64 rows,
+//! written at the end; see [`super::dead`]): the page itself is not read unless an index
+//! needs the row's record. Any error
 //! drops the transaction uncommitted, so a failed batch leaves nothing behind.
 //!
 //! Semantics (also in `storage-format.md`):
@@ -31,7 +32,6 @@ use super::tables::{COLLECTION_STATE, COLLECTION_STATE_NAME, KEYS, PAGES};
 use crate::codec::meta::CollectionState;
 use crate::codec::page::{PageBuilder, PageView, check_dead_words};
 use crate::codec::record::{decode_row, push_sketch};
-use crate::sketch::params::SketchKind;
 use crate::sketch::sketcher::Sketch;
 
 /// What a committed batch did.
@@ -54,8 +54,8 @@ pub struct WriteSummary {
 
 /// The pages one write transaction touches, each built once. Pages are keyed by first row.
 /// A row removed from a page the transaction does not otherwise rewrite is recorded in the
-/// page's `sketchdb.row_dead` entry instead (see [`super::dead`]); a page it rewrites (the
-/// tail it appends to, a page compaction takes) absorbs its entry.
+/// row's chunk entry in `sketchdb.row_dead64` instead (see [`super::dead`]); a page it
+/// rewrites (the tail it appends to, a page compaction takes) absorbs its rows' bits.
 pub(crate) struct PageCache<'t, 'i> {
     info: &'i CollectionInfo,
     table: Table<'t, (u32, u64), &'static [u8]>,
@@ -68,7 +68,7 @@ pub(crate) struct PageCache<'t, 'i> {
 impl<'t, 'i> PageCache<'t, 'i> {
     pub(crate) fn new(txn: &'t WriteTransaction, info: &'i CollectionInfo) -> Result<Self, StorageError> {
         let table = txn.open_table(PAGES).map_err(StorageError::backend("open table"))?;
-        let dead = DeadWriter::new(txn)?;
+        let dead = DeadWriter::new(txn, info)?;
         Ok(PageCache { info, table, dead, tail: None, tail_looked_up: false, dirty: BTreeMap::new() })
     }
 
@@ -82,8 +82,8 @@ impl<'t, 'i> PageCache<'t, 'i> {
         let first = k.value().1;
         let view =
             PageView::parse_expected(v.value(), &self.info.spec, first).map_err(corrupt_page(self.info, first))?;
-        if let Some(w) = self.dead.words(self.info, first)? {
-            check_dead_words(&view, w).map_err(corrupt_page(self.info, first))?;
+        if let Some(w) = self.dead.words(self.info, first, view.row_count())? {
+            check_dead_words(&view, &w).map_err(corrupt_page(self.info, first))?;
         }
         Ok(Some(PageBuilder::from_view(&view)))
     }
@@ -91,7 +91,7 @@ impl<'t, 'i> PageCache<'t, 'i> {
     /// `b` (a stored page about to be rewritten) with its side-table entry folded into its
     /// tombstones and the entry removed.
     fn fold(&mut self, mut b: PageBuilder) -> Result<PageBuilder, StorageError> {
-        if let Some(words) = self.dead.take(self.info, b.first_row())? {
+        if let Some(words) = self.dead.take(self.info, b.first_row(), b.row_count())? {
             b.or_deleted(&words).map_err(corrupt_page(self.info, b.first_row()))?;
         }
         Ok(b)
@@ -172,18 +172,22 @@ impl<'t, 'i> PageCache<'t, 'i> {
         Ok(())
     }
 
-    /// Removes `row`, which must be a live row whose key is `key`; returns the row's sketch,
-    /// for the index hook (indexes derive the entries to remove from it). A row of a page
-    /// this transaction rewrites gets its tombstone bit; any other row gets its bit in the
-    /// page's side-table entry, and its page is only read.
-    pub(crate) fn delete(&mut self, row: u64, key: &[u8]) -> Result<Sketch, StorageError> {
+    /// Removes `row`, which must be a live row whose key is `key`; returns the row's sketch
+    /// when `sketch` asks for it (an index hook that derives the entries to remove from it).
+    /// A row of a page this transaction rewrites gets its tombstone bit (the page is in
+    /// memory: its key and liveness are checked); any other row gets its bit in its chunk's
+    /// side-table entry, and its page is read only when the sketch is asked for (then the
+    /// key and the page's own tombstone are checked too). A row already in the side table is
+    /// refused either way.
+    pub(crate) fn delete(&mut self, row: u64, key: &[u8], sketch: bool) -> Result<Option<Sketch>, StorageError> {
         let info = self.info;
         let holds = |b: &PageBuilder| b.first_row() <= row && row < b.next_row();
         let b = match &mut self.tail {
             Some(t) if holds(t) => t,
             _ => match self.dirty.range_mut(..=row).next_back() {
                 Some((_, b)) if holds(b) => b,
-                _ => return self.delete_stored(row, key),
+                _ if sketch => return self.delete_stored(row, key).map(Some),
+                _ => return self.dead.mark(info, row).map(|()| None),
             },
         };
         let i = (row - b.first_row()) as usize;
@@ -197,13 +201,14 @@ impl<'t, 'i> PageCache<'t, 'i> {
             source: Box::new(source),
         })?;
         match b.set_deleted(i) {
-            Ok(true) => Ok(sketch),
+            Ok(true) => Ok(Some(sketch)),
             Ok(false) => Err(inconsistent(info, row, "a key maps to a deleted row")),
             Err(e) => Err(inconsistent(info, row, e)),
         }
     }
 
-    /// [`Self::delete`] of a row of a stored page this transaction does not rewrite.
+    /// [`Self::delete`] of a row of a stored page this transaction does not rewrite, reading
+    /// the page for the row's sketch.
     fn delete_stored(&mut self, row: u64, key: &[u8]) -> Result<Sketch, StorageError> {
         let info = self.info;
         let id = info.def.id;
@@ -213,9 +218,8 @@ impl<'t, 'i> PageCache<'t, 'i> {
         let first = k.value().1;
         let page = PageView::parse_expected(v.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
         let i = page.index_of(row).ok_or_else(|| inconsistent(info, row, "a key maps to a row no page holds"))?;
-        let rows = page.row_count();
-        let words = self.dead.words(info, first)?;
-        let view = super::rules::overlay(info, page, words)?;
+        let words = self.dead.words(info, first, page.row_count())?;
+        let view = super::rules::overlay(info, page, words.as_deref())?;
         if view.key(i) != key {
             return Err(inconsistent(info, row, format!("the row's key is not {}", show_key(key))));
         }
@@ -223,7 +227,7 @@ impl<'t, 'i> PageCache<'t, 'i> {
             return Err(inconsistent(info, row, "a key maps to a deleted row"));
         }
         let sketch = super::reader::decode(info, &view, first, i)?;
-        self.dead.mark(info, first, rows, i)?;
+        self.dead.mark(info, row)?;
         Ok(sketch)
     }
 
@@ -348,17 +352,29 @@ impl super::store::Store {
         hook: &mut H,
     ) -> Result<(), H::Error> {
         let id = info.def.id;
+        let mut ops = ops;
+        // A batch of deletes only ends the same rows, counts the same and leaves the same
+        // tables in any order: in key order, the keys B-tree's removals walk its leaves in
+        // order.
+        if ops.iter().all(|op| matches!(op, WriteOp::Delete(_))) {
+            ops.sort_by(|a, b| match (a, b) {
+                (WriteOp::Delete(a), WriteOp::Delete(b)) => a.cmp(b),
+                _ => std::cmp::Ordering::Equal,
+            });
+        }
         let mut keys: KeysTable<'_> = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
         let appended = append_new_keys(&mut keys, info, &ops, state.next_row)?;
         let mut pages = PageCache::new(txn, info)?;
         let mut sets = ShingleWriter::new(txn, info)?;
-        // Content hashes: the table is opened when an op carries a hash, or when a row may
-        // end and the file has the table (its entry goes with it); never created otherwise.
+        // Content hashes: the table is opened (created) when an op carries a hash. A row that
+        // ends keeps its entry, like its columns in its page, until compaction purges the
+        // row (see `content_hash.rs`).
         let carries =
             ops.iter().any(|op| matches!(op, WriteOp::Insert(_, _, Some(_)) | WriteOp::Upsert(_, _, Some(_))));
-        let ends_rows = ops.iter().any(|op| !matches!(op, WriteOp::Insert(..)));
-        let mut hashes = if carries || ends_rows { content_hash::open_in(txn, carries)? } else { None };
+        let mut hashes = if carries { content_hash::open_in(txn, true)? } else { None };
         let params = &info.def.params;
+        // Whether a removed row's page is read for its sketch (SimHash tables need it).
+        let wants = hook.wants_removed_sketch();
         for (i, (op, appended)) in ops.into_iter().zip(appended).enumerate() {
             match op {
                 WriteOp::Insert(key, sketch, hash) | WriteOp::Upsert(key, sketch, hash) => {
@@ -381,13 +397,13 @@ impl super::store::Store {
                             }
                             .into());
                         }
-                        let gone = pages.delete(old_row, key)?;
-                        hook.removed(old_row, &gone)?;
+                        if old_row >= state.next_row {
+                            return Err(inconsistent(info, old_row, "a key maps to a row at or past next_row").into());
+                        }
+                        let gone = pages.delete(old_row, key, wants)?;
+                        hook.removed(old_row, gone.as_ref())?;
                         if let Some(sets) = sets.as_mut() {
                             sets.remove(old_row)?;
-                        }
-                        if let Some(t) = &mut hashes {
-                            content_hash::take(t, info.def.id, old_row)?;
                         }
                         summary.replaced += 1;
                         state.deleted += 1;
@@ -416,13 +432,15 @@ impl super::store::Store {
                     match old {
                         None => summary.missing += 1,
                         Some(old_row) => {
-                            let gone = pages.delete(old_row, key)?;
-                            hook.removed(old_row, &gone)?;
+                            if old_row >= state.next_row {
+                                return Err(
+                                    inconsistent(info, old_row, "a key maps to a row at or past next_row").into()
+                                );
+                            }
+                            let gone = pages.delete(old_row, key, wants)?;
+                            hook.removed(old_row, gone.as_ref())?;
                             if let Some(sets) = sets.as_mut() {
                                 sets.remove(old_row)?;
-                            }
-                            if let Some(t) = &mut hashes {
-                                content_hash::take(t, info.def.id, old_row)?;
                             }
                             summary.deleted += 1;
                             state.live = state.live.saturating_sub(1);
@@ -435,63 +453,4 @@ impl super::store::Store {
         pages.flush()?;
         Ok(())
     }
-}
-
-/// Calls `f(row, sketch)` for every live row of the collection, in row order, reading the
-/// pages through the write transaction `txn` (index rebuilds).
-pub(crate) fn for_each_live_in<E: From<StorageError>>(
-    txn: &IndexTxn<'_>,
-    info: &CollectionInfo,
-    mut f: impl FnMut(u64, &Sketch) -> Result<(), E>,
-) -> Result<(), E> {
-    for_each_page_in(txn.0, info, |first, view| {
-        for i in (0..view.row_count()).filter(|&i| !view.is_deleted(i)) {
-            let sketch = super::reader::decode(info, view, first, i)?;
-            f(view.first_row() + i as u64, &sketch)?;
-        }
-        Ok(())
-    })
-}
-
-/// Calls `f(row, fingerprint)` for every live row of a SimHash collection, in row order:
-/// [`for_each_live_in`] without building a sketch per row (a SimHash table rebuild).
-pub(crate) fn for_each_live_fingerprint_in(
-    txn: &IndexTxn<'_>,
-    info: &CollectionInfo,
-    mut f: impl FnMut(u64, u128),
-) -> Result<(), StorageError> {
-    if info.def.params.kind() != SketchKind::SimHash {
-        return Err(inconsistent(info, 0, "a fingerprint scan of a collection that is not SimHash"));
-    }
-    // `parse_expected` checked the page's layout: one 8-byte value column per 64 bits.
-    for_each_page_in(txn.0, info, |_, view| {
-        let wide = view.layout().value_cols > 1;
-        for i in (0..view.row_count()).filter(|&i| !view.is_deleted(i)) {
-            let hi = if wide { u128::from(view.value(1, i)) << 64 } else { 0 };
-            f(view.first_row() + i as u64, u128::from(view.value(0, i)) | hi);
-        }
-        Ok(())
-    })
-}
-
-/// Calls `f(first row, page)` for every page of the collection, in row order, each checked.
-fn for_each_page_in<E: From<StorageError>>(
-    txn: &WriteTransaction,
-    info: &CollectionInfo,
-    mut f: impl FnMut(u64, &PageView<'_>) -> Result<(), E>,
-) -> Result<(), E> {
-    let pages = txn.open_table(PAGES).map_err(StorageError::backend("open table"))?;
-    let dead = super::dead::open_write_if_exists(txn)?;
-    let id = info.def.id;
-    for entry in pages.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan pages"))? {
-        let (k, v) = entry.map_err(StorageError::backend("scan pages"))?;
-        let first = k.value().1;
-        let view = PageView::parse_expected(v.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
-        let words = match &dead {
-            Some(t) => super::dead::words_in(t, id, first, corrupt_page(info, first))?,
-            None => None,
-        };
-        f(first, &super::rules::overlay(info, view, words.as_deref())?)?;
-    }
-    Ok(())
 }

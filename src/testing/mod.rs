@@ -453,15 +453,35 @@ pub fn get_rows(collection: &Collection, db: &Database, rows: &[u64]) -> Result<
     Ok(snap.get_rows(collection.info(), rows)?.into_iter().map(|r| (r.row, r.key)).collect())
 }
 
-/// A collection's `sketchdb.row_dead` entries (removed rows kept beside their pages) at the
-/// last commit, as (page first row, stored bytes).
+/// A collection's `sketchdb.row_dead64` entries (removed rows kept beside their pages) at the
+/// last commit: (chunk = row id / 64, the chunk's word as 8 little-endian bytes).
 pub fn row_dead_entries(collection: &Collection, db: &Database) -> Result<Vec<(u64, Vec<u8>)>> {
     Ok(db.store().dead_entries(collection.info())?)
 }
 
-/// Overwrites a page's `sketchdb.row_dead` entry verbatim (no checks): to plant damage.
-pub fn write_raw_row_dead(collection: &Collection, db: &Database, page: u64, bytes: &[u8]) -> Result<()> {
-    Ok(db.store().write_raw_dead_entry(collection.info(), page, bytes)?)
+/// The rows of a collection that have a `sketchdb.content_hashes` entry at the last commit,
+/// ascending (live rows written with a hash, and removed rows not yet purged by compaction).
+pub fn content_hash_rows(collection: &Collection, db: &Database) -> Result<Vec<u64>> {
+    let snap = db.store().snapshot()?;
+    Ok(crate::storage::content_hash::rows_in(snap.txn(), collection.info().def.id)?)
+}
+
+/// A collection's entries in the version-2 table `sketchdb.row_dead` (page first row, the
+/// page's removed-rows bitmap as stored): a file this build has not yet written to.
+pub fn legacy_row_dead_entries(collection: &Collection, db: &Database) -> Result<Vec<(u64, Vec<u8>)>> {
+    Ok(db.store().legacy_dead_entries(collection.info())?)
+}
+
+/// Overwrites chunk `chunk`'s `sketchdb.row_dead64` word verbatim (no checks): to plant
+/// damage. Bit `b` stands for row `64 * chunk + b`.
+pub fn write_raw_row_dead(collection: &Collection, db: &Database, chunk: u64, word: u64) -> Result<()> {
+    Ok(db.store().write_raw_dead_entry(collection.info(), chunk, word)?)
+}
+
+/// Overwrites page `page`'s version-2 `sketchdb.row_dead` entry verbatim (no checks): to
+/// plant damage, or a version-2 entry.
+pub fn write_raw_legacy_row_dead(collection: &Collection, db: &Database, page: u64, bytes: &[u8]) -> Result<()> {
+    Ok(db.store().write_raw_legacy_dead_entry(collection.info(), page, bytes)?)
 }
 
 /// The file format version the file's format record states.

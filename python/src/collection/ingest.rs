@@ -145,15 +145,18 @@ pub(crate) fn hashvalue_rows(coll: &Collection, rows: &Bound<'_, PyAny>) -> PyRe
         x.extract::<Vec<u64>>()
             .map_err(|_| PyTypeError::new_err("a hashvalues row is a 1-D array of unsigned integers"))
     };
-    rows.try_iter()?
-        .map(|x| {
-            let x = x?;
-            Ok(row(&x).and_then(|v| {
-                let m = sketchdb::MinHash::from_parts(params, v, 0).map_err(crate::errors::sketch_to_py)?;
-                Ok(Probe::Sketch(Sketch::MinHash(m)))
-            }))
-        })
-        .collect()
+    let sketch = |v: Vec<u64>| -> Content {
+        let m = sketchdb::MinHash::from_parts(params, v, 0).map_err(crate::errors::sketch_to_py)?;
+        Ok(Probe::Sketch(Sketch::MinHash(m)))
+    };
+    // A 2-D array (`np.stack` of the rows) is read row by row in place: no NumPy object per row.
+    if let Ok(a) = rows.extract::<numpy::PyReadonlyArray2<'_, u64>>() {
+        return Ok(a.as_array().rows().into_iter().map(|r| sketch(r.to_vec())).collect());
+    }
+    if let Ok(a) = rows.extract::<numpy::PyReadonlyArray2<'_, u32>>() {
+        return Ok(a.as_array().rows().into_iter().map(|r| sketch(r.iter().map(|&v| u64::from(v)).collect())).collect());
+    }
+    rows.try_iter()?.map(|x| Ok(row(&x?).and_then(sketch))).collect()
 }
 
 /// The contents named by exactly one of texts, tokens, sketches, signatures.
@@ -286,19 +289,23 @@ pub(crate) fn insert_many(
     if ks.len() != contents.len() {
         return Err(PyValueError::new_err(format!("{} keys but {} records", ks.len(), contents.len())));
     }
-    // Per record: its key (when readable) and its probe, or the error that rejects it.
+    // The first record of each key (keys borrowed, not copied), then per record: its key
+    // (when readable) and its probe, or the error that rejects it.
+    let first: Vec<Option<usize>> = {
+        let mut first_at: HashMap<&[u8], usize> = HashMap::with_capacity(ks.len());
+        ks.iter()
+            .enumerate()
+            .map(|(i, k)| k.as_ref().ok().map(|k| *first_at.entry(k.as_slice()).or_insert(i)))
+            .collect()
+    };
     let mut records: Vec<(Option<Vec<u8>>, Content)> = Vec::with_capacity(ks.len());
-    let mut first_at: HashMap<Vec<u8>, usize> = HashMap::with_capacity(ks.len());
-    for (i, (k, c)) in ks.into_iter().zip(contents).enumerate() {
-        let (key, r) = match k {
-            Err(e) => (None, Err(e)),
-            Ok(k) => match first_at.get(&k) {
-                Some(j) => (Some(k), Err(PyValueError::new_err(format!("duplicate key: record {j} has the same key")))),
-                None => {
-                    first_at.insert(k.clone(), i);
-                    (Some(k), c)
-                }
-            },
+    for (i, ((k, c), first)) in ks.into_iter().zip(contents).zip(first).enumerate() {
+        let (key, r) = match (k, first) {
+            (Err(e), _) => (None, Err(e)),
+            (Ok(k), Some(j)) if j != i => {
+                (Some(k), Err(PyValueError::new_err(format!("duplicate key: record {j} has the same key"))))
+            }
+            (Ok(k), _) => (Some(k), c),
         };
         if strict && let Err(e) = &r {
             return Err(at(py, i, e));
@@ -415,7 +422,7 @@ pub(super) fn probes(
             }
             let mut out = Vec::new();
             for k in k.try_iter()? {
-                out.push(convert::key(&k?).map(Probe::Key));
+                out.push(convert::key_buf(&k?).map(Probe::Key));
             }
             out
         }
@@ -463,7 +470,7 @@ pub(super) fn run_many(
                 let err = to_py(e.error);
                 PyErr::from_type(err.get_type(py), format!("probe {}: {}", e.position, err.value(py)))
             })?;
-            r.hits.into_iter().map(|h| super::results::hit(py, h)).collect()
+            Ok(r.hits.into_iter().map(super::results::hit).collect())
         })
         .collect()
 }

@@ -20,7 +20,7 @@ use crate::sketches;
 pub(crate) enum Probe {
     Text(String),
     Tokens(Vec<u64>),
-    Key(Vec<u8>),
+    Key(convert::KeyBuf),
     Sketch(Sketch),
 }
 
@@ -56,7 +56,7 @@ impl Probe {
         match self {
             Probe::Text(t) => sketchdb::Probe::Text(t),
             Probe::Tokens(t) => sketchdb::Probe::Tokens(t),
-            Probe::Key(k) => sketchdb::Probe::Key(k),
+            Probe::Key(k) => sketchdb::Probe::Key(k.into_vec()),
             Probe::Sketch(s) => sketchdb::Probe::Sketch(s),
         }
     }
@@ -66,7 +66,7 @@ impl Probe {
         match self {
             Probe::Text(t) => Ok(coll.sketcher().sketch_text(&coll.config().tokenizer, &t)?),
             Probe::Tokens(t) => Ok(coll.sketcher().sketch_multiset(&t)?),
-            Probe::Key(k) => coll.sketch_of(k),
+            Probe::Key(k) => coll.sketch_of(k.as_ref()),
             Probe::Sketch(s) => Ok(s),
         }
     }
@@ -144,7 +144,7 @@ impl ProbeArgs<'_, '_> {
         Ok(match (self.text, self.tokens, self.key, self.sketch) {
             (Some(t), None, None, None) => Probe::Text(t),
             (None, Some(t), None, None) => Probe::Tokens(convert::tokens(t, seed)?),
-            (None, None, Some(k), None) => Probe::Key(convert::key(k)?),
+            (None, None, Some(k), None) => Probe::Key(convert::key_buf(k)?),
             (None, None, None, Some(s)) => Probe::Sketch(sketches::extract(s)?),
             _ => return Err(PyValueError::new_err("give exactly one of text=, tokens=, key=, sketch=")),
         })

@@ -6,41 +6,68 @@ use sketchdb::{Collection, CollectionStats, IndexSummary};
 
 use crate::convert;
 
-/// One query result.
-#[pyclass(name = "Hit", module = "sketchdb._sketchdb", frozen, get_all)]
-pub(crate) struct PyHit {
-    /// The record's key (`str` when UTF-8, else `bytes`).
-    pub(super) key: Py<PyAny>,
-    /// Its row id.
-    pub(super) row_id: u64,
-    /// The similarity estimate (for Hamming queries, the exact distance).
-    pub(super) estimate: f64,
-    /// The interval's lower end.
-    pub(super) lower: f64,
-    /// The interval's upper end.
-    pub(super) upper: f64,
-    /// The interval's confidence level.
-    pub(super) level: f64,
-    /// The exact Hamming distance (SimHash collections), else None.
-    pub(super) distance: Option<u32>,
-    /// The exact Jaccard over the stored shingle sets, on a collection created with
-    /// `exact_shingles=True` when the question came from text, tokens or a stored key
-    /// (such hits are kept and ordered by it), else None.
-    pub(super) exact: Option<f64>,
-}
+/// One query result. It keeps the library's hit as it came back (the key's bytes are not
+/// copied): the attributes are made when read, so a query's result list costs one object
+/// per hit.
+#[pyclass(name = "Hit", module = "sketchdb._sketchdb", frozen)]
+pub(crate) struct PyHit(sketchdb::Hit);
 
 #[pymethods]
 impl PyHit {
-    fn __repr__(&self, py: Python<'_>) -> String {
-        format!(
+    /// The record's key (`str` when UTF-8, else `bytes`).
+    #[getter]
+    fn key(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        convert::key_to_py(py, &self.0.key)
+    }
+    /// Its row id.
+    #[getter]
+    fn row_id(&self) -> u64 {
+        self.0.row_id
+    }
+    /// The similarity estimate (for Hamming queries, the exact distance).
+    #[getter]
+    fn estimate(&self) -> f64 {
+        self.0.estimate.value
+    }
+    /// The interval's lower end.
+    #[getter]
+    fn lower(&self) -> f64 {
+        self.0.estimate.lower
+    }
+    /// The interval's upper end.
+    #[getter]
+    fn upper(&self) -> f64 {
+        self.0.estimate.upper
+    }
+    /// The interval's confidence level.
+    #[getter]
+    fn level(&self) -> f64 {
+        self.0.estimate.level
+    }
+    /// The exact Hamming distance (SimHash collections), else None.
+    #[getter]
+    fn distance(&self) -> Option<u32> {
+        self.0.distance
+    }
+    /// The exact Jaccard over the stored shingle sets, on a collection created with
+    /// `exact_shingles=True` when the question came from text, tokens or a stored key
+    /// (such hits are kept and ordered by it), else None.
+    #[getter]
+    fn exact(&self) -> Option<f64> {
+        self.0.exact
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let h = &self.0;
+        Ok(format!(
             "Hit(key={}, estimate={:.6}, lower={:.6}, upper={:.6}, distance={:?}, exact={})",
-            self.key.bind(py).repr().map(|r| r.to_string()).unwrap_or_default(),
-            self.estimate,
-            self.lower,
-            self.upper,
-            self.distance,
-            self.exact.map_or_else(|| "None".to_string(), |x| format!("{x:.6}"))
-        )
+            self.key(py)?.bind(py).repr()?,
+            h.estimate.value,
+            h.estimate.lower,
+            h.estimate.upper,
+            h.distance,
+            h.exact.map_or_else(|| "None".to_string(), |x| format!("{x:.6}"))
+        ))
     }
 }
 
@@ -129,15 +156,6 @@ pub(crate) fn stats_dict<'py>(py: Python<'py>, coll: &Collection, s: CollectionS
 }
 
 /// A hit as Python sees it.
-pub(super) fn hit(py: Python<'_>, h: sketchdb::Hit) -> PyResult<PyHit> {
-    Ok(PyHit {
-        key: convert::key_to_py(py, &h.key)?,
-        row_id: h.row_id,
-        estimate: h.estimate.value,
-        lower: h.estimate.lower,
-        upper: h.estimate.upper,
-        level: h.estimate.level,
-        distance: h.distance,
-        exact: h.exact,
-    })
+pub(super) fn hit(h: sketchdb::Hit) -> PyHit {
+    PyHit(h)
 }

@@ -4,14 +4,15 @@ use std::path::Path;
 use std::time::Instant;
 
 use serde_json::json;
-use sketchdb::{SketchParams, Sketcher, TokenSet};
+use sketchdb::{HashFamily, SketchParams, Sketcher, TokenSet};
 
 use super::data::load_sets;
 use super::report::{dataset_name, emit};
 use crate::error::CliError;
 
 /// The `minhash-create` workload: build 128-value signatures from the token sets, one thread
-/// and then all threads, for each sketch kind.
+/// and then all threads, for each sketch kind and for MinHash under each compatibility family
+/// (the 32-bit ones computed in 32-bit vector lanes).
 pub fn minhash_create(sets_path: &Path, limit: Option<usize>, run: &str) -> Result<(), CliError> {
     let sets = load_sets(sets_path, limit)?;
     let tokens: usize = sets.iter().map(|(_, s)| s.len()).sum();
@@ -21,6 +22,10 @@ pub fn minhash_create(sets_path: &Path, limit: Option<usize>, run: &str) -> Resu
         ("minhash", SketchParams::minhash(128, 32, 1)?),
         ("bbit-b8", SketchParams::bbit(128, 8, 1)?),
         ("oph", SketchParams::oph(128, 32, 1)?),
+        ("minhash-datasketch-affine32", SketchParams::compat(HashFamily::DatasketchAffine32, 128, 1)?),
+        ("minhash-text-dedup-spark", SketchParams::compat(HashFamily::TextDedupSpark, 128, 1)?),
+        ("minhash-nemo-curator", SketchParams::compat(HashFamily::NemoCurator, 128, 1)?),
+        ("minhash-datasketch-legacy", SketchParams::compat(HashFamily::DatasketchLegacy, 128, 1)?),
     ];
     for (name, params) in kinds {
         let sk = Sketcher::new(params)?;
