@@ -80,10 +80,10 @@ impl Drop for RawLines {
     fn drop(&mut self) {
         let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
-        if let Ok(mut spare) = self.spare.lock() {
-            if spare.len() < SPARE_BUFFERS {
-                spare.push(buf);
-            }
+        if let Ok(mut spare) = self.spare.lock()
+            && spare.len() < SPARE_BUFFERS
+        {
+            spare.push(buf);
         }
     }
 }
