@@ -10,7 +10,8 @@ token sets) and ``docs-20k.parquet`` (texts; those of at least 5 words). Measure
    (``RMinHash.digest_matrix_from_flat_token_hashes`` and its ``_rho`` form for hashes,
    ``digest_matrix_from_token_sets`` for words split in Python); datasketch's ``MinHash.bulk``;
 2. LSH ingest, records/s: ``insert_many`` into a durable LSH collection (t = 0.8) against
-   datasketch ``MinHashLSH.insert`` (in memory) of already built MinHashes;
+   datasketch ``MinHashLSH.insert`` (in memory) of already built MinHashes (``bench_insert.py``
+   compares them at the same N, in more input forms);
 3. per-query binding overhead: ``Collection.query(key=)`` from Python against the same
    ``Collection::query_key`` calls looped inside Rust (``sketchdb._sketchdb._time_query_keys``,
    a snapshot per query either way), one thread.

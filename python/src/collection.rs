@@ -331,12 +331,10 @@ impl PyCollection {
     /// `plan` forces an access path by name ("full-scan", "lsh-probe", "oph-bin-scan",
     /// "simhash-probe") instead of the planner's choice.
     #[pyo3(signature = (*args, **kwargs))]
-    #[pyo3(text_signature = "($self, *, text=None, tokens=None, key=None, sketch=None, threshold=None, level=0.95, exact=False, plan=None)")]
-    fn query(
-        &self,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Vec<PyHit>> {
+    #[pyo3(
+        text_signature = "($self, *, text=None, tokens=None, key=None, sketch=None, threshold=None, level=0.95, exact=False, plan=None)"
+    )]
+    fn query(&self, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<PyHit>> {
         // `(*args, **kwargs)` alone, without `py`, is what PyO3 hands over unparsed.
         let py = args.py();
         static KW: Keywords<8> = Keywords::new(
@@ -359,11 +357,7 @@ impl PyCollection {
     /// The `k` most similar records, best first.
     #[pyo3(signature = (*args, **kwargs))]
     #[pyo3(text_signature = "($self, *, text=None, tokens=None, key=None, sketch=None, k=10, level=0.95, exact=False)")]
-    fn top_k(
-        &self,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Vec<PyHit>> {
+    fn top_k(&self, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<PyHit>> {
         // `(*args, **kwargs)` alone, without `py`, is what PyO3 hands over unparsed.
         let py = args.py();
         static KW: Keywords<7> =
@@ -377,11 +371,7 @@ impl PyCollection {
     /// SimHash collections: every fingerprint within `radius` bits, nearest first.
     #[pyo3(signature = (*args, **kwargs))]
     #[pyo3(text_signature = "($self, *, text=None, tokens=None, key=None, sketch=None, radius=3)")]
-    fn hamming(
-        &self,
-        args: &Bound<'_, PyTuple>,
-        kwargs: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Vec<PyHit>> {
+    fn hamming(&self, args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<PyHit>> {
         // `(*args, **kwargs)` alone, without `py`, is what PyO3 hands over unparsed.
         let py = args.py();
         static KW: Keywords<5> = Keywords::new("Collection.hamming", ["text", "tokens", "key", "sketch", "radius"]);

@@ -140,3 +140,37 @@ def test_query_many_on_two_threads_equals_single_queries(tmp_path, corpus):
             c.query_many(texts, threads=0)
         with pytest.raises(sketchdb.NotFoundError, match="probe 2"):
             c.top_k_many(keys=["d0", "d1", "missing", "d3"], threads=2)
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_insert_many_modes_store_each_records_own_sketch(tmp_path, corpus, exact):
+    """Every mode of insert_many (strict, upsert with rejects, an insert that meets stored keys
+    and writes the rest again) stores for each key exactly what a single insert of its text
+    stores, and on a collection with exact shingles answers exactly as well."""
+    texts = corpus[:60]
+    keys = [f"k{i}" for i in range(len(texts))]
+    with sketchdb.open(tmp_path / "m.sketchdb") as db:
+        ref = db.create_collection("ref", exact_shingles=exact)
+        for k, t in zip(keys, texts):
+            ref.insert(k, text=t)
+        strict = db.create_collection("strict", exact_shingles=exact)
+        assert strict.insert_many(keys, texts, strict=True).written == len(keys)
+        up = db.create_collection("up", exact_shingles=exact)
+        up.insert_many(keys[:20], ["placeholder words here now"] * 20)
+        bad = list(texts)
+        bad[30] = "!!!"
+        r = up.insert_many(keys, bad, upsert=True)
+        assert r.written == len(keys) - 1 and [x.index for x in r.rejects] == [30]
+        up.insert_many([keys[30]], [texts[30]], upsert=True, strict=True)
+        again = db.create_collection("again", exact_shingles=exact)
+        again.insert_many(keys[::3], texts[::3])
+        r = again.insert_many(keys, texts)
+        assert r.written == len(keys) - len(keys[::3])
+        assert sorted(x.index for x in r.rejects) == list(range(0, len(keys), 3))
+        for c in (strict, up, again):
+            assert len(c) == len(keys)
+            for k in keys:
+                assert c.get(k) == ref.get(k), (c.name, k)
+            for k in keys[::7]:
+                got = [(h.key, h.estimate, h.exact) for h in c.query(key=k, threshold=0.3)]
+                assert got == [(h.key, h.estimate, h.exact) for h in ref.query(key=k, threshold=0.3)]

@@ -80,10 +80,10 @@ impl Drop for RawLines {
     fn drop(&mut self) {
         let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
-        if let Ok(mut spare) = self.spare.lock() {
-            if spare.len() < SPARE_BUFFERS {
-                spare.push(buf);
-            }
+        if let Ok(mut spare) = self.spare.lock()
+            && spare.len() < SPARE_BUFFERS
+        {
+            spare.push(buf);
         }
     }
 }
@@ -207,7 +207,8 @@ impl Lines {
         }
         let buf = self.spare.lock().ok().and_then(|mut s| s.pop()).unwrap_or_default();
         let spare = Arc::clone(&self.spare);
-        let mut chunk = RawLines { buf, entries: Vec::with_capacity(max_lines.min(4096)), failure: None, bytes: 0, spare };
+        let mut chunk =
+            RawLines { buf, entries: Vec::with_capacity(max_lines.min(4096)), failure: None, bytes: 0, spare };
         while chunk.entries.len() < max_lines.max(1) && chunk.buf.len() < max_bytes {
             self.line += 1;
             let start = chunk.buf.len();

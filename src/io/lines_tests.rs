@@ -37,10 +37,7 @@ fn mixed() -> Vec<u8> {
 }
 
 fn opts() -> ReadOptions {
-    let mut opts = ReadOptions::default();
-    opts.max_record_bytes = 200;
-    opts.max_key_len = 32;
-    opts
+    ReadOptions { max_record_bytes: 200, max_key_len: 32, ..ReadOptions::default() }
 }
 
 /// The items of `data` read in two steps, chunks of `lines` lines (`bytes` bytes), each

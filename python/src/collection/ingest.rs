@@ -154,7 +154,12 @@ pub(crate) fn hashvalue_rows(coll: &Collection, rows: &Bound<'_, PyAny>) -> PyRe
         return Ok(a.as_array().rows().into_iter().map(|r| sketch(r.to_vec())).collect());
     }
     if let Ok(a) = rows.extract::<numpy::PyReadonlyArray2<'_, u32>>() {
-        return Ok(a.as_array().rows().into_iter().map(|r| sketch(r.iter().map(|&v| u64::from(v)).collect())).collect());
+        return Ok(a
+            .as_array()
+            .rows()
+            .into_iter()
+            .map(|r| sketch(r.iter().map(|&v| u64::from(v)).collect()))
+            .collect());
     }
     rows.try_iter()?.map(|x| Ok(row(&x?).and_then(sketch))).collect()
 }
@@ -313,9 +318,10 @@ pub(crate) fn insert_many(
         records.push((key, r));
     }
     // Sketch on all cores; then, unless strict mode meets a reject, write the good records.
-    type Sketched = (Option<Vec<u8>>, Result<Staged, Result<PyErr, sketchdb::Error>>);
+    // A staged record is `None` once its sketch has moved into the written batch.
+    type Sketched = (Option<Vec<u8>>, Result<Option<Staged>, Result<PyErr, sketchdb::Error>>);
     let (sketched, applied) = py.detach(|| {
-        let sketched: Vec<Sketched> = records
+        let mut sketched: Vec<Sketched> = records
             .into_par_iter()
             .map(|(k, r)| {
                 let s = match (r, &k) {
@@ -325,7 +331,7 @@ pub(crate) fn insert_many(
                         .stage(coll, key)
                         .and_then(|s| {
                             coll.params().check_compatible(s.sketch().params())?;
-                            Ok(s)
+                            Ok(Some(s))
                         })
                         .map_err(Err),
                     (Ok(_), None) => Err(Ok(PyValueError::new_err("a record without a key"))),
@@ -337,15 +343,33 @@ pub(crate) fn insert_many(
         if strict && sketched.iter().any(|r| r.1.is_err()) {
             return (sketched, None);
         }
-        let good = sketched.iter().filter_map(|(k, s)| Some((k.as_ref()?, s.as_ref().ok()?)));
-        let applied = apply(coll, good, upsert);
+        let mut batch = Batch::new();
+        if strict || upsert {
+            // Nothing is written again after this commit (strict mode raises on a stored
+            // key, an upsert meets none): the sketches move into the batch.
+            for (k, s) in sketched.iter_mut() {
+                if let (Some(k), Ok(s)) = (k, s)
+                    && let Some(s) = s.take()
+                {
+                    s.add_to(&mut batch, k, upsert);
+                }
+            }
+        } else {
+            // An insert that meets stored keys writes the rest again: the batch gets copies.
+            for (k, s) in &sketched {
+                if let (Some(k), Ok(Some(s))) = (k, s) {
+                    s.add_copy_to(&mut batch, k, upsert);
+                }
+            }
+        }
+        let applied = commit(coll, &batch);
         (sketched, Some(applied))
     });
     let mut rejects: Vec<(usize, Option<Vec<u8>>, PyErr)> = Vec::new();
     let mut good: Vec<Option<(Vec<u8>, Staged)>> = Vec::with_capacity(sketched.len());
     for (i, (k, r)) in sketched.into_iter().enumerate() {
         match (k, r) {
-            (Some(k), Ok(s)) => good.push(Some((k, s))),
+            (Some(k), Ok(s)) => good.push(s.map(|s| (k, s))),
             (k, Err(e)) => {
                 let e = e.unwrap_or_else(to_py);
                 if strict {
@@ -373,7 +397,14 @@ pub(crate) fn insert_many(
                     rejects.push((i, Some(k), crate::errors::raise(crate::errors::Class::Error, msg)));
                 }
             }
-            py.detach(|| apply(coll, good.iter().flatten().map(|(k, s)| (k, s)), false)).map_err(to_py)?
+            py.detach(|| {
+                let mut batch = Batch::new();
+                for (k, s) in good.into_iter().flatten() {
+                    s.add_to(&mut batch, &k, false);
+                }
+                commit(coll, &batch)
+            })
+            .map_err(to_py)?
         }
         Some(Err(e)) => return Err(to_py(e)),
         None => 0,
@@ -389,20 +420,12 @@ pub(crate) fn insert_many(
     Ok(PyInsertReport { written, rejects })
 }
 
-/// Writes the records in one commit; returns the records written.
-fn apply<'a>(
-    coll: &Collection,
-    records: impl Iterator<Item = (&'a Vec<u8>, &'a Staged)>,
-    upsert: bool,
-) -> sketchdb::Result<u64> {
-    let mut batch = Batch::new();
-    for (k, s) in records {
-        s.add_to(&mut batch, k, upsert);
-    }
+/// Writes `batch` in one commit; returns the records written.
+fn commit(coll: &Collection, batch: &Batch) -> sketchdb::Result<u64> {
     if batch.is_empty() {
         return Ok(0);
     }
-    let summary = coll.apply(&batch)?;
+    let summary = coll.apply(batch)?;
     Ok(summary.inserted + summary.replaced)
 }
 

@@ -116,9 +116,6 @@ impl ReadArgs {
             // The shell's records: exactly one of `text`, `tokens` or `simhash`.
             (None, None) => opts.select = Select::AnyOne,
         }
-        // A Parquet batch is decoded whole before its first record is handed on: batches of
-        // a read chunk let the first sketching job start early.
-        opts.parquet_batch_rows = reader::READ_CHUNK;
         opts.strict = self.strict;
         opts.lossy_utf8 = self.lossy_utf8;
         opts.follow_symlinks = self.follow_symlinks;

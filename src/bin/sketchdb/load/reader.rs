@@ -84,7 +84,10 @@ pub struct Reader {
 
 impl Reader {
     /// Reads `inputs` with `opts` (the input `-` from `stdin_from` when given).
-    pub fn new(inputs: Vec<PathBuf>, stdin_from: Option<PathBuf>, opts: ReadOptions) -> Self {
+    pub fn new(inputs: Vec<PathBuf>, stdin_from: Option<PathBuf>, mut opts: ReadOptions) -> Self {
+        // A Parquet batch is decoded whole before its first record is handed on: batches of
+        // a read chunk let the first sketching job start early.
+        opts.parquet_batch_rows = READ_CHUNK;
         Reader {
             inputs: inputs.into_iter(),
             stdin_from,
