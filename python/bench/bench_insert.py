@@ -25,7 +25,6 @@ machine shared with other work the medians and the CPU seconds are the steadier 
 
 import argparse
 import gc
-import json
 import os
 import statistics
 import tempfile
@@ -36,19 +35,10 @@ import pyarrow as pa
 
 import sketchdb
 import sketchdb.arrow as sa
+from bench_compare import load_sets  # the same loader (this folder is on sys.path when run as a script)
 
 K = 128
 T = 0.8
-
-
-def load_sets(path, n):
-    sets = []
-    with open(path) as f:
-        for line in f:
-            sets.append(json.loads(line)["tokens"])
-            if len(sets) >= n:
-                break
-    return sets
 
 
 def sketchdb_variants(sets, keys):

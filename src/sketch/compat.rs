@@ -221,15 +221,17 @@ mod tests {
         assert!(nemo_murmur_seed(1 << 32).is_err());
     }
 
-    /// The inverse of odd `a` modulo 2^32 (Newton's iteration doubles the correct bits).
-    fn inverse32(a: u32) -> u32 {
-        let mut x = a;
-        for _ in 0..5 {
-            x = x.wrapping_mul(2u32.wrapping_sub(a.wrapping_mul(x)));
-        }
-        x
-    }
+    /// Every compatibility family.
+    const COMPAT: [HashFamily; 5] = [
+        HashFamily::DatasketchLegacy,
+        HashFamily::TextDedup,
+        HashFamily::TextDedupSpark,
+        HashFamily::NemoCurator,
+        HashFamily::DatasketchAffine32,
+    ];
 
+    /// The inverse of odd `a` modulo 2^64 (Newton's iteration doubles the correct bits); its
+    /// low 32 bits are the inverse of `a mod 2^32` modulo 2^32.
     fn inverse64(a: u64) -> u64 {
         let mut x = a;
         for _ in 0..6 {
@@ -246,32 +248,26 @@ mod tests {
             let z = (state ^ (state >> 31)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
             z ^ (z >> 29)
         };
-        for family in [
-            HashFamily::DatasketchLegacy,
-            HashFamily::TextDedup,
-            HashFamily::TextDedupSpark,
-            HashFamily::NemoCurator,
-            HashFamily::DatasketchAffine32,
-        ] {
+        for family in COMPAT {
             for k in [1usize, 63, 64, 65, 128, 250] {
                 let p = CompatPerms::new(family, 42, k).unwrap();
                 for n in [1usize, 2, 255, 256, 257, 700] {
                     let mut tokens: Vec<u64> = (0..n).map(|_| next()).collect();
                     tokens[0] = 0; // h32 = 0 (NeMo Curator maps it to 1)
+                    // A slot with an odd multiplier, whose affine map a token can be solved for.
+                    let odd = p.a.iter().position(|&a| a % 2 == 1);
                     if family == HashFamily::TextDedupSpark {
                         // Slot values in [2^32 - 5, 2^32), which the reduction moves below 5:
                         // a token that makes an odd-multiplier slot's affine value 2^32 - 3.
-                        let odd = p.a.iter().position(|&a| a % 2 == 1);
                         let j = odd.unwrap_or_else(|| panic!("{family}: no odd multiplier in {k} slots"));
-                        let (a, b) = (p.a[j] as u32, p.b[j] as u32);
-                        let h = (u32::MAX - 2).wrapping_sub(b).wrapping_mul(inverse32(a));
+                        let (a, b) = (p.a[j], p.b[j] as u32);
+                        let h = (u32::MAX - 2).wrapping_sub(b).wrapping_mul(inverse64(a) as u32);
                         *tokens.last_mut().unwrap() = u64::from(h) | 7 << 40;
                         assert_eq!(p.slot(p.a[j], p.b[j], u64::from(h)), 2);
                     }
                     if matches!(family, HashFamily::DatasketchLegacy | HashFamily::TextDedup) && k > 1 {
                         // An affine value of 2^64 - 1, whose first fold (P61 + 7) needs the
                         // final subtraction: slot value 7.
-                        let odd = p.a.iter().position(|&a| a % 2 == 1);
                         let j = odd.unwrap_or_else(|| panic!("{family}: no odd multiplier in {k} slots"));
                         let h = u64::MAX.wrapping_sub(p.b[j]).wrapping_mul(inverse64(p.a[j]));
                         *tokens.last_mut().unwrap() = h;
@@ -287,13 +283,7 @@ mod tests {
 
     #[test]
     fn slot_values_fit_32_bits() {
-        for family in [
-            HashFamily::DatasketchLegacy,
-            HashFamily::TextDedup,
-            HashFamily::TextDedupSpark,
-            HashFamily::NemoCurator,
-            HashFamily::DatasketchAffine32,
-        ] {
+        for family in COMPAT {
             let p = CompatPerms::new(family, 7, 16).unwrap();
             let m = p.minima(&[1, u64::MAX, 1 << 40, 0]).unwrap();
             assert!(m.iter().all(|&v| v <= u64::from(u32::MAX)), "{family}");
