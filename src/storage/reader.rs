@@ -265,10 +265,10 @@ impl ReadSnapshot {
             for entry in pages.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan pages"))? {
                 let (k, v) = entry.map_err(StorageError::backend("scan pages"))?;
                 let first = k.value().1;
-                let view = PageView::parse_expected(v.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
-                let words = dead.page_words(id, first, view.row_count(), |e| corrupt_page(info, first)(e))?;
-                let view = overlay(info, view, words.as_deref())?;
-                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(first, &view))) {
+                let called = super::rules::with_page(&dead, info, first, v.value(), |view| {
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(first, view)))
+                })?;
+                match called {
                     Ok(go_on) => {
                         if !go_on? {
                             break;

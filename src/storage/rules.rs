@@ -3,6 +3,7 @@
 
 use super::MAX_KEY_LEN;
 use super::catalog::CollectionInfo;
+use super::dead::DeadTables;
 use super::error::StorageError;
 use crate::codec::error::CodecError;
 use crate::sketch::sketcher::Sketch;
@@ -59,4 +60,23 @@ pub(crate) fn overlay<'b>(
             Ok(view.with_dead(w))
         }
     }
+}
+
+/// `f` of the stored page `bytes` of `info`'s collection whose first row is `first`, checked,
+/// with its removed-rows entries in `dead` ORed in: how every page scan reads a page.
+pub(crate) fn with_page<C, L, R>(
+    dead: &DeadTables<C, L>,
+    info: &CollectionInfo,
+    first: u64,
+    bytes: &[u8],
+    f: impl FnOnce(&crate::codec::page::PageView<'_>) -> R,
+) -> Result<R, StorageError>
+where
+    C: redb::ReadableTable<(u32, u64), u64>,
+    L: redb::ReadableTable<(u32, u64), &'static [u8]>,
+{
+    let view =
+        crate::codec::page::PageView::parse_expected(bytes, &info.spec, first).map_err(corrupt_page(info, first))?;
+    let words = dead.page_words(info.def.id, first, view.row_count(), |e| corrupt_page(info, first)(e))?;
+    Ok(f(&overlay(info, view, words.as_deref())?))
 }

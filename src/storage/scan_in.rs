@@ -6,7 +6,7 @@ use redb::{ReadableTable, WriteTransaction};
 use super::catalog::CollectionInfo;
 use super::error::StorageError;
 use super::index_tables::IndexTxn;
-use super::rules::{corrupt_page, inconsistent};
+use super::rules::inconsistent;
 use super::tables::PAGES;
 use crate::codec::page::PageView;
 use crate::sketch::params::SketchKind;
@@ -61,9 +61,7 @@ fn for_each_page_in<E: From<StorageError>>(
     for entry in pages.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan pages"))? {
         let (k, v) = entry.map_err(StorageError::backend("scan pages"))?;
         let first = k.value().1;
-        let view = PageView::parse_expected(v.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
-        let words = dead.page_words(id, first, view.row_count(), |e| corrupt_page(info, first)(e))?;
-        f(first, &super::rules::overlay(info, view, words.as_deref())?)?;
+        super::rules::with_page(&dead, info, first, v.value(), |view| f(first, view))??;
     }
     Ok(())
 }
