@@ -137,7 +137,16 @@ fn version_of(def: &IndexDef, simhash_version: u128) -> u128 {
 /// starts halfway through a line).
 #[repr(align(64))]
 #[derive(Default)]
-struct Slot(OnceLock<Option<Bytes>>);
+pub(crate) struct Slot(OnceLock<Option<Bytes>>);
+
+impl Slot {
+    /// The value kept here: `Some(None)` for a value kept as absent, `None` when nothing is
+    /// kept yet.
+    #[inline]
+    pub(crate) fn kept(&self) -> Option<Option<&[u8]>> {
+        self.0.get().map(|v| v.as_deref())
+    }
+}
 
 /// A page of places.
 type Page = Box<[Slot]>;
@@ -465,11 +474,14 @@ impl ProbeCache {
         }
     }
 
-    /// The value of slot `slot` on `shelf` when this cache keeps it in a place: `Some(None)`
-    /// for a value kept as absent, `None` when it is not kept there (then [`Self::value`]).
+    /// The place of slot `slot` on `shelf` (a shelf of `2^bits` slots), its line asked for:
+    /// `None` when it has no direct place yet. Its [`Slot::kept`] is then read without a
+    /// second lookup; [`Self::value`] when nothing is kept.
     #[inline]
-    pub(crate) fn kept(&self, shelf: usize, bits: u32, slot: u64) -> Option<Option<&[u8]>> {
-        self.place(shelf, bits, slot)?.0.get().map(|v| v.as_deref())
+    pub(crate) fn prefetched_place(&self, shelf: usize, bits: u32, slot: u64) -> Option<&Slot> {
+        let place = self.place(shelf, bits, slot)?;
+        crate::simd::prefetch_ref(place);
+        Some(place)
     }
 
     /// The value of slot `slot` on `shelf` (a shelf of `2^bits` slots): from the cache,

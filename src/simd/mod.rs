@@ -8,11 +8,13 @@
 //! * [`dispatch`]: feature detection, the [`Kernel`] trait and the dispatch macro behind
 //!   [`run_byte_compare`] (the only dispatcher used from outside, for the planner's scan).
 //! * [`sketching`]: MinHash and SimHash accumulation for the sketch layer.
+//! * [`compare`]: equal slots of two signatures.
 //! * [`hamming`]: Hamming-distance filters over fingerprint slices and packed buckets.
 //! * [`prefetch`](mod@prefetch): cache-line prefetch hints for index probes.
 //!
 //! Each `unsafe` block carries a `// SAFETY:` comment; the rest of the crate forbids unsafe.
 
+mod compare;
 mod dispatch;
 mod hamming;
 mod prefetch;
@@ -20,6 +22,7 @@ mod sketching;
 #[cfg(test)]
 mod test_rng;
 
+pub(crate) use compare::equal_count;
 /// The caps that reach every tier of every dispatcher, for tests outside this module.
 #[cfg(test)]
 pub(crate) use dispatch::TEST_CAPS;

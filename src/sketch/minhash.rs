@@ -111,7 +111,7 @@ impl MinHash {
     /// The number of slots whose minima are equal.
     pub fn matches(&self, other: &MinHash) -> Result<usize, SketchError> {
         self.params.check_compatible(&other.params)?;
-        Ok(self.values.iter().zip(&other.values).filter(|(a, b)| a == b).count())
+        Ok(crate::simd::equal_count(&self.values, &other.values))
     }
 
     /// The Jaccard similarity: matching slots / k, with the exact Clopper-Pearson interval of

@@ -20,7 +20,7 @@ use super::format::{append_chunk, group_chunks};
 use super::held::{Held, WordView, words_of};
 use super::table::{At, ChunkView, Groups, RunKey, lsh_err};
 use crate::index::defs::LshRun;
-use crate::index::probe_cache::{ProbeCache, Value};
+use crate::index::probe_cache::{ProbeCache, Slot, Value};
 use crate::simd::prefetch;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::index_tables::BytesRead;
@@ -146,16 +146,17 @@ impl<'c> LshProbe<'c> {
         let mut table: LazyTable = None;
         for (b, block) in keys.chunks(WORDS_BLOCK).enumerate() {
             let first = b * WORDS_BLOCK;
-            for (i, &key) in block.iter().enumerate() {
-                self.cache.prefetch_slot(first + i, g.bits, g.group(key));
+            let mut places = [None; WORDS_BLOCK];
+            for ((i, &key), place) in block.iter().enumerate().zip(&mut places) {
+                *place = self.cache.prefetched_place(first + i, g.bits, g.group(key));
             }
             let mut views = [(WordView::EMPTY, 0u32, 0usize); WORDS_BLOCK];
             let mut found = 0;
-            for (i, &key) in block.iter().enumerate() {
+            for ((i, &key), place) in block.iter().enumerate().zip(places) {
                 let band = first + i;
                 // K - P <= 32 for an index held as words, so the suffix fits.
                 let suffix = g.suffix(key) as u32;
-                let bytes = match self.cache.kept(band, g.bits, g.group(key)) {
+                let bytes = match place.and_then(Slot::kept) {
                     Some(kept) => kept,
                     None => match self.group(snap, info, &mut table, runs, (g, held), band as u32, g.group(key))? {
                         None => None,
