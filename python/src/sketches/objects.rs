@@ -3,47 +3,27 @@
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use rayon::prelude::*;
 use sketchdb::{Sketch, SketchKind, Sketcher, Tokenizer};
 
 use super::{Core, PyBBitMinHash, PyMinHash, PyOph, PySimHash};
-use crate::convert;
+use crate::bulk::{Items, sketch_items};
 
 /// Texts or token lists sketched on all cores with the GIL released. Each item is a `str`
-/// (text, cut by `tokenizer`) or an iterable of tokens.
+/// (text, cut by `tokenizer`) or an iterable of tokens; items are read while the ones before
+/// them are sketched (`crate::bulk`).
 pub(crate) fn bulk_sketch(
     py: Python<'_>,
     sketcher: &Sketcher,
     tokenizer: &Tokenizer,
     items: &Bound<'_, PyAny>,
 ) -> PyResult<Vec<Sketch>> {
-    enum Item {
-        Text(String),
-        Tokens(Vec<u64>),
-    }
-    let mut inputs = Vec::with_capacity(items.len().unwrap_or(0));
-    for item in items.try_iter()? {
-        let item = item?;
-        if let Ok(s) = item.cast::<pyo3::types::PyString>() {
-            inputs.push(Item::Text(s.to_cow()?.into_owned()));
-        } else {
-            inputs.push(Item::Tokens(convert::tokens(&item, tokenizer.seed())?));
-        }
-    }
-    let results: Vec<_> = py.detach(|| {
-        inputs
-            .par_iter()
-            .map(|i| match i {
-                Item::Text(t) => sketcher.sketch_text(tokenizer, t),
-                Item::Tokens(t) => sketcher.sketch_multiset(t),
-            })
-            .collect()
-    });
-    results
-        .into_iter()
-        .enumerate()
-        .map(|(i, r)| r.map_err(|e| PyValueError::new_err(format!("item {i}: {e}"))))
-        .collect()
+    let items = Items::of(items)?;
+    let mut out: Vec<Option<Sketch>> = (0..items.len()).map(|_| None).collect();
+    sketch_items(py, &items, sketcher, tokenizer, &mut out, 1, |s, o| {
+        o[0] = Some(s);
+        Ok(())
+    })?;
+    out.into_iter().map(|s| s.ok_or_else(|| PyValueError::new_err("an item was not sketched"))).collect()
 }
 
 /// The Python object of a sketch, of its kind's class.
