@@ -287,9 +287,10 @@ fn sketch_rows<'r, T: Send>(
 fn matrix_rows(obj: &Bound<'_, PyAny>) -> PyResult<Option<(Vec<u64>, usize)>> {
     if let Ok(a) = obj.extract::<PyReadonlyArray2<'_, u64>>() {
         let m = a.shape()[1];
+        // `as_slice` also takes a Fortran-ordered array, whose memory is column by column.
         return Ok(Some(match a.as_slice() {
-            Ok(s) => (s.to_vec(), m),
-            Err(_) => (a.as_array().iter().copied().collect(), m),
+            Ok(s) if a.is_c_contiguous() => (s.to_vec(), m),
+            _ => (a.as_array().iter().copied().collect(), m),
         }));
     }
     if let Ok(a) = obj.extract::<PyReadonlyArray2<'_, i64>>() {
