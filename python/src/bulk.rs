@@ -1,12 +1,13 @@
 //! Many items sketched at once from Python objects: texts and token lists read on the
 //! calling thread (it holds the GIL) while the rows read before them are sketched on all
 //! cores without it, and NumPy token arrays sketched in place. `sketch_many` returns the
-//! signatures as one NumPy matrix; the classes' `bulk` returns sketch objects.
+//! signatures as one NumPy matrix (which `insert_many(signatures=)` reads back); the
+//! classes' `bulk` returns sketch objects.
 
 use std::ops::Range;
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 
-use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
@@ -128,6 +129,10 @@ fn read_words<T>(item: &Bound<'_, PyAny>, chunk: &mut Chunk<'_, T>) -> Option<us
     let bytes = bytes.as_bytes();
     if memchr::memchr_iter(0, bytes).count() != n - 1 {
         return None;
+    }
+    if chunk.words.capacity() == 0 {
+        // Room for the chunk's words at once (a chunk stops near CHUNK_TOKENS * 8 bytes).
+        chunk.words.reserve(CHUNK_TOKENS * 8 + bytes.len() + 1);
     }
     let start = chunk.words.len();
     chunk.words.extend_from_slice(bytes);
@@ -283,21 +288,36 @@ fn sketch_rows<'r, T: Send>(
     }
 }
 
-/// The token rows of a 2-D NumPy array (row-major copy only when it is not C-contiguous).
-fn matrix_rows(obj: &Bound<'_, PyAny>) -> PyResult<Option<(Vec<u64>, usize)>> {
-    if let Ok(a) = obj.extract::<PyReadonlyArray2<'_, u64>>() {
-        let m = a.shape()[1];
-        // `as_slice` also takes a Fortran-ordered array, whose memory is column by column.
-        return Ok(Some(match a.as_slice() {
-            Ok(s) if a.is_c_contiguous() => (s.to_vec(), m),
-            _ => (a.as_array().iter().copied().collect(), m),
-        }));
+/// The tokens of a NumPy `uint64`/`int64` array of any shape, in row-major order: a
+/// C-contiguous `uint64` array's own memory (borrowed for the call, as the Arrow kernels
+/// borrow a column: nothing may write it meanwhile), anything else copied once.
+struct Flat<'py> {
+    array: Option<PyReadonlyArrayDyn<'py, u64>>,
+    copy: Vec<u64>,
+    shape: Vec<usize>,
+}
+
+impl<'py> Flat<'py> {
+    fn of(obj: &Bound<'py, PyAny>) -> Option<Self> {
+        if let Ok(a) = obj.extract::<PyReadonlyArrayDyn<'py, u64>>() {
+            let shape = a.shape().to_vec();
+            if a.is_c_contiguous() {
+                return Some(Flat { array: Some(a), copy: Vec::new(), shape });
+            }
+            let copy = a.as_array().iter().copied().collect();
+            return Some(Flat { array: None, copy, shape });
+        }
+        let a = obj.extract::<PyReadonlyArrayDyn<'py, i64>>().ok()?;
+        let copy = a.as_array().iter().map(|&x| x as u64).collect();
+        Some(Flat { array: None, copy, shape: a.shape().to_vec() })
     }
-    if let Ok(a) = obj.extract::<PyReadonlyArray2<'_, i64>>() {
-        let m = a.shape()[1];
-        return Ok(Some((a.as_array().iter().map(|&x| x as u64).collect(), m)));
+
+    fn values(&self) -> &[u64] {
+        match self.array.as_ref().map(|a| a.as_slice()) {
+            Some(Ok(v)) => v,
+            _ => &self.copy,
+        }
     }
-    Ok(None)
 }
 
 /// Row boundaries from `offsets` over `len` flat tokens: `offsets[0] == 0`, non-decreasing,
@@ -328,8 +348,17 @@ fn bounds(offsets: &Bound<'_, PyAny>, len: usize) -> PyResult<Vec<usize>> {
     Ok(offs.into_iter().map(|o| o as usize).collect())
 }
 
-/// Signatures of many items as one NumPy `uint8` matrix `(n, W)`: row `i` is the signature
-/// bytes of item `i` (see `sketchdb.sketch_many` in `__init__.pyi`).
+/// Signatures of many items as one NumPy `uint8` matrix `(n, W)`, where
+/// `W = sketchdb.arrow.signature_width(...)` for the same parameters.
+///
+/// `items` is texts (`str`, cut by `shingle` words or `ngram` characters) and token lists
+/// (`int` u64 hashes, `str`/`bytes` tokens hashed with `token_seed`, 1-D NumPy arrays) in a
+/// list, tuple or any iterable; or a 2-D NumPy `uint64`/`int64` array, one row per item; or
+/// a 1-D one with `offsets`, the `n + 1` row boundaries from 0 to `len(items)`. Row `i` is
+/// `to_bytes()` of the sketch of item `i`: what `sketchdb.arrow.sketch`/`sketch_tokens`
+/// return and a collection with the same parameters stores. Lists are read on the calling
+/// thread while the rows read before them are sketched on all cores with the GIL released.
+/// A bad item raises `TypeError` or `ValueError` naming the item (and the token) by index.
 #[pyfunction]
 #[pyo3(signature = (items, *, offsets = None, kind = "minhash", k = 128, bits = None, seed = DEFAULT_SEED, shingle = None, ngram = None, token_seed = 0, recipe = None))]
 #[allow(clippy::too_many_arguments)]
@@ -350,18 +379,23 @@ pub(crate) fn sketch_many<'py>(
     let sketcher = Sketcher::new(params).map_err(sketch_to_py)?;
     let width = signature::width(&params);
     let put = |s: Sketch, o: &mut [u8]| signature::encode_into(&s, o).map_err(|e| e.to_string());
+    let flat = Flat::of(items);
     let out = if let Some(offsets) = offsets {
-        let flat: Vec<u64> = match (items.extract::<PyReadonlyArray1<'_, u64>>(), items.extract::<PyReadonlyArray1<'_, i64>>()) {
-            (Ok(a), _) => a.as_array().to_vec(),
-            (_, Ok(a)) => a.as_array().iter().map(|&x| x as u64).collect(),
-            _ => return Err(PyTypeError::new_err("with offsets=, items must be a 1-D NumPy array of uint64 or int64 tokens")),
+        let Some(flat) = flat.filter(|f| f.shape.len() == 1) else {
+            return Err(PyTypeError::new_err("with offsets=, items must be a 1-D NumPy array of uint64 or int64 tokens"));
         };
+        let flat = flat.values();
         let b = bounds(offsets, flat.len())?;
         let mut out = vec![0u8; (b.len() - 1) * width];
         sketch_rows(py, &sketcher, &mut out, width, |i| &flat[b[i]..b[i + 1]], put)?;
         out
-    } else if let Some((flat, m)) = matrix_rows(items)? {
-        let n = if m == 0 { items.len()? } else { flat.len() / m };
+    } else if let Some(flat) = flat {
+        let [n, m] = flat.shape[..] else {
+            return Err(PyTypeError::new_err(
+                "a NumPy array of tokens is 2-D (one row per item), or 1-D with offsets= (the rows' boundaries)",
+            ));
+        };
+        let flat = flat.values();
         let mut out = vec![0u8; n * width];
         sketch_rows(py, &sketcher, &mut out, width, |i| &flat[i * m..(i + 1) * m], put)?;
         out
@@ -377,4 +411,20 @@ pub(crate) fn sketch_many<'py>(
     };
     let n = out.len() / width.max(1);
     Ok(PyArray1::from_vec(py, out).reshape([n, width])?.into_any())
+}
+
+/// The bytes of a 2-D NumPy `uint8` matrix of signatures (`sketchdb.sketch_many`'s output),
+/// row after row; `None` for anything that is not a 2-D `uint8` array.
+pub(crate) fn signature_matrix(obj: &Bound<'_, PyAny>, width: usize) -> PyResult<Option<Vec<u8>>> {
+    let Ok(a) = obj.extract::<PyReadonlyArray2<'_, u8>>() else { return Ok(None) };
+    if a.shape()[1] != width {
+        return Err(PyValueError::new_err(format!(
+            "signatures is a matrix of {}-byte rows but this collection's signatures are {width} bytes",
+            a.shape()[1]
+        )));
+    }
+    Ok(Some(match a.as_slice() {
+        Ok(b) if a.is_c_contiguous() => b.to_vec(),
+        _ => a.as_array().iter().copied().collect(),
+    }))
 }

@@ -201,3 +201,29 @@ def test_a_list_that_changes_size_is_read_safely():
         sketchdb.sketch_many([row], k=64)
     except (IndexError, ValueError, TypeError):
         pass
+
+
+def test_numpy_shapes_that_are_not_rows_raise():
+    with pytest.raises(TypeError, match="offsets="):
+        sketchdb.sketch_many(np.arange(5, dtype=np.uint64), k=64)
+    with pytest.raises(TypeError, match="2-D"):
+        sketchdb.sketch_many(np.zeros((2, 2, 2), dtype=np.uint64), k=64)
+    with pytest.raises(TypeError, match="1-D"):
+        sketchdb.sketch_many(np.zeros((2, 2), dtype=np.uint64), offsets=[0, 2, 4], k=64)
+
+
+def test_insert_many_stores_a_signature_matrix_as_its_tokens(tmp_path):
+    rows = _int_rows(200)
+    keys = [f"k{i}" for i in range(len(rows))]
+    with sketchdb.open(str(tmp_path / "m.sketchdb")) as db:
+        by_tokens = db.create_collection("t", kind="oph", k=64, bits=16, lsh=0.6)
+        by_tokens.insert_many(keys, tokens=rows, strict=True)
+        by_matrix = db.create_collection("m", kind="oph", k=64, bits=16, lsh=0.6)
+        matrix = sketchdb.sketch_many(rows, **by_matrix.spec())
+        assert by_matrix.insert_many(keys, signatures=matrix, strict=True).written == len(rows)
+        for k in keys[::17]:
+            assert by_matrix.get(k).to_bytes() == by_tokens.get(k).to_bytes()
+            got = [(h.key, h.estimate) for h in by_matrix.query(key=k, threshold=0.6)]
+            assert got == [(h.key, h.estimate) for h in by_tokens.query(key=k, threshold=0.6)]
+        with pytest.raises(ValueError, match="152|bytes"):
+            by_matrix.insert_many(["x"], signatures=np.zeros((1, 3), dtype=np.uint8))
