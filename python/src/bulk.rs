@@ -110,35 +110,31 @@ fn read_item<T>(item: &Bound<'_, PyAny>, seed: u64, chunk: &mut Chunk<'_, T>) ->
     Ok(chunk.flat.len() - start + 1)
 }
 
-/// Reads a non-empty list or tuple of `str` tokens in three calls: joined with NUL bytes by
-/// the interpreter (`"\0".join`), encoded to UTF-8 once, copied. `None` (nothing read) when
-/// an item is not a `str`, a token holds a NUL itself (the count of NULs tells) or the text
-/// does not encode: the caller then reads the tokens one by one (and names a bad one).
+/// Reads a non-empty list or tuple of `str` tokens as their UTF-8 bytes, each followed by a
+/// NUL byte (`Seq::strs_into`). `None` (nothing read) when an item is not a `str`, a token
+/// holds a NUL itself (the count of NULs tells) or does not encode: the caller then reads the
+/// tokens one by one (and names a bad one).
 fn read_words<T>(item: &Bound<'_, PyAny>, chunk: &mut Chunk<'_, T>) -> Option<usize> {
-    let py = item.py();
-    let n = match (item.cast::<PyList>(), item.cast::<PyTuple>()) {
-        (Ok(l), _) => l.len(),
-        (_, Ok(t)) => t.len(),
+    let seq = match (item.cast::<PyList>(), item.cast::<PyTuple>()) {
+        (Ok(l), _) => Seq::List(l),
+        (_, Ok(t)) => Seq::Tuple(t),
         _ => return None,
     };
+    let n = seq.len();
     if n == 0 {
-        return None;
-    }
-    let joined = pyo3::intern!(py, "\0").call_method1(pyo3::intern!(py, "join"), (item,)).ok()?;
-    let bytes = joined.cast::<PyString>().ok()?.encode_utf8().ok()?;
-    let bytes = bytes.as_bytes();
-    if memchr::memchr_iter(0, bytes).count() != n - 1 {
         return None;
     }
     if chunk.words.capacity() == 0 {
         // Room for the chunk's words at once (a chunk stops near CHUNK_TOKENS * 8 bytes).
-        chunk.words.reserve(CHUNK_TOKENS * 8 + bytes.len() + 1);
+        chunk.words.reserve(CHUNK_TOKENS * 9);
     }
     let start = chunk.words.len();
-    chunk.words.extend_from_slice(bytes);
-    chunk.words.push(0);
+    if !seq.strs_into(&mut chunk.words) || memchr::memchr_iter(0, &chunk.words[start..]).count() != n {
+        chunk.words.truncate(start);
+        return None;
+    }
     chunk.rows.push(Row::Words(start..chunk.words.len()));
-    Some(bytes.len() / 8 + 1)
+    Some((chunk.words.len() - start) / 8 + 1)
 }
 
 /// Sketches every item of `items` into `out` (`stride` elements per item, in item order),

@@ -14,9 +14,9 @@ use sketchdb::{HashFamily, Recipe, SketchKind, SketchParams, Tokenizer, Tokenize
 
 use crate::errors::IntoPy;
 
-mod ints;
+mod seq;
 
-pub(crate) use ints::Seq;
+pub(crate) use seq::Seq;
 
 /// One token's hash.
 pub(crate) fn token(obj: &Bound<'_, PyAny>, seed: u64) -> PyResult<u64> {
