@@ -2,7 +2,11 @@
 and two threads, side by side in one run on the same data.
 
     python python/bench/bench_bulk.py [--data /work/data] [--sets N] [--docs N] [--rounds R]
-                                      [--threads 1,2] [--accuracy PAIRS]
+                                      [--threads 1,2] [--accuracy PAIRS] [--filter TEXT] [--package DIR]
+
+``--package DIR`` runs the cases against another build's ``sketchdb`` package folder (a copy
+of ``python/sketchdb`` with its compiled module) for before/after figures; ``--filter TEXT``
+keeps the cases whose call contains TEXT (``"bulk (objects)"``: the calls both builds have).
 
 Workloads (../shared/bench/gen_workloads.py): ``sets-100k.jsonl`` (pre-hashed u64 token sets)
 and ``docs-20k.parquet`` (texts of at least 5 words, split on whitespace in Python for the
@@ -75,6 +79,7 @@ def cases(sets, docs):
         ("sets", "list[list[int]]", "sketchdb sketch_many b-bit (8)", n, ntok, lambda: sketchdb.sketch_many(sets, kind="bbit", k=K)),
         ("sets", "list[list[int]]", "sketchdb sketch_many MinHash", n, ntok, lambda: sketchdb.sketch_many(sets, k=K)),
         ("sets", "list[list[int]]", "sketchdb OPH.bulk (objects)", n, ntok, lambda: sketchdb.OPH.bulk(sets, bins=K)),
+        ("sets", "list[list[int]]", "sketchdb MinHash.bulk (objects)", n, ntok, lambda: sketchdb.MinHash.bulk(sets, num_perm=K)),
         ("sets", "list[list[int]]", "rensa digest_matrix_from_token_hash_sets", n, ntok, lambda: R.digest_matrix_from_token_hash_sets(sets, K, 42)),
         ("sets", "list[list[int]]", "rensa ..._rho (sampled)", n, ntok, lambda: R.digest_matrix_from_token_hash_sets_rho(sets, K, 42)),
         ("sets", "list[list[int]]", f"datasketch MinHash.bulk ({fn} sets, bytes)", fn, sum(map(len, few)), lambda: datasketch.MinHash.bulk(few_bytes, num_perm=K)),
@@ -96,6 +101,7 @@ def cases(sets, docs):
         ("docs", "list[list[str]]", "sketchdb sketch_many b-bit (8)", d, nw, lambda: sketchdb.sketch_many(words, kind="bbit", k=K)),
         ("docs", "list[list[str]]", "sketchdb sketch_many MinHash", d, nw, lambda: sketchdb.sketch_many(words, k=K)),
         ("docs", "list[list[str]]", "sketchdb OPH.bulk (objects)", d, nw, lambda: sketchdb.OPH.bulk(words, bins=K)),
+        ("docs", "list[list[str]]", "sketchdb MinHash.bulk (objects)", d, nw, lambda: sketchdb.MinHash.bulk(words, num_perm=K)),
         ("docs", "list[list[str]]", "rensa digest_matrix_from_token_sets", d, nw, lambda: R.digest_matrix_from_token_sets(words, K, 42)),
         ("docs", "list[list[str]]", "rensa ..._rho (sampled)", d, nw, lambda: R.digest_matrix_from_token_sets_rho(words, K, 42)),
         ("docs", "list[list[str]]", f"datasketch MinHash.bulk ({fd} docs, bytes)", fd, sum(map(len, fewd)), lambda: datasketch.MinHash.bulk(fewd, num_perm=K)),
@@ -112,6 +118,8 @@ def worker(a):
     sets = load_sets(os.path.join(a.data, "sets-100k.jsonl"), a.sets)
     docs = load_docs(os.path.join(a.data, "docs-20k.parquet"), a.docs)
     for workload, shape, what, items, tokens, f in cases(sets, docs):
+        if a.filter and a.filter not in what:
+            continue
         walls, cpus = [], []
         for _ in range(a.rounds):
             t, c = time.perf_counter(), time.process_time()
@@ -182,6 +190,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--accuracy", type=int, default=2000, help="pairs for the accuracy table (0: none)")
+    ap.add_argument("--filter", default="", help="run only the cases whose call contains this text")
+    ap.add_argument("--package", default="", help="a folder holding another build's sketchdb package (before/after runs)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker:
@@ -190,13 +200,16 @@ def main():
 
     import sketchdb
 
-    print(f"sketchdb {sketchdb.__version__}, rensa {getattr(rensa, '__version__', '0.5.0')}, {a.sets} sets, {a.docs} docs,"
+    print(f"{a.package or 'this build'}: sketchdb {sketchdb.__version__}, rensa {getattr(rensa, '__version__', '0.5.0')}, {a.sets} sets, {a.docs} docs,"
           f" k={K}, {a.rounds} rounds (medians), cores={os.cpu_count()}, load {os.getloadavg()[0]:.1f}", flush=True)
     results = {}
     threads = [int(t) for t in a.threads.split(",")]
     for t in threads:
         env = dict(os.environ, RAYON_NUM_THREADS=str(t))
-        cmd = [sys.executable, __file__, "--worker", "--data", a.data, "--sets", str(a.sets), "--docs", str(a.docs), "--rounds", str(a.rounds)]
+        if a.package:
+            env["PYTHONPATH"] = os.pathsep.join([a.package, env.get("PYTHONPATH", "")])
+        cmd = [sys.executable, __file__, "--worker", "--data", a.data, "--sets", str(a.sets), "--docs", str(a.docs),
+               "--rounds", str(a.rounds), "--filter", a.filter]
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
         for line in p.stdout.splitlines():
             r = json.loads(line)

@@ -227,3 +227,22 @@ def test_insert_many_stores_a_signature_matrix_as_its_tokens(tmp_path):
             assert got == [(h.key, h.estimate) for h in by_tokens.query(key=k, threshold=0.6)]
         with pytest.raises(ValueError, match="152|bytes"):
             by_matrix.insert_many(["x"], signatures=np.zeros((1, 3), dtype=np.uint8))
+
+
+def test_bulk_leaves_the_garbage_collector_as_it_found_it():
+    import gc
+
+    rows = _int_rows(50)
+    want = _one_by_one(lambda: sketchdb.OPH(bins=64, bits=16), rows)
+    assert gc.isenabled()
+    assert [s.to_bytes() for s in sketchdb.OPH.bulk(rows, bins=64, bits=16)] == want
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        sketchdb.OPH.bulk(rows, bins=64, bits=16)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    with pytest.raises(ValueError, match="item 1"):
+        sketchdb.OPH.bulk([[1], []], bins=64)
+    assert gc.isenabled()
