@@ -12,8 +12,8 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 use rayon::prelude::*;
-use sketchdb::recipes::DEFAULT_SEED;
 use sketchdb::estimate::token_hash;
+use sketchdb::recipes::DEFAULT_SEED;
 use sketchdb::{Sketch, SketchKind, Sketcher, TokenSet, Tokenizer, signature};
 
 use crate::convert::{self, Seq};
@@ -57,7 +57,9 @@ impl<'a, 'py> Items<'a, 'py> {
     /// before the output is laid out).
     pub(crate) fn of(obj: &'a Bound<'py, PyAny>) -> PyResult<Self> {
         if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
-            return Err(PyTypeError::new_err("items must be an iterable of texts or token iterables, not one str/bytes"));
+            return Err(PyTypeError::new_err(
+                "items must be an iterable of texts or token iterables, not one str/bytes",
+            ));
         }
         if let Ok(l) = obj.cast::<PyList>() {
             return Ok(Items::Seq(Seq::List(l)));
@@ -274,7 +276,12 @@ fn sketch_rows<'r, T: Send>(
         out.par_chunks_mut(stride)
             .enumerate()
             .filter_map(|(i, o)| {
-                sketcher.sketch_multiset(row(i)).map_err(|e| e.to_string()).and_then(|s| put(s, o)).err().map(|e| (i, e))
+                sketcher
+                    .sketch_multiset(row(i))
+                    .map_err(|e| e.to_string())
+                    .and_then(|s| put(s, o))
+                    .err()
+                    .map(|e| (i, e))
             })
             .min_by_key(|e| e.0)
     });
@@ -378,7 +385,9 @@ pub(crate) fn sketch_many<'py>(
     let flat = Flat::of(items);
     let out = if let Some(offsets) = offsets {
         let Some(flat) = flat.filter(|f| f.shape.len() == 1) else {
-            return Err(PyTypeError::new_err("with offsets=, items must be a 1-D NumPy array of uint64 or int64 tokens"));
+            return Err(PyTypeError::new_err(
+                "with offsets=, items must be a 1-D NumPy array of uint64 or int64 tokens",
+            ));
         };
         let flat = flat.values();
         let b = bounds(offsets, flat.len())?;

@@ -120,11 +120,7 @@ impl<'py> Seq<'_, 'py> {
             // next call. On NULL the exception set is taken below.
             let bytes = unsafe {
                 let utf8 = PyUnicode_AsUTF8AndSize(get(p, i as ffi::Py_ssize_t), &mut size);
-                if utf8.is_null() {
-                    None
-                } else {
-                    Some(std::slice::from_raw_parts(utf8, size as usize))
-                }
+                if utf8.is_null() { None } else { Some(std::slice::from_raw_parts(utf8, size as usize)) }
             };
             let Some(bytes) = bytes else {
                 drop(PyErr::take(py));
