@@ -12,9 +12,8 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 use rayon::prelude::*;
-use sketchdb::estimate::token_hash;
 use sketchdb::recipes::DEFAULT_SEED;
-use sketchdb::{Sketch, SketchKind, Sketcher, TokenSet, Tokenizer, signature};
+use sketchdb::{Sketch, Sketcher, Tokenizer, signature};
 
 use crate::convert::{self, Seq};
 use crate::errors::sketch_to_py;
@@ -25,12 +24,10 @@ use crate::errors::sketch_to_py;
 const CHUNK_TOKENS: usize = 1 << 16;
 const CHUNK_ROWS: usize = 4096;
 
-/// One item of a chunk: its tokens' range in the chunk's buffer, its text, or the range of
-/// its `str` tokens in the chunk's byte buffer, each token's UTF-8 followed by a NUL byte.
+/// One item of a chunk: its tokens' range in the chunk's buffer, or its text.
 enum Row {
     Tokens(Range<usize>),
     Text(usize),
-    Words(Range<usize>),
 }
 
 /// Items read under the GIL, to be sketched into `out` (`stride` elements per item).
@@ -39,7 +36,6 @@ struct Chunk<'o, T> {
     rows: Vec<Row>,
     flat: Vec<u64>,
     texts: Vec<String>,
-    words: Vec<u8>,
     out: &'o mut [T],
 }
 
@@ -95,11 +91,10 @@ fn read_item<T>(item: &Bound<'_, PyAny>, seed: u64, chunk: &mut Chunk<'_, T>) ->
         chunk.rows.push(Row::Text(chunk.texts.len() - 1));
         return Ok(cost);
     }
-    if let Some(cost) = read_words(item, chunk) {
-        return Ok(cost);
-    }
     let start = chunk.flat.len();
-    if item.is_instance_of::<PyBytes>() {
+    if item.is_instance_of::<PyList>() || item.is_instance_of::<PyTuple>() {
+        convert::extend_tokens(item, seed, &mut chunk.flat)?;
+    } else if item.is_instance_of::<PyBytes>() {
         return Err(PyTypeError::new_err("a bytes object is not a token list (give [b\"...\"] for one token)"));
     } else if let Ok(a) = item.extract::<PyReadonlyArray1<'_, u64>>() {
         chunk.flat.extend(a.as_array().iter());
@@ -110,33 +105,6 @@ fn read_item<T>(item: &Bound<'_, PyAny>, seed: u64, chunk: &mut Chunk<'_, T>) ->
     }
     chunk.rows.push(Row::Tokens(start..chunk.flat.len()));
     Ok(chunk.flat.len() - start + 1)
-}
-
-/// Reads a non-empty list or tuple of `str` tokens as their UTF-8 bytes, each followed by a
-/// NUL byte (`Seq::strs_into`). `None` (nothing read) when an item is not a `str`, a token
-/// holds a NUL itself (the count of NULs tells) or does not encode: the caller then reads the
-/// tokens one by one (and names a bad one).
-fn read_words<T>(item: &Bound<'_, PyAny>, chunk: &mut Chunk<'_, T>) -> Option<usize> {
-    let seq = match (item.cast::<PyList>(), item.cast::<PyTuple>()) {
-        (Ok(l), _) => Seq::List(l),
-        (_, Ok(t)) => Seq::Tuple(t),
-        _ => return None,
-    };
-    let n = seq.len();
-    if n == 0 {
-        return None;
-    }
-    if chunk.words.capacity() == 0 {
-        // Room for the chunk's words at once (a chunk stops near CHUNK_TOKENS * 8 bytes).
-        chunk.words.reserve(CHUNK_TOKENS * 9);
-    }
-    let start = chunk.words.len();
-    if !seq.strs_into(&mut chunk.words) || memchr::memchr_iter(0, &chunk.words[start..]).count() != n {
-        chunk.words.truncate(start);
-        return None;
-    }
-    chunk.rows.push(Row::Words(start..chunk.words.len()));
-    Some((chunk.words.len() - start) / 8 + 1)
 }
 
 /// Sketches every item of `items` into `out` (`stride` elements per item, in item order),
@@ -191,7 +159,6 @@ fn read_all<'o, T: Send>(
             rows: Vec::new(),
             flat: Vec::with_capacity(CHUNK_TOKENS + CHUNK_TOKENS / 4),
             texts: Vec::new(),
-            words: Vec::new(),
             out: &mut [],
         };
         let mut cost = 0;
@@ -233,7 +200,6 @@ fn drain<T: Send>(
                 let s = match r {
                     Row::Tokens(t) => sketcher.sketch_multiset(&c.flat[t.clone()]),
                     Row::Text(t) => sketcher.sketch_text(tokenizer, &c.texts[*t]),
-                    Row::Words(w) => sketch_words(sketcher, tokenizer.seed(), &c.words[w.clone()]),
                 };
                 s.map_err(|e| e.to_string()).and_then(|s| put(s, o)).err().map(|e| (c.first + i, e))
             })
@@ -243,23 +209,6 @@ fn drain<T: Send>(
         }
     }
     Ok(())
-}
-
-/// The sketch of NUL-terminated UTF-8 tokens, each hashed with `seed` as `update` hashes a
-/// `str` token.
-fn sketch_words(sketcher: &Sketcher, seed: u64, words: &[u8]) -> Result<Sketch, sketchdb::SketchError> {
-    let mut hashes = Vec::with_capacity(words.len() / 4);
-    let mut start = 0;
-    for end in memchr::memchr_iter(0, words) {
-        hashes.push(token_hash(&words[start..end], seed));
-        start = end + 1;
-    }
-    match sketcher.params().kind() {
-        SketchKind::SimHash => sketcher.sketch_multiset(&hashes),
-        // A fresh vector: made a set in place (the set sketch of a multiset is that of its
-        // distinct tokens).
-        _ => sketcher.sketch(&TokenSet::from_unsorted(hashes)),
-    }
 }
 
 /// Sketches rows given by index (`row(i)` for `i < out.len() / stride`) on all cores with the

@@ -68,19 +68,11 @@ pub(crate) fn extend_tokens(obj: &Bound<'_, PyAny>, seed: u64, out: &mut Vec<u64
         obj.cast::<PyTuple>().ok().map(Seq::Tuple)
     };
     if let Some(seq) = seq {
-        let mut i = seq.ints_from(0, out);
-        if i == 0 && seq.len() > 0 {
-            // All `str` (none holding a NUL): their UTF-8 read in one loop, then hashed.
-            let mut words = Vec::new();
-            if seq.strs_into(&mut words) && memchr::memchr_iter(0, &words).count() == seq.len() {
-                let mut start = 0;
-                for end in memchr::memchr_iter(0, &words) {
-                    out.push(token_hash(&words[start..end], seed));
-                    start = end + 1;
-                }
-                return Ok(());
-            }
+        // All `str`: their UTF-8 read and hashed in one loop.
+        if seq.len() > 0 && seq.get(0)?.is_instance_of::<PyString>() && seq.str_hashes(seed, out) {
+            return Ok(());
         }
+        let mut i = seq.ints_from(0, out);
         // After the first item that is not a u64 int (a str token, a NumPy scalar, a bad
         // value) the rest go one by one: a list of strings fails the int loop once.
         while i < seq.len() {

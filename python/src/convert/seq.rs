@@ -18,6 +18,7 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
+use sketchdb::estimate::token_hash;
 
 #[cfg(not(windows))]
 unsafe extern "C" {
@@ -89,12 +90,13 @@ impl<'py> Seq<'_, 'py> {
         }
     }
 
-    /// Appends every item's UTF-8 bytes to `out`, each followed by a NUL byte, when every item
-    /// is a `str` that encodes; otherwise leaves `out` as it was and returns false. Runs no
-    /// Python code while it holds an item.
-    pub(crate) fn strs_into(&self, out: &mut Vec<u8>) -> bool {
+    /// Appends the hash (`token_hash` with `seed`, as `update` hashes a `str`) of every
+    /// item's UTF-8 to `out` when every item is a `str` that encodes; otherwise leaves `out`
+    /// as it was and returns false. Runs no Python code while it holds an item.
+    pub(crate) fn str_hashes(&self, seed: u64, out: &mut Vec<u64>) -> bool {
         let start = out.len();
-        let read = self.strs(out);
+        out.reserve(self.len());
+        let read = self.strs(&mut |bytes| out.push(token_hash(bytes, seed)));
         if !read {
             out.truncate(start);
         }
@@ -102,7 +104,7 @@ impl<'py> Seq<'_, 'py> {
     }
 
     #[cfg(not(windows))]
-    fn strs(&self, out: &mut Vec<u8>) -> bool {
+    fn strs(&self, each: &mut impl FnMut(&[u8])) -> bool {
         use pyo3::ffi;
         let (p, get, py): (_, unsafe extern "C" fn(*mut ffi::PyObject, ffi::Py_ssize_t) -> *mut ffi::PyObject, _) =
             match self {
@@ -114,10 +116,10 @@ impl<'py> Seq<'_, 'py> {
             // SAFETY: `p` is a live list or tuple (borrowed from `self`) and the GIL is held
             // (`py`). `i` is below the length read in this loop's bound, and no Python code runs
             // in the loop (`PyUnicode_AsUTF8AndSize` encodes in C; it may allocate the UTF-8
-            // cache of a non-ASCII string, which starts no garbage collection), so `get`
-            // returns a borrowed, live item. The returned pointer addresses `size` bytes owned
-            // by that string, alive while the sequence holds it; they are copied before the
-            // next call. On NULL the exception set is taken below.
+            // cache of a non-ASCII string, which starts no garbage collection; `each` hashes
+            // bytes), so `get` returns a borrowed, live item. The returned pointer addresses
+            // `size` bytes owned by that string, alive while the sequence holds it; they are
+            // read before the next call. On NULL the exception set is taken below.
             let bytes = unsafe {
                 let utf8 = PyUnicode_AsUTF8AndSize(get(p, i as ffi::Py_ssize_t), &mut size);
                 if utf8.is_null() { None } else { Some(std::slice::from_raw_parts(utf8, size as usize)) }
@@ -126,15 +128,15 @@ impl<'py> Seq<'_, 'py> {
                 drop(PyErr::take(py));
                 return false;
             };
-            out.extend_from_slice(bytes);
-            out.push(0);
+            each(bytes);
         }
         true
     }
 
-    /// Windows: the tokens joined with NUL bytes by the interpreter and encoded once.
+    /// Windows: the tokens joined with NUL bytes by the interpreter and encoded once (none
+    /// may hold a NUL itself: the count of NULs tells).
     #[cfg(windows)]
-    fn strs(&self, out: &mut Vec<u8>) -> bool {
+    fn strs(&self, each: &mut impl FnMut(&[u8])) -> bool {
         let (obj, py) = match self {
             Seq::List(l) => (l.as_any(), l.py()),
             Seq::Tuple(t) => (t.as_any(), t.py()),
@@ -143,8 +145,11 @@ impl<'py> Seq<'_, 'py> {
         let Ok(joined) = joined else { return false };
         let Ok(text) = joined.cast::<pyo3::types::PyString>() else { return false };
         let Ok(bytes) = text.encode_utf8() else { return false };
-        out.extend_from_slice(bytes.as_bytes());
-        out.push(0);
+        let bytes = bytes.as_bytes();
+        if self.len() == 0 || bytes.iter().filter(|&&b| b == 0).count() != self.len() - 1 {
+            return false;
+        }
+        bytes.split(|&b| b == 0).for_each(each);
         true
     }
 }
