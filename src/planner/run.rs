@@ -212,10 +212,11 @@ pub(crate) fn banding_shown(
     })
 }
 
-/// The stored sketch of `key`, or [`QueryError::UnknownKey`].
+/// The stored sketch of `key`, or [`QueryError::UnknownKey`]: read as a query by stored key
+/// reads it ([`Prepared::stored`], through the index's probe cache when there is one).
 pub(crate) fn stored_sketch(snap: &ReadSnapshot, info: &CollectionInfo, key: &[u8]) -> Result<Sketch, QueryError> {
-    match snap.get(info, key)? {
-        Some(r) => Ok(r.sketch),
+    match prepare(snap, info)?.stored(snap, info, key)? {
+        Some((_, sketch)) => Ok(sketch),
         None => Err(QueryError::UnknownKey {
             collection: info.def.name.clone(),
             key: String::from_utf8_lossy(key).into_owned(),
