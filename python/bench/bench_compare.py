@@ -16,6 +16,10 @@ token sets) and ``docs-20k.parquet`` (texts; those of at least 5 words). Measure
    ``Collection::query_key`` calls looped inside Rust (``sketchdb._sketchdb._time_query_keys``,
    a snapshot per query either way), one thread.
 
+``bench_bulk.py`` beside it measures bulk sketching in every input shape (``sketch_many`` from
+Python lists, NumPy and Arrow) against rensa's bulk paths at one and two threads, with
+medians over rounds and the estimators' accuracy.
+
 Prints one line per figure: rates from wall-clock time, best of ``--repeat``, and the
 process CPU seconds of that run (all threads; on a machine shared with other work the CPU
 time is the steadier figure), then the insert ratios against datasketch.

@@ -38,6 +38,7 @@ from ._sketchdb import (
     SimHash,
     __version__,
     open,
+    sketch_many,
     token_hash,
     tokenize,
 )
@@ -66,6 +67,7 @@ __all__ = [
     "__version__",
     "arrow",
     "open",
+    "sketch_many",
     "token_hash",
     "tokenize",
 ]

@@ -21,5 +21,6 @@ from ._sketchdb import MinHash as MinHash
 from ._sketchdb import SimHash as SimHash
 from ._sketchdb import __version__ as __version__
 from ._sketchdb import open as open
+from ._sketchdb import sketch_many as sketch_many
 from ._sketchdb import token_hash as token_hash
 from ._sketchdb import tokenize as tokenize

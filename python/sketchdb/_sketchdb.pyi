@@ -17,6 +17,31 @@ __version__: str
 
 def token_hash(token: Token, seed: int = 0) -> int: ...
 def tokenize(text: str, *, shingle: Optional[int] = None, ngram: Optional[int] = None, token_seed: int = 0) -> list[int]: ...
+def sketch_many(
+    items: Union[Iterable[Union[str, Iterable[Token], npt.NDArray[Any]]], npt.NDArray[Any]],
+    *,
+    offsets: Optional[Union[npt.NDArray[Any], Iterable[int]]] = None,
+    kind: str = "minhash",
+    k: int = 128,
+    bits: Optional[int] = None,
+    seed: int = ...,
+    shingle: Optional[int] = None,
+    ngram: Optional[int] = None,
+    token_seed: int = 0,
+    recipe: Optional[str] = None,
+) -> npt.NDArray[np.uint8]:
+    """Signatures of many items as one ``uint8`` matrix ``(n, W)``, ``W = arrow.signature_width(...)``.
+
+    ``items``: texts (``str``, cut by ``shingle``/``ngram``) and token lists (``int`` u64
+    hashes, ``str``/``bytes`` tokens hashed with ``token_seed``, 1-D NumPy arrays), in a list,
+    tuple or any iterable; or a 2-D NumPy ``uint64``/``int64`` array (one row per item); or a
+    1-D one with ``offsets`` (``n + 1`` row boundaries, from 0 to ``len(items)``). Row ``i``
+    equals ``to_bytes()`` of the sketch of item ``i`` and what ``arrow.sketch``/``sketch_tokens``
+    and a collection with the same parameters store. Lists are read on the calling thread
+    while the rows read before them are sketched on all cores with the GIL released.
+    A bad item raises ``TypeError``/``ValueError`` naming the item (and token) index.
+    """
+    ...
 def open(
     path: Union[str, os.PathLike[str]],
     create: Optional[bool] = None,

@@ -14,6 +14,10 @@ use sketchdb::{HashFamily, Recipe, SketchKind, SketchParams, Tokenizer, Tokenize
 
 use crate::errors::IntoPy;
 
+mod seq;
+
+pub(crate) use seq::Seq;
+
 /// One token's hash.
 pub(crate) fn token(obj: &Bound<'_, PyAny>, seed: u64) -> PyResult<u64> {
     // Ints (already hashed tokens) first: the bulk paths' common case.
@@ -49,22 +53,56 @@ pub(crate) fn tokens(obj: &Bound<'_, PyAny>, seed: u64) -> PyResult<Vec<u64>> {
     if let Ok(a) = obj.extract::<PyReadonlyArray1<'_, i64>>() {
         return Ok(a.as_array().iter().map(|&x| x as u64).collect());
     }
-    // Lists and tuples by index, without the iterator protocol.
-    if let Ok(list) = obj.cast::<PyList>() {
-        let mut out = Vec::with_capacity(list.len());
-        for t in list.iter() {
-            out.push(token(&t, seed)?);
-        }
-        return Ok(out);
-    }
-    if let Ok(tuple) = obj.cast::<PyTuple>() {
-        return tuple.iter().map(|t| token(&t, seed)).collect();
-    }
-    let mut out = Vec::with_capacity(obj.len().unwrap_or(0));
-    for t in obj.try_iter()? {
-        out.push(token(&t?, seed)?);
-    }
+    let mut out = Vec::new();
+    extend_tokens(obj, seed, &mut out)?;
     Ok(out)
+}
+
+/// Appends the hashes of an iterable's tokens to `out` (as [`tokens`], without its checks for
+/// a single `str`/`bytes` or a NumPy array). An error names the token's index.
+pub(crate) fn extend_tokens(obj: &Bound<'_, PyAny>, seed: u64, out: &mut Vec<u64>) -> PyResult<()> {
+    // Lists and tuples by index: ints in a tight loop, anything else one by one.
+    let seq = if let Ok(list) = obj.cast::<PyList>() {
+        Some(Seq::List(list))
+    } else {
+        obj.cast::<PyTuple>().ok().map(Seq::Tuple)
+    };
+    if let Some(seq) = seq {
+        // All `str`: their UTF-8 read and hashed in one loop.
+        if seq.len() > 0 && seq.get(0)?.is_instance_of::<PyString>() && seq.str_hashes(seed, out) {
+            return Ok(());
+        }
+        let mut i = seq.ints_from(0, out);
+        // After the first item that is not a u64 int (a str token, a NumPy scalar, a bad
+        // value) the rest go one by one: a list of strings fails the int loop once.
+        while i < seq.len() {
+            out.push(token(&seq.get(i)?, seed).map_err(|e| at_token(obj.py(), i, e))?);
+            i += 1;
+        }
+        return Ok(());
+    }
+    out.reserve(obj.len().unwrap_or(0));
+    for (i, t) in obj.try_iter()?.enumerate() {
+        out.push(token(&t?, seed).map_err(|e| at_token(obj.py(), i, e))?);
+    }
+    Ok(())
+}
+
+fn at_token(py: Python<'_>, i: usize, e: PyErr) -> PyErr {
+    prefixed(py, &format!("token {i}"), e)
+}
+
+/// `e` with `place` (where it happened) in front of its message, same type (a `TypeError`
+/// or `ValueError`; any other exception as it is).
+pub(crate) fn prefixed(py: Python<'_>, place: &str, e: PyErr) -> PyErr {
+    let msg = format!("{place}: {}", e.value(py));
+    if e.is_instance_of::<PyTypeError>(py) {
+        PyTypeError::new_err(msg)
+    } else if e.is_instance_of::<PyValueError>(py) {
+        PyValueError::new_err(msg)
+    } else {
+        e
+    }
 }
 
 /// A key: `str` (UTF-8) or `bytes`.

@@ -4,6 +4,7 @@
 
 mod arrow;
 mod bench;
+mod bulk;
 mod collection;
 mod convert;
 mod database;
@@ -46,6 +47,7 @@ fn _sketchdb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     arrow::register(m)?;
     m.add_function(wrap_pyfunction!(token_hash, m)?)?;
     m.add_function(wrap_pyfunction!(tokenize, m)?)?;
+    m.add_function(wrap_pyfunction!(bulk::sketch_many, m)?)?;
     m.add_function(wrap_pyfunction!(bench::_time_query_keys, m)?)?;
     m.add("DEFAULT_SEED", sketchdb::recipes::DEFAULT_SEED)?;
     m.add("MAX_KEY_LEN", sketchdb::MAX_KEY_LEN)?;

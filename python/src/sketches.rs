@@ -17,7 +17,7 @@ mod objects;
 mod pickle;
 mod state;
 
-pub(crate) use objects::{bulk_sketch, extract, to_py};
+pub(crate) use objects::{GcPause, bulk_sketch, extract, to_py};
 pub(crate) use state::{Core, CoreLock};
 
 /// An estimate with its two-sided confidence interval.
@@ -233,11 +233,11 @@ macro_rules! sketch_class {
             /// released; keyword arguments are the constructor's. The results are frozen.
             #[classmethod]
             #[pyo3(signature = (items, **kwargs))]
-            fn bulk(
-                cls: &Bound<'_, PyType>,
-                items: &Bound<'_, PyAny>,
-                kwargs: Option<&Bound<'_, PyDict>>,
-            ) -> PyResult<Vec<Self>> {
+            fn bulk<'py>(
+                cls: &Bound<'py, PyType>,
+                items: &Bound<'py, PyAny>,
+                kwargs: Option<&Bound<'py, PyDict>>,
+            ) -> PyResult<Bound<'py, pyo3::types::PyList>> {
                 let py = cls.py();
                 let template = cls.call((), kwargs)?;
                 let template = template.cast::<Self>()?;
@@ -249,7 +249,12 @@ macro_rules! sketch_class {
                     }
                 };
                 let sketches = bulk_sketch(py, &sketcher, &tokenizer, items)?;
-                Ok(sketches.into_iter().map(|s| Self::wrap(Core::frozen(s, tokenizer))).collect())
+                let _paused = GcPause::new(py)?;
+                let objects = sketches
+                    .into_iter()
+                    .map(|s| Py::new(py, Self::wrap(Core::frozen(s, tokenizer))))
+                    .collect::<PyResult<Vec<_>>>()?;
+                pyo3::types::PyList::new(py, objects)
             }
         }
     };

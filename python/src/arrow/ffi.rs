@@ -55,6 +55,19 @@ pub(crate) fn import_array(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Array
     Ok(make_array(data))
 }
 
+/// The chunks of an Arrow array or chunked array, or `None` for any other object (a NumPy
+/// array, a list, a generator).
+pub(crate) fn arrow_chunks(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Option<Vec<arrow_array::ArrayRef>>> {
+    if obj.hasattr("__arrow_c_array__")? {
+        return Ok(Some(vec![import_array(obj, what)?]));
+    }
+    // A pyarrow ChunkedArray: its chunks, each through the capsule protocol.
+    if obj.hasattr("__arrow_c_stream__")? && obj.hasattr("chunks")? {
+        return Ok(Some(import_chunks(&obj.getattr("chunks")?, what)?));
+    }
+    Ok(None)
+}
+
 /// The arrays of a Python list of Arrow arrays (the chunks of a chunked array).
 pub(crate) fn import_chunks(chunks: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<ArrayRef>> {
     chunks.try_iter()?.map(|c| import_array(&c?, what)).collect()

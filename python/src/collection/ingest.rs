@@ -20,7 +20,8 @@ use sketchdb::{Batch, Collection, QueryKind, QueryOptions, Sketch, StorageError,
 
 use super::probe::Staged;
 use super::{Probe, PyHit};
-use crate::arrow::{TokenRows, ffi, signature_rows, text_rows};
+use crate::arrow::ffi::arrow_chunks;
+use crate::arrow::{TokenRows, signature_rows, text_rows};
 use crate::convert;
 use crate::errors::to_py;
 use crate::sketches;
@@ -114,19 +115,6 @@ fn checked(k: Vec<u8>) -> PyResult<Vec<u8>> {
     Ok(k)
 }
 
-/// The chunks of an Arrow array or chunked array, or `None` for any other object (a NumPy
-/// array, a list, a generator).
-pub(crate) fn arrow_chunks(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Option<Vec<arrow_array::ArrayRef>>> {
-    if obj.hasattr("__arrow_c_array__")? {
-        return Ok(Some(vec![ffi::import_array(obj, what)?]));
-    }
-    // A pyarrow ChunkedArray: its chunks, each through the capsule protocol.
-    if obj.hasattr("__arrow_c_stream__")? && obj.hasattr("chunks")? {
-        return Ok(Some(ffi::import_chunks(&obj.getattr("chunks")?, what)?));
-    }
-    Ok(None)
-}
-
 /// MinHash values imported as they are (datasketch's `hashvalues`): each row a 1-D NumPy
 /// array of unsigned or signed integers, or a sequence of ints, in the collection's family
 /// (the imported sketch's cardinality is unknown and stored as 0).
@@ -215,9 +203,16 @@ pub(crate) fn contents(
             let decode = |b: &[u8]| {
                 signature::decode(&params, b).map(Probe::Sketch).map_err(|e| to_py(sketchdb::Error::from(e)))
             };
-            if let Some(arrays) = arrow_chunks(s, "signatures")? {
-                let rows = signature_rows(&arrays, width).map_err(PyValueError::new_err)?;
-                // Decoded from the column in place, on all cores with the GIL released.
+            // A `sketch_many` matrix (copied under the GIL) or an Arrow column (read in place),
+            // decoded on all cores with the GIL released.
+            let matrix = crate::bulk::signature_matrix(s, width)?;
+            let arrays = if matrix.is_none() { arrow_chunks(s, "signatures")? } else { None };
+            let rows = match (&matrix, &arrays) {
+                (Some(m), _) => Some(m.chunks(width).map(Some).collect()),
+                (_, Some(a)) => Some(signature_rows(a, width).map_err(PyValueError::new_err)?),
+                _ => None,
+            };
+            if let Some(rows) = rows {
                 let decoded: Vec<Option<Result<Sketch, sketchdb::CodecError>>> =
                     s.py().detach(|| rows.par_iter().map(|r| r.map(|b| signature::decode(&params, b))).collect());
                 return Ok(decoded
