@@ -157,6 +157,7 @@ impl Started {
             let reject = self.repeated(rest.raw, &record).unwrap_or(Reject::new(record.origin, RejectReason::NoTokens));
             loader.reject(&Bad::read(&reject))?;
         }
+        loader.pass_on()?;
         progress.update(self.docs, rest.bytes);
         if let Some(e) = rest.failure {
             // What was read whole before the failure is kept.
@@ -224,7 +225,7 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_
     let mut started = Started::new(args.batch, &opts);
     let reader = Reader::new(args.inputs.clone(), args.stdin_from.clone(), opts);
     let (loader, reading) = std::thread::scope(|scope| -> Result<_, CliError> {
-        let committer = if threaded { Committer::spawn(scope, &coll)? } else { Committer::inline(&coll) };
+        let committer = if threaded { Committer::spawn(scope, &coll, args.batch)? } else { Committer::inline(&coll) };
         // Keys without an id are unique by position within one input: only ids need
         // tracking, unless several inputs or --sync need every key.
         let track_all = args.sync || args.inputs.len() > 1;

@@ -17,7 +17,7 @@ use xxhash_rust::xxh3::xxh3_128;
 
 use super::commit::{Committed, Committer, Span};
 use super::pipeline::{Step, Worked, work};
-use super::reader::Items;
+use super::reader::{Items, READ_CHUNK};
 use super::rejects::{Bad, RejectKind, Rejects};
 use crate::error::CliError;
 
@@ -42,7 +42,11 @@ pub struct Loader<'c> {
     snap: Arc<Snapshot>,
     /// Whether [`Loader::start`] returns at once (the chunk worked on in the background).
     overlap: bool,
+    /// The pending batch (the part of it not handed over yet, when the commit stage takes
+    /// parts).
     batch: Batch,
+    /// The room a new pending batch is made with.
+    capacity: usize,
     batch_size: usize,
     /// Batches returned by the commit stage, emptied, for reuse.
     spare: Vec<Batch>,
@@ -92,13 +96,16 @@ impl<'c> Loader<'c> {
         rejects: Rejects,
         strict: bool,
     ) -> Result<Self, CliError> {
+        // Handed over in parts, a batch is built a read chunk at a time.
+        let capacity = if committer.takes_parts() { batch_size.min(READ_CHUNK) } else { batch_size };
         Ok(Loader {
             coll,
             pool,
             committer,
             snap: Arc::new(coll.snapshot()?),
             overlap: pool.current_num_threads() > 1,
-            batch: Batch::with_capacity(batch_size),
+            batch: Batch::with_capacity(capacity),
+            capacity,
             batch_size,
             spare: Vec::new(),
             upsert,
@@ -208,12 +215,30 @@ impl<'c> Loader<'c> {
     /// Submits the pending batch for commit.
     pub fn flush(&mut self) -> Result<(), CliError> {
         if let Some(span) = self.span.take() {
-            let next = self.spare.pop().unwrap_or_else(|| Batch::with_capacity(self.batch_size));
-            let batch = std::mem::replace(&mut self.batch, next);
+            let batch = self.take_batch();
             let done = self.committer.submit(batch, span)?;
             self.absorb(done);
         }
         Ok(())
+    }
+
+    /// Hands the records added to the pending batch since the last call over to the commit
+    /// stage, when it takes batches in parts: they are written into the batch's open
+    /// transaction while the next records are sketched, and committed with the batch.
+    pub fn pass_on(&mut self) -> Result<(), CliError> {
+        if self.committer.takes_parts() && !self.batch.is_empty() {
+            let Some(span) = self.span.clone() else { return Ok(()) };
+            let part = self.take_batch();
+            let done = self.committer.part(part, span)?;
+            self.absorb(done);
+        }
+        Ok(())
+    }
+
+    /// The pending batch, replaced by an empty one.
+    fn take_batch(&mut self) -> Batch {
+        let next = self.spare.pop().unwrap_or_else(|| Batch::with_capacity(self.capacity));
+        std::mem::replace(&mut self.batch, next)
     }
 
     fn absorb(&mut self, done: Vec<Committed>) {
@@ -221,7 +246,7 @@ impl<'c> Loader<'c> {
             self.counts.added += c.summary.inserted;
             self.counts.updated += c.summary.replaced;
             self.counts.deleted += c.summary.deleted;
-            self.spare.push(c.batch);
+            self.spare.extend(c.batch);
             self.snap = Arc::new(c.snapshot);
         }
     }
@@ -246,8 +271,10 @@ impl<'c> Loader<'c> {
         self.flush()
     }
 
-    /// Waits for every batch submitted; returns the time spent sketching and committing.
-    pub fn finish(self) -> Result<(Counts, Rejects, Duration, Duration), CliError> {
+    /// Submits the pending batch, waits for every batch submitted; returns the time spent
+    /// sketching and committing.
+    pub fn finish(mut self) -> Result<(Counts, Rejects, Duration, Duration), CliError> {
+        self.flush()?;
         let (done, commit) = self.committer.finish()?;
         let Loader { mut counts, rejects, busy, .. } = self;
         for c in done {
