@@ -437,6 +437,13 @@ impl ProbeCache {
         }
     }
 
+    /// The value of slot `slot` on `shelf` when this cache keeps it in a place: `Some(None)`
+    /// for a value kept as absent, `None` when it is not kept there (then [`Self::value`]).
+    #[inline]
+    pub(crate) fn kept(&self, shelf: usize, bits: u32, slot: u64) -> Option<Option<&[u8]>> {
+        self.place(shelf, bits, slot)?.0.get().map(|v| v.as_deref())
+    }
+
     /// The value of slot `slot` on `shelf` (a shelf of `2^bits` slots): from the cache,
     /// or from `read` and kept while the budget allows.
     pub(crate) fn value<'c>(

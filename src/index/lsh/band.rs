@@ -60,6 +60,9 @@ const V3_BAND_MIX: u64 = 0x9E37_79B9_7F4A_7C15;
 
 /// Single band keys of at most this many bytes are encoded on the stack.
 const STACK_BYTES: usize = 4 + 8 * 16;
+/// Values of a 32-bit MinHash signature narrowed on the stack for its band keys (bands times
+/// rows up to 128; more narrow into the heap).
+const NARROW_VALUES: usize = 128;
 
 /// The width of a signature's row values in band-key bytes (persisted: postcard variant
 /// index 0 = `U32`, 1 = `U64`, 2 = `U8`, 3 = `U16`). `U8` and `U16` are the widths of b-bit
@@ -380,6 +383,26 @@ impl BandKeyScheme {
         if values.len() < need {
             return Err(IndexError::size("signature rows for bands * rows", need, values.len()));
         }
+        let mask = self.key_mask();
+        let mut keys = Vec::with_capacity(b);
+        if !wide {
+            // All bands' 4-byte values at once (one narrowing loop, no copy per band), each
+            // band's bytes then a slice of them.
+            let (mut stack, mut heap) = ([0u32; NARROW_VALUES], Vec::new());
+            let narrow: &mut [u32] = if need <= NARROW_VALUES {
+                &mut stack[..need]
+            } else {
+                heap.resize(need, 0);
+                &mut heap
+            };
+            for (dst, &v) in narrow.iter_mut().zip(&values[..need]) {
+                *dst = (v as u32).to_le();
+            }
+            for (band, bytes) in narrow.as_bytes().chunks_exact(r * 4).enumerate() {
+                keys.push(band_key_v3(band as u32, bytes, self.seed) & mask);
+            }
+            return Ok(keys);
+        }
         let (mut stack, mut heap) = ([0u8; STACK_BYTES], Vec::new());
         let buf: &mut [u8] = if r * w <= STACK_BYTES {
             &mut stack[..r * w]
@@ -387,18 +410,10 @@ impl BandKeyScheme {
             heap.resize(r * w, 0);
             &mut heap
         };
-        let mask = self.key_mask();
-        let mut keys = Vec::with_capacity(b);
         for (band, vals) in values[..need].chunks_exact(r).enumerate() {
             // Fixed-width copies (a copy of the runtime width `w` is a call per value).
-            if wide {
-                for (dst, &v) in buf.chunks_exact_mut(8).zip(vals) {
-                    dst.copy_from_slice(&v.to_le_bytes());
-                }
-            } else {
-                for (dst, &v) in buf.chunks_exact_mut(4).zip(vals) {
-                    dst.copy_from_slice(&(v as u32).to_le_bytes());
-                }
+            for (dst, &v) in buf.chunks_exact_mut(8).zip(vals) {
+                dst.copy_from_slice(&v.to_le_bytes());
             }
             keys.push(band_key_v3(band as u32, buf, self.seed) & mask);
         }

@@ -140,13 +140,15 @@ fn sketch_keys_equal_the_keys_of_the_rows() {
 #[test]
 fn minhash_sketch_keys_equal_the_keys_of_the_rows() {
     let tokens = TokenSet::from_unsorted((0..300u64).map(|t| t * 7919).collect());
-    for bits in [32u8, 64] {
-        let sketch = Sketcher::new(SketchParams::minhash(128, bits, 5).expect("params"))
+    // 128 slots narrow on the stack, 256 (with 200 or 256 used) in the heap.
+    for (k, bits) in [(128, 32u8), (128, 64), (256, 32)] {
+        let sketch = Sketcher::new(SketchParams::minhash(k, bits, 5).expect("params"))
             .expect("sketcher")
             .sketch(&tokens)
             .expect("sketch");
         let rows = lsh_rows(&sketch).expect("rows");
-        for (bands, rows_per) in [(1, 1), (14, 9), (32, 4), (9, 13), (3, 40), (1, 128)] {
+        let big: &[(u32, u32)] = if k > 128 { &[(20, 10), (64, 4)] } else { &[] };
+        for &(bands, rows_per) in [(1, 1), (14, 9), (32, 4), (9, 13), (3, 40), (1, 128)].iter().chain(big) {
             for version in [1u16, 2, 3] {
                 for width in [RowWidth::U16, RowWidth::U32, RowWidth::U64] {
                     let params = LshParams { bands, rows: rows_per };
@@ -156,10 +158,14 @@ fn minhash_sketch_keys_equal_the_keys_of_the_rows() {
                 }
             }
         }
-        let too_many = BandKeyScheme::new(11, LshParams { bands: 33, rows: 4 }, rows.width());
+        let too_many = BandKeyScheme::new(11, LshParams { bands: k / 4 + 1, rows: 4 }, rows.width());
         assert_eq!(
             too_many.sketch_keys(&sketch),
-            Err(IndexError::SizeMismatch { what: "signature rows for bands * rows", expected: 132, got: 128 })
+            Err(IndexError::SizeMismatch {
+                what: "signature rows for bands * rows",
+                expected: u64::from(k) + 4,
+                got: u64::from(k)
+            })
         );
     }
 }

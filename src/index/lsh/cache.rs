@@ -17,6 +17,7 @@
 use crate::index::error::IndexError;
 
 use super::format::{append_chunk, group_chunks};
+use super::held::{Held, SplitView, split_of};
 use super::table::{At, ChunkView, Groups, RunKey, lsh_err};
 use crate::index::defs::LshRun;
 use crate::index::probe_cache::{ProbeCache, Value};
@@ -46,8 +47,8 @@ impl<'c> LshProbe<'c> {
         LshProbe { cache, key_bits }
     }
 
-    /// The merged value of `group` (of width `g`) in `band`: from the cache, or read from
-    /// the runs and kept while the budget allows.
+    /// The merged value of `group` (of width `g`) in `band`, in the form `held`: from the
+    /// cache, or read from the runs and kept while the budget allows.
     #[allow(clippy::too_many_arguments)]
     fn group(
         &self,
@@ -55,7 +56,7 @@ impl<'c> LshProbe<'c> {
         info: &CollectionInfo,
         table: &mut LazyTable,
         runs: &[LshRun],
-        g: Groups,
+        (g, held): (Groups, Held),
         band: u32,
         group: u64,
     ) -> Result<Option<Value<'c>>, IndexError> {
@@ -64,7 +65,13 @@ impl<'c> LshProbe<'c> {
                 *table = Some(snap.lsh_runs()?);
             }
             let Some(Some(t)) = table.as_ref() else { return Ok(None) };
-            read_merged(t, info, runs, g, band, group)
+            let merged = read_merged(t, info, runs, g, band, group)?;
+            match (held, merged) {
+                (Held::Split { base }, Some(chunks)) => split_of(&chunks, g, base)
+                    .map(Some)
+                    .map_err(|d| merged_err(info, runs, band as usize, g, g.key(group, 0), d)),
+                (_, merged) => Ok(merged),
+            }
         })
     }
 
@@ -83,13 +90,17 @@ impl<'c> LshProbe<'c> {
         out: &mut Vec<u64>,
     ) -> Result<(), IndexError> {
         let g = Groups::new(self.key_bits, merged_bits(runs));
+        let held = Held::of(g, runs);
+        if let Held::Split { base } = held {
+            return self.split_candidates(snap, info, runs, (g, base), keys, out);
+        }
         for (band, &key) in keys.iter().enumerate() {
             self.cache.prefetch_slot(band, g.bits, g.group(key));
         }
         let mut table: LazyTable = None;
         let mut values = Vec::with_capacity(keys.len());
         for (band, &key) in keys.iter().enumerate() {
-            let value = self.group(snap, info, &mut table, runs, g, band as u32, g.group(key))?;
+            let value = self.group(snap, info, &mut table, runs, (g, held), band as u32, g.group(key))?;
             if let Some(bytes) = &value {
                 prefetch(bytes, 0);
             }
@@ -117,6 +128,76 @@ impl<'c> LshProbe<'c> {
         }
         Ok(())
     }
+
+    /// [`Self::candidates`] of an index whose groups the cache holds split (see
+    /// [`super::held`]), [`SPLIT_BLOCK`] bands at a time: each band's place requested, then
+    /// each value found and its guessed suffix requested (the place gives the value's
+    /// length, so no header is waited for), then each value searched.
+    fn split_candidates(
+        &self,
+        snap: &ReadSnapshot,
+        info: &CollectionInfo,
+        runs: &[LshRun],
+        (g, base): (Groups, u64),
+        keys: &[u64],
+        out: &mut Vec<u64>,
+    ) -> Result<(), IndexError> {
+        let held = Held::Split { base };
+        let mut table: LazyTable = None;
+        for (b, block) in keys.chunks(SPLIT_BLOCK).enumerate() {
+            let first = b * SPLIT_BLOCK;
+            for (i, &key) in block.iter().enumerate() {
+                self.cache.prefetch_slot(first + i, g.bits, g.group(key));
+            }
+            let mut views = [(SplitView::EMPTY, 0u32, 0usize); SPLIT_BLOCK];
+            let mut found = 0;
+            for (i, &key) in block.iter().enumerate() {
+                let band = first + i;
+                // K - P <= 32 for a split index, so the suffix fits.
+                let suffix = g.suffix(key) as u32;
+                let bytes = match self.cache.kept(band, g.bits, g.group(key)) {
+                    Some(kept) => kept,
+                    None => match self.group(snap, info, &mut table, runs, (g, held), band as u32, g.group(key))? {
+                        None => None,
+                        Some(Value::Borrowed(bytes)) => Some(bytes),
+                        // Not kept (past the budget): searched at once.
+                        Some(value) => {
+                            let view = split_view(info, runs, band, g, key, &value)?;
+                            view.rows_of(suffix, view.guess(g, suffix), base, out);
+                            continue;
+                        }
+                    },
+                };
+                let Some(bytes) = bytes else { continue };
+                let view = split_view(info, runs, band, g, key, bytes)?;
+                let guess = view.guess(g, suffix);
+                view.prefetch(guess);
+                views[found] = (view, suffix, guess);
+                found += 1;
+            }
+            for &(view, suffix, guess) in &views[..found] {
+                view.rows_of(suffix, guess, base, out);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Bands a split probe requests together (about the misses a core keeps in flight).
+const SPLIT_BLOCK: usize = 16;
+
+/// The view of a split value the cache holds (built by [`split_of`], so a failure is a defect,
+/// reported rather than a panic).
+fn split_view<'a>(
+    info: &CollectionInfo,
+    runs: &[LshRun],
+    band: usize,
+    g: Groups,
+    key: u64,
+    bytes: &'a [u8],
+) -> Result<SplitView<'a>, IndexError> {
+    SplitView::new(bytes)
+        .ok_or_else(|| merged_err(info, runs, band, g, key, format!("split value of {} bytes", bytes.len())))
 }
 
 /// The merged value of `group` (of width `g`, at least every run's) in `band` as stored in

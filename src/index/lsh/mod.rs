@@ -11,6 +11,7 @@ mod cache;
 mod dead;
 mod delta;
 mod format;
+mod held;
 mod mem;
 mod merge;
 mod params;
