@@ -1,7 +1,8 @@
 //! With more than one thread, a batch is handed to the commit stage in parts as its records
 //! are sketched and written into its open transaction (`Collection::apply_parts`), so the
 //! last commit has little left to do. What is stored does not depend on it: ingest and
-//! upsert at 1, 2 and 3 threads store the same rows, row ids, sketches and content hashes;
+//! upsert at 1, 2 and 3 threads store the same rows, row ids, sketches and content hashes
+//! (and the summary's `stage_seconds.tail`, the serial end, lies within the run);
 //! and `--strict` stopping in the middle of a batch whose first parts were already written
 //! keeps exactly the whole batches before, at every thread count, in a file that verifies.
 
@@ -65,7 +66,12 @@ fn ingest_and_upsert_store_the_same_rows_at_every_thread_count() {
     let mut want: Option<Vec<Row>> = None;
     for threads in ["1", "2", "3"] {
         let db = format!("t{threads}.db");
-        ok(d, &["--db", &db, "ingest", "c", "first.jsonl", "--batch", "1000", "--threads", threads]);
+        let out = ok(d, &["--json", "--db", &db, "ingest", "c", "first.jsonl", "--batch", "1000", "--threads", threads]);
+        // The serial end (last sketching job's end to the last commit's end) is part of the run.
+        let err = String::from_utf8(out.stderr).unwrap();
+        let summary: serde_json::Value = serde_json::from_str(err.lines().last().unwrap()).unwrap();
+        let (tail, secs) = (summary["stage_seconds"]["tail"].as_f64().unwrap(), summary["seconds"].as_f64().unwrap());
+        assert!((0.0..=secs).contains(&tail), "threads {threads}: tail {tail} s of {secs} s");
         ok(d, &["--db", &db, "upsert", "c", "second.jsonl", "--batch", "700", "--threads", threads]);
         let got = rows(&d.join(&db));
         // 3000 first rows, then one new row per document of the second file.

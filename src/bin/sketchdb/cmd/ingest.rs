@@ -274,7 +274,8 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_
         Ok((loader.finish()?, reading))
     })?;
     let docs = started.docs;
-    let (counts, mut rejects, sketch_time, commit_time) = loader;
+    let (counts, mut rejects, times) = loader;
+    let (sketch_time, commit_time) = (times.sketch, times.commit);
     let read_time = reading.finish();
     rejects.finish()?;
     progress.finish();
@@ -288,7 +289,7 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_
                         "skipped": rejects.skipped_count(), "skipped_entries": skipped,
                         "documents": docs, "bytes": bytes, "seconds": secs, "threads": pool.current_num_threads(),
                         "stage_seconds": {"read": read_time.as_secs_f64(), "sketch": sketch_time.as_secs_f64(),
-                                          "commit": commit_time.as_secs_f64()}});
+                                          "commit": commit_time.as_secs_f64(), "tail": times.tail.as_secs_f64()}});
     let verb = if upsert { "upserted" } else { "ingested" };
     let mut human = format!(
         "{verb} {} records into `{}`: {} added, {} updated, {} unchanged, {} deleted, {} rejected",

@@ -30,6 +30,17 @@ pub struct Counts {
     pub deleted: u64,
 }
 
+/// Where a load's time went.
+pub struct Times {
+    /// Hashing, checking and sketching (summed over chunks), and batching.
+    pub sketch: Duration,
+    /// Writing and committing batches (busy, not waiting for records).
+    pub commit: Duration,
+    /// From the end of the last sketching job to the last commit's end: the serial end of
+    /// the pipeline, when nothing overlaps the commit.
+    pub tail: Duration,
+}
+
 /// Builds batches from records read and submits them to the commit stage.
 pub struct Loader<'c> {
     coll: &'c Collection,
@@ -65,13 +76,16 @@ pub struct Loader<'c> {
     span: Option<Span>,
     /// Time spent hashing, checking and sketching.
     busy: Duration,
+    /// When the last sketching job taken ended.
+    last_done: Option<Instant>,
 }
 
 /// A chunk's parallel step, running or done. Dropping it waits for the step, so no
 /// step outlives the load.
 pub struct Ticket(Option<Receiver<Outcome>>);
 
-type Outcome = (Result<Vec<Step>, CliError>, Duration);
+/// A chunk's steps, the job's time and when it ended.
+type Outcome = (Result<Vec<Step>, CliError>, Duration, Instant);
 
 impl Drop for Ticket {
     fn drop(&mut self) {
@@ -116,6 +130,7 @@ impl<'c> Loader<'c> {
             strict,
             span: None,
             busy: Duration::ZERO,
+            last_done: None,
         })
     }
 
@@ -147,7 +162,7 @@ impl<'c> Loader<'c> {
             // Before the result is sent: once the command has every result, no job holds
             // the database open any more (it closes cleanly when the command ends).
             drop((coll, snap));
-            let _ = tx.send((out, start.elapsed()));
+            let _ = tx.send((out, start.elapsed(), Instant::now()));
         };
         if self.overlap {
             self.pool.spawn(job)
@@ -160,8 +175,9 @@ impl<'c> Loader<'c> {
     /// The items of a chunk started by [`Loader::start`], once worked on.
     pub fn wait(&mut self, mut ticket: Ticket) -> Result<Vec<Step>, CliError> {
         let outcome = ticket.0.take().and_then(|rx| rx.recv().ok());
-        let (worked, busy) = outcome.ok_or_else(|| CliError::Runtime("a sketching worker stopped".into()))?;
+        let (worked, busy, end) = outcome.ok_or_else(|| CliError::Runtime("a sketching worker stopped".into()))?;
         self.busy += busy;
+        self.last_done = self.last_done.max(Some(end));
         worked
     }
 
@@ -271,17 +287,18 @@ impl<'c> Loader<'c> {
         self.flush()
     }
 
-    /// Submits the pending batch, waits for every batch submitted; returns the time spent
-    /// sketching and committing.
-    pub fn finish(mut self) -> Result<(Counts, Rejects, Duration, Duration), CliError> {
+    /// Submits the pending batch, waits for every batch submitted; returns the counts, the
+    /// rejects, and the stages' [`Times`].
+    pub fn finish(mut self) -> Result<(Counts, Rejects, Times), CliError> {
         self.flush()?;
         let (done, commit) = self.committer.finish()?;
-        let Loader { mut counts, rejects, busy, .. } = self;
+        let Loader { mut counts, rejects, busy, last_done, .. } = self;
         for c in done {
             counts.added += c.summary.inserted;
             counts.updated += c.summary.replaced;
             counts.deleted += c.summary.deleted;
         }
-        Ok((counts, rejects, busy, commit))
+        let tail = last_done.map(|t| t.elapsed()).unwrap_or_default();
+        Ok((counts, rejects, Times { sketch: busy, commit, tail }))
     }
 }
