@@ -83,10 +83,13 @@ fn collection(dir: &std::path::Path, name: &str) -> (Database, Collection) {
     (db, c)
 }
 
+/// A stored row: row id, key, sketch, and what `stored_hash` says of its key.
+type Row = (u64, Vec<u8>, Sketch, Option<(u64, Option<u128>)>);
+
 /// Everything a reader can see of `c`, for comparing two files.
 #[derive(Debug, PartialEq)]
 struct Seen {
-    rows: Vec<(u64, Vec<u8>, Sketch, Option<(u64, Option<u128>)>)>,
+    rows: Vec<Row>,
     pages: Vec<u64>,
     candidates: Vec<Vec<u64>>,
     exact: Vec<Vec<(Vec<u8>, Option<f64>)>>,
