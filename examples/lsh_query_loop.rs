@@ -5,7 +5,8 @@
 //! `SKETCHDB_PROBE_ONLY=1` each round also times the candidate probe alone (no planning, no
 //! fetch or verification), and the same probe repeated at once (every line it reads then in
 //! the cache: its CPU cost). `SKETCHDB_PROBE_CACHE_MB` sets the probe cache's budget (0: every
-//! probe reads the index from redb).
+//! probe reads the index from redb). With `SKETCHDB_MANY=1` each round asks all the queries as
+//! one `query_many` batch instead, on the global rayon pool (`RAYON_NUM_THREADS` sizes it).
 //!
 //! Run: `cargo run --release --example lsh_query_loop -- DB COLLECTION QUERIES THRESHOLD [ROUNDS]`
 
@@ -44,6 +45,23 @@ fn main() -> R<()> {
         queries.push(c.sketcher().sketch(&TokenSet::from_unsorted(tokens))?);
     }
     let options = QueryOptions { force: Some(PlanKind::LshProbe), ..QueryOptions::default() };
+    if std::env::var_os("SKETCHDB_MANY").is_some() {
+        // Each round: every query once through `query_many` (one batch, the current pool).
+        let batch: Vec<Query> = queries.iter().map(|q| Query::threshold(q.clone(), t).with_options(options)).collect();
+        for round in 0..rounds {
+            let start = Instant::now();
+            let answers = c.query_many(&batch)?;
+            let secs = start.elapsed().as_secs_f64();
+            let hits: usize = answers.iter().map(|a| a.as_ref().map_or(0, |r| r.hits.len())).sum();
+            println!(
+                "round {round}: batch of {} in {:.2} ms ({:.0} queries/s), hits {hits}",
+                batch.len(),
+                secs * 1e3,
+                batch.len() as f64 / secs
+            );
+        }
+        return Ok(());
+    }
     for round in 0..rounds {
         let mut lat = Vec::with_capacity(queries.len());
         let mut hits = 0usize;

@@ -186,6 +186,9 @@ pub(crate) struct ProbeCache {
     /// The records of rows queries have scored (LSH candidates, SimHash matches), by row id,
     /// `None` for a row the index holds that is not live (see [`Self::records`]).
     records: RwLock<HashMap<u64, Option<Arc<RowRecord>>>>,
+    /// The rows of keys queries looked up by stored key, `None` for a key with no live row
+    /// (see [`Self::row_of_key`]).
+    key_rows: RwLock<HashMap<Box<[u8]>, Option<u64>>>,
     held: AtomicUsize,
     /// The slab values are copied into, one after another: the values probes read together
     /// then share pages (copied one allocation each, into a heap a bulk load left scattered,
@@ -247,6 +250,7 @@ impl ProbeCache {
             direct: (0..shelves).map(|_| OnceLock::new()).collect(),
             other: RwLock::new(HashMap::new()),
             records: RwLock::new(HashMap::new()),
+            key_rows: RwLock::new(HashMap::new()),
             held: AtomicUsize::new(0),
             slab: Mutex::new(BytesMut::new()),
             derived: OnceLock::new(),
@@ -361,6 +365,30 @@ impl ProbeCache {
             }
         }
         Ok(out)
+    }
+
+    /// The live row of `key` in every snapshot of this index version: kept from an earlier
+    /// lookup, or `read` (the keys table's answer in the caller's snapshot) and kept within the
+    /// budget, counted as the key's length and [`VALUE_OVERHEAD`].
+    ///
+    /// Sound for the reason [`Self::records`] is: live keys are unique, a row's key never
+    /// changes, and what keys this cache fixes the set of live rows, so it fixes which row, if
+    /// any, holds `key`.
+    pub(crate) fn row_of_key<E>(
+        &self,
+        key: &[u8],
+        read: impl FnOnce() -> Result<Option<u64>, E>,
+    ) -> Result<Option<u64>, E> {
+        if let Some(row) = self.key_rows.read().get(key) {
+            return Ok(*row);
+        }
+        let row = read()?;
+        let len = key.len() + VALUE_OVERHEAD;
+        if self.reserve(len) && self.key_rows.write().insert(key.into(), row).is_some() {
+            // Another probe kept it first.
+            self.release(len);
+        }
+        Ok(row)
     }
 
     /// `bytes` copied into the slab (a new slab when it has no room left), or `None` when
@@ -493,67 +521,5 @@ impl ProbeCache {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::index::simhash::SimhashTableDesign;
-
-    fn cache() -> ProbeCache {
-        let design = SimhashTableDesign::design(0, 3, 64).expect("design");
-        let spec = IndexSpec::Simhash { design, bucket_bits: 16, next_run: 0, runs: Vec::new() };
-        ProbeCache {
-            budget: ProbeCaches::default().budget,
-            store: 0,
-            collection: 0,
-            def_bytes: Vec::new(),
-            version: 0,
-            def: Arc::new(IndexDef { spec, entries: 0, sum_sq: 0 }),
-            direct: (0..4).map(|_| OnceLock::new()).collect(),
-            other: RwLock::new(HashMap::new()),
-            records: RwLock::new(HashMap::new()),
-            held: AtomicUsize::new(0),
-            slab: Mutex::new(BytesMut::new()),
-            derived: OnceLock::new(),
-        }
-    }
-
-    /// Values kept one after another lie one after another in a slab, are read back as
-    /// kept, and a value larger than a slab gets a slab of its own; a place is one cache line.
-    #[test]
-    fn kept_values_are_packed_in_slabs() {
-        assert_eq!((std::mem::size_of::<Slot>(), std::mem::align_of::<Slot>()), (64, 64));
-        let c = cache();
-        let a = c.value(0, 16, 5, || Ok(Some(vec![1u8; 100]))).expect("read").expect("some");
-        let b = c.value(3, 16, 9, || Ok(Some(vec![2u8; 50]))).expect("read").expect("some");
-        assert_eq!((&a[..], &b[..]), (&[1u8; 100][..], &[2u8; 50][..]));
-        assert_eq!(b.as_ptr(), a.as_ptr().wrapping_add(100), "packed");
-        let again = c.value(0, 16, 5, || panic!("kept")).expect("read").expect("some");
-        assert_eq!(again.as_ptr(), a.as_ptr());
-        assert!(c.value(1, 16, 7, || Ok(None)).expect("read").is_none());
-        assert!(c.value(1, 16, 7, || panic!("kept as absent")).expect("read").is_none());
-        let big = c.value(2, 16, 1, || Ok(Some(vec![3u8; SLAB + 1]))).expect("read").expect("some");
-        assert_eq!(big.len(), SLAB + 1);
-        assert!(c.held.load(Ordering::Relaxed) >= 2 * SLAB, "both slabs are counted whole");
-    }
-
-    /// A first probe of a wide shelf makes the page of places it reads, not the shelf (2^18
-    /// places, 16 MiB); a slot of another page makes that page; values read back as kept.
-    /// Pages are as small as the shelf's page table allows.
-    #[test]
-    fn a_first_probe_makes_one_page_of_places() {
-        let c = cache();
-        let page = (1usize << page_bits(18)) * std::mem::size_of::<Slot>();
-        let table = (1usize << (18 - page_bits(18))) * std::mem::size_of::<OnceLock<Page>>();
-        c.value(0, 18, 5 << page_bits(18), || Ok(Some(vec![1u8; 8]))).expect("read");
-        assert_eq!((page_bits(18), page_bits(13), page_bits(30)), (9, 6, PAGE_BITS));
-        let first = c.held.load(Ordering::Relaxed);
-        let slab = (DEFAULT_BUDGET / 64).clamp(4 << 10, SLAB);
-        assert_eq!(first, table + page + slab + VALUE_OVERHEAD, "one page, not {} bytes", (1usize << 18) * 64);
-        c.value(0, 18, (5 << page_bits(18)) + 1, || Ok(None)).expect("read");
-        assert_eq!(c.held.load(Ordering::Relaxed), first + VALUE_OVERHEAD, "the same page");
-        c.value(0, 18, 7 << page_bits(18), || Ok(None)).expect("read");
-        assert_eq!(c.held.load(Ordering::Relaxed), first + VALUE_OVERHEAD * 2 + page, "another page");
-        let v = c.value(0, 18, 5 << page_bits(18), || panic!("kept")).expect("read").expect("some");
-        assert_eq!(&v[..], &[1u8; 8]);
-        assert!(c.value(0, 18, 7 << page_bits(18), || panic!("kept as absent")).expect("read").is_none());
-    }
-}
+#[path = "probe_cache_tests.rs"]
+mod tests;

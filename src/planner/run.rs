@@ -56,8 +56,8 @@ pub(crate) struct Prepared {
 
 impl Prepared {
     /// The row and sketch of the stored record `key` at `snap`, `None` for an absent key. With
-    /// an index the record comes through its probe cache (a warm one costs a key lookup, not a
-    /// read and check of its 64 KiB page); else, or when the cache does not hold it live
+    /// an index the key's row and its record come through its probe cache (warm: no key
+    /// lookup, no read and check of its 64 KiB page); else, or when the cache does not hold it live
     /// under this key, from its page as `ReadSnapshot::get` reads it.
     pub(crate) fn stored(
         &self,
@@ -66,7 +66,9 @@ impl Prepared {
         key: &[u8],
     ) -> Result<Option<(u64, Sketch)>, QueryError> {
         if let Some(cache) = &self.cache {
-            let Some(row) = snap.row_of(info, key)? else { return Ok(None) };
+            let Some(row) = cache.row_of_key(key, || Ok::<_, QueryError>(snap.row_of(info, key)?))? else {
+                return Ok(None);
+            };
             if let Some(rec) = cache.records(snap, info, &[row])?.first()
                 && rec.row == row
                 && rec.key == key
@@ -210,10 +212,11 @@ pub(crate) fn banding_shown(
     })
 }
 
-/// The stored sketch of `key`, or [`QueryError::UnknownKey`].
+/// The stored sketch of `key`, or [`QueryError::UnknownKey`]: read as a query by stored key
+/// reads it ([`Prepared::stored`], through the index's probe cache when there is one).
 pub(crate) fn stored_sketch(snap: &ReadSnapshot, info: &CollectionInfo, key: &[u8]) -> Result<Sketch, QueryError> {
-    match snap.get(info, key)? {
-        Some(r) => Ok(r.sketch),
+    match prepare(snap, info)?.stored(snap, info, key)? {
+        Some((_, sketch)) => Ok(sketch),
         None => Err(QueryError::UnknownKey {
             collection: info.def.name.clone(),
             key: String::from_utf8_lossy(key).into_owned(),

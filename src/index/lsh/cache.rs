@@ -17,7 +17,7 @@
 use crate::index::error::IndexError;
 
 use super::format::{append_chunk, group_chunks};
-use super::held::{Held, SplitView, split_of};
+use super::held::{Held, WordView, words_of};
 use super::table::{At, ChunkView, Groups, RunKey, lsh_err};
 use crate::index::defs::LshRun;
 use crate::index::probe_cache::{ProbeCache, Value};
@@ -67,7 +67,7 @@ impl<'c> LshProbe<'c> {
             let Some(Some(t)) = table.as_ref() else { return Ok(None) };
             let merged = read_merged(t, info, runs, g, band, group)?;
             match (held, merged) {
-                (Held::Split { base }, Some(chunks)) => split_of(&chunks, g, base)
+                (Held::Words { base }, Some(chunks)) => words_of(&chunks, g, base)
                     .map(Some)
                     .map_err(|d| merged_err(info, runs, band as usize, g, g.key(group, 0), d)),
                 (_, merged) => Ok(merged),
@@ -91,8 +91,8 @@ impl<'c> LshProbe<'c> {
     ) -> Result<(), IndexError> {
         let g = Groups::new(self.key_bits, merged_bits(runs));
         let held = Held::of(g, runs);
-        if let Held::Split { base } = held {
-            return self.split_candidates(snap, info, runs, (g, base), keys, out);
+        if let Held::Words { base } = held {
+            return self.words_candidates(snap, info, runs, (g, base), keys, out);
         }
         for (band, &key) in keys.iter().enumerate() {
             self.cache.prefetch_slot(band, g.bits, g.group(key));
@@ -129,11 +129,11 @@ impl<'c> LshProbe<'c> {
         Ok(())
     }
 
-    /// [`Self::candidates`] of an index whose groups the cache holds split (see
-    /// [`super::held`]), [`SPLIT_BLOCK`] bands at a time: each band's place requested, then
+    /// [`Self::candidates`] of an index whose groups the cache holds as words (see
+    /// [`super::held`]), [`WORDS_BLOCK`] bands at a time: each band's place requested, then
     /// each value found and its guessed suffix requested (the place gives the value's
     /// length, so no header is waited for), then each value searched.
-    fn split_candidates(
+    fn words_candidates(
         &self,
         snap: &ReadSnapshot,
         info: &CollectionInfo,
@@ -142,18 +142,18 @@ impl<'c> LshProbe<'c> {
         keys: &[u64],
         out: &mut Vec<u64>,
     ) -> Result<(), IndexError> {
-        let held = Held::Split { base };
+        let held = Held::Words { base };
         let mut table: LazyTable = None;
-        for (b, block) in keys.chunks(SPLIT_BLOCK).enumerate() {
-            let first = b * SPLIT_BLOCK;
+        for (b, block) in keys.chunks(WORDS_BLOCK).enumerate() {
+            let first = b * WORDS_BLOCK;
             for (i, &key) in block.iter().enumerate() {
                 self.cache.prefetch_slot(first + i, g.bits, g.group(key));
             }
-            let mut views = [(SplitView::EMPTY, 0u32, 0usize); SPLIT_BLOCK];
+            let mut views = [(WordView::EMPTY, 0u32, 0usize); WORDS_BLOCK];
             let mut found = 0;
             for (i, &key) in block.iter().enumerate() {
                 let band = first + i;
-                // K - P <= 32 for a split index, so the suffix fits.
+                // K - P <= 32 for an index held as words, so the suffix fits.
                 let suffix = g.suffix(key) as u32;
                 let bytes = match self.cache.kept(band, g.bits, g.group(key)) {
                     Some(kept) => kept,
@@ -162,14 +162,14 @@ impl<'c> LshProbe<'c> {
                         Some(Value::Borrowed(bytes)) => Some(bytes),
                         // Not kept (past the budget): searched at once.
                         Some(value) => {
-                            let view = split_view(info, runs, band, g, key, &value)?;
+                            let view = word_view(info, runs, band, g, key, &value)?;
                             view.rows_of(suffix, view.guess(g, suffix), base, out);
                             continue;
                         }
                     },
                 };
                 let Some(bytes) = bytes else { continue };
-                let view = split_view(info, runs, band, g, key, bytes)?;
+                let view = word_view(info, runs, band, g, key, bytes)?;
                 let guess = view.guess(g, suffix);
                 view.prefetch(guess);
                 views[found] = (view, suffix, guess);
@@ -183,21 +183,21 @@ impl<'c> LshProbe<'c> {
     }
 }
 
-/// Bands a split probe requests together (about the misses a core keeps in flight).
-const SPLIT_BLOCK: usize = 16;
+/// Bands a word probe requests together (about the misses a core keeps in flight).
+const WORDS_BLOCK: usize = 16;
 
-/// The view of a split value the cache holds (built by [`split_of`], so a failure is a defect,
+/// The view of a word value the cache holds (built by [`words_of`], so a failure is a defect,
 /// reported rather than a panic).
-fn split_view<'a>(
+fn word_view<'a>(
     info: &CollectionInfo,
     runs: &[LshRun],
     band: usize,
     g: Groups,
     key: u64,
     bytes: &'a [u8],
-) -> Result<SplitView<'a>, IndexError> {
-    SplitView::new(bytes)
-        .ok_or_else(|| merged_err(info, runs, band, g, key, format!("split value of {} bytes", bytes.len())))
+) -> Result<WordView<'a>, IndexError> {
+    WordView::new(bytes)
+        .ok_or_else(|| merged_err(info, runs, band, g, key, format!("word value of {} bytes", bytes.len())))
 }
 
 /// The merged value of `group` (of width `g`, at least every run's) in `band` as stored in

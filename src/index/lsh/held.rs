@@ -3,20 +3,21 @@
 //! A merged group as stored is a sequence of chunk values ([`super::format`]): bytes packed
 //! to the run's widths, parsed and searched through [`ChunkView`]. When every suffix of the
 //! index fits 32 bits (K - P <= 32, true of every version-2 and version-3 scheme) and every
-//! row of its runs lies within `2^32` of the first, the cache holds a group *split* instead:
+//! row of its runs lies within `2^32` of the first, the cache holds a group as *words*
+//! instead: one u64 LE per entry,
 //!
 //! ```text
-//! n suffixes, u32 LE each | n row offsets (row - base), u32 LE each
+//! suffix << 32 | (row - base)
 //! ```
 //!
-//! ascending by (suffix, row), `n` following from the length (8n bytes). A probe then needs
-//! no header (the guessed position follows from the length, so its line is requested as soon
-//! as the place is read), searches plain 32-bit words and reads a row only on a match. The
-//! split form is built from the checked chunk values when a group is first read, and holds
-//! exactly their entries.
+//! ascending (so by (suffix, row)), `n` following from the length (8n bytes). A probe then
+//! needs no header (the guessed position follows from the length, so its line is requested as
+//! soon as the place is read), compares plain words, and finds a match's row in the line of
+//! its suffix. The words are built from the checked chunk values when a group is first read,
+//! and hold exactly their entries.
 
 use zerocopy::FromBytes;
-use zerocopy::little_endian::U32;
+use zerocopy::little_endian::U64;
 
 use super::format::{ChunkView, Groups};
 use crate::index::defs::LshRun;
@@ -27,24 +28,24 @@ use crate::index::defs::LshRun;
 pub(crate) enum Held {
     /// The merged chunk values as [`super::format`] lays them out.
     Chunks,
-    /// Suffixes and row offsets from `base` in two arrays of 32-bit words.
-    Split { base: u64 },
+    /// One word per entry: its suffix over its row's offset from `base`.
+    Words { base: u64 },
 }
 
 impl Held {
-    /// The form for groups of width `g` over `runs`: split when suffixes fit 32 bits and the
+    /// The form for groups of width `g` over `runs`: words when suffixes fit 32 bits and the
     /// runs' rows lie in `base..base + 2^32`, `base` their first row.
     pub(crate) fn of(g: Groups, runs: &[LshRun]) -> Held {
         let base = runs.iter().map(|r| r.first_row).min().unwrap_or(0);
         let end = runs.iter().map(|r| r.end_row).max().unwrap_or(0);
-        if g.suffix_bits() <= 32 && end.saturating_sub(base) <= 1 << 32 { Held::Split { base } } else { Held::Chunks }
+        if g.suffix_bits() <= 32 && end.saturating_sub(base) <= 1 << 32 { Held::Words { base } } else { Held::Chunks }
     }
 }
 
-/// The split form of `chunks` (a group's chunk values laid end to end, each checked against
+/// The word form of `chunks` (a group's chunk values laid end to end, each checked against
 /// `g`), or what keeps it from one: a suffix over 32 bits or a row outside
 /// `base..base + 2^32`.
-pub(crate) fn split_of(chunks: &[u8], g: Groups, base: u64) -> Result<Vec<u8>, String> {
+pub(crate) fn words_of(chunks: &[u8], g: Groups, base: u64) -> Result<Vec<u8>, String> {
     let mut views = Vec::new();
     let mut at = 0;
     while at < chunks.len() {
@@ -54,20 +55,18 @@ pub(crate) fn split_of(chunks: &[u8], g: Groups, base: u64) -> Result<Vec<u8>, S
     }
     let n: usize = views.iter().map(ChunkView::len).sum();
     let mut out = vec![0u8; 8 * n];
-    let (suffixes, rows) = out.split_at_mut(4 * n);
-    let (mut suffixes, mut rows) = (suffixes.chunks_exact_mut(4), rows.chunks_exact_mut(4));
+    let mut words = out.chunks_exact_mut(8);
     let mut entries = Vec::new();
     for view in views {
         entries.clear();
         view.decode_into(g, 0, &mut entries);
-        for (&(key, row), (s, r)) in entries.iter().zip(suffixes.by_ref().zip(rows.by_ref())) {
+        for (&(key, row), w) in entries.iter().zip(words.by_ref()) {
             let suffix = u32::try_from(g.suffix(key)).map_err(|_| format!("suffix of key {key:#x} over 32 bits"))?;
             let offset = row
                 .checked_sub(base)
                 .and_then(|o| u32::try_from(o).ok())
                 .ok_or_else(|| format!("row {row} outside the index's rows {base}..{}", base + (1 << 32)))?;
-            s.copy_from_slice(&suffix.to_le_bytes());
-            r.copy_from_slice(&offset.to_le_bytes());
+            w.copy_from_slice(&(u64::from(suffix) << 32 | u64::from(offset)).to_le_bytes());
         }
     }
     Ok(out)
@@ -76,25 +75,23 @@ pub(crate) fn split_of(chunks: &[u8], g: Groups, base: u64) -> Result<Vec<u8>, S
 /// Positions a search steps through one by one before it gallops.
 const LINEAR_STEPS: usize = 8;
 
-/// A group held split: its suffixes and row offsets.
+/// A group held as words.
 #[derive(Clone, Copy)]
-pub(crate) struct SplitView<'a> {
-    suffixes: &'a [U32],
-    rows: &'a [U32],
+pub(crate) struct WordView<'a> {
+    words: &'a [U64],
 }
 
-impl<'a> SplitView<'a> {
+impl<'a> WordView<'a> {
     /// The view of no entries (a placeholder: only [`Self::new`] views are searched).
-    pub(crate) const EMPTY: SplitView<'static> = SplitView { suffixes: &[], rows: &[] };
+    pub(crate) const EMPTY: WordView<'static> = WordView { words: &[] };
 
-    /// The view of a split value; `None` unless it is 8n bytes, n >= 1.
+    /// The view of a value in word form; `None` unless it is 8n bytes, n >= 1.
     #[inline]
-    pub(crate) fn new(bytes: &'a [u8]) -> Option<SplitView<'a>> {
-        if bytes.is_empty() || !bytes.len().is_multiple_of(8) {
+    pub(crate) fn new(bytes: &'a [u8]) -> Option<WordView<'a>> {
+        if bytes.is_empty() {
             return None;
         }
-        let (suffixes, rows) = bytes.split_at(bytes.len() / 2);
-        Some(SplitView { suffixes: <[U32]>::ref_from_bytes(suffixes).ok()?, rows: <[U32]>::ref_from_bytes(rows).ok()? })
+        Some(WordView { words: <[U64]>::ref_from_bytes(bytes).ok()? })
     }
 
     /// Where `suffix` would sit if the suffixes were spread evenly over the `2^(K - P)` of
@@ -102,27 +99,27 @@ impl<'a> SplitView<'a> {
     /// [`Self::rows_of`].
     #[inline]
     pub(crate) fn guess(&self, g: Groups, suffix: u32) -> usize {
-        let n = self.suffixes.len();
+        let n = self.words.len();
         (((u64::from(suffix) * n as u64) >> g.suffix_bits()) as usize).min(n - 1)
     }
 
-    /// Asks for the cache line of suffix `i` ahead of the search.
+    /// Asks for the cache line of entry `i` ahead of the search.
     #[inline]
     pub(crate) fn prefetch(&self, i: usize) {
-        if let Some(s) = self.suffixes.get(i) {
-            crate::simd::prefetch_ref(s);
+        if let Some(w) = self.words.get(i) {
+            crate::simd::prefetch_ref(w);
         }
     }
 
-    /// The first position whose suffix is `>= suffix` (n if none), searched from `guess`: a
+    /// The first position whose word is `>= target` (n if none), searched from `guess`: a
     /// few steps one by one (hashed keys put the answer a few places from a good guess), then
     /// gallop away to a bracket and bisect it.
     #[inline]
-    fn lower_bound(&self, suffix: u32, guess: usize) -> usize {
-        let s = self.suffixes;
+    fn lower_bound(&self, target: u64, guess: usize) -> usize {
+        let s = self.words;
         let n = s.len();
         let mut guess = guess.min(n - 1);
-        let below = |i: usize| s[i].get() < suffix;
+        let below = |i: usize| s[i].get() < target;
         if below(guess) {
             for _ in 0..LINEAR_STEPS {
                 guess += 1;
@@ -165,19 +162,21 @@ impl<'a> SplitView<'a> {
                 step *= 2;
             }
         };
-        lo + s[lo..hi].partition_point(|v| v.get() < suffix)
+        lo + s[lo..hi].partition_point(|v| v.get() < target)
     }
 
     /// Appends the rows (`base` plus their offsets) of the entries whose suffix is `suffix`,
     /// searching from `guess`.
     #[inline]
     pub(crate) fn rows_of(&self, suffix: u32, guess: usize, base: u64, out: &mut Vec<u64>) {
-        let mut i = self.lower_bound(suffix, guess);
-        while let (Some(s), Some(r)) = (self.suffixes.get(i), self.rows.get(i)) {
-            if s.get() != suffix {
+        let first = u64::from(suffix) << 32;
+        let mut i = self.lower_bound(first, guess);
+        while let Some(w) = self.words.get(i) {
+            let w = w.get();
+            if w >> 32 != u64::from(suffix) {
                 break;
             }
-            out.push(base + u64::from(r.get()));
+            out.push(base + (w & 0xffff_ffff));
             i += 1;
         }
     }
