@@ -132,6 +132,52 @@ impl Collection {
         Ok(self.store.apply_with_shingles(&self.info, batch.ops(), &sets, &mut IndexMaintainer::new())?)
     }
 
+    /// Applies batches given one part at a time as one transaction: each part's writes are
+    /// made as the part arrives, while the transaction stays open, and the transaction
+    /// commits after the last part, so the commit has only the last part's writes and the
+    /// flush left to do. Stores exactly what [`Collection::apply`] of the parts' writes
+    /// joined in order stores: all of it, or on any error none of it (the exception of
+    /// [`Collection::apply`] for a failed commit holds here too).
+    ///
+    /// A part that is an error ends the transaction uncommitted (nothing of the earlier
+    /// parts stays) and is returned. No other write of this database can begin while the
+    /// transaction is open (it waits), so `parts` must not wait on one.
+    ///
+    /// ```
+    /// use sketchdb::{Batch, Database, recipes::text_config};
+    ///
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// let db = Database::create(dir.path().join("a.sketchdb"))?;
+    /// let coll = db.create_collection("docs", text_config()?)?;
+    /// let sketch = |t: &str| coll.sketcher().sketch_multiset(&coll.config().tokenizer.tokens(t));
+    /// let (mut a, mut b) = (Batch::new(), Batch::new());
+    /// a.insert("a", sketch("one two")?);
+    /// b.insert("b", sketch("three four")?);
+    /// let parts = [Ok::<_, sketchdb::Error>(a), Ok(b)];
+    /// assert_eq!(coll.apply_parts(parts)?.inserted, 2);
+    ///
+    /// // A part that is an error: nothing of the transaction stays.
+    /// let mut c = Batch::new();
+    /// c.insert("c", sketch("five six")?);
+    /// let failed = coll.apply_parts([Ok(c), Err(sketchdb::Error::from(sketchdb::SketchError::EmptySet))]);
+    /// assert!(failed.is_err());
+    /// assert_eq!(coll.len()?, 2);
+    /// # Ok::<(), sketchdb::Error>(())
+    /// ```
+    pub fn apply_parts<E: From<crate::Error>>(
+        &self,
+        parts: impl IntoIterator<Item = std::result::Result<Batch, E>>,
+    ) -> std::result::Result<WriteSummary, E> {
+        fn view(b: &Batch) -> (Vec<crate::storage::rules::WriteOp<'_>>, Vec<Option<&[u64]>>) {
+            (b.ops().collect(), b.shingles())
+        }
+        let applied = self.store.apply_parts(&self.info, parts.into_iter(), view, &mut IndexMaintainer::new());
+        match applied {
+            Ok(outcome) => outcome,
+            Err(e) => Err(E::from(e.into())),
+        }
+    }
+
     /// The record of `key`, if present.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Record>> {
         self.snapshot()?.get(key)

@@ -6,7 +6,9 @@
 //! * [`catalog`]: collections (create, look up, list, drop).
 //! * [`writer`]: write transactions: inserts, upserts, deletes, all-or-nothing batches;
 //!   [`key_append`] writes a batch's keys that sort after all others through one cursor;
-//!   [`scan_in`] reads every live row inside a write transaction (index rebuilds).
+//!   [`scan_in`] reads every live row inside a write transaction (index rebuilds);
+//!   [`ops_writer`] writes a transaction's ops (given whole or in parts while it is open),
+//!   [`page_cache`] the pages they touch.
 //! * [`reader`]: read snapshots: gets and page scans; [`current`] keeps the snapshot of a
 //!   handle's last commit for its warm reads.
 //! * [`rules`]: what a write is made of, and the key check and error builders reads and
@@ -41,6 +43,8 @@ pub(crate) mod hook;
 pub(crate) mod index_tables;
 pub(crate) mod integrity;
 pub(crate) mod key_append;
+pub(crate) mod ops_writer;
+pub(crate) mod page_cache;
 pub(crate) mod reader;
 pub(crate) mod rules;
 pub(crate) mod scan_in;

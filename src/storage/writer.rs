@@ -1,11 +1,8 @@
-//! Write transactions: inserts, upserts and deletes of one collection, all or nothing.
-//!
-//! Within a transaction every touched page is built once: the open tail page is loaded (or
-//! started) on the first append and written back when full or at the end. A row removed from
-//! any other page is marked in its chunk's `sketchdb.row_dead64` entry (one u64 per 64 rows,
-//! written at the end; see [`super::dead`]): the page itself is not read unless an index
-//! needs the row's record. Any error
-//! drops the transaction uncommitted, so a failed batch leaves nothing behind.
+//! Write transactions: inserts, upserts and deletes of one collection, all or nothing,
+//! given whole ([`Store::apply`]) or in parts while the transaction is open
+//! ([`Store::apply_parts`]). The records are written by [`OpsWriter`] (pages through
+//! [`super::page_cache::PageCache`]). Any error drops the transaction uncommitted, so a
+//! failed batch leaves nothing behind.
 //!
 //! Semantics (also in `storage-format.md`):
 //! * insert: a new row id (`next_row`, then incremented); a key already present is
@@ -15,233 +12,21 @@
 //! * delete: the row is tombstoned and the key removed from `keys`; deleting an absent key
 //!   is not an error (it is counted in [`WriteSummary::missing`]).
 
-use std::collections::BTreeMap;
+use redb::WriteTransaction;
 
-use redb::{ReadableTable, Table, WriteTransaction};
-
-use super::catalog::{CollectionInfo, page_fits, read_state};
-use super::content_hash;
-use super::dead_write::DeadWriter;
-use super::error::{StorageError, contain, panic_message, show_key};
+use super::catalog::{CollectionInfo, read_state};
+use super::error::{StorageError, contain, panic_message};
 use super::hook::IndexHook;
 use super::index_tables::IndexTxn;
-use super::key_append::{KeysTable, append_new_keys};
-use super::rules::{WriteOp, check_key, corrupt_page, inconsistent};
-use super::shingles::ShingleWriter;
-use super::tables::{COLLECTION_STATE, COLLECTION_STATE_NAME, KEYS, PAGES};
+use super::ops_writer::OpsWriter;
+use super::rules::WriteOp;
+use super::store::Store;
+use super::tables::{COLLECTION_STATE, COLLECTION_STATE_NAME};
 use crate::codec::meta::CollectionState;
-use crate::codec::page::{PageBuilder, PageView, check_dead_words};
-use crate::codec::record::{decode_row, push_sketch};
 use crate::sketch::sketcher::Sketch;
 
-/// What a committed batch did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct WriteSummary {
-    /// Keys that were absent and now have a record.
-    pub inserted: u64,
-    /// Keys whose record was replaced by an upsert.
-    pub replaced: u64,
-    /// Keys deleted.
-    pub deleted: u64,
-    /// Deletes of keys that were absent.
-    pub missing: u64,
-    /// The row id of the batch's first new row; new rows are `first_row..first_row + new_rows`,
-    /// in batch order.
-    pub first_row: u64,
-    /// Rows written (inserts plus upserts).
-    pub new_rows: u64,
-}
-
-/// The pages one write transaction touches, each built once. Pages are keyed by first row.
-/// A row removed from a page the transaction does not otherwise rewrite is recorded in the
-/// row's chunk entry in `sketchdb.row_dead64` instead (see [`super::dead`]); a page it
-/// rewrites (the tail it appends to, a page compaction takes) absorbs its rows' bits.
-pub(crate) struct PageCache<'t, 'i> {
-    info: &'i CollectionInfo,
-    table: Table<'t, (u32, u64), &'static [u8]>,
-    dead: DeadWriter<'t>,
-    tail: Option<PageBuilder>,
-    tail_looked_up: bool,
-    dirty: BTreeMap<u64, PageBuilder>,
-}
-
-impl<'t, 'i> PageCache<'t, 'i> {
-    pub(crate) fn new(txn: &'t WriteTransaction, info: &'i CollectionInfo) -> Result<Self, StorageError> {
-        let table = txn.open_table(PAGES).map_err(StorageError::backend("open table"))?;
-        let dead = DeadWriter::new(txn, info)?;
-        Ok(PageCache { info, table, dead, tail: None, tail_looked_up: false, dirty: BTreeMap::new() })
-    }
-
-    /// The stored page with the greatest first row `<= row`, as a builder of the page's own
-    /// bytes (its side-table entry is checked against it, not folded in: see [`Self::fold`]).
-    fn load_at_or_before(&mut self, row: u64) -> Result<Option<PageBuilder>, StorageError> {
-        let id = self.info.def.id;
-        let mut range = self.table.range((id, 0u64)..=(id, row)).map_err(StorageError::backend("read page"))?;
-        let Some(entry) = range.next_back() else { return Ok(None) };
-        let (k, v) = entry.map_err(StorageError::backend("read page"))?;
-        let first = k.value().1;
-        let view =
-            PageView::parse_expected(v.value(), &self.info.spec, first).map_err(corrupt_page(self.info, first))?;
-        if let Some(w) = self.dead.words(self.info, first, view.row_count())? {
-            check_dead_words(&view, &w).map_err(corrupt_page(self.info, first))?;
-        }
-        Ok(Some(PageBuilder::from_view(&view)))
-    }
-
-    /// `b` (a stored page about to be rewritten) with its side-table entry folded into its
-    /// tombstones and the entry removed.
-    fn fold(&mut self, mut b: PageBuilder) -> Result<PageBuilder, StorageError> {
-        if let Some(words) = self.dead.take(self.info, b.first_row(), b.row_count())? {
-            b.or_deleted(&words).map_err(corrupt_page(self.info, b.first_row()))?;
-        }
-        Ok(b)
-    }
-
-    /// Removes a stored page (compaction), returning its builder copy with every removed
-    /// row (the side table's included) marked.
-    pub(crate) fn take(&mut self, first_row: u64) -> Result<Option<PageBuilder>, StorageError> {
-        // The tail may hold rows appended in this transaction: store it before taking.
-        self.flush_tail()?;
-        self.tail_looked_up = false;
-        let b = match self.dirty.remove(&first_row) {
-            Some(b) => Some(b),
-            None => match self.load_at_or_before(first_row)? {
-                Some(b) if b.first_row() == first_row => Some(self.fold(b)?),
-                _ => None,
-            },
-        };
-        if b.is_some() {
-            self.table.remove((self.info.def.id, first_row)).map_err(StorageError::backend("remove page"))?;
-        }
-        Ok(b)
-    }
-
-    fn write(&mut self, b: &PageBuilder) -> Result<(), StorageError> {
-        let mut guard = self
-            .table
-            .insert_reserve((self.info.def.id, b.first_row()), b.len())
-            .map_err(StorageError::backend("write page"))?;
-        b.finish_into(guard.as_mut());
-        Ok(())
-    }
-
-    /// Appends `sketch` with `key` as row `next_row` (the collection's next row id).
-    pub(crate) fn append(&mut self, next_row: u64, key: &[u8], sketch: &Sketch) -> Result<u64, StorageError> {
-        if self.tail.is_none() && !self.tail_looked_up {
-            self.tail_looked_up = true;
-            // The collection's last page: a copy dirtied earlier in this transaction
-            // supersedes the stored one.
-            let last_dirty = self.dirty.last_key_value().map(|(k, _)| *k);
-            let stored = self.load_at_or_before(u64::MAX)?;
-            let (last, was_dirty) = match (last_dirty, stored) {
-                (Some(d), s) if s.as_ref().is_none_or(|s| d >= s.first_row()) => (self.dirty.remove(&d), true),
-                (_, s) => (s, false),
-            };
-            if let Some(last) = last {
-                if last.next_row() > next_row {
-                    return Err(inconsistent(self.info, next_row, "a page holds rows at or past next_row"));
-                }
-                if last.next_row() == next_row && !last.is_full() {
-                    // The tail is rewritten: it absorbs its side-table entry.
-                    self.tail = Some(if was_dirty { last } else { self.fold(last)? });
-                } else if was_dirty {
-                    self.dirty.insert(last.first_row(), last);
-                }
-            }
-        }
-        if let Some(t) = &self.tail
-            && (t.is_full() || (t.row_count() > 0 && !page_fits(t.len_with(key.len()))))
-        {
-            self.flush_tail()?;
-        }
-        let tail = self.tail.get_or_insert_with(|| PageBuilder::new(self.info.spec, next_row));
-        let first = tail.first_row();
-        let row = push_sketch(tail, key, sketch).map_err(corrupt_page(self.info, first))?;
-        if row != next_row {
-            return Err(inconsistent(self.info, next_row, format!("the tail page appends at row {row}")));
-        }
-        Ok(row)
-    }
-
-    fn flush_tail(&mut self) -> Result<(), StorageError> {
-        if let Some(b) = self.tail.take()
-            && b.row_count() > 0
-        {
-            self.write(&b)?;
-        }
-        Ok(())
-    }
-
-    /// Removes `row`, which must be a live row whose key is `key`; returns the row's sketch
-    /// when `sketch` asks for it (an index hook that derives the entries to remove from it).
-    /// A row of a page this transaction rewrites gets its tombstone bit (the page is in
-    /// memory: its key and liveness are checked); any other row gets its bit in its chunk's
-    /// side-table entry, and its page is read only when the sketch is asked for (then the
-    /// key and the page's own tombstone are checked too). A row already in the side table is
-    /// refused either way.
-    pub(crate) fn delete(&mut self, row: u64, key: &[u8], sketch: bool) -> Result<Option<Sketch>, StorageError> {
-        let info = self.info;
-        let holds = |b: &PageBuilder| b.first_row() <= row && row < b.next_row();
-        let b = match &mut self.tail {
-            Some(t) if holds(t) => t,
-            _ => match self.dirty.range_mut(..=row).next_back() {
-                Some((_, b)) if holds(b) => b,
-                _ if sketch => return self.delete_stored(row, key).map(Some),
-                _ => return self.dead.mark(info, row).map(|()| None),
-            },
-        };
-        let i = (row - b.first_row()) as usize;
-        if b.key(i) != key {
-            return Err(inconsistent(info, row, format!("the row's key is not {}", show_key(key))));
-        }
-        let sketch = decode_row(&*b, i, &info.def.params).map_err(|source| StorageError::CorruptRow {
-            collection: info.def.name.clone(),
-            page: b.first_row(),
-            row,
-            source: Box::new(source),
-        })?;
-        match b.set_deleted(i) {
-            Ok(true) => Ok(Some(sketch)),
-            Ok(false) => Err(inconsistent(info, row, "a key maps to a deleted row")),
-            Err(e) => Err(inconsistent(info, row, e)),
-        }
-    }
-
-    /// [`Self::delete`] of a row of a stored page this transaction does not rewrite, reading
-    /// the page for the row's sketch.
-    fn delete_stored(&mut self, row: u64, key: &[u8]) -> Result<Sketch, StorageError> {
-        let info = self.info;
-        let id = info.def.id;
-        let mut range = self.table.range((id, 0u64)..=(id, row)).map_err(StorageError::backend("read page"))?;
-        let entry = range.next_back().ok_or_else(|| inconsistent(info, row, "a key maps to a row no page holds"))?;
-        let (k, v) = entry.map_err(StorageError::backend("read page"))?;
-        let first = k.value().1;
-        let page = PageView::parse_expected(v.value(), &info.spec, first).map_err(corrupt_page(info, first))?;
-        let i = page.index_of(row).ok_or_else(|| inconsistent(info, row, "a key maps to a row no page holds"))?;
-        let words = self.dead.words(info, first, page.row_count())?;
-        let view = super::rules::overlay(info, page, words.as_deref())?;
-        if view.key(i) != key {
-            return Err(inconsistent(info, row, format!("the row's key is not {}", show_key(key))));
-        }
-        if view.is_deleted(i) {
-            return Err(inconsistent(info, row, "a key maps to a deleted row"));
-        }
-        let sketch = super::reader::decode(info, &view, first, i)?;
-        self.dead.mark(info, row)?;
-        Ok(sketch)
-    }
-
-    /// Writes every touched page and side-table entry back.
-    pub(crate) fn flush(mut self) -> Result<(), StorageError> {
-        self.flush_tail()?;
-        for b in std::mem::take(&mut self.dirty).into_values() {
-            self.write(&b)?;
-        }
-        let PageCache { info, table, dead, .. } = self;
-        drop(table);
-        dead.flush(info)
-    }
-}
+pub use super::ops_writer::WriteSummary;
+pub(crate) use super::page_cache::PageCache;
 
 /// Writes a collection's state.
 pub(crate) fn write_state(
@@ -272,7 +57,7 @@ pub(crate) fn state_in(txn: &WriteTransaction, info: &CollectionInfo) -> Result<
     read_state(&t, info)
 }
 
-impl super::store::Store {
+impl Store {
     /// Applies `ops` to one collection in one transaction: all of them or, on any error,
     /// none.
     pub(crate) fn apply<'a, H: IndexHook + ?Sized>(
@@ -320,7 +105,9 @@ impl super::store::Store {
         std::thread::scope(|scope| {
             // The hook's job runs beside the record writes; an early error waits for it.
             let job = hook.prepare(&sketches, state.next_row).map(|job| scope.spawn(job));
-            self.write_ops(&txn, info, ops, shingles, &mut state, &mut summary, hook)?;
+            let mut writer = OpsWriter::new(&txn, info)?;
+            writer.write(ops, shingles, &mut state, &mut summary, hook)?;
+            writer.finish()?;
             match job.map(|j| j.join()) {
                 None => Ok(()),
                 Some(Ok(result)) => hook.prepared(result, info),
@@ -337,120 +124,44 @@ impl super::store::Store {
         Ok(summary)
     }
 
-    /// Stores the records of `ops` and their keys (and shingle sets, for a collection that
-    /// keeps them), in order, telling `hook` of every row added and removed; updates `state`
-    /// and `summary`.
-    #[allow(clippy::too_many_arguments)]
-    fn write_ops<H: IndexHook + ?Sized>(
+    /// Applies the ops of `parts` to one collection in one transaction, each part's as it
+    /// arrives (`view` gives a part's ops and their shingle sets, as
+    /// [`Self::apply_with_shingles`] takes them), committed after the last part: all of
+    /// them or none. A part that is an error ends the transaction uncommitted and is
+    /// returned (`Ok(Err(e))`); a failed write returns the write's error, uncommitted too.
+    ///
+    /// An index hook is told of each row as it is written (no prepare job: the batch is not
+    /// known whole in advance).
+    pub(crate) fn apply_parts<P, E, H>(
         &self,
-        txn: &WriteTransaction,
         info: &CollectionInfo,
-        ops: Vec<WriteOp<'_>>,
-        shingles: &[Option<&[u64]>],
-        state: &mut CollectionState,
-        summary: &mut WriteSummary,
+        parts: impl Iterator<Item = Result<P, E>>,
+        view: impl for<'p> Fn(&'p P) -> (Vec<WriteOp<'p>>, Vec<Option<&'p [u64]>>),
         hook: &mut H,
-    ) -> Result<(), H::Error> {
-        let id = info.def.id;
-        let mut ops = ops;
-        // A batch of deletes only ends the same rows, counts the same and leaves the same
-        // tables in any order: in key order, the keys B-tree's removals walk its leaves in
-        // order.
-        if ops.iter().all(|op| matches!(op, WriteOp::Delete(_))) {
-            ops.sort_by(|a, b| match (a, b) {
-                (WriteOp::Delete(a), WriteOp::Delete(b)) => a.cmp(b),
-                _ => std::cmp::Ordering::Equal,
-            });
-        }
-        let mut keys: KeysTable<'_> = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
-        let appended = append_new_keys(&mut keys, info, &ops, state.next_row)?;
-        let mut pages = PageCache::new(txn, info)?;
-        let mut sets = ShingleWriter::new(txn, info)?;
-        // Content hashes: the table is opened (created) when an op carries a hash. A row that
-        // ends keeps its entry, like its columns in its page, until compaction purges the
-        // row (see `content_hash.rs`).
-        let carries =
-            ops.iter().any(|op| matches!(op, WriteOp::Insert(_, _, Some(_)) | WriteOp::Upsert(_, _, Some(_))));
-        let mut hashes = if carries { content_hash::open_in(txn, true)? } else { None };
-        let params = &info.def.params;
-        // Whether a removed row's page is read for its sketch (SimHash tables need it).
-        let wants = hook.wants_removed_sketch();
-        for (i, (op, appended)) in ops.into_iter().zip(appended).enumerate() {
-            match op {
-                WriteOp::Insert(key, sketch, hash) | WriteOp::Upsert(key, sketch, hash) => {
-                    check_key(info, key)?;
-                    params
-                        .check_compatible(sketch.params())
-                        .map_err(|source| StorageError::Incompatible { collection: info.def.name.clone(), source })?;
-                    let row = state.next_row;
-                    // An appended key is new and was written with this row id.
-                    let old = if appended {
-                        None
-                    } else {
-                        keys.insert((id, key), row).map_err(StorageError::backend("write key"))?.map(|g| g.value())
-                    };
-                    if let Some(old_row) = old {
-                        if matches!(op, WriteOp::Insert(..)) {
-                            return Err(StorageError::DuplicateKey {
-                                collection: info.def.name.clone(),
-                                key: show_key(key),
-                            }
-                            .into());
-                        }
-                        if old_row >= state.next_row {
-                            return Err(inconsistent(info, old_row, "a key maps to a row at or past next_row").into());
-                        }
-                        let gone = pages.delete(old_row, key, wants)?;
-                        hook.removed(old_row, gone.as_ref())?;
-                        if let Some(sets) = sets.as_mut() {
-                            sets.remove(old_row)?;
-                        }
-                        summary.replaced += 1;
-                        state.deleted += 1;
-                    } else {
-                        summary.inserted += 1;
-                        state.live += 1;
-                    }
-                    pages.append(row, key, sketch)?;
-                    if let Some(sets) = sets.as_mut() {
-                        let set = shingles.get(i).copied().flatten().ok_or_else(|| StorageError::ShinglesRequired {
-                            collection: info.def.name.clone(),
-                            key: show_key(key),
-                        })?;
-                        sets.put(row, set)?;
-                    }
-                    if let (Some(t), Some(h)) = (&mut hashes, hash) {
-                        content_hash::put(t, info.def.id, row, h)?;
-                    }
-                    hook.added(row, sketch)?;
-                    state.next_row += 1;
-                    summary.new_rows += 1;
-                }
-                WriteOp::Delete(key) => {
-                    check_key(info, key)?;
-                    let old = keys.remove((id, key)).map_err(StorageError::backend("delete key"))?.map(|g| g.value());
-                    match old {
-                        None => summary.missing += 1,
-                        Some(old_row) => {
-                            if old_row >= state.next_row {
-                                return Err(
-                                    inconsistent(info, old_row, "a key maps to a row at or past next_row").into()
-                                );
-                            }
-                            let gone = pages.delete(old_row, key, wants)?;
-                            hook.removed(old_row, gone.as_ref())?;
-                            if let Some(sets) = sets.as_mut() {
-                                sets.remove(old_row)?;
-                            }
-                            summary.deleted += 1;
-                            state.live = state.live.saturating_sub(1);
-                            state.deleted += 1;
-                        }
-                    }
-                }
+    ) -> Result<Result<WriteSummary, E>, H::Error>
+    where
+        H: IndexHook + ?Sized,
+    {
+        contain("write", || {
+            let txn = self.begin_write("write records")?;
+            let mut state = state_in(&txn, info)?;
+            hook.begin(&IndexTxn(&txn), info)?;
+            let mut summary = WriteSummary { first_row: state.next_row, ..WriteSummary::default() };
+            let mut writer = OpsWriter::new(&txn, info)?;
+            for part in parts {
+                let part = match part {
+                    Ok(part) => part,
+                    // The writer's tables, then the transaction, are dropped: nothing commits.
+                    Err(e) => return Ok(Err(e)),
+                };
+                let (ops, sets) = view(&part);
+                writer.write(ops, &sets, &mut state, &mut summary, hook)?;
             }
-        }
-        pages.flush()?;
-        Ok(())
+            writer.finish()?;
+            hook.finish(&IndexTxn(&txn), info)?;
+            write_state(&txn, info, &state)?;
+            txn.commit().map_err(StorageError::backend("commit"))?;
+            Ok(Ok(summary))
+        })
     }
 }

@@ -157,6 +157,7 @@ impl Started {
             let reject = self.repeated(rest.raw, &record).unwrap_or(Reject::new(record.origin, RejectReason::NoTokens));
             loader.reject(&Bad::read(&reject))?;
         }
+        loader.pass_on()?;
         progress.update(self.docs, rest.bytes);
         if let Some(e) = rest.failure {
             // What was read whole before the failure is kept.
@@ -224,7 +225,7 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_
     let mut started = Started::new(args.batch, &opts);
     let reader = Reader::new(args.inputs.clone(), args.stdin_from.clone(), opts);
     let (loader, reading) = std::thread::scope(|scope| -> Result<_, CliError> {
-        let committer = if threaded { Committer::spawn(scope, &coll)? } else { Committer::inline(&coll) };
+        let committer = if threaded { Committer::spawn(scope, &coll, args.batch)? } else { Committer::inline(&coll) };
         // Keys without an id are unique by position within one input: only ids need
         // tracking, unless several inputs or --sync need every key.
         let track_all = args.sync || args.inputs.len() > 1;
@@ -273,7 +274,8 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_
         Ok((loader.finish()?, reading))
     })?;
     let docs = started.docs;
-    let (counts, mut rejects, sketch_time, commit_time) = loader;
+    let (counts, mut rejects, times) = loader;
+    let (sketch_time, commit_time) = (times.sketch, times.commit);
     let read_time = reading.finish();
     rejects.finish()?;
     progress.finish();
@@ -287,7 +289,7 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_
                         "skipped": rejects.skipped_count(), "skipped_entries": skipped,
                         "documents": docs, "bytes": bytes, "seconds": secs, "threads": pool.current_num_threads(),
                         "stage_seconds": {"read": read_time.as_secs_f64(), "sketch": sketch_time.as_secs_f64(),
-                                          "commit": commit_time.as_secs_f64()}});
+                                          "commit": commit_time.as_secs_f64(), "tail": times.tail.as_secs_f64()}});
     let verb = if upsert { "upserted" } else { "ingested" };
     let mut human = format!(
         "{verb} {} records into `{}`: {} added, {} updated, {} unchanged, {} deleted, {} rejected",

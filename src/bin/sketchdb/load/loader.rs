@@ -17,7 +17,7 @@ use xxhash_rust::xxh3::xxh3_128;
 
 use super::commit::{Committed, Committer, Span};
 use super::pipeline::{Step, Worked, work};
-use super::reader::Items;
+use super::reader::{Items, READ_CHUNK};
 use super::rejects::{Bad, RejectKind, Rejects};
 use crate::error::CliError;
 
@@ -28,6 +28,17 @@ pub struct Counts {
     pub updated: u64,
     pub unchanged: u64,
     pub deleted: u64,
+}
+
+/// Where a load's time went.
+pub struct Times {
+    /// Hashing, checking and sketching (summed over chunks), and batching.
+    pub sketch: Duration,
+    /// Writing and committing batches (busy, not waiting for records).
+    pub commit: Duration,
+    /// From the end of the last sketching job to the last commit's end: the serial end of
+    /// the pipeline, when nothing overlaps the commit.
+    pub tail: Duration,
 }
 
 /// Builds batches from records read and submits them to the commit stage.
@@ -42,7 +53,11 @@ pub struct Loader<'c> {
     snap: Arc<Snapshot>,
     /// Whether [`Loader::start`] returns at once (the chunk worked on in the background).
     overlap: bool,
+    /// The pending batch (the part of it not handed over yet, when the commit stage takes
+    /// parts).
     batch: Batch,
+    /// The room a new pending batch is made with.
+    capacity: usize,
     batch_size: usize,
     /// Batches returned by the commit stage, emptied, for reuse.
     spare: Vec<Batch>,
@@ -61,13 +76,16 @@ pub struct Loader<'c> {
     span: Option<Span>,
     /// Time spent hashing, checking and sketching.
     busy: Duration,
+    /// When the last sketching job taken ended.
+    last_done: Option<Instant>,
 }
 
 /// A chunk's parallel step, running or done. Dropping it waits for the step, so no
 /// step outlives the load.
 pub struct Ticket(Option<Receiver<Outcome>>);
 
-type Outcome = (Result<Vec<Step>, CliError>, Duration);
+/// A chunk's steps, the job's time and when it ended.
+type Outcome = (Result<Vec<Step>, CliError>, Duration, Instant);
 
 impl Drop for Ticket {
     fn drop(&mut self) {
@@ -92,13 +110,16 @@ impl<'c> Loader<'c> {
         rejects: Rejects,
         strict: bool,
     ) -> Result<Self, CliError> {
+        // Handed over in parts, a batch is built a read chunk at a time.
+        let capacity = if committer.takes_parts() { batch_size.min(READ_CHUNK) } else { batch_size };
         Ok(Loader {
             coll,
             pool,
             committer,
             snap: Arc::new(coll.snapshot()?),
             overlap: pool.current_num_threads() > 1,
-            batch: Batch::with_capacity(batch_size),
+            batch: Batch::with_capacity(capacity),
+            capacity,
             batch_size,
             spare: Vec::new(),
             upsert,
@@ -109,6 +130,7 @@ impl<'c> Loader<'c> {
             strict,
             span: None,
             busy: Duration::ZERO,
+            last_done: None,
         })
     }
 
@@ -140,7 +162,7 @@ impl<'c> Loader<'c> {
             // Before the result is sent: once the command has every result, no job holds
             // the database open any more (it closes cleanly when the command ends).
             drop((coll, snap));
-            let _ = tx.send((out, start.elapsed()));
+            let _ = tx.send((out, start.elapsed(), Instant::now()));
         };
         if self.overlap {
             self.pool.spawn(job)
@@ -153,8 +175,9 @@ impl<'c> Loader<'c> {
     /// The items of a chunk started by [`Loader::start`], once worked on.
     pub fn wait(&mut self, mut ticket: Ticket) -> Result<Vec<Step>, CliError> {
         let outcome = ticket.0.take().and_then(|rx| rx.recv().ok());
-        let (worked, busy) = outcome.ok_or_else(|| CliError::Runtime("a sketching worker stopped".into()))?;
+        let (worked, busy, end) = outcome.ok_or_else(|| CliError::Runtime("a sketching worker stopped".into()))?;
         self.busy += busy;
+        self.last_done = self.last_done.max(Some(end));
         worked
     }
 
@@ -208,12 +231,30 @@ impl<'c> Loader<'c> {
     /// Submits the pending batch for commit.
     pub fn flush(&mut self) -> Result<(), CliError> {
         if let Some(span) = self.span.take() {
-            let next = self.spare.pop().unwrap_or_else(|| Batch::with_capacity(self.batch_size));
-            let batch = std::mem::replace(&mut self.batch, next);
+            let batch = self.take_batch();
             let done = self.committer.submit(batch, span)?;
             self.absorb(done);
         }
         Ok(())
+    }
+
+    /// Hands the records added to the pending batch since the last call over to the commit
+    /// stage, when it takes batches in parts: they are written into the batch's open
+    /// transaction while the next records are sketched, and committed with the batch.
+    pub fn pass_on(&mut self) -> Result<(), CliError> {
+        if self.committer.takes_parts() && !self.batch.is_empty() {
+            let Some(span) = self.span.clone() else { return Ok(()) };
+            let part = self.take_batch();
+            let done = self.committer.part(part, span)?;
+            self.absorb(done);
+        }
+        Ok(())
+    }
+
+    /// The pending batch, replaced by an empty one.
+    fn take_batch(&mut self) -> Batch {
+        let next = self.spare.pop().unwrap_or_else(|| Batch::with_capacity(self.capacity));
+        std::mem::replace(&mut self.batch, next)
     }
 
     fn absorb(&mut self, done: Vec<Committed>) {
@@ -221,7 +262,7 @@ impl<'c> Loader<'c> {
             self.counts.added += c.summary.inserted;
             self.counts.updated += c.summary.replaced;
             self.counts.deleted += c.summary.deleted;
-            self.spare.push(c.batch);
+            self.spare.extend(c.batch);
             self.snap = Arc::new(c.snapshot);
         }
     }
@@ -246,15 +287,18 @@ impl<'c> Loader<'c> {
         self.flush()
     }
 
-    /// Waits for every batch submitted; returns the time spent sketching and committing.
-    pub fn finish(self) -> Result<(Counts, Rejects, Duration, Duration), CliError> {
+    /// Submits the pending batch, waits for every batch submitted; returns the counts, the
+    /// rejects, and the stages' [`Times`].
+    pub fn finish(mut self) -> Result<(Counts, Rejects, Times), CliError> {
+        self.flush()?;
         let (done, commit) = self.committer.finish()?;
-        let Loader { mut counts, rejects, busy, .. } = self;
+        let Loader { mut counts, rejects, busy, last_done, .. } = self;
         for c in done {
             counts.added += c.summary.inserted;
             counts.updated += c.summary.replaced;
             counts.deleted += c.summary.deleted;
         }
-        Ok((counts, rejects, busy, commit))
+        let tail = last_done.map(|t| t.elapsed()).unwrap_or_default();
+        Ok((counts, rejects, Times { sketch: busy, commit, tail }))
     }
 }

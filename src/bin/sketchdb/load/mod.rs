@@ -92,7 +92,8 @@ pub struct ReadArgs {
     pub follow_symlinks: bool,
     /// Worker threads that parse, tokenize and sketch (default: every core). With two or
     /// more, reading, decompression (gzip, zstd) and committing also run on threads of their
-    /// own, overlapped with them; with one, every stage runs in turn. The records stored (and
+    /// own, overlapped with them (a batch is written as its records are sketched, and
+    /// committed once whole); with one, every stage runs in turn. The records stored (and
     /// their row ids) do not depend on it.
     #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
     pub threads: Option<usize>,

@@ -24,8 +24,11 @@ pub const READ_CHUNK: usize = 1024;
 /// (which, for a compressed input, is a full chunk's decompression).
 pub const FIRST_CHUNK: usize = 64;
 
-/// Bytes of raw lines in one chunk, at most (one line may pass it).
-pub const READ_CHUNK_BYTES: usize = 4 << 20;
+/// Bytes of raw lines in one chunk, at most (one line may pass it). Each chunk in flight
+/// (up to [`CHUNKS_AHEAD`] read ahead, three being sketched) holds a buffer of this size
+/// (reused, but first touched page by page): small enough that the buffers' first touches
+/// stay few, large enough that a chunk is still many records to sketch.
+pub const READ_CHUNK_BYTES: usize = 1 << 20;
 
 /// Chunks the reading thread may hold ready beyond the one being consumed: with chunks of
 /// at most [`READ_CHUNK`] records, memory holds at most this many more chunks than the
