@@ -230,4 +230,8 @@ impl<'a> PageColumns<'a> {
     pub fn cardinality(&self, i: usize) -> Option<u64> {
         self.view.cardinality(i)
     }
+    /// Row `i`'s key (`i < len()`).
+    pub fn key(&self, i: usize) -> &'a [u8] {
+        self.view.key(i)
+    }
 }

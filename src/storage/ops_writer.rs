@@ -12,10 +12,10 @@ use super::content_hash::{self, HashTable};
 use super::error::{StorageError, show_key};
 use super::hook::IndexHook;
 use super::key_append::{KeysTable, append_new_keys};
+use super::page_cache::PageCache;
 use super::rules::{WriteOp, check_key, inconsistent};
 use super::shingles::ShingleWriter;
 use super::tables::KEYS;
-use super::page_cache::PageCache;
 use crate::codec::meta::CollectionState;
 
 /// What a committed batch did.

@@ -221,6 +221,9 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_
     // thread of its own: a gzip or zstd stream is serial) and committing run on threads of
     // their own beside the sketching pool, overlapped.
     let threaded = pool.current_num_threads() > 1;
+    // A collection empty before this load holds only this load's keys after it: `--sync`
+    // then has nothing to delete and skips its scan of every stored key.
+    let fresh = args.sync && coll.snapshot()?.stats()?.live == 0;
     opts.decompress_thread = threaded;
     let mut started = Started::new(args.batch, &opts);
     let reader = Reader::new(args.inputs.clone(), args.stdin_from.clone(), opts);
@@ -265,7 +268,9 @@ fn load(session: &mut Session, args: &IngestArgs, upsert: bool) -> Result<serde_
         started.take_all(&mut loader, &mut progress)?;
         if args.sync {
             if loader.rejects.blocking_sync() == 0 {
-                loader.delete_unseen()?;
+                if !fresh {
+                    loader.delete_unseen()?;
+                }
             } else {
                 sync_note =
                     format!("; --sync deleted nothing: {} records were rejected", loader.rejects.blocking_sync());

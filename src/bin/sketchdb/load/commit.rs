@@ -103,9 +103,9 @@ fn stream_one(coll: &Collection, batches: &Receiver<Message>, busy: &mut Duratio
     *busy += start.elapsed().saturating_sub(waited);
     let span = span.unwrap_or_default();
     match applied {
-        Ok(summary) => {
-            Some(coll.snapshot().map(|snapshot| Committed { summary, batch: None, snapshot }).map_err(|e| failed(e, &span)))
-        }
+        Ok(summary) => Some(
+            coll.snapshot().map(|snapshot| Committed { summary, batch: None, snapshot }).map_err(|e| failed(e, &span)),
+        ),
         Err(End::Stopped) => None,
         Err(End::Failed(e)) => Some(Err(failed(e, &span))),
     }

@@ -269,19 +269,27 @@ impl<'c> Loader<'c> {
 
     /// Deletes the stored keys no input held, in batches.
     pub fn delete_unseen(&mut self) -> Result<(), CliError> {
+        // Keys only: each page is checked and its keys read, no record decoded.
         let snap = self.coll.snapshot()?;
-        for rec in snap.into_scan() {
-            let rec = rec?;
-            if !self.seen.contains(&xxh3_128(&rec.key)) {
-                self.batch.delete(&rec.key);
-                let key = format!("key `{}`", String::from_utf8_lossy(&rec.key));
-                match &mut self.span {
-                    Some((_, last)) => *last = key,
-                    None => self.span = Some((key.clone(), key)),
+        let mut unseen = Vec::new();
+        snap.for_each_page(|page| {
+            for i in (0..page.len()).filter(|&i| !page.is_deleted(i)) {
+                let key = page.key(i);
+                if !self.seen.contains(&xxh3_128(key)) {
+                    unseen.push(key.to_vec());
                 }
-                if self.batch.len() >= self.batch_size {
-                    self.flush()?;
-                }
+            }
+            true
+        })?;
+        for key in unseen {
+            self.batch.delete(&key);
+            let key = format!("key `{}`", String::from_utf8_lossy(&key));
+            match &mut self.span {
+                Some((_, last)) => *last = key,
+                None => self.span = Some((key.clone(), key)),
+            }
+            if self.batch.len() >= self.batch_size {
+                self.flush()?;
             }
         }
         self.flush()
