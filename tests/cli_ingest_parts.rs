@@ -66,7 +66,8 @@ fn ingest_and_upsert_store_the_same_rows_at_every_thread_count() {
     let mut want: Option<Vec<Row>> = None;
     for threads in ["1", "2", "3"] {
         let db = format!("t{threads}.db");
-        let out = ok(d, &["--json", "--db", &db, "ingest", "c", "first.jsonl", "--batch", "1000", "--threads", threads]);
+        let out =
+            ok(d, &["--json", "--db", &db, "ingest", "c", "first.jsonl", "--batch", "1000", "--threads", threads]);
         // The serial end (last sketching job's end to the last commit's end) is part of the run.
         let err = String::from_utf8(out.stderr).unwrap();
         let summary: serde_json::Value = serde_json::from_str(err.lines().last().unwrap()).unwrap();
@@ -103,7 +104,8 @@ fn strict_in_the_middle_of_a_batch_written_in_parts_keeps_the_whole_batches_befo
     let want: Vec<String> = (1..=3000).map(|i| format!("g{i:05}")).collect();
     for threads in ["1", "2", "3"] {
         let db = format!("s{threads}.db");
-        let out = run(d, &["--db", &db, "ingest", "c", "in.jsonl", "--strict", "--batch", "1500", "--threads", threads]);
+        let out =
+            run(d, &["--db", &db, "ingest", "c", "in.jsonl", "--strict", "--batch", "1500", "--threads", threads]);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "threads {threads}: {err}");
         assert!(err.contains("in.jsonl:4200"), "threads {threads}: {err}");
