@@ -4,8 +4,10 @@
 //! signatures as one NumPy matrix (which `insert_many(signatures=)` reads back); the
 //! classes' `bulk` returns sketch objects.
 
+use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
@@ -128,10 +130,14 @@ where
         return Err(PyRuntimeError::new_err("output does not fit the items"));
     }
     let seed = tokenizer.seed();
+    let pool = sketch_pool(rayon::current_num_threads());
     std::thread::scope(|s| {
         let (tx, rx) = sync_channel::<Chunk<'_, T>>(2);
         let put = &put;
-        let worker = s.spawn(move || drain(rx, sketcher, tokenizer, stride, put));
+        let worker = s.spawn(move || match pool {
+            Some(pool) => pool.install(|| drain(rx, sketcher, tokenizer, stride, put)),
+            None => drain(rx, sketcher, tokenizer, stride, put),
+        });
         let read = read_all(py, items, seed, out, stride, &tx);
         drop(tx);
         let sketched = py.detach(|| worker.join()).map_err(|_| PyRuntimeError::new_err("sketching panicked"))?;
@@ -139,6 +145,30 @@ where
         sketched.map_err(|(i, e)| PyValueError::new_err(format!("item {i}: {e}")))?;
         read
     })
+}
+
+/// The pool list chunks are sketched on while the calling thread reads them: one worker
+/// fewer than the caller's `threads` (the reader is the other; with all `threads` sketching
+/// beside it, the serial reader was preempted and two threads ran slower than one), made once
+/// per size. `None` for one thread: the sketching thread then runs its chunks itself.
+fn sketch_pool(threads: usize) -> Option<Arc<rayon::ThreadPool>> {
+    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
+    if threads <= 1 {
+        return None;
+    }
+    let mut pools = POOLS.get_or_init(Default::default).lock().ok()?;
+    if let Some(pool) = pools.get(&threads) {
+        return Some(pool.clone());
+    }
+    let pool = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads - 1)
+            .thread_name(|i| format!("sketchdb-bulk-{i}"))
+            .build()
+            .ok()?,
+    );
+    pools.insert(threads, pool.clone());
+    Some(pool)
 }
 
 /// Reads the items into chunks and sends each over `tx` (waiting without the GIL when the
