@@ -35,25 +35,9 @@ import sys
 import time
 
 import numpy as np
+from bench_compare import load_docs, load_sets  # the same loaders (this folder is on sys.path when run as a script)
 
 K = 128
-
-
-def load_sets(path, n):
-    sets = []
-    with open(path) as f:
-        for line in f:
-            sets.append(json.loads(line)["tokens"])
-            if len(sets) >= n:
-                break
-    return sets
-
-
-def load_docs(path, n):
-    import pyarrow.parquet as pq
-
-    texts = pq.read_table(path, columns=["text"]).column("text").to_pylist()
-    return [t for t in texts if t and len(t.split()) >= 5][:n]
 
 
 def cases(sets, docs):

@@ -249,11 +249,38 @@ impl ProbeCache {
             IndexSpec::Simhash { design, .. } => design.table_count(),
             IndexSpec::LshGroups { .. } => 0,
         };
-        let c = Arc::new(ProbeCache {
-            budget: registry.budget.clone(),
+        let c = Arc::new(ProbeCache::empty(
+            registry.budget.clone(),
+            (store, collection),
+            bytes.to_vec(),
+            version,
+            def,
+            shelves,
+        ));
+        // The newest index of a collection supersedes its older ones.
+        caches.retain(|o| !(o.store == store && o.collection == collection));
+        if caches.len() >= MAX_CACHES {
+            caches.remove(0);
+        }
+        caches.push(c.clone());
+        Ok(Some(c))
+    }
+
+    /// A cache holding nothing yet for index version (`def_bytes`, `version`) of `collection`
+    /// in `store`, with `shelves` shelves, counting against `budget`.
+    fn empty(
+        budget: Arc<Budget>,
+        (store, collection): (u64, u32),
+        def_bytes: Vec<u8>,
+        version: u128,
+        def: Arc<IndexDef>,
+        shelves: usize,
+    ) -> ProbeCache {
+        ProbeCache {
+            budget,
             store,
             collection,
-            def_bytes: bytes.to_vec(),
+            def_bytes,
             version,
             def,
             direct: (0..shelves).map(|_| OnceLock::new()).collect(),
@@ -263,14 +290,7 @@ impl ProbeCache {
             held: AtomicUsize::new(0),
             slab: Mutex::new(BytesMut::new()),
             derived: OnceLock::new(),
-        });
-        // The newest index of a collection supersedes its older ones.
-        caches.retain(|o| !(o.store == store && o.collection == collection));
-        if caches.len() >= MAX_CACHES {
-            caches.remove(0);
         }
-        caches.push(c.clone());
-        Ok(Some(c))
     }
 
     /// What `make` derives from this index version's definition, made once (a probe's fixed
@@ -469,9 +489,7 @@ impl ProbeCache {
     /// [`Self::value`]; nothing when the slot has no direct place yet.
     #[inline]
     pub(crate) fn prefetch_slot(&self, shelf: usize, bits: u32, slot: u64) {
-        if let Some(place) = self.place(shelf, bits, slot) {
-            crate::simd::prefetch_ref(place);
-        }
+        let _ = self.prefetched_place(shelf, bits, slot);
     }
 
     /// The place of slot `slot` on `shelf` (a shelf of `2^bits` slots), its line asked for:

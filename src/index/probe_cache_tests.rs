@@ -6,21 +6,8 @@ use crate::index::simhash::SimhashTableDesign;
 fn cache() -> ProbeCache {
     let design = SimhashTableDesign::design(0, 3, 64).expect("design");
     let spec = IndexSpec::Simhash { design, bucket_bits: 16, next_run: 0, runs: Vec::new() };
-    ProbeCache {
-        budget: ProbeCaches::default().budget,
-        store: 0,
-        collection: 0,
-        def_bytes: Vec::new(),
-        version: 0,
-        def: Arc::new(IndexDef { spec, entries: 0, sum_sq: 0 }),
-        direct: (0..4).map(|_| OnceLock::new()).collect(),
-        other: RwLock::new(HashMap::new()),
-        records: RwLock::new(HashMap::new()),
-        key_rows: RwLock::new(HashMap::new()),
-        held: AtomicUsize::new(0),
-        slab: Mutex::new(BytesMut::new()),
-        derived: OnceLock::new(),
-    }
+    let def = Arc::new(IndexDef { spec, entries: 0, sum_sq: 0 });
+    ProbeCache::empty(ProbeCaches::default().budget, (0, 0), Vec::new(), 0, def, 4)
 }
 
 /// Values kept one after another lie one after another in a slab, are read back as
