@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use super::lsh::append_split;
 use super::lsh::encode_chunk;
 use super::lsh::{ChunkView, Groups};
-use super::simhash::{BucketView, Geometry, encode_bucket, encoded_len};
+use super::simhash::{BucketView, Geometry, HeldView, encode_bucket, encoded_len, held_of};
 
 fn exercise_chunk(bytes: &[u8], g: Groups, probes: &[u64]) {
     if let Ok(view) = ChunkView::parse(bytes, g) {
@@ -34,13 +34,27 @@ fn exercise_bucket(bytes: &[u8], g: Geometry, probes: &[u64]) {
         assert_eq!(fast, keys, "the fast key decoder equals the plain one");
         let mut wide = Vec::<u128>::new();
         view.keys_into::<u128>(g, 3, &mut wide);
-        for &p in probes {
-            let mut hits = Vec::new();
-            view.within_u64(g, 3, p, 64, &mut hits);
-            for &(_, i) in &hits {
-                let _ = view.key_u64(g, 3, i);
-                assert_eq!(view.row(i), rows[i]);
+        if g.f == 64 {
+            // The form warm probes hold it in gives the same entries.
+            let held = held_of(bytes, g, 3).expect("a parsed 64-bit bucket is held");
+            let view = HeldView::parse(&held).expect("held bytes parse");
+            for &p in probes {
+                let mut hits = Vec::new();
+                view.within(p, 64, &mut hits);
+                assert_eq!(hits.len(), keys.len());
+                for &(d, i) in &hits {
+                    assert_eq!((view.key(i), view.row(i)), (keys[i], rows[i]));
+                    assert_eq!(d, (keys[i] ^ p).count_ones());
+                }
             }
+        }
+    }
+    // Held bytes are checked too: any bytes parse to an error or to a view in bounds.
+    if let Ok(view) = HeldView::parse(bytes) {
+        let mut hits = Vec::new();
+        view.within(probes[0], 64, &mut hits);
+        for &(_, i) in &hits {
+            let _ = (view.key(i), view.row(i));
         }
     }
 }

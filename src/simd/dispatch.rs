@@ -21,12 +21,13 @@ impl Features {
     /// No optional feature: the plain body only.
     pub(crate) const NONE: Self = Self(0);
     /// Every feature a tier may ask for: a cap that restricts nothing.
-    pub(crate) const ALL: Self = Self(0b1_1111);
+    pub(crate) const ALL: Self = Self(0b11_1111);
     const POPCNT: Self = Self(1);
     const AVX2: Self = Self(1 << 1);
     const AVX512F: Self = Self(1 << 2);
     const AVX512BW: Self = Self(1 << 3);
     const AVX512DQ: Self = Self(1 << 4);
+    const AVX512VPOPCNTDQ: Self = Self(1 << 5);
     /// Set in the cache once detection has run (never part of a `Features` value).
     const DETECTED_FLAG: u32 = 1 << 31;
 
@@ -48,12 +49,13 @@ impl Features {
     }
 
     const fn parse_one(b: &[u8], start: usize, end: usize) -> Self {
-        const NAMES: [(&str, Features); 5] = [
+        const NAMES: [(&str, Features); 6] = [
             ("popcnt", Features::POPCNT),
             ("avx2", Features::AVX2),
             ("avx512f", Features::AVX512F),
             ("avx512bw", Features::AVX512BW),
             ("avx512dq", Features::AVX512DQ),
+            ("avx512vpopcntdq", Features::AVX512VPOPCNTDQ),
         ];
         let mut n = 0;
         while n < NAMES.len() {
@@ -113,6 +115,7 @@ fn detect() -> Features {
         (has!("avx512f"), Features::AVX512F),
         (has!("avx512bw"), Features::AVX512BW),
         (has!("avx512dq"), Features::AVX512DQ),
+        (has!("avx512vpopcntdq"), Features::AVX512VPOPCNTDQ),
     ] {
         if on {
             bits |= f.0;
@@ -203,8 +206,9 @@ dispatch! {
 /// The caps that reach each tier of every dispatcher above, widest first, ending with the
 /// plain body: tests run a kernel under each and compare.
 #[cfg(test)]
-pub(crate) const TEST_CAPS: [Features; 7] = [
+pub(crate) const TEST_CAPS: [Features; 8] = [
     Features::ALL,
+    Features::parse("avx512f,avx512vpopcntdq,popcnt"),
     Features::parse("avx512f,avx512bw,popcnt"),
     Features::parse("avx512f,avx512dq"),
     Features::parse("avx512f"),
@@ -225,7 +229,7 @@ mod tests {
             Features(Features::AVX512F.0 | Features::AVX512BW.0 | Features::POPCNT.0)
         );
         assert_eq!(Features::parse("avx2,avx512dq"), Features(Features::AVX2.0 | Features::AVX512DQ.0));
-        assert!(Features::ALL.contains(Features::parse("popcnt,avx2,avx512f,avx512bw,avx512dq")));
+        assert!(Features::ALL.contains(Features::parse("popcnt,avx2,avx512f,avx512bw,avx512dq,avx512vpopcntdq")));
         assert_eq!(detected(), detected());
         assert!(Features::ALL.contains(detected()));
     }

@@ -9,7 +9,9 @@
 //!   [`run_byte_compare`] (the only dispatcher used from outside, for the planner's scan).
 //! * [`sketching`]: MinHash and SimHash accumulation for the sketch layer.
 //! * [`compare`]: equal slots of two signatures.
-//! * [`hamming`]: Hamming-distance filters over fingerprint slices and packed buckets.
+//! * [`hamming`]: Hamming-distance filters over fingerprint slices.
+//! * [`hamming_words`]: the Hamming filter over a bucket of 64-bit words, in AVX-512 and
+//!   AVX2 vectors.
 //! * [`prefetch`](mod@prefetch): cache-line prefetch hints for index probes.
 //!
 //! Each `unsafe` block carries a `// SAFETY:` comment; the rest of the crate forbids unsafe.
@@ -17,6 +19,7 @@
 mod compare;
 mod dispatch;
 mod hamming;
+mod hamming_words;
 mod prefetch;
 mod sketching;
 #[cfg(test)]
@@ -27,6 +30,7 @@ pub(crate) use compare::equal_count;
 #[cfg(test)]
 pub(crate) use dispatch::TEST_CAPS;
 pub(crate) use dispatch::{Features, Kernel, run_byte_compare};
-pub(crate) use hamming::{PackedKeys, distances_u64, distances_u128, within_packed_u64, within_u64, within_u128};
+pub(crate) use hamming::{distances_u64, distances_u128, within_u64, within_u128};
+pub(crate) use hamming_words::within_words_u64;
 pub(crate) use prefetch::{prefetch, prefetch_ref};
 pub(crate) use sketching::{affine_mix, minhash_update, minhash_update_reduced, minhash32_update, simhash_accumulate};

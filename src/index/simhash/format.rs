@@ -21,7 +21,6 @@
 
 use super::design::SimhashTableDesign;
 use crate::index::fingerprint::Fingerprint;
-use crate::simd;
 
 /// Run numbers: 0 ..= 2^24 - 1 (the key field's bits above the table number).
 pub(crate) const RUN_IDS: u32 = 1 << 24;
@@ -110,6 +109,21 @@ impl<'a> BucketView<'a> {
         Ok(BucketView { n, row_bytes: w, tail, suffixes, rows, suffix_bytes: s })
     }
 
+    /// The number of entries.
+    pub(crate) fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Row-id bytes per entry.
+    pub(crate) fn row_bytes(&self) -> usize {
+        self.row_bytes
+    }
+
+    /// The row ids as stored: `len()` ids of `row_bytes()` bytes each, LE.
+    pub(crate) fn row_bytes_slice(&self) -> &'a [u8] {
+        self.rows
+    }
+
     /// Appends the full permuted keys (bucket bits restored), without the row ids. Suffixes
     /// of up to 8 bytes are read with one unaligned 8-byte load and a mask wherever 8 bytes
     /// remain in the value (the row ids follow the suffixes, so all but the last few).
@@ -139,23 +153,6 @@ impl<'a> BucketView<'a> {
             };
             keys.push(F::from_u128_truncating(base | u128::from(v)));
         }
-    }
-
-    /// Pushes `(distance, i)` for every entry whose full permuted key is within `k` of
-    /// `query` (a 64-bit table: suffixes of at most 8 bytes), decoding and comparing in one
-    /// pass; `key_u64` restores a matching entry's key.
-    pub(crate) fn within_u64(&self, g: Geometry, bucket: u32, query: u64, k: u32, out: &mut Vec<(u32, usize)>) {
-        let base = g.base(bucket) as u64;
-        let keys = simd::PackedKeys { bytes: self.tail, n: self.n, s: self.suffix_bytes, base };
-        simd::within_packed_u64(query, keys, k, out);
-    }
-
-    /// Entry i's full permuted key in a 64-bit table (i < the entry count).
-    pub(crate) fn key_u64(&self, g: Geometry, bucket: u32, i: usize) -> u64 {
-        let s = self.suffix_bytes.min(8);
-        let mut a = [0u8; 8];
-        a[..s].copy_from_slice(&self.suffixes[i * self.suffix_bytes..i * self.suffix_bytes + s]);
-        g.base(bucket) as u64 | u64::from_le_bytes(a)
     }
 
     /// Entry i's row id (i < the entry count).

@@ -1,15 +1,17 @@
 //! The SimHash permuted-table index: the table design ([`design`]), the bucket byte format
 //! ([`format`]), the persisted tables as runs ([`tables`], [`runs`], [`adds`], [`write`]),
 //! exact radius probes over sorted runs ([`probe`]) and reads of the stored tables
-//! ([`read`]), an in-memory table index ([`mem`]) and verification ([`verify`]). This file
-//! is the face the rest of `index` uses.
+//! ([`read`]) through the form warm probes hold buckets in ([`held`]), an in-memory table
+//! index ([`mem`]) and verification ([`verify`]). This file is the face the rest of `index`
+//! uses.
 //!
 //! Layers inside, lowest first: `design` -> `format` -> `probe` -> `mem`; `format` ->
-//! `adds` -> `tables` -> `runs` -> `write`, `read`, `verify`.
+//! `held`, `adds` -> `tables` -> `runs` -> `write`, `read`, `verify`.
 
 mod adds;
 mod design;
 mod format;
+mod held;
 mod mem;
 mod probe;
 mod read;
@@ -33,5 +35,7 @@ pub(crate) use write::{SimhashDelta, merge_all};
 
 #[cfg(test)]
 pub(crate) use format::{BucketView, Geometry, encode_bucket, encoded_len};
+#[cfg(test)]
+pub(crate) use held::{HeldView, held_of};
 #[cfg(test)]
 pub(crate) use write::TEST_RUN_IDS;

@@ -2,18 +2,20 @@
 //! self-join, on a read snapshot. Exact: every live row within the radius, each once (the
 //! canonical-table rule), identical fingerprints never merged.
 
-use crate::index::error::IndexError;
+use std::cell::Cell;
 use std::sync::Arc;
 
-use super::design::SimhashTableDesign;
-use super::format::table_field;
-use super::format::{BucketView, Geometry};
+use crate::index::error::IndexError;
+
+use super::design::{SimhashTableDesign, TablePermutation};
+use super::format::{BucketView, Geometry, table_field};
+use super::held::{HeldView, held_of};
 use super::probe::{SimhashMatch, join_prefix_runs};
 use super::runs::{for_each_merged_bucket, merged_bucket};
 use super::tables::bucket_err;
 use crate::index::defs::{IndexDef, IndexSpec};
 use crate::index::fingerprint::Fingerprint;
-use crate::index::probe_cache::ProbeCache;
+use crate::index::probe_cache::{ProbeCache, Value};
 use crate::simd::prefetch;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::error::contain;
@@ -33,6 +35,14 @@ pub(crate) struct SimhashProber<'i> {
     cache: Arc<ProbeCache>,
     /// `sketchdb.simhash_buckets`, opened on first need (outer `None`: not yet).
     table: Option<Option<BucketTable>>,
+    /// Work buffers, taken from this thread's spare set and given back on drop.
+    bufs: Buffers,
+}
+
+/// A prober's work buffers. A warm query opens a prober of its own; taking these from the
+/// thread's spare set saves it their allocations.
+#[derive(Default)]
+struct Buffers {
     /// Per table, the probed key and its bucket.
     probe_keys: Vec<(u128, u32)>,
     keys128: Vec<u128>,
@@ -41,11 +51,40 @@ pub(crate) struct SimhashProber<'i> {
     hits: Vec<SimhashMatch>,
 }
 
+thread_local! {
+    /// The buffers of the last prober this thread dropped.
+    static SPARE: Cell<Option<Buffers>> = const { Cell::new(None) };
+}
+
+impl Drop for SimhashProber<'_> {
+    fn drop(&mut self) {
+        let bufs = std::mem::take(&mut self.bufs);
+        // Buffers that grew past a few thousand entries (a self-join) are not kept.
+        if bufs.keys128.capacity() <= SPARE_MAX
+            && bufs.rows.capacity() <= SPARE_MAX
+            && bufs.hits.capacity() <= SPARE_MAX
+        {
+            SPARE.with(|s| s.set(Some(bufs)));
+        }
+    }
+}
+
+/// Entries a kept buffer may hold, at most.
+const SPARE_MAX: usize = 1 << 14;
+
+/// Bytes of each held bucket requested before the first is filtered.
+const HELD_PREFETCH: usize = 256;
+
+/// Tables whose buckets are requested together before they are filtered.
+const TABLE_BLOCK: usize = 8;
+
 /// What every probe of one SimHash index version reads of its definition (derived once per
 /// probe cache).
 struct Shape {
     design: SimhashTableDesign,
     geometry: Vec<Geometry>,
+    /// Per table, its permutation (64-bit designs use `apply64`).
+    perms: Vec<TablePermutation>,
     /// The index's run numbers: a bucket is read from each and merged (once per cache).
     runs: Vec<u32>,
 }
@@ -57,6 +96,7 @@ impl Shape {
         Some(Shape {
             design: design.clone(),
             geometry: (0..design.table_count()).map(|t| Geometry::of(design, *bucket_bits, t)).collect(),
+            perms: (0..design.table_count()).map(|t| design.table_permutation(t)).collect(),
             runs: runs.iter().map(|r| r.id).collect(),
         })
     }
@@ -85,18 +125,8 @@ impl<'i> SimhashProber<'i> {
             Some(shape) => shape,
             None => Arc::new(Shape::of(&cache.def)?),
         };
-        Some(SimhashProber {
-            snap,
-            info,
-            shape,
-            cache: cache.clone(),
-            table: None,
-            probe_keys: Vec::new(),
-            keys128: Vec::new(),
-            rows: Vec::new(),
-            scratch_hits: Vec::new(),
-            hits: Vec::new(),
-        })
+        let bufs = SPARE.with(Cell::take).unwrap_or_default();
+        Some(SimhashProber { snap, info, shape, cache: cache.clone(), table: None, bufs })
     }
 
     /// The bucket table, opened on first need (`None`: never created).
@@ -126,65 +156,107 @@ impl<'i> SimhashProber<'i> {
 
     /// Every live row within `radius` (<= the design's k) of `fp`, sorted by (distance, row).
     pub(crate) fn within(&mut self, fp: u128, radius: u32) -> Result<Vec<(u64, u32)>, IndexError> {
-        self.check_radius(radius)?;
-        self.hits.clear();
-        if self.shape.design.f() == 64 {
-            self.probe::<u64>(fp)?;
-        } else {
-            self.probe::<u128>(fp)?;
-        }
-        let mut out: Vec<(u64, u32)> =
-            self.hits.iter().filter(|m| m.distance <= radius).map(|m| (m.row, m.distance)).collect();
-        out.sort_unstable_by_key(|&(row, d)| (d, row));
-        Ok(out)
+        self.probe_into_hits(fp, radius)?;
+        Ok(self.bufs.hits.iter().map(|m| (m.row, m.distance)).collect())
     }
 
-    fn probe<F: Fingerprint>(&mut self, fp: u128) -> Result<(), IndexError> {
-        let (info, snap, runs) = (self.info, self.snap, &self.shape.runs);
-        let design = &self.shape.design;
-        let cache = &self.cache;
+    /// Probes `fp` and leaves in `bufs.hits` the matches within `radius` (<= the design's
+    /// k), sorted by (distance, row).
+    fn probe_into_hits(&mut self, fp: u128, radius: u32) -> Result<(), IndexError> {
+        self.check_radius(radius)?;
+        self.bufs.hits.clear();
+        if self.shape.design.f() == 64 {
+            self.probe_held(fp as u64)?;
+        } else {
+            self.probe_wide(fp)?;
+        }
+        self.bufs.hits.retain(|m| m.distance <= radius);
+        self.bufs.hits.sort_unstable();
+        Ok(())
+    }
+
+    /// The probe of a 64-bit design, over buckets held as words ([`super::held`]): tables
+    /// [`TABLE_BLOCK`] at a time, each table's place and then its bucket's first lines asked
+    /// for before any is filtered, so that their cache misses overlap.
+    fn probe_held(&mut self, fp: u64) -> Result<(), IndexError> {
+        let (info, snap, shape, cache) = (self.info, self.snap, &*self.shape, &*self.cache);
         let table = &mut self.table;
-        // The tables' places, then their buckets' first lines, are asked for up front: the
-        // tables' cache misses then overlap instead of following one another.
-        let keys = &mut self.probe_keys;
-        keys.clear();
-        keys.extend(self.shape.geometry.iter().enumerate().map(|(t, g)| {
-            let key = design.permute_u128(t, fp);
+        let Buffers { probe_keys, scratch_hits, hits, .. } = &mut self.bufs;
+        probe_keys.clear();
+        probe_keys.extend(shape.geometry.iter().zip(&shape.perms).enumerate().map(|(t, (g, perm))| {
+            let key = u128::from(perm.apply64(fp));
             cache.prefetch_slot(t, g.bits, u64::from(g.bucket(key)));
             (key, g.bucket(key))
         }));
-        let mut values = Vec::with_capacity(keys.len());
-        for (t, (g, &(_, bucket))) in self.shape.geometry.iter().zip(keys.iter()).enumerate() {
+        let design = &shape.design;
+        for first in (0..probe_keys.len()).step_by(TABLE_BLOCK) {
+            let end = (first + TABLE_BLOCK).min(probe_keys.len());
+            let mut values: [Option<Value<'_>>; TABLE_BLOCK] = Default::default();
+            for t in first..end {
+                let (g, bucket) = (shape.geometry[t], probe_keys[t].1);
+                let value = cache.value(t, g.bits, u64::from(bucket), || {
+                    let Some(table) = Self::table(table, snap)? else { return Ok(None) };
+                    let Some(stored) = merged_bucket(table, info, &shape.runs, t as u32, g, bucket)? else {
+                        return Ok(None);
+                    };
+                    let field = table_field(shape.runs.first().copied().unwrap_or(0), t as u32);
+                    held_of(&stored, g, bucket).map(Some).map_err(|d| bucket_err(info, field, bucket, d))
+                })?;
+                if let Some(bytes) = &value {
+                    // The first lines of its keys; the filter's stream brings the rest.
+                    for at in (0..HELD_PREFETCH).step_by(64) {
+                        prefetch(bytes, at);
+                    }
+                }
+                values[t - first] = value;
+            }
+            for (t, value) in (first..end).zip(values) {
+                let Some(bytes) = value else { continue };
+                let (key, bucket) = (probe_keys[t].0 as u64, probe_keys[t].1);
+                let field = table_field(shape.runs.first().copied().unwrap_or(0), t as u32);
+                let view = HeldView::parse(&bytes).map_err(|d| bucket_err(info, field, bucket, d))?;
+                scratch_hits.clear();
+                view.within(key, design.k(), scratch_hits);
+                for &(distance, i) in scratch_hits.iter() {
+                    // The canonical-table rule: a pair is reported by one table only.
+                    if design.is_canonical(t, u128::from(view.key(i) ^ key)) {
+                        hits.push(SimhashMatch { distance, row: view.row(i) });
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The probe of a design wider than 64 bits, over buckets held as stored.
+    fn probe_wide(&mut self, fp: u128) -> Result<(), IndexError> {
+        let (info, snap, shape, cache) = (self.info, self.snap, &*self.shape, &*self.cache);
+        let table = &mut self.table;
+        let Buffers { probe_keys, keys128, scratch_hits, hits, .. } = &mut self.bufs;
+        probe_keys.clear();
+        probe_keys.extend(shape.geometry.iter().zip(&shape.perms).enumerate().map(|(t, (g, perm))| {
+            let key = perm.apply(fp);
+            cache.prefetch_slot(t, g.bits, u64::from(g.bucket(key)));
+            (key, g.bucket(key))
+        }));
+        let design = &shape.design;
+        for (t, (g, &(key, bucket))) in shape.geometry.iter().zip(probe_keys.iter()).enumerate() {
             let value = cache.value(t, g.bits, u64::from(bucket), || {
                 let Some(table) = Self::table(table, snap)? else { return Ok(None) };
-                merged_bucket(table, info, runs, t as u32, *g, bucket)
+                merged_bucket(table, info, &shape.runs, t as u32, *g, bucket)
             })?;
-            if let Some(bytes) = &value {
-                prefetch(bytes, 0);
-                prefetch(bytes, 64);
-            }
-            values.push(value);
-        }
-        for (t, ((g, &(key, bucket)), value)) in self.shape.geometry.iter().zip(keys.iter()).zip(values).enumerate() {
             let Some(bytes) = value else { continue };
             // One run's value as stored, or several runs' merged: the field names the first.
-            let field = table_field(self.shape.runs.first().copied().unwrap_or(0), t as u32);
-            let view = BucketView::parse(&bytes, *g).map_err(|d| bucket_err(self.info, field, bucket, d))?;
-            // Keys only; a row id is decoded for the few keys within the radius.
-            self.scratch_hits.clear();
-            if F::BITS == 64 {
-                view.within_u64(*g, bucket, key as u64, design.k(), &mut self.scratch_hits);
-            } else {
-                self.keys128.clear();
-                view.keys_into::<u128>(*g, bucket, &mut self.keys128);
-                u128::within(key, &self.keys128, design.k(), &mut self.scratch_hits);
-            }
-            let query_key = if F::BITS == 64 { u128::from(key as u64) } else { key };
-            for &(distance, i) in &self.scratch_hits {
-                let stored = if F::BITS == 64 { u128::from(view.key_u64(*g, bucket, i)) } else { self.keys128[i] };
+            let field = table_field(shape.runs.first().copied().unwrap_or(0), t as u32);
+            let view = BucketView::parse(&bytes, *g).map_err(|d| bucket_err(info, field, bucket, d))?;
+            scratch_hits.clear();
+            keys128.clear();
+            view.keys_into::<u128>(*g, bucket, keys128);
+            u128::within(key, keys128, design.k(), scratch_hits);
+            for &(distance, i) in scratch_hits.iter() {
                 // The canonical-table rule: a pair is reported by one table only.
-                if design.is_canonical(t, stored ^ query_key) {
-                    self.hits.push(SimhashMatch { distance, row: view.row(i) });
+                if design.is_canonical(t, keys128[i] ^ key) {
+                    hits.push(SimhashMatch { distance, row: view.row(i) });
                 }
             }
         }
@@ -198,7 +270,7 @@ impl<'i> SimhashProber<'i> {
         let mut out = Vec::new();
         let Some(table) = Self::table(&mut self.table, self.snap)? else { return Ok(out) };
         let design = &self.shape.design;
-        let (keys, rows) = (&mut self.keys128, &mut self.rows);
+        let (keys, rows) = (&mut self.bufs.keys128, &mut self.bufs.rows);
         let mut hits = Vec::new();
         for (t, g) in self.shape.geometry.iter().enumerate() {
             for_each_merged_bucket(table, self.info, &self.shape.runs, t as u32, *g, |_, entries| {
@@ -247,11 +319,13 @@ pub(crate) fn simhash_within_records(
             None => SimhashProber::open(snap, info)?,
         };
         let mut p = p.ok_or_else(|| not_simhash(info))?;
-        let matches = p.within(fp, radius)?;
-        let mut rows: Vec<u64> = matches.iter().map(|&(row, _)| row).collect();
+        p.probe_into_hits(fp, radius)?;
+        let Buffers { hits, rows, .. } = &mut p.bufs;
+        rows.clear();
+        rows.extend(hits.iter().map(|m| m.row));
         rows.sort_unstable();
-        let records = p.cache.records(snap, info, &rows)?;
-        Ok((matches.len(), records))
+        let records = p.cache.records(snap, info, rows)?;
+        Ok((hits.len(), records))
     })
 }
 
