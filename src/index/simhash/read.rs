@@ -72,8 +72,9 @@ impl Drop for SimhashProber<'_> {
 /// Entries a kept buffer may hold, at most.
 const SPARE_MAX: usize = 1 << 14;
 
-/// Bytes of each held bucket requested before the first is filtered.
-const HELD_PREFETCH: usize = 256;
+/// Bytes of each held bucket requested before the first is filtered, at most (a bucket
+/// holds about 128 entries, 1.5 KB).
+const HELD_PREFETCH: usize = 4096;
 
 /// Tables whose buckets are requested together before they are filtered.
 const TABLE_BLOCK: usize = 8;
@@ -203,8 +204,10 @@ impl<'i> SimhashProber<'i> {
                     held_of(&stored, g, bucket).map(Some).map_err(|d| bucket_err(info, field, bucket, d))
                 })?;
                 if let Some(bytes) = &value {
-                    // The first lines of its keys; the filter's stream brings the rest.
-                    for at in (0..HELD_PREFETCH).step_by(64) {
+                    // Its lines (up to a bound), all asked for before the first bucket is
+                    // filtered: left to the filter's stream, each bucket's lines came in one
+                    // after another.
+                    for at in (0..bytes.len().min(HELD_PREFETCH)).step_by(64) {
                         prefetch(bytes, at);
                     }
                 }
