@@ -145,7 +145,6 @@ fn read_flag(r: &ReadArgs) -> Option<&'static str> {
         (r.strict, "--strict"),
         (r.lossy_utf8, "--lossy-utf8"),
         (r.follow_symlinks, "--follow-symlinks"),
-        (r.threads.is_some(), "--threads"),
     ]
     .into_iter()
     .find_map(|(given, flag)| given.then_some(flag))
@@ -218,7 +217,10 @@ pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<
         return Ok(());
     }
     let joined = std::time::Instant::now();
-    let d = coll.dedup_clustered(kind, options, args.clustering)?;
+    // `--threads` bounds the join as it bounds the ingest: its banding, sorts and keying run on
+    // this pool (every core by default).
+    let d = crate::load::pipeline::pool(args.read.threads)?
+        .install(|| coll.dedup_clustered(kind, options, args.clustering))?;
     let join_secs = joined.elapsed().as_secs_f64();
     let records = coll.len()?;
     let decided = decide(&d, &args.keep, input.as_ref(), &coll)?;
