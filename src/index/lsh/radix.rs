@@ -26,7 +26,7 @@ pub(crate) fn sort_by_high_half(words: &mut Vec<u64>, scratch: &mut Vec<u64>) {
     scratch.clear();
     scratch.resize(n, 0);
     for (pass, c) in counts.iter().enumerate() {
-        if c.iter().any(|&k| k == n) {
+        if c.contains(&n) {
             continue;
         }
         let mut next = [0usize; BUCKETS];
