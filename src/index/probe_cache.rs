@@ -29,7 +29,8 @@
 //! a slot's value sits in a place of its own, found by shelf and slot number without hashing
 //! or locking (the shelf's page table, then the place, before the value's bytes; pages of
 //! places are made as probes first reach them); shelves of more than `2^DIRECT_BITS` slots
-//! go through a map.
+//! go through a map. Beside the values, the cache keeps the records of rows queries scored
+//! and the rows of keys queries looked up ([`records`]).
 
 use std::any::Any;
 use std::collections::HashMap;
