@@ -34,6 +34,7 @@ impl Slot {
 }
 
 mod ingest;
+mod pipeline;
 mod probe;
 mod results;
 pub(crate) use results::stats_dict;
@@ -193,6 +194,9 @@ impl PyCollection {
                 return Err(PyValueError::new_err(
                     "give exactly one of texts, tokens=, sketches=, signatures=, hashvalues=",
                 ));
+            }
+            None if sketches.is_none() && signatures.is_none() && (texts.is_some() != tokens.is_some()) => {
+                return pipeline::insert_many(py, &coll, keys, texts, tokens, upsert, strict);
             }
             None => ingest::contents(&coll, texts, tokens, sketches, signatures)?,
         };

@@ -73,7 +73,7 @@ impl PyInsertReport {
 type Content = Result<Probe, PyErr>;
 
 /// Keys from a Python iterable or an Arrow string/binary array, each read or refused.
-fn keys(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Result<Vec<u8>, PyErr>>> {
+pub(super) fn keys(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Result<Vec<u8>, PyErr>>> {
     if let Some(arrays) = arrow_chunks(obj, "keys")? {
         let mut out = Vec::new();
         for a in &arrays {
@@ -265,7 +265,7 @@ fn sketch_token_rows(py: Python<'_>, coll: &Collection, rows: &TokenRows<'_>) ->
         .collect()
 }
 
-fn not_text(x: &Bound<'_, PyAny>) -> PyErr {
+pub(super) fn not_text(x: &Bound<'_, PyAny>) -> PyErr {
     let name =
         if x.is_none() { "None".to_string() } else { x.get_type().name().map(|n| n.to_string()).unwrap_or_default() };
     PyTypeError::new_err(format!("a text is str, not {name}"))
@@ -404,7 +404,21 @@ pub(crate) fn insert_many(
         Some(Err(e)) => return Err(to_py(e)),
         None => 0,
     };
+    report(py, written, rejects, strict)
+}
+
+/// The report of `written` records and `rejects` (index, key, error); under `strict`, the
+/// first reject raises instead, naming its record.
+pub(super) fn report(
+    py: Python<'_>,
+    written: u64,
+    mut rejects: Vec<(usize, Option<Vec<u8>>, PyErr)>,
+    strict: bool,
+) -> PyResult<PyInsertReport> {
     rejects.sort_by_key(|r| r.0);
+    if strict && let Some((i, _, e)) = rejects.first() {
+        return Err(at(py, *i, e));
+    }
     let rejects = rejects
         .into_iter()
         .map(|(index, key, error)| {
