@@ -39,10 +39,10 @@ mod probe;
 mod results;
 pub(crate) use results::stats_dict;
 
-pub(crate) use ingest::{PyInsertReport, PyReject};
 use probe::{Probe, ProbeArgs};
 use results::hit;
 pub(crate) use results::{PyCluster, PyDedupResult, PyHit};
+pub(crate) use results::{PyInsertReport, PyReject};
 
 /// A named set of keyed sketches of one configuration.
 #[pyclass(name = "Collection", module = "sketchdb._sketchdb", frozen)]
@@ -184,7 +184,7 @@ impl PyCollection {
         hashvalues: Option<&Bound<'_, PyAny>>,
         upsert: bool,
         strict: bool,
-    ) -> PyResult<ingest::PyInsertReport> {
+    ) -> PyResult<PyInsertReport> {
         let coll = self.coll()?;
         let contents = match hashvalues {
             Some(h) if texts.is_none() && tokens.is_none() && sketches.is_none() && signatures.is_none() => {

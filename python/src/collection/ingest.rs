@@ -1,6 +1,7 @@
 //! Batches in: the records of `insert_many` and the probes of `query_many`, from Python
 //! iterables (lists, generators, NumPy arrays) or Arrow arrays (read without copying the
-//! column), and `insert_many`'s rejects rule.
+//! column), and `insert_many`'s rejects rule. (`insert_many` from texts and `tokens=` runs
+//! as a pipeline of its own, `pipeline.rs`; the rest are written here.)
 //!
 //! `insert_many` checks every record before it writes: a record whose key or content is bad
 //! (an empty or over-long key, a key that is not str/bytes, a text without words, a sketch
@@ -19,55 +20,13 @@ use sketchdb::recipes::check_key;
 use sketchdb::{Batch, Collection, QueryKind, QueryOptions, Sketch, StorageError, signature};
 
 use super::probe::Staged;
+use super::results::{PyInsertReport, at, report};
 use super::{Probe, PyHit};
 use crate::arrow::ffi::arrow_chunks;
 use crate::arrow::{TokenRows, signature_rows, text_rows};
 use crate::convert;
 use crate::errors::to_py;
 use crate::sketches;
-
-/// One record left out of an `insert_many`, and why.
-#[pyclass(name = "Reject", module = "sketchdb._sketchdb", frozen, get_all)]
-pub(crate) struct PyReject {
-    /// The record's position in the call's input (from 0).
-    index: usize,
-    /// Its key (`str`/`bytes`), or None when the key itself was unreadable.
-    key: Option<Py<PyAny>>,
-    /// The exception it would have raised (a `ValueError`, `TypeError` or `sketchdb.Error`).
-    error: Py<PyAny>,
-}
-
-#[pymethods]
-impl PyReject {
-    fn __repr__(&self, py: Python<'_>) -> String {
-        let key = self
-            .key
-            .as_ref()
-            .map_or("None".to_string(), |k| k.bind(py).repr().map(|r| r.to_string()).unwrap_or_default());
-        let err = self.error.bind(py).repr().map(|r| r.to_string()).unwrap_or_default();
-        format!("Reject(index={}, key={key}, error={err})", self.index)
-    }
-}
-
-/// What `insert_many` did: records written and records rejected.
-#[pyclass(name = "InsertReport", module = "sketchdb._sketchdb", frozen, get_all)]
-pub(crate) struct PyInsertReport {
-    /// Records written (inserted or replaced) in the one commit.
-    written: u64,
-    /// The records left out, in input order (empty under `strict=True`, which raises instead).
-    rejects: Vec<Py<PyReject>>,
-}
-
-#[pymethods]
-impl PyInsertReport {
-    /// `written`, so `int(report)` is the count of records written.
-    fn __int__(&self) -> u64 {
-        self.written
-    }
-    fn __repr__(&self) -> String {
-        format!("InsertReport(written={}, rejects={})", self.written, self.rejects.len())
-    }
-}
 
 /// A record's or probe's content before sketching, or why it is unusable.
 type Content = Result<Probe, PyErr>;
@@ -271,11 +230,6 @@ pub(super) fn not_text(x: &Bound<'_, PyAny>) -> PyErr {
     PyTypeError::new_err(format!("a text is str, not {name}"))
 }
 
-/// `err` with "record {i}: " before its message, of the same exception class.
-fn at(py: Python<'_>, i: usize, err: &PyErr) -> PyErr {
-    PyErr::from_type(err.get_type(py), format!("record {i}: {}", err.value(py)))
-}
-
 /// `insert_many`: see the module docs for the rejects rule.
 pub(crate) fn insert_many(
     py: Python<'_>,
@@ -405,28 +359,6 @@ pub(crate) fn insert_many(
         None => 0,
     };
     report(py, written, rejects, strict)
-}
-
-/// The report of `written` records and `rejects` (index, key, error); under `strict`, the
-/// first reject raises instead, naming its record.
-pub(super) fn report(
-    py: Python<'_>,
-    written: u64,
-    mut rejects: Vec<(usize, Option<Vec<u8>>, PyErr)>,
-    strict: bool,
-) -> PyResult<PyInsertReport> {
-    rejects.sort_by_key(|r| r.0);
-    if strict && let Some((i, _, e)) = rejects.first() {
-        return Err(at(py, *i, e));
-    }
-    let rejects = rejects
-        .into_iter()
-        .map(|(index, key, error)| {
-            let key = key.map(|k| convert::key_to_py(py, &k)).transpose()?;
-            Py::new(py, PyReject { index, key, error: error.into_value(py).into_any() })
-        })
-        .collect::<PyResult<_>>()?;
-    Ok(PyInsertReport { written, rejects })
 }
 
 /// Writes `batch` in one commit; returns the records written.

@@ -28,8 +28,9 @@ use pyo3::types::{PyBytes, PyString};
 use rayon::prelude::*;
 use sketchdb::{Batch, Collection, StorageError, WriteSummary};
 
-use super::ingest::{PyInsertReport, keys, not_text, report};
+use super::ingest::{keys, not_text};
 use super::probe::Staged;
+use super::results::{PyInsertReport, report};
 use crate::arrow::ffi::arrow_chunks;
 use crate::arrow::{TokenRows, text_rows};
 use crate::bulk::Items;
@@ -53,7 +54,10 @@ enum ArrowRows<'a> {
 /// Where the records' contents come from.
 enum Source<'a, 'py> {
     /// Python texts (`texts = true`) or token iterables, read under the GIL.
-    Python { items: Items<'a, 'py>, texts: bool },
+    Python {
+        items: Items<'a, 'py>,
+        texts: bool,
+    },
     Arrow(ArrowRows<'a>),
 }
 
@@ -95,6 +99,10 @@ enum Item {
     Tokens(Range<usize>),
     Row(usize),
 }
+
+/// The rejects (record index and why, in input order) and the batch of the other records
+/// (`None` when a strict call met a reject).
+type Staging = (Vec<(usize, Why)>, Option<Batch>);
 
 struct Chunk {
     first: usize,
@@ -271,7 +279,7 @@ fn pipeline(
     source: &Source<'_, '_>,
     upsert: bool,
     strict: bool,
-) -> PyResult<(Vec<(usize, Why)>, Option<Batch>)> {
+) -> PyResult<Staging> {
     let (arrow, pool) = match source {
         Source::Arrow(a) => (Some(a), None),
         Source::Python { .. } => (None, crate::bulk::sketch_pool(rayon::current_num_threads())),
@@ -406,7 +414,7 @@ fn stage_all(
     rx: Receiver<Chunk>,
     upsert: bool,
     strict: bool,
-) -> (Vec<(usize, Why)>, Option<Batch>) {
+) -> Staging {
     let mut rejects = Vec::new();
     let mut batch = Batch::with_capacity(keys.len());
     for c in rx {
@@ -429,7 +437,13 @@ fn stage_all(
 }
 
 /// One record's sketch (and set, where kept), made as [`super::probe::Probe::stage`] makes it.
-fn stage(coll: &Collection, arrow: Option<&ArrowRows<'_>>, flat: &[u64], text: &str, item: Item) -> Result<Staged, Why> {
+fn stage(
+    coll: &Collection,
+    arrow: Option<&ArrowRows<'_>>,
+    flat: &[u64],
+    text: &str,
+    item: Item,
+) -> Result<Staged, Why> {
     let tokenizer = &coll.config().tokenizer;
     match item {
         Item::Bad(why) => Err(why),
