@@ -5,8 +5,9 @@
 //!    into one buffer and token hashes into one flat vector per chunk (no allocation per
 //!    record); an Arrow column needs no reading and is borrowed in place.
 //! 2. A sketching thread sketches each chunk's records without the GIL, on a pool of one
-//!    thread fewer than the caller's where the calling thread reads Python objects beside it
-//!    (on all of them for an Arrow column), and moves the sketches into the call's [`Batch`]
+//!    thread fewer than the caller's where the calling thread reads token lists beside it
+//!    (on all of them for texts, NumPy rows and Arrow columns), and moves the sketches into
+//!    the call's [`Batch`]
 //!    (no copy: keys already stored are found before, so the batch is written once).
 //! 3. The batch is applied in one transaction ([`Collection::apply`]: the index's band keys
 //!    are computed beside the record writes), with the GIL released.
@@ -24,7 +25,7 @@ use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString};
+use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 use rayon::prelude::*;
 use sketchdb::{Batch, Collection, StorageError, WriteSummary};
 
@@ -282,7 +283,13 @@ fn pipeline(
 ) -> PyResult<Staging> {
     let (arrow, pool) = match source {
         Source::Arrow(a) => (Some(a), None),
-        Source::Python { .. } => (None, crate::bulk::sketch_pool(rayon::current_num_threads())),
+        // Token lists are read one Python int or str at a time, as long as their sketching
+        // takes: the reader gets a core of its own. A text or a NumPy row is read in one
+        // copy, far quicker than it is sketched: every core sketches.
+        Source::Python { items, texts: false } if items.len() > 0 && is_seq(&items.get(0)?) => {
+            (None, crate::bulk::sketch_pool(rayon::current_num_threads()))
+        }
+        Source::Python { .. } => (None, None),
     };
     std::thread::scope(|s| {
         let (tx, rx) = sync_channel::<Chunk>(2);
@@ -307,6 +314,10 @@ fn pipeline(
         read?;
         Ok((rejects, batch))
     })
+}
+
+fn is_seq(obj: &Bound<'_, PyAny>) -> bool {
+    obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>()
 }
 
 /// The item of record `i` whose key keeps it out, if it does.
