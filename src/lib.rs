@@ -68,7 +68,7 @@ pub use db::snapshot::{PageColumns, Record, Scan, Snapshot};
 pub use db::stats::{CacheStats, CollectionStats, IndexSummary};
 pub use error::{Error, Result};
 pub use index::IndexError;
-pub use planner::dedup_exec::{Cluster, Clustering, DedupResult};
+pub use planner::dedup_exec::{Cluster, Clustering, DedupResult, JoinStages};
 pub use planner::error::QueryError;
 pub use planner::exec::Hit;
 pub use planner::explain::Explain;

@@ -193,7 +193,10 @@ fn every_input_format_and_stdin_give_the_same_clusters_and_keep_every_field() {
         let secs = s["ingest"]["stage_seconds"][stage].as_f64();
         assert!(secs.is_some_and(|x| x >= 0.0 && x <= s["seconds"].as_f64().unwrap()), "{stage}: {s}");
     }
-    assert!(s["join_seconds"].as_f64().is_some(), "{s}");
+    let join = s["join_seconds"].as_f64().unwrap();
+    let stages: Vec<f64> =
+        ["load", "keys", "pairs", "cluster"].iter().map(|k| s["join_stages"][k].as_f64().unwrap()).collect();
+    assert!(stages.iter().all(|&x| x >= 0.0) && stages.iter().sum::<f64>() <= join, "{s}");
     let kept_lines: Vec<String> =
         std::fs::read_to_string(d.join("kept.jsonl")).unwrap().lines().map(str::to_string).collect();
     let want: Vec<String> = docs.iter().filter(|x| kept_ids.contains(&x.id)).map(jsonl_line).collect();

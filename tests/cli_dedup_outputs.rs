@@ -401,8 +401,20 @@ fn a_stored_collection_has_no_records_to_write_or_fields_to_keep_by() {
     // The drop list and the pairs need only the collection.
     let out = ok(d, &["--db", "x.db", "dedup", "c", "--threshold", "0.8", "--format", "none", "--dropped", "dr.txt"]);
     assert_eq!(file_lines(&d.join("dr.txt")), ["k1", "k2", "k4"], "{}", String::from_utf8_lossy(&out.stderr));
+    // `--threads` sets the join's threads, of a stored collection too; the clusters are the same.
+    let join = |threads: Option<&str>| {
+        let mut args = vec!["--db", "x.db", "--json", "dedup", "c", "--threshold", "0.8"];
+        args.extend(threads.map(|n| ["--threads", n]).into_iter().flatten());
+        ok(d, &args).stdout
+    };
+    let all = join(None);
+    assert_eq!(lines(&all).len(), 2, "{}", String::from_utf8_lossy(&all));
+    for n in ["1", "3"] {
+        assert_eq!(join(Some(n)), all, "--threads {n}");
+    }
     for args in [
-        &["dedup", "c", "--write-deduplicated", "o.jsonl"][..],
+        &["dedup", "c", "--rejects", "r.jsonl"][..],
+        &["dedup", "c", "--write-deduplicated", "o.jsonl"],
         &["dedup", "c", "--keep", "longest"],
         &["dedup", "c", "--keep", "score"],
         &["dedup", "c", "--dropped", "x.unknown"],

@@ -3,6 +3,7 @@
 //! [`super::cluster`].
 
 use std::cell::{Cell, OnceCell};
+use std::time::Instant;
 
 use rayon::prelude::*;
 
@@ -66,6 +67,22 @@ pub struct DedupResult {
     /// Whether pairs were kept by their estimate or by exact Jaccard (a collection that
     /// keeps shingles, threshold dedup).
     pub scoring: Scoring,
+    /// Where the join's time went.
+    pub stages: JoinStages,
+}
+
+/// Where a dedup's time went: wall-clock seconds of each stage, in the order they run.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct JoinStages {
+    /// Reading and decoding the live records.
+    pub load: f64,
+    /// Computing every signature's band keys (banding in memory; 0 for other plans).
+    pub keys: f64,
+    /// Finding and verifying the candidate pairs (sorting band keys, or probing an index).
+    pub pairs: f64,
+    /// Grouping the verified pairs into clusters and ordering them.
+    pub cluster: f64,
 }
 
 /// The value in `cell`, made by `load` on first use.
@@ -114,14 +131,17 @@ fn join_banded(
     threshold: f64,
     keep: &impl Fn(usize, usize) -> Result<bool>,
     on_pair: &mut impl FnMut(u64, u64),
+    key_seconds: &mut f64,
 ) -> Result<()> {
     let p = &info.def.params;
     let scheme = lsh_scheme_for(p.kind(), p.bits(), p.slots(), threshold, Banding::given(banding))
         .map_err(|e| index_error(info, e))?;
+    let started = Instant::now();
     let keys = BandedKeys::new(&scheme, rows, |r| &r.2).map_err(|(i, e)| {
         let row = rows[i].0;
         index_error(info, IndexError::inconsistent("signature", format!("row {row}: {e}")))
     })?;
+    *key_seconds = started.elapsed().as_secs_f64();
     keys.for_each_pair(|i, j| -> Result<()> {
         if keep(i, j)? {
             on_pair(rows[i].0, rows[j].0);
@@ -190,6 +210,8 @@ pub(crate) fn dedup(
     costs: &CostModel,
 ) -> Result<DedupResult> {
     check_question(info, kind, &options)?;
+    let started = Instant::now();
+    let mut stages = JoinStages::default();
     let mut rows: Vec<Row> = Vec::new();
     // Decoding is most of a dedup's loading: a page's live rows are decoded on the caller's
     // rayon pool, DECODE_CHUNK rows at a time column by column, in row order.
@@ -207,6 +229,7 @@ pub(crate) fn dedup(
         Ok(true)
     })?;
     // Row ids ascend: pages come in row order, rows ascend within a page.
+    stages.load = started.elapsed().as_secs_f64();
     let Some(first) = rows.first() else {
         let scoring = Scoring::of(info, kind);
         return Ok(DedupResult {
@@ -217,6 +240,7 @@ pub(crate) fn dedup(
             plan: None,
             reason: "no records".into(),
             scoring,
+            stages,
         });
     };
     let stats = stats_in(snap, info)?;
@@ -257,6 +281,7 @@ pub(crate) fn dedup(
     let probe = |sketch: &Sketch| Query { sketch: sketch.clone(), kind: probe_kind, options };
     let mut edges: Vec<(u64, u64)> = Vec::new();
     let mut on_pair = |a: u64, b: u64| edges.push((a, b));
+    let joined = Instant::now();
     match plan {
         // An LSH probe of every record becomes one pass over the buckets (the same
         // candidate pairs), each pair verified on the sketches already in memory.
@@ -277,7 +302,7 @@ pub(crate) fn dedup(
         // each candidate pair the same way.
         Plan { access: Access::LshBanding { bands, rows: per_band }, finish: Finish::Verify { threshold } } => {
             let banding = LshParams { bands, rows: per_band };
-            join_banded(info, &rows, banding, threshold, &keep, &mut on_pair)?;
+            join_banded(info, &rows, banding, threshold, &keep, &mut on_pair, &mut stages.keys)?;
         }
         // No SimHash tables covering the radius: build them in memory over the loaded
         // fingerprints and self-join them (exact, like the persisted tables).
@@ -313,6 +338,8 @@ pub(crate) fn dedup(
             proposed.set(probed);
         }
     }
+    stages.pairs = joined.elapsed().as_secs_f64() - stages.keys;
+    let grouped = Instant::now();
     let key_of = |r: &u64| rows.binary_search_by_key(r, |x| x.0).map(|i| rows[i].1.clone()).unwrap_or_default();
     let mut clusters: Vec<Cluster> = super::cluster::group(&edges, clustering)
         .into_iter()
@@ -324,5 +351,6 @@ pub(crate) fn dedup(
     let mut verified: Vec<(u64, u64)> = edges.iter().map(|&(a, b)| (a.min(b), a.max(b))).collect();
     verified.sort_unstable();
     let candidates = proposed.get();
-    Ok(DedupResult { clusters, pairs, verified, candidates, plan: Some(plan), reason: choice.reason, scoring })
+    stages.cluster = grouped.elapsed().as_secs_f64();
+    Ok(DedupResult { clusters, pairs, verified, candidates, plan: Some(plan), reason: choice.reason, scoring, stages })
 }

@@ -15,6 +15,7 @@ mod held;
 mod mem;
 mod merge;
 mod params;
+mod radix;
 mod read;
 mod table;
 mod verify;

@@ -145,7 +145,6 @@ fn read_flag(r: &ReadArgs) -> Option<&'static str> {
         (r.strict, "--strict"),
         (r.lossy_utf8, "--lossy-utf8"),
         (r.follow_symlinks, "--follow-symlinks"),
-        (r.threads.is_some(), "--threads"),
     ]
     .into_iter()
     .find_map(|(given, flag)| given.then_some(flag))
@@ -218,7 +217,10 @@ pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<
         return Ok(());
     }
     let joined = std::time::Instant::now();
-    let d = coll.dedup_clustered(kind, options, args.clustering)?;
+    // `--threads` bounds the join as it bounds the ingest: its banding, sorts and keying run on
+    // this pool (every core by default).
+    let d = crate::load::pipeline::pool(args.read.threads)?
+        .install(|| coll.dedup_clustered(kind, options, args.clustering))?;
     let join_secs = joined.elapsed().as_secs_f64();
     let records = coll.len()?;
     let decided = decide(&d, &args.keep, input.as_ref(), &coll)?;
@@ -263,17 +265,23 @@ pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<
         "dedup",
         &format!(
             "{} clusters from {} verified pairs ({what}) in collection `{name}` of {}: {} of {records} records are \
-             duplicates ({percent:.1}%){empty}, keeping {} per cluster, clustering {}, in {secs:.2} s{plan}{wrote}",
+             duplicates ({percent:.1}%){empty}, keeping {} per cluster, clustering {}, in {secs:.2} s (join \
+             {join_secs:.2} s: load {:.2}, keys {:.2}, pairs {:.2}, clusters {:.2}){plan}{wrote}",
             d.clusters.len(),
             d.pairs,
             session.path().display(),
             duplicates,
             args.keep,
             args.clustering,
+            d.stages.load,
+            d.stages.keys,
+            d.stages.pairs,
+            d.stages.cluster,
         ),
         json!({"collection": name, "records": records, "clusters": d.clusters.len(), "pairs": d.pairs,
                "candidates": d.candidates, "duplicates": duplicates, "kept": records as usize - duplicates, "percent": percent, "no_tokens": no_tokens,
                "keep": args.keep.to_string(), "clustering": args.clustering.name(), "seconds": secs, "join_seconds": join_secs,
+               "join_stages": {"load": d.stages.load, "keys": d.stages.keys, "pairs": d.stages.pairs, "cluster": d.stages.cluster},
                "ingest": ingest,
                "plan": d.plan.as_ref().map(ToString::to_string), "reason": d.reason, "files": files}),
     );

@@ -94,7 +94,8 @@ pub struct ReadArgs {
     /// more, reading, decompression (gzip, zstd) and committing also run on threads of their
     /// own, overlapped with them (a batch is written as its records are sketched, and
     /// committed once whole); with one, every stage runs in turn. The records stored (and
-    /// their row ids) do not depend on it.
+    /// their row ids) do not depend on it. `dedup` also joins on this many threads (of a
+    /// stored collection too); its clusters do not depend on it either.
     #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
     pub threads: Option<usize>,
 }
