@@ -174,3 +174,37 @@ def test_bad_arguments_raise_naming_the_record(tmp_path):
         with pytest.raises(RuntimeError, match="the source failed"):
             c.insert_many(["a", "b"], failing())
         assert len(c) == 0
+
+
+def test_keys_another_thread_stores_meanwhile_are_rejects_and_nothing_is_lost(tmp_path, sets):
+    """Another writer stores some of the call's keys while it runs: whichever commit comes
+    first keeps a key (the call's keys it finds stored are its rejects; it looks them up
+    before writing and, if the other commit lands after that, runs again), no key is stored
+    twice and no record of the call is lost."""
+    import threading
+
+    keys = [f"k{i}" for i in range(N)]
+    theirs = keys[::450]
+    their_sig = bytes(sketchdb.sketch_many([[9, 10, 11]], k=64)[0])
+    ours = {k: bytes(s) for k, s in zip(keys, sketchdb.sketch_many(sets, k=64))}
+    for attempt in range(3):
+        with sketchdb.open(tmp_path / f"r{attempt}.sketchdb") as db:
+            c = db.create_collection("c", k=64, lsh=0.8)
+            c.insert("seed", tokens=[1, 2, 3])  # not empty: the call looks its keys up
+            outcome = {}
+
+            def other():
+                outcome["r"] = c.insert_many(theirs, tokens=[[9, 10, 11]] * len(theirs))
+
+            t = threading.Thread(target=other)
+            t.start()
+            r = c.insert_many(keys, tokens=sets)
+            t.join()
+            rejected = {x.key for x in r.rejects}
+            assert all(isinstance(x.error, sketchdb.Error) and "already stored" in str(x.error) for x in r.rejects)
+            their_rejects = {x.key for x in outcome["r"].rejects}
+            # Each of their keys was written by exactly one of the two calls.
+            assert set(theirs) == rejected | their_rejects and not (rejected & their_rejects)
+            assert r.written == N - len(rejected) and len(c) == N + 1
+            for k in keys:
+                assert c.get(k).to_bytes() == (their_sig if k in rejected else ours[k]), k
