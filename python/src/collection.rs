@@ -421,12 +421,28 @@ impl PyCollection {
     }
 
     /// Groups near-duplicates: clusters of records whose pairwise estimate is at least
-    /// `threshold` (connected components), largest first.
-    #[pyo3(signature = (threshold = None, *, level = 0.95, exact = false))]
-    fn dedup(&self, py: Python<'_>, threshold: Option<f64>, level: f64, exact: bool) -> PyResult<PyDedupResult> {
+    /// `threshold` (connected components), largest first. The join runs on all cores, or on
+    /// `threads` threads (the clusters do not depend on it); `stages` on the result says where
+    /// its time went.
+    #[pyo3(signature = (threshold = None, *, level = 0.95, exact = false, threads = None))]
+    fn dedup(
+        &self,
+        py: Python<'_>,
+        threshold: Option<f64>,
+        level: f64,
+        exact: bool,
+        threads: Option<usize>,
+    ) -> PyResult<PyDedupResult> {
         let coll = self.coll()?;
         let t = threshold_or_default(&coll, threshold);
-        let r = py.detach(|| coll.dedup(QueryKind::Threshold(t), options(level, exact))).py_err()?;
+        let pool = ingest::pool_of(threads)?;
+        let join = || coll.dedup(QueryKind::Threshold(t), options(level, exact));
+        let r = py
+            .detach(|| match &pool {
+                None => join(),
+                Some(pool) => pool.install(join),
+            })
+            .py_err()?;
         let clusters = r
             .clusters
             .into_iter()
@@ -435,7 +451,12 @@ impl PyCollection {
                 Py::new(py, PyCluster { keys, rows: c.rows })
             })
             .collect::<PyResult<_>>()?;
-        Ok(PyDedupResult { clusters, pairs: r.pairs, plan: r.plan.map(|p| p.to_string()), reason: r.reason })
+        let s = r.stages;
+        let stages = [("load", s.load), ("keys", s.keys), ("pairs", s.pairs), ("cluster", s.cluster)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        Ok(PyDedupResult { clusters, pairs: r.pairs, plan: r.plan.map(|p| p.to_string()), reason: r.reason, stages })
     }
 
     /// The collection's counters and configuration.

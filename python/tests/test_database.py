@@ -101,6 +101,24 @@ def test_dedup_clusters_are_connected_components(tmp_path):
         clusters = sorted(sorted(cl.keys) for cl in result)
         assert clusters == [["k0", "k1"], ["k2", "k3"]]
         assert result.pairs == 2 and len(result) == 2
+        assert set(result.stages) == {"load", "keys", "pairs", "cluster"}
+        assert all(v >= 0.0 for v in result.stages.values())
+
+
+def test_dedup_threads_give_the_same_clusters(tmp_path):
+    corpus = make_corpus(400, seed=5)
+    # Near-copies: every fourth text again with its last word changed.
+    texts = corpus + [t.rsplit(" ", 1)[0] + " changed" for t in corpus[::4]]
+    with sketchdb.open(tmp_path / "d.sketchdb") as db:
+        c = db.create_collection("c")
+        c.insert_many([f"k{i}" for i in range(len(texts))], texts)
+        runs = [c.dedup(threshold=0.7, threads=n) for n in (None, 1, 3)]
+        shapes = [[(cl.rows, cl.keys) for cl in r] for r in runs]
+        assert len(shapes[0]) >= 50, len(shapes[0])
+        assert shapes[1] == shapes[0] and shapes[2] == shapes[0]
+        assert runs[1].pairs == runs[0].pairs == runs[2].pairs
+        with pytest.raises(ValueError, match="threads"):
+            c.dedup(threshold=0.7, threads=0)
 
 
 def test_threads_query_while_one_inserts(tmp_path):

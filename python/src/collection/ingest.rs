@@ -401,6 +401,19 @@ pub(super) fn probes(
         .collect()
 }
 
+/// A pool of `threads` threads; `None` for the global rayon pool (all cores).
+pub(super) fn pool_of(threads: Option<usize>) -> PyResult<Option<rayon::ThreadPool>> {
+    match threads {
+        None => Ok(None),
+        Some(0) => Err(PyValueError::new_err("threads must be at least 1")),
+        Some(n) => rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .map(Some)
+            .map_err(|e| PyRuntimeError::new_err(format!("cannot start {n} threads: {e}"))),
+    }
+}
+
 /// Runs one query per probe over one read snapshot ([`Collection::query_probes`]) with the
 /// GIL released: on the global rayon pool (all cores), or on a pool of `threads` threads.
 pub(super) fn run_many(
@@ -411,16 +424,7 @@ pub(super) fn run_many(
     options: QueryOptions,
     threads: Option<usize>,
 ) -> PyResult<Vec<Vec<PyHit>>> {
-    let pool = match threads {
-        None => None,
-        Some(0) => return Err(PyValueError::new_err("threads must be at least 1")),
-        Some(n) => Some(
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(n)
-                .build()
-                .map_err(|e| PyRuntimeError::new_err(format!("cannot start {n} threads: {e}")))?,
-        ),
-    };
+    let pool = pool_of(threads)?;
     let probes: Vec<sketchdb::Probe> = probes.into_iter().map(Probe::into_core).collect();
     let answers = py.detach(|| match &pool {
         None => coll.query_probes(&probes, kind, options),

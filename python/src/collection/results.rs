@@ -102,6 +102,10 @@ pub(crate) struct PyDedupResult {
     pub(super) plan: Option<String>,
     /// Why the planner chose it.
     pub(super) reason: String,
+    /// Where the join's time went, wall-clock seconds by stage: `load` (reading and decoding
+    /// the records), `keys` (band keys of an in-memory banding), `pairs` (finding and
+    /// verifying candidate pairs), `cluster` (grouping them).
+    pub(super) stages: std::collections::BTreeMap<String, f64>,
 }
 
 #[pymethods]
