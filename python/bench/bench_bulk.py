@@ -6,7 +6,8 @@ and two threads, side by side in one run on the same data.
 
 ``--package DIR`` runs the cases against another build's ``sketchdb`` package folder (a copy
 of ``python/sketchdb`` with its compiled module) for before/after figures; ``--filter TEXT``
-keeps the cases whose call contains TEXT (``"bulk (objects)"``: the calls both builds have).
+keeps the cases whose call contains TEXT (``"bulk (objects)"``: the calls both builds have;
+``A|B`` keeps those containing A or B).
 
 Workloads (../shared/bench/gen_workloads.py): ``sets-100k.jsonl`` (pre-hashed u64 token sets)
 and ``docs-20k.parquet`` (texts of at least 5 words, split on whitespace in Python for the
@@ -102,7 +103,7 @@ def worker(a):
     sets = load_sets(os.path.join(a.data, "sets-100k.jsonl"), a.sets)
     docs = load_docs(os.path.join(a.data, "docs-20k.parquet"), a.docs)
     for workload, shape, what, items, tokens, f in cases(sets, docs):
-        if a.filter and a.filter not in what:
+        if a.filter and not any(f in what for f in a.filter.split("|")):
             continue
         walls, cpus = [], []
         for _ in range(a.rounds):
@@ -174,7 +175,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--accuracy", type=int, default=2000, help="pairs for the accuracy table (0: none)")
-    ap.add_argument("--filter", default="", help="run only the cases whose call contains this text")
+    ap.add_argument("--filter", default="", help="run only the cases whose call contains this text (or one of TEXT|TEXT...)")
     ap.add_argument("--package", default="", help="a folder holding another build's sketchdb package (before/after runs)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()

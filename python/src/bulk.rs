@@ -75,7 +75,7 @@ impl<'a, 'py> Items<'a, 'py> {
         }
     }
 
-    fn get(&self, i: usize) -> PyResult<Bound<'py, PyAny>> {
+    pub(crate) fn get(&self, i: usize) -> PyResult<Bound<'py, PyAny>> {
         match self {
             Items::Seq(s) => s.get(i),
             Items::Collected(v) => Ok(v[i].clone()),
@@ -151,7 +151,7 @@ where
 /// fewer than the caller's `threads` (the reader is the other; with all `threads` sketching
 /// beside it, the serial reader was preempted and two threads ran slower than one), made once
 /// per size. `None` for one thread: the sketching thread then runs its chunks itself.
-fn sketch_pool(threads: usize) -> Option<Arc<rayon::ThreadPool>> {
+pub(crate) fn sketch_pool(threads: usize) -> Option<Arc<rayon::ThreadPool>> {
     static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
     if threads <= 1 {
         return None;

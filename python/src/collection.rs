@@ -34,14 +34,15 @@ impl Slot {
 }
 
 mod ingest;
+mod pipeline;
 mod probe;
 mod results;
 pub(crate) use results::stats_dict;
 
-pub(crate) use ingest::{PyInsertReport, PyReject};
 use probe::{Probe, ProbeArgs};
 use results::hit;
 pub(crate) use results::{PyCluster, PyDedupResult, PyHit};
+pub(crate) use results::{PyInsertReport, PyReject};
 
 /// A named set of keyed sketches of one configuration.
 #[pyclass(name = "Collection", module = "sketchdb._sketchdb", frozen)]
@@ -183,7 +184,7 @@ impl PyCollection {
         hashvalues: Option<&Bound<'_, PyAny>>,
         upsert: bool,
         strict: bool,
-    ) -> PyResult<ingest::PyInsertReport> {
+    ) -> PyResult<PyInsertReport> {
         let coll = self.coll()?;
         let contents = match hashvalues {
             Some(h) if texts.is_none() && tokens.is_none() && sketches.is_none() && signatures.is_none() => {
@@ -193,6 +194,9 @@ impl PyCollection {
                 return Err(PyValueError::new_err(
                     "give exactly one of texts, tokens=, sketches=, signatures=, hashvalues=",
                 ));
+            }
+            None if sketches.is_none() && signatures.is_none() && (texts.is_some() != tokens.is_some()) => {
+                return pipeline::insert_many(py, &coll, keys, texts, tokens, upsert, strict);
             }
             None => ingest::contents(&coll, texts, tokens, sketches, signatures)?,
         };

@@ -41,6 +41,17 @@ pub(crate) fn token(obj: &Bound<'_, PyAny>, seed: u64) -> PyResult<u64> {
 
 /// Every token of an iterable of tokens, hashed, in order (repeats kept).
 pub(crate) fn tokens(obj: &Bound<'_, PyAny>, seed: u64) -> PyResult<Vec<u64>> {
+    let mut out = Vec::new();
+    tokens_into(obj, seed, &mut out)?;
+    Ok(out)
+}
+
+/// Appends [`tokens`] of `obj` to `out` (on an error, `out` may hold some of them).
+pub(crate) fn tokens_into(obj: &Bound<'_, PyAny>, seed: u64, out: &mut Vec<u64>) -> PyResult<()> {
+    // Lists and tuples first: the common case, read without a failed NumPy extraction.
+    if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+        return extend_tokens(obj, seed, out);
+    }
     if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
         return Err(PyTypeError::new_err(
             "tokens must be an iterable of tokens, not a single str or bytes (use text= for text)",
@@ -48,14 +59,17 @@ pub(crate) fn tokens(obj: &Bound<'_, PyAny>, seed: u64) -> PyResult<Vec<u64>> {
     }
     // A 1-D NumPy array of u64 (or i64, read as the same 64 bits) hashes: no per-token call.
     if let Ok(a) = obj.extract::<PyReadonlyArray1<'_, u64>>() {
-        return Ok(a.as_array().to_vec());
+        match a.as_slice() {
+            Ok(v) => out.extend_from_slice(v),
+            Err(_) => out.extend(a.as_array().iter()),
+        }
+        return Ok(());
     }
     if let Ok(a) = obj.extract::<PyReadonlyArray1<'_, i64>>() {
-        return Ok(a.as_array().iter().map(|&x| x as u64).collect());
+        out.extend(a.as_array().iter().map(|&x| x as u64));
+        return Ok(());
     }
-    let mut out = Vec::new();
-    extend_tokens(obj, seed, &mut out)?;
-    Ok(out)
+    extend_tokens(obj, seed, out)
 }
 
 /// Appends the hashes of an iterable's tokens to `out` (as [`tokens`], without its checks for

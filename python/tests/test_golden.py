@@ -123,3 +123,25 @@ def test_sketch_many_matches_the_rust_api_in_every_input_shape(case):
         assert [bytes(r).hex() for r in got] == want, name
     objs = _class(case).bulk(hashes, seed=case["seed"], **_kw(case))
     assert [o.to_bytes().hex() for o in objs] == want
+
+
+@pytest.mark.parametrize("case", GOLDEN["cases"], ids=lambda c: f"{c['kind']}{c['bits']}")
+def test_insert_many_from_tokens_and_arrow_texts_stores_the_rust_api_signatures(tmp_path, case):
+    """``insert_many`` from the texts' token hashes (Python lists, NumPy rows, an Arrow
+    ``list<uint64>`` column) and from an Arrow text column stores the golden signature bytes."""
+    import numpy as np
+
+    want = case["signatures"]
+    keys = [f"t{i}" for i in range(len(TEXTS))]
+    hashes = [sketchdb.tokenize(t, shingle=case["shingle"], token_seed=case["token_seed"]) for t in TEXTS]
+    forms = {
+        "lists": dict(tokens=hashes),
+        "numpy rows": dict(tokens=[np.asarray(h, dtype=np.uint64) for h in hashes]),
+        "arrow tokens": dict(tokens=pa.array(hashes, type=pa.list_(pa.uint64()))),
+        "arrow texts": dict(texts=pa.array(TEXTS)),
+    }
+    with sketchdb.open(tmp_path / "g.sketchdb") as db:
+        for i, (name, kw) in enumerate(forms.items()):
+            c = db.create_collection(f"g{i}", **_params(case), **_tok(case))
+            assert c.insert_many(keys, strict=True, **kw).written == len(TEXTS)
+            assert [c.get(k).to_bytes().hex() for k in keys] == want, name

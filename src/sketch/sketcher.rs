@@ -12,7 +12,7 @@ use super::oph::OphSketch;
 use super::params::{SketchKind, SketchParams};
 use super::simhash::SimHash;
 use super::tokenize::Tokenizer;
-use super::tokens::TokenSet;
+use super::tokens::{TokenSet, distinct};
 
 /// A sketch of any kind. Comparisons between sketches check their parameters first and
 /// fail with [`SketchError::Incompatible`] naming the differing field.
@@ -250,7 +250,9 @@ impl Sketcher {
             // Strictly increasing tokens are already a set: sketched in place, without the
             // copy and sort (the same sketch either way).
             _ if tokens.windows(2).all(|w| w[0] < w[1]) => self.sketch_distinct(tokens),
-            _ => self.sketch(&TokenSet::from_unsorted(tokens.to_vec())),
+            // Any other order: the distinct tokens in the order first seen (a set sketch's
+            // minima and cardinality do not depend on order).
+            _ => self.sketch_distinct(&distinct(tokens)),
         }
     }
 

@@ -1,6 +1,7 @@
 //! Batches in: the records of `insert_many` and the probes of `query_many`, from Python
 //! iterables (lists, generators, NumPy arrays) or Arrow arrays (read without copying the
-//! column), and `insert_many`'s rejects rule.
+//! column), and `insert_many`'s rejects rule. (`insert_many` from texts and `tokens=` runs
+//! as a pipeline of its own, `pipeline.rs`; the rest are written here.)
 //!
 //! `insert_many` checks every record before it writes: a record whose key or content is bad
 //! (an empty or over-long key, a key that is not str/bytes, a text without words, a sketch
@@ -19,6 +20,7 @@ use sketchdb::recipes::check_key;
 use sketchdb::{Batch, Collection, QueryKind, QueryOptions, Sketch, StorageError, signature};
 
 use super::probe::Staged;
+use super::results::{PyInsertReport, at, report};
 use super::{Probe, PyHit};
 use crate::arrow::ffi::arrow_chunks;
 use crate::arrow::{TokenRows, signature_rows, text_rows};
@@ -26,54 +28,11 @@ use crate::convert;
 use crate::errors::to_py;
 use crate::sketches;
 
-/// One record left out of an `insert_many`, and why.
-#[pyclass(name = "Reject", module = "sketchdb._sketchdb", frozen, get_all)]
-pub(crate) struct PyReject {
-    /// The record's position in the call's input (from 0).
-    index: usize,
-    /// Its key (`str`/`bytes`), or None when the key itself was unreadable.
-    key: Option<Py<PyAny>>,
-    /// The exception it would have raised (a `ValueError`, `TypeError` or `sketchdb.Error`).
-    error: Py<PyAny>,
-}
-
-#[pymethods]
-impl PyReject {
-    fn __repr__(&self, py: Python<'_>) -> String {
-        let key = self
-            .key
-            .as_ref()
-            .map_or("None".to_string(), |k| k.bind(py).repr().map(|r| r.to_string()).unwrap_or_default());
-        let err = self.error.bind(py).repr().map(|r| r.to_string()).unwrap_or_default();
-        format!("Reject(index={}, key={key}, error={err})", self.index)
-    }
-}
-
-/// What `insert_many` did: records written and records rejected.
-#[pyclass(name = "InsertReport", module = "sketchdb._sketchdb", frozen, get_all)]
-pub(crate) struct PyInsertReport {
-    /// Records written (inserted or replaced) in the one commit.
-    written: u64,
-    /// The records left out, in input order (empty under `strict=True`, which raises instead).
-    rejects: Vec<Py<PyReject>>,
-}
-
-#[pymethods]
-impl PyInsertReport {
-    /// `written`, so `int(report)` is the count of records written.
-    fn __int__(&self) -> u64 {
-        self.written
-    }
-    fn __repr__(&self) -> String {
-        format!("InsertReport(written={}, rejects={})", self.written, self.rejects.len())
-    }
-}
-
 /// A record's or probe's content before sketching, or why it is unusable.
 type Content = Result<Probe, PyErr>;
 
 /// Keys from a Python iterable or an Arrow string/binary array, each read or refused.
-fn keys(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Result<Vec<u8>, PyErr>>> {
+pub(super) fn keys(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Result<Vec<u8>, PyErr>>> {
     if let Some(arrays) = arrow_chunks(obj, "keys")? {
         let mut out = Vec::new();
         for a in &arrays {
@@ -265,15 +224,10 @@ fn sketch_token_rows(py: Python<'_>, coll: &Collection, rows: &TokenRows<'_>) ->
         .collect()
 }
 
-fn not_text(x: &Bound<'_, PyAny>) -> PyErr {
+pub(super) fn not_text(x: &Bound<'_, PyAny>) -> PyErr {
     let name =
         if x.is_none() { "None".to_string() } else { x.get_type().name().map(|n| n.to_string()).unwrap_or_default() };
     PyTypeError::new_err(format!("a text is str, not {name}"))
-}
-
-/// `err` with "record {i}: " before its message, of the same exception class.
-fn at(py: Python<'_>, i: usize, err: &PyErr) -> PyErr {
-    PyErr::from_type(err.get_type(py), format!("record {i}: {}", err.value(py)))
 }
 
 /// `insert_many`: see the module docs for the rejects rule.
@@ -404,15 +358,7 @@ pub(crate) fn insert_many(
         Some(Err(e)) => return Err(to_py(e)),
         None => 0,
     };
-    rejects.sort_by_key(|r| r.0);
-    let rejects = rejects
-        .into_iter()
-        .map(|(index, key, error)| {
-            let key = key.map(|k| convert::key_to_py(py, &k)).transpose()?;
-            Py::new(py, PyReject { index, key, error: error.into_value(py).into_any() })
-        })
-        .collect::<PyResult<_>>()?;
-    Ok(PyInsertReport { written, rejects })
+    report(py, written, rejects, strict)
 }
 
 /// Writes `batch` in one commit; returns the records written.

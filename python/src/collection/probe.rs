@@ -37,6 +37,20 @@ impl Staged {
         &self.sketch
     }
 
+    /// The record of `tokens` (hashed, repeats allowed), as [`Probe::stage`] stages
+    /// `Probe::Tokens`: its sketch, and its distinct set where `coll` keeps shingles.
+    pub(crate) fn of_tokens(coll: &Collection, tokens: &[u64]) -> sketchdb::Result<Staged> {
+        let sketch = coll.sketcher().sketch_multiset(tokens)?;
+        let set = coll.config().exact_shingles.then(|| TokenSet::from_unsorted(tokens.to_vec()));
+        Ok(Staged { sketch, set })
+    }
+
+    /// [`Staged::of_tokens`] of tokens the caller owns (the set, when kept, takes them).
+    pub(crate) fn of_owned_tokens(coll: &Collection, tokens: Vec<u64>) -> sketchdb::Result<Staged> {
+        let sketch = coll.sketcher().sketch_multiset(&tokens)?;
+        Ok(Staged { sketch, set: coll.config().exact_shingles.then(|| TokenSet::from_unsorted(tokens)) })
+    }
+
     /// Adds the record to `batch` as an insert (or an upsert) of `key`.
     pub(crate) fn add_to(self, batch: &mut Batch, key: &[u8], upsert: bool) {
         Self::add(self.sketch, self.set.as_ref(), batch, key, upsert);
@@ -98,8 +112,7 @@ impl Probe {
                 return Ok(Staged { sketch: other.sketch(coll)?, set: None });
             }
         };
-        let sketch = coll.sketcher().sketch_multiset(&tokens)?;
-        Ok(Staged { sketch, set: keeps.then(|| TokenSet::from_unsorted(tokens)) })
+        Staged::of_owned_tokens(coll, tokens)
     }
 
     /// Runs the question `kind` with this probe. Text, tokens and stored keys are scored

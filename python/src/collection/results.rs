@@ -1,4 +1,5 @@
-//! The result types of collection calls: `Hit`, `Cluster` and `DedupResult`.
+//! The result types of collection calls: `Hit`, `Cluster`, `DedupResult`, and
+//! `insert_many`'s `InsertReport` of `Reject`s.
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -158,4 +159,74 @@ pub(crate) fn stats_dict<'py>(py: Python<'py>, coll: &Collection, s: CollectionS
 /// A hit as Python sees it.
 pub(super) fn hit(h: sketchdb::Hit) -> PyHit {
     PyHit(h)
+}
+
+/// One record left out of an `insert_many`, and why.
+#[pyclass(name = "Reject", module = "sketchdb._sketchdb", frozen, get_all)]
+pub(crate) struct PyReject {
+    /// The record's position in the call's input (from 0).
+    index: usize,
+    /// Its key (`str`/`bytes`), or None when the key itself was unreadable.
+    key: Option<Py<PyAny>>,
+    /// The exception it would have raised (a `ValueError`, `TypeError` or `sketchdb.Error`).
+    error: Py<PyAny>,
+}
+
+#[pymethods]
+impl PyReject {
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let key = self
+            .key
+            .as_ref()
+            .map_or("None".to_string(), |k| k.bind(py).repr().map(|r| r.to_string()).unwrap_or_default());
+        let err = self.error.bind(py).repr().map(|r| r.to_string()).unwrap_or_default();
+        format!("Reject(index={}, key={key}, error={err})", self.index)
+    }
+}
+
+/// What `insert_many` did: records written and records rejected.
+#[pyclass(name = "InsertReport", module = "sketchdb._sketchdb", frozen, get_all)]
+pub(crate) struct PyInsertReport {
+    /// Records written (inserted or replaced) in the one commit.
+    written: u64,
+    /// The records left out, in input order (empty under `strict=True`, which raises instead).
+    rejects: Vec<Py<PyReject>>,
+}
+
+#[pymethods]
+impl PyInsertReport {
+    /// `written`, so `int(report)` is the count of records written.
+    fn __int__(&self) -> u64 {
+        self.written
+    }
+    fn __repr__(&self) -> String {
+        format!("InsertReport(written={}, rejects={})", self.written, self.rejects.len())
+    }
+}
+
+/// `err` with "record {i}: " before its message, of the same exception class.
+pub(super) fn at(py: Python<'_>, i: usize, err: &PyErr) -> PyErr {
+    PyErr::from_type(err.get_type(py), format!("record {i}: {}", err.value(py)))
+}
+
+/// The report of `written` records and `rejects` (index, key, error); under `strict`, the
+/// first reject raises instead, naming its record.
+pub(super) fn report(
+    py: Python<'_>,
+    written: u64,
+    mut rejects: Vec<(usize, Option<Vec<u8>>, PyErr)>,
+    strict: bool,
+) -> PyResult<PyInsertReport> {
+    rejects.sort_by_key(|r| r.0);
+    if strict && let Some((i, _, e)) = rejects.first() {
+        return Err(at(py, *i, e));
+    }
+    let rejects = rejects
+        .into_iter()
+        .map(|(index, key, error)| {
+            let key = key.map(|k| convert::key_to_py(py, &k)).transpose()?;
+            Py::new(py, PyReject { index, key, error: error.into_value(py).into_any() })
+        })
+        .collect::<PyResult<_>>()?;
+    Ok(PyInsertReport { written, rejects })
 }
