@@ -39,11 +39,13 @@ fn exercise_bucket(bytes: &[u8], g: Geometry, probes: &[u64]) {
             let held = held_of(bytes, g, 3).expect("a parsed 64-bit bucket is held");
             let view = HeldView::parse(&held).expect("held bytes parse");
             for &p in probes {
+                // A query in the bucket (the probed bucket is the query's).
+                let p = if g.bits == 0 { p } else { 3u64 << (64 - g.bits) | p & (u64::MAX >> g.bits) };
                 let mut hits = Vec::new();
                 view.within(p, 64, &mut hits);
                 assert_eq!(hits.len(), keys.len());
                 for &(d, i) in &hits {
-                    assert_eq!((view.key(i), view.row(i)), (keys[i], rows[i]));
+                    assert_eq!((view.key(3, i), view.row(i)), (keys[i], rows[i]));
                     assert_eq!(d, (keys[i] ^ p).count_ones());
                 }
             }
@@ -54,7 +56,7 @@ fn exercise_bucket(bytes: &[u8], g: Geometry, probes: &[u64]) {
         let mut hits = Vec::new();
         view.within(probes[0], 64, &mut hits);
         for &(_, i) in &hits {
-            let _ = (view.key(i), view.row(i));
+            let _ = (view.key(3, i), view.row(i));
         }
     }
 }

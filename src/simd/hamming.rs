@@ -64,8 +64,12 @@ impl<T: Word> Kernel for Distances<'_, T> {
 }
 
 /// Pushes `(distance, index)` for every key within Hamming distance `k` of `query`, in index
-/// order.
+/// order. On little-endian targets the keys' bytes go to the vector kernels of
+/// [`super::hamming_words`] (the same answers).
 pub(crate) fn within_u64(query: u64, keys: &[u64], k: u32, out: &mut Vec<(u32, usize)>) {
+    #[cfg(target_endian = "little")]
+    super::hamming_words::within_words_u64(query, zerocopy::IntoBytes::as_bytes(keys), k, out);
+    #[cfg(not(target_endian = "little"))]
     run_popcnt(Features::ALL, Within { query, keys, k, out });
 }
 

@@ -10,7 +10,7 @@
 //! * [`sketching`]: MinHash and SimHash accumulation for the sketch layer.
 //! * [`compare`]: equal slots of two signatures.
 //! * [`hamming`]: Hamming-distance filters over fingerprint slices.
-//! * [`hamming_words`]: the Hamming filter over a bucket of 64-bit words, in AVX-512 and
+//! * [`hamming_words`]: the Hamming filters over 64-bit and 32-bit words, in AVX-512 and
 //!   AVX2 vectors.
 //! * [`prefetch`](mod@prefetch): cache-line prefetch hints for index probes.
 //!
@@ -31,6 +31,6 @@ pub(crate) use compare::equal_count;
 pub(crate) use dispatch::TEST_CAPS;
 pub(crate) use dispatch::{Features, Kernel, run_byte_compare};
 pub(crate) use hamming::{distances_u64, distances_u128, within_u64, within_u128};
-pub(crate) use hamming_words::within_words_u64;
+pub(crate) use hamming_words::within_words_u32;
 pub(crate) use prefetch::{prefetch, prefetch_ref};
 pub(crate) use sketching::{affine_mix, minhash_update, minhash_update_reduced, minhash32_update, simhash_accumulate};

@@ -73,8 +73,16 @@ impl Drop for SimhashProber<'_> {
 const SPARE_MAX: usize = 1 << 14;
 
 /// Bytes of each held bucket requested before the first is filtered, at most (a bucket
-/// holds about 128 entries, 1.5 KB).
-const HELD_PREFETCH: usize = 4096;
+/// holds about 128 entries: 512 bytes of `hi` words).
+const HELD_PREFETCH: usize = 2048;
+
+/// About where a held bucket's `hi` words end, from its length alone (reading its entry
+/// count would wait for its first line): of `8 + n(8 + w)` bytes, `8 + 4n(8 + w) / 9`,
+/// which is `8 + 4n` for w = 1 and a little past it for wider row ids.
+#[inline]
+fn held_hi_end(bytes: &[u8]) -> usize {
+    8 + (bytes.len().saturating_sub(8)) * 4 / 9
+}
 
 /// Tables whose buckets are requested together before they are filtered.
 const TABLE_BLOCK: usize = 8;
@@ -204,10 +212,10 @@ impl<'i> SimhashProber<'i> {
                     held_of(&stored, g, bucket).map(Some).map_err(|d| bucket_err(info, field, bucket, d))
                 })?;
                 if let Some(bytes) = &value {
-                    // Its lines (up to a bound), all asked for before the first bucket is
-                    // filtered: left to the filter's stream, each bucket's lines came in one
-                    // after another.
-                    for at in (0..bytes.len().min(HELD_PREFETCH)).step_by(64) {
+                    // The lines of its `hi` words (up to a bound; the filter reads those, and
+                    // little else), all asked for before the first bucket is filtered: left to
+                    // the filter's stream, each bucket's lines came in one after another.
+                    for at in (0..held_hi_end(bytes).min(HELD_PREFETCH)).step_by(64) {
                         prefetch(bytes, at);
                     }
                 }
@@ -222,7 +230,7 @@ impl<'i> SimhashProber<'i> {
                 view.within(key, design.k(), scratch_hits);
                 for &(distance, i) in scratch_hits.iter() {
                     // The canonical-table rule: a pair is reported by one table only.
-                    if design.is_canonical(t, u128::from(view.key(i) ^ key)) {
+                    if design.is_canonical(t, u128::from(view.key(bucket, i) ^ key)) {
                         hits.push(SimhashMatch { distance, row: view.row(i) });
                     }
                 }
