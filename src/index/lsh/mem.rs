@@ -9,8 +9,8 @@
 use rayon::prelude::*;
 
 use super::band::BandKeyScheme;
-use super::radix::sort_by_high_half;
 use crate::index::error::IndexError;
+use crate::index::radix::sort_hashed;
 use crate::sketch::error::SketchError;
 use crate::sketch::sketcher::Sketch;
 
@@ -90,7 +90,9 @@ impl BandedKeys {
                         .zip(spare[..group].par_iter_mut())
                         .enumerate()
                         .map(|(b, (words, spare))| {
-                            sort_by_high_half(words, spare);
+                            // The key halves are hashes: a radix pass or two on the top bits,
+                            // then an insertion sort; whole words order as (key, position).
+                            sort_hashed(words, spare, |&w| w);
                             self.bucket_pairs(first + b, words, |w| w >> 32, |w| w as u32 as usize)
                         })
                         .collect();

@@ -15,7 +15,6 @@ mod held;
 mod mem;
 mod merge;
 mod params;
-mod radix;
 mod read;
 mod table;
 mod verify;
