@@ -300,6 +300,20 @@ mod tests {
         }
     }
 
+    /// Every pair `keys` passes on, in order, on a pool of `threads`.
+    fn pairs_on(keys: &BandedKeys, threads: usize) -> Vec<(usize, usize)> {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        let mut got = Vec::new();
+        pool.install(|| {
+            keys.for_each_pair(|i, j| -> Result<(), ()> {
+                got.push((i, j));
+                Ok(())
+            })
+        })
+        .unwrap();
+        got
+    }
+
     /// The pairs come in the same order on 1, 2 and 3 threads (clustering by stars depends on
     /// the order of the pairs).
     #[test]
@@ -308,18 +322,7 @@ mod tests {
         let sk = sketches(&sets, SketchParams::minhash(32, 32, 11).unwrap());
         let scheme = BandKeyScheme::new(5, LshParams { bands: 8, rows: 4 }, RowWidth::U32);
         let keys = BandedKeys::new(&scheme, &sk, |s| s).unwrap();
-        let run = |threads: usize| {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-            let mut got = Vec::new();
-            pool.install(|| {
-                keys.for_each_pair(|i, j| -> Result<(), ()> {
-                    got.push((i, j));
-                    Ok(())
-                })
-            })
-            .unwrap();
-            got
-        };
+        let run = |threads: usize| pairs_on(&keys, threads);
         let one = run(1);
         assert!(one.len() > 300, "few pairs: {}", one.len());
         assert_eq!(run(2), one);
@@ -343,18 +346,7 @@ mod tests {
             keys: Keys::Wide(k.iter().map(|&x| u64::from(x)).collect()),
             keyed: narrow.keyed.clone(),
         };
-        let pairs = |keys: &BandedKeys, threads: usize| {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-            let mut got = Vec::new();
-            pool.install(|| {
-                keys.for_each_pair(|i, j| -> Result<(), ()> {
-                    got.push((i, j));
-                    Ok(())
-                })
-            })
-            .unwrap();
-            got
-        };
+        let pairs = pairs_on;
         let want = pairs(&wide, 1);
         assert!(want.len() as u64 > n, "few pairs: {}", want.len());
         assert_eq!(pairs(&narrow, 1), want);
