@@ -176,6 +176,7 @@ class Cluster:
 class DedupResult:
     clusters: list[Cluster]
     pairs: int
+    candidates: int
     plan: Optional[str]
     reason: str
     stages: dict[str, float]

@@ -456,7 +456,14 @@ impl PyCollection {
             .into_iter()
             .map(|(k, v)| (k.to_string(), v))
             .collect();
-        Ok(PyDedupResult { clusters, pairs: r.pairs, plan: r.plan.map(|p| p.to_string()), reason: r.reason, stages })
+        Ok(PyDedupResult {
+            clusters,
+            pairs: r.pairs,
+            candidates: r.candidates,
+            plan: r.plan.map(|p| p.to_string()),
+            reason: r.reason,
+            stages,
+        })
     }
 
     /// The collection's counters and configuration.

@@ -117,6 +117,7 @@ def test_dedup_threads_give_the_same_clusters(tmp_path):
         assert len(shapes[0]) >= 50, len(shapes[0])
         assert shapes[1] == shapes[0] and shapes[2] == shapes[0]
         assert runs[1].pairs == runs[0].pairs == runs[2].pairs
+        assert runs[0].candidates >= runs[0].pairs and runs[1].candidates == runs[0].candidates
         with pytest.raises(ValueError, match="threads"):
             c.dedup(threshold=0.7, threads=0)
 

@@ -98,6 +98,8 @@ pub(crate) struct PyDedupResult {
     pub(super) clusters: Vec<Py<PyCluster>>,
     /// Verified pairs found.
     pub(super) pairs: u64,
+    /// Candidate pairs the plan proposed and verified (what `pairs` was kept from).
+    pub(super) candidates: u64,
     /// The plan that ran (None for an empty collection).
     pub(super) plan: Option<String>,
     /// Why the planner chose it.
