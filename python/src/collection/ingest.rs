@@ -31,8 +31,17 @@ use crate::sketches;
 /// A record's or probe's content before sketching, or why it is unusable.
 type Content = Result<Probe, PyErr>;
 
+/// The keys of `records` records: [`keys`], refused (`ValueError`) when their count differs.
+pub(super) fn keys_for(obj: &Bound<'_, PyAny>, records: usize) -> PyResult<Vec<Result<Vec<u8>, PyErr>>> {
+    let ks = keys(obj)?;
+    if ks.len() != records {
+        return Err(PyValueError::new_err(format!("{} keys but {records} records", ks.len())));
+    }
+    Ok(ks)
+}
+
 /// Keys from a Python iterable or an Arrow string/binary array, each read or refused.
-pub(super) fn keys(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Result<Vec<u8>, PyErr>>> {
+fn keys(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Result<Vec<u8>, PyErr>>> {
     if let Some(arrays) = arrow_chunks(obj, "keys")? {
         let mut out = Vec::new();
         for a in &arrays {
@@ -239,10 +248,7 @@ pub(crate) fn insert_many(
     upsert: bool,
     strict: bool,
 ) -> PyResult<PyInsertReport> {
-    let ks = keys(keys_in)?;
-    if ks.len() != contents.len() {
-        return Err(PyValueError::new_err(format!("{} keys but {} records", ks.len(), contents.len())));
-    }
+    let ks = keys_for(keys_in, contents.len())?;
     // The first record of each key (keys borrowed, not copied), then per record: its key
     // (when readable) and its probe, or the error that rejects it.
     let first: Vec<Option<usize>> = {

@@ -29,7 +29,7 @@ use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
 use rayon::prelude::*;
 use sketchdb::{Batch, Collection, StorageError, WriteSummary};
 
-use super::ingest::{keys, not_text};
+use super::ingest::{keys_for, not_text};
 use super::probe::Staged;
 use super::results::{PyInsertReport, report};
 use crate::arrow::ffi::arrow_chunks;
@@ -159,10 +159,7 @@ fn run(
     upsert: bool,
     strict: bool,
 ) -> PyResult<PyInsertReport> {
-    let ks = keys(keys_in)?;
-    if ks.len() != source.len() {
-        return Err(PyValueError::new_err(format!("{} keys but {} records", ks.len(), source.len())));
-    }
+    let ks = keys_for(keys_in, source.len())?;
     let mut issues: Vec<Option<KeyIssue>> = Vec::with_capacity(ks.len());
     let mut keys: Vec<Option<Vec<u8>>> = Vec::with_capacity(ks.len());
     for k in ks {
@@ -302,10 +299,7 @@ fn pipeline(
         });
         let read = match source {
             Source::Python { items, texts } => read_python(py, items, *texts, coll, issues, &tx),
-            Source::Arrow(a) => {
-                py.detach(|| read_arrow(a, issues, &tx));
-                Ok(())
-            }
+            Source::Arrow(a) => py.detach(|| read_arrow(a, issues, &tx)),
         };
         drop(tx);
         let staged = py.detach(|| stager.join());
@@ -346,26 +340,41 @@ fn read_python(
     tx: &SyncSender<Chunk>,
 ) -> PyResult<()> {
     let seed = coll.config().tokenizer.seed();
-    let n = items.len();
+    send_chunks(Some(py), items.len(), tx, |i, c| {
+        let item = match key_item(issues, i) {
+            Some(bad) => bad,
+            None if texts => read_text(&items.get(i)?, &mut c.text),
+            None => read_tokens(&items.get(i)?, seed, &mut c.flat),
+        };
+        let cost = match &item {
+            Item::Text(r) => r.len() / 8 + 1,
+            Item::Tokens(r) => r.len() + 1,
+            _ => 1,
+        };
+        Ok((item, cost))
+    })
+}
+
+/// Reads items `0..n` by `next` (the item, and its cost in tokens with text bytes counting
+/// one per 8) into chunks of at most [`CHUNK_ROWS`] items, each handed on once its cost
+/// reaches [`CHUNK_TOKENS`]; stops early when the sketching thread has gone.
+fn send_chunks(
+    py: Option<Python<'_>>,
+    n: usize,
+    tx: &SyncSender<Chunk>,
+    mut next: impl FnMut(usize, &mut Chunk) -> PyResult<(Item, usize)>,
+) -> PyResult<()> {
     let mut i = 0;
     while i < n {
         let mut c = Chunk::new(i);
         let mut cost = 0;
         while i < n && cost < CHUNK_TOKENS && c.items.len() < CHUNK_ROWS {
-            let item = match key_item(issues, i) {
-                Some(bad) => bad,
-                None if texts => read_text(&items.get(i)?, &mut c.text),
-                None => read_tokens(&items.get(i)?, seed, &mut c.flat),
-            };
-            cost += match &item {
-                Item::Text(r) => r.len() / 8 + 1,
-                Item::Tokens(r) => r.len() + 1,
-                _ => 1,
-            };
+            let (item, item_cost) = next(i, &mut c)?;
             c.items.push(item);
+            cost += item_cost;
             i += 1;
         }
-        if !send(Some(py), tx, c) {
+        if !send(py, tx, c) {
             break;
         }
     }
@@ -396,24 +405,14 @@ fn read_tokens(obj: &Bound<'_, PyAny>, seed: u64, flat: &mut Vec<u64>) -> Item {
 }
 
 /// The chunks of an Arrow column: rows by index (read by the sketching thread in place).
-fn read_arrow(rows: &ArrowRows<'_>, issues: &[Option<KeyIssue>], tx: &SyncSender<Chunk>) {
-    let n = issues.len();
-    let mut i = 0;
-    while i < n {
-        let mut c = Chunk::new(i);
-        let mut cost = 0;
-        while i < n && cost < CHUNK_TOKENS && c.items.len() < CHUNK_ROWS {
-            cost += 1 + match rows {
-                ArrowRows::Texts(t) => t[i].map_or(0, |t| t.len() / 8),
-                ArrowRows::Tokens(t) => t.rows()[i].map_or(0, |(_, start, end)| end - start),
-            };
-            c.items.push(key_item(issues, i).unwrap_or(Item::Row(i)));
-            i += 1;
-        }
-        if !send(None, tx, c) {
-            break;
-        }
-    }
+fn read_arrow(rows: &ArrowRows<'_>, issues: &[Option<KeyIssue>], tx: &SyncSender<Chunk>) -> PyResult<()> {
+    send_chunks(None, issues.len(), tx, |i, _| {
+        let cost = 1 + match rows {
+            ArrowRows::Texts(t) => t[i].map_or(0, |t| t.len() / 8),
+            ArrowRows::Tokens(t) => t.rows()[i].map_or(0, |(_, start, end)| end - start),
+        };
+        Ok((key_item(issues, i).unwrap_or(Item::Row(i)), cost))
+    })
 }
 
 /// The sketching thread: each chunk's records staged on the current pool and moved into

@@ -218,9 +218,12 @@ pub fn dedup(session: &mut Session, args: &DedupArgs, json_out: bool) -> Result<
     }
     let joined = std::time::Instant::now();
     // `--threads` bounds the join as it bounds the ingest: its banding, sorts and keying run on
-    // this pool (every core by default).
-    let d = crate::load::pipeline::pool(args.read.threads)?
-        .install(|| coll.dedup_clustered(kind, options, args.clustering))?;
+    // a pool of that many threads (without it, on the global pool: every core).
+    let join = || coll.dedup_clustered(kind, options, args.clustering);
+    let d = match args.read.threads {
+        Some(_) => crate::load::pipeline::pool(args.read.threads)?.install(join)?,
+        None => join()?,
+    };
     let join_secs = joined.elapsed().as_secs_f64();
     let records = coll.len()?;
     let decided = decide(&d, &args.keep, input.as_ref(), &coll)?;
