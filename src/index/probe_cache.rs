@@ -21,7 +21,8 @@
 //! Each opened database has its own [`ProbeCaches`] (kept in the store's per-database state):
 //! its budget and held bytes are its own, so two databases in one process never evict or
 //! count against each other. The cache holds copies of values, packed into slabs of up to
-//! 1 MiB so that the values of one probe share few pages, at most the budget's bytes in all
+//! 16 MiB (advised as transparent huge pages) so that the values of one probe share few pages
+//! and TLB entries, at most the budget's bytes in all
 //! ([`DEFAULT_BUDGET`] unless [`ProbeCaches::set_budget`] says otherwise; values read once
 //! the budget is spent are not kept); the [`MAX_CACHES`] most recently used keys keep theirs.
 //! Values live on shelves (LSH: one per band, a slot per group, its value the group's
@@ -160,8 +161,9 @@ type Page = Box<[Slot]>;
 type PageTable = Box<[OnceLock<Page>]>;
 
 /// Bytes of one slab the cache copies values into, at most (a 64th of the budget, at least
-/// 4 KiB).
-const SLAB: usize = 1 << 20;
+/// 4 KiB): at the default budget, 8 transparent huge pages (`simd::HUGE_PAGE`), of which
+/// at least 7 lie whole inside the slab wherever the allocator puts it.
+const SLAB: usize = 8 * crate::simd::HUGE_PAGE;
 /// Values outside the direct places, by (shelf, slot).
 type OtherValues = HashMap<(usize, u64), Option<Arc<[u8]>>>;
 
@@ -344,6 +346,10 @@ impl ProbeCache {
                 return None;
             }
             *slab = BytesMut::with_capacity(size);
+            // Probes read a slab's values at random for as long as the cache lives: its whole
+            // huge pages are backed as such where the system allows (a hint, see
+            // `simd::advise_huge_pages`; a slab of the default budget is mostly huge pages).
+            crate::simd::advise_huge_pages(slab.spare_capacity_mut());
         }
         slab.extend_from_slice(bytes);
         Some(slab.split().freeze())

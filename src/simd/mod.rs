@@ -13,6 +13,7 @@
 //! * [`hamming_words`]: the Hamming filters over 64-bit and 32-bit words, in AVX-512 and
 //!   AVX2 vectors.
 //! * [`prefetch`](mod@prefetch): cache-line prefetch hints for index probes.
+//! * [`pages`]: transparent huge page advice for the probe cache's slabs.
 //!
 //! Each `unsafe` block carries a `// SAFETY:` comment; the rest of the crate forbids unsafe.
 
@@ -20,6 +21,7 @@ mod compare;
 mod dispatch;
 mod hamming;
 mod hamming_words;
+mod pages;
 mod prefetch;
 mod sketching;
 #[cfg(test)]
@@ -32,5 +34,6 @@ pub(crate) use dispatch::TEST_CAPS;
 pub(crate) use dispatch::{Features, Kernel, run_byte_compare};
 pub(crate) use hamming::{distances_u64, distances_u128, within_u64, within_u128};
 pub(crate) use hamming_words::within_words_u32;
+pub(crate) use pages::{HUGE_PAGE, advise_huge_pages};
 pub(crate) use prefetch::{prefetch, prefetch_ref};
 pub(crate) use sketching::{affine_mix, minhash_update, minhash_update_reduced, minhash32_update, simhash_accumulate};

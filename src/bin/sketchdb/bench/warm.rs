@@ -237,8 +237,19 @@ pub fn warm(a: &WarmArgs<'_>, run: &str) -> Result<(), CliError> {
         "warm-memory",
         &dataset,
         json!({"db": a.db.display().to_string()}),
-        json!({"probe_cache_bytes": db.probe_cache_held(), "probe_cache_budget": db.probe_cache_budget()}),
-        "the probe cache after the passes",
+        json!({"probe_cache_bytes": db.probe_cache_held(), "probe_cache_budget": db.probe_cache_budget(),
+               "anon_huge_page_bytes": anon_huge_page_bytes()}),
+        "the probe cache after the passes; anon_huge_page_bytes: the process's anonymous memory backed by transparent huge pages (Linux)",
     )?;
     Ok(())
+}
+
+/// The bytes of this process's anonymous memory backed by transparent huge pages
+/// (`AnonHugePages` of Linux's `/proc/self/smaps_rollup`): whether the probe cache's slabs
+/// got the huge pages they advise; `None` elsewhere.
+fn anon_huge_page_bytes() -> Option<u64> {
+    let rollup = std::fs::read_to_string("/proc/self/smaps_rollup").ok()?;
+    let line = rollup.lines().find(|l| l.starts_with("AnonHugePages:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
