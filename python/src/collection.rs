@@ -186,21 +186,24 @@ impl PyCollection {
         strict: bool,
     ) -> PyResult<PyInsertReport> {
         let coll = self.coll()?;
-        let contents = match hashvalues {
-            Some(h) if texts.is_none() && tokens.is_none() && sketches.is_none() && signatures.is_none() => {
-                ingest::hashvalue_rows(&coll, h)?
-            }
-            Some(_) => {
-                return Err(PyValueError::new_err(
-                    "give exactly one of texts, tokens=, sketches=, signatures=, hashvalues=",
-                ));
-            }
-            None if sketches.is_none() && signatures.is_none() && (texts.is_some() != tokens.is_some()) => {
-                return pipeline::insert_many(py, &coll, keys, texts, tokens, upsert, strict);
-            }
-            None => ingest::contents(&coll, texts, tokens, sketches, signatures)?,
+        if hashvalues.is_some() && (texts.is_some() || tokens.is_some() || sketches.is_some() || signatures.is_some()) {
+            return Err(PyValueError::new_err(
+                "give exactly one of texts, tokens=, sketches=, signatures=, hashvalues=",
+            ));
+        }
+        if hashvalues.is_none() && sketches.is_none() && signatures.is_none() && (texts.is_some() != tokens.is_some()) {
+            return pipeline::insert_many(py, &coll, keys, texts, tokens, upsert, strict);
+        }
+        // Read again when other writers store the call's keys meanwhile: an iterator is
+        // collected first (its items, not copies).
+        let rereadable = ingest::rereadable;
+        let (sketches, signatures, hashvalues) =
+            (rereadable(sketches)?, rereadable(signatures)?, rereadable(hashvalues)?);
+        let read = || match &hashvalues {
+            Some(h) => ingest::hashvalue_rows(&coll, h),
+            None => ingest::contents(&coll, texts, tokens, sketches.as_ref(), signatures.as_ref()),
         };
-        ingest::insert_many(py, &coll, keys, contents, upsert, strict)
+        ingest::insert_many(py, &coll, keys, read, upsert, strict)
     }
 
     /// Runs one threshold query per probe (exactly one of `texts`, `tokens`, `keys`,
