@@ -4,6 +4,11 @@ what single inserts and sketch_many give; bad records in any chunk are skipped a
 (or, under strict=True, the first raises and nothing is written); bad arguments raise
 TypeError/ValueError naming the record."""
 
+import os
+import pathlib
+import subprocess
+import sys
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -128,10 +133,10 @@ def test_bad_records_in_later_chunks_are_skipped_and_reported(tmp_path, sets, sh
         assert _sigs(c, [keys[i] for i in good[::50]]) == [bytes(s) for s in sketched]
 
 
-def test_slow_sketching_many_chunks_keep_their_order_and_rejects(tmp_path):
+def _check_slow_sketching(path):
     """MinHash 1024 sketches far slower than Python int lists are read: the sketching thread
-    falls behind and the reader sketches chunks too (on two or more cores). Every record
-    still gets its own sketch, in order, and the rejects of any chunk their own index."""
+    falls behind and the reader sketches (shares of) chunks too. Every record still gets its
+    own sketch, in order, and the rejects of any chunk their own index."""
     rng = np.random.default_rng(11)
     n = 24000  # 6 chunks of 4,096 records (about 20 tokens each)
     sets = [rng.integers(0, 2**64, size=int(m), dtype=np.uint64).tolist() for m in rng.integers(1, 40, size=n)]
@@ -139,7 +144,7 @@ def test_slow_sketching_many_chunks_keep_their_order_and_rejects(tmp_path):
     bad = {i: [] for i in range(1500, n, 2500)}  # empty: the sketch's reject
     bad.update({i: [1, -1] for i in range(2600, n, 3100)})  # negative token: the reader's reject
     records = [bad.get(i, s) for i, s in enumerate(sets)]
-    with sketchdb.open(tmp_path / "o.sketchdb") as db:
+    with sketchdb.open(path) as db:
         c = db.create_collection("c", k=1024)
         r = c.insert_many(keys, tokens=records)
         assert [x.index for x in r.rejects] == sorted(bad)
@@ -149,6 +154,25 @@ def test_slow_sketching_many_chunks_keep_their_order_and_rejects(tmp_path):
         assert r.written == len(good)
         want = sketchdb.sketch_many([sets[i] for i in good], k=1024)
         assert _sigs(c, [keys[i] for i in good]) == [bytes(s) for s in want]
+
+
+def test_slow_sketching_many_chunks_keep_their_order_and_rejects(tmp_path):
+    _check_slow_sketching(tmp_path / "o.sketchdb")
+
+
+def test_slow_sketching_beside_three_workers_the_reader_sketches_shares_of_chunks(tmp_path):
+    """With four threads the reader sketches a third of a chunk at a time (one of three pool
+    workers' share): the same records, order and rejects (run in a child interpreter, whose
+    rayon pool is sized by RAYON_NUM_THREADS)."""
+    here = pathlib.Path(__file__).resolve().parent
+    code = (
+        f"import sys; sys.path.insert(0, {str(here)!r}); import test_insert_pipeline as t; "
+        "t._check_slow_sketching(sys.argv[1])"
+    )
+    env = {**os.environ, "RAYON_NUM_THREADS": "4"}
+    args = [sys.executable, "-c", code, str(tmp_path / "o.sketchdb")]
+    r = subprocess.run(args, env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
 
 
 def test_strict_raises_the_first_bad_record_of_a_later_chunk_and_writes_nothing(tmp_path, sets):

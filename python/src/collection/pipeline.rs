@@ -10,8 +10,9 @@
 //!    the call's [`Batch`]
 //!    (no copy: keys already stored are found before, so the batch is written once). A
 //!    reader of token lists that finds the sketching thread behind (two chunks waiting)
-//!    sketches its next chunk itself instead of waiting: the reader's core works whichever
-//!    of reading and sketching is the slower (sketching MinHash without AVX-512).
+//!    sketches a worker's share of its next chunk itself instead of waiting: the reader's
+//!    core works whichever of reading and sketching is the slower (sketching MinHash
+//!    without AVX-512 is).
 //! 3. The batch is applied in one transaction ([`Collection::apply`]: the index's band keys
 //!    are computed beside the record writes), with the GIL released.
 //!
@@ -249,7 +250,7 @@ fn pipeline(
         Source::Python { .. } => (None, None),
     };
     // A reader with a core of its own sketches too whenever the sketching thread is behind.
-    let help = pool.is_some();
+    let help = pool.as_ref().map(|p| p.current_num_threads());
     std::thread::scope(|s| {
         let (tx, rx) = sync_channel::<Msg>(2);
         let stager = s.spawn(move || {

@@ -57,22 +57,50 @@ fn key_item(issues: &[Option<KeyIssue>], i: usize) -> Option<Item> {
     issues[i].as_ref().map(|issue| Item::Bad(Why::Key(issue.clone())))
 }
 
-/// Hands a chunk on; false once the sketching thread has stopped. While the sketching
-/// thread is behind (the channel full), a reader given `help` sketches the chunk itself
-/// (without the GIL) instead of waiting, and hands on its sketches: so neither thread idles
-/// whichever of reading and sketching is the slower.
-fn send(py: Option<Python<'_>>, tx: &SyncSender<Msg>, chunk: Chunk, help: Option<&Collection>) -> bool {
-    let m = match tx.try_send(Msg::Chunk(chunk)) {
+/// A reader's help with the sketching: the collection, and the workers of the pool it
+/// sketches beside.
+#[derive(Clone, Copy)]
+pub(super) struct Help<'a> {
+    pub(super) coll: &'a Collection,
+    pub(super) workers: usize,
+}
+
+/// Hands a chunk on; false once the sketching thread has stopped.
+///
+/// While the sketching thread is behind (the channel full), a reader given `help` sketches
+/// records of the chunk itself (without the GIL) instead of waiting, and hands on their
+/// sketches, then the rest: a share of one worker in `help.workers` (the whole chunk beside
+/// one worker), which takes it about as long as the pool takes per waiting chunk, so it is
+/// back to reading before the pool runs dry. Neither side idles, whichever of reading and
+/// sketching is the slower.
+fn send(py: Option<Python<'_>>, tx: &SyncSender<Msg>, chunk: Chunk, help: Option<Help<'_>>) -> bool {
+    let mut c = match tx.try_send(Msg::Chunk(chunk)) {
         Ok(()) => return true,
         Err(TrySendError::Disconnected(_)) => return false,
-        Err(TrySendError::Full(m)) => m,
+        Err(TrySendError::Full(Msg::Chunk(c))) => c,
+        Err(TrySendError::Full(m)) => return tx.send(m).is_ok(),
     };
-    let wait = || {
-        let m = match (m, help) {
-            (Msg::Chunk(c), Some(coll)) => Msg::Sketched(c.first, sketch(coll, None, c, false)),
-            (m, _) => m,
-        };
-        tx.send(m).is_ok()
+    let wait = move || {
+        let Some(help) = help else { return tx.send(Msg::Chunk(c)).is_ok() };
+        let share = c.items.len().div_ceil(help.workers.max(1));
+        loop {
+            let part: Vec<Item> = c.items.drain(..share.min(c.items.len())).collect();
+            let first = c.first;
+            c.first += part.len();
+            let staged = sketch(help.coll, None, &c.flat, &c.text, part, false);
+            if tx.send(Msg::Sketched(first, staged)).is_err() {
+                return false;
+            }
+            if c.items.is_empty() {
+                return true;
+            }
+            c = match tx.try_send(Msg::Chunk(c)) {
+                Ok(()) => return true,
+                Err(TrySendError::Disconnected(_)) => return false,
+                Err(TrySendError::Full(Msg::Chunk(c))) => c,
+                Err(TrySendError::Full(m)) => return tx.send(m).is_ok(),
+            };
+        }
     };
     match py {
         Some(py) => py.detach(wait),
@@ -89,11 +117,12 @@ pub(super) fn read_python(
     texts: bool,
     coll: &Collection,
     issues: &[Option<KeyIssue>],
-    help: bool,
+    help: Option<usize>,
     tx: &SyncSender<Msg>,
 ) -> PyResult<()> {
     let seed = coll.config().tokenizer.seed();
-    send_chunks(Some(py), items.len(), tx, help.then_some(coll), |i, c| {
+    let help = help.map(|workers| Help { coll, workers });
+    send_chunks(Some(py), items.len(), tx, help, |i, c| {
         let item = match key_item(issues, i) {
             Some(bad) => bad,
             None if texts => read_text(&items.get(i)?, &mut c.text),
@@ -116,7 +145,7 @@ fn send_chunks(
     py: Option<Python<'_>>,
     n: usize,
     tx: &SyncSender<Msg>,
-    help: Option<&Collection>,
+    help: Option<Help<'_>>,
     mut next: impl FnMut(usize, &mut Chunk) -> PyResult<(Item, usize)>,
 ) -> PyResult<()> {
     let mut i = 0;
@@ -184,7 +213,7 @@ pub(super) fn stage_all(
     let mut batch = Batch::with_capacity(keys.len());
     for m in rx {
         let (first, staged) = match m {
-            Msg::Chunk(c) => (c.first, sketch(coll, arrow, c, true)),
+            Msg::Chunk(c) => (c.first, sketch(coll, arrow, &c.flat, &c.text, c.items, true)),
             Msg::Sketched(first, staged) => (first, staged),
         };
         for (j, r) in staged.into_iter().enumerate() {
@@ -202,10 +231,17 @@ pub(super) fn stage_all(
     (rejects, Some(batch))
 }
 
-/// A chunk's records staged, on the current rayon pool (`par`) or on this thread.
-fn sketch(coll: &Collection, arrow: Option<&ArrowRows<'_>>, c: Chunk, par: bool) -> Vec<Result<Staged, Why>> {
-    let Chunk { items, flat, text, .. } = c;
-    let one = |item| stage(coll, arrow, &flat, &text, item);
+/// Records of a chunk (`items` over its buffers `flat` and `text`) staged, on the current
+/// rayon pool (`par`) or on this thread.
+fn sketch(
+    coll: &Collection,
+    arrow: Option<&ArrowRows<'_>>,
+    flat: &[u64],
+    text: &str,
+    items: Vec<Item>,
+    par: bool,
+) -> Vec<Result<Staged, Why>> {
+    let one = |item| stage(coll, arrow, flat, text, item);
     if par { items.into_par_iter().map(one).collect() } else { items.into_iter().map(one).collect() }
 }
 
