@@ -2,7 +2,7 @@
 
 import os
 from collections.abc import Iterable, Iterator
-from typing import Any, Optional, TypeVar, Union
+from typing import Any, Literal, Optional, TypeVar, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -171,10 +171,13 @@ class Hit:
 class Cluster:
     keys: list[Key]
     rows: list[int]
+    # clustering="representative": the member every other member is a verified pair with.
+    representative: Optional[Key]
     def __len__(self) -> int: ...
 
 class DedupResult:
     clusters: list[Cluster]
+    clustering: Literal["components", "representative"]
     pairs: int
     candidates: int
     plan: Optional[str]
@@ -295,7 +298,13 @@ class Collection:
     ) -> str: ...
     def estimate(self, a: Key, b: Key, level: float = 0.95) -> Estimate: ...
     def dedup(
-        self, threshold: Optional[float] = None, *, level: float = 0.95, exact: bool = False, threads: Optional[int] = None
+        self,
+        threshold: Optional[float] = None,
+        *,
+        level: float = 0.95,
+        exact: bool = False,
+        threads: Optional[int] = None,
+        clustering: Literal["components", "representative"] = "components",
     ) -> DedupResult: ...
     def stats(self) -> dict[str, Any]: ...
     def verify(self) -> dict[str, Any]: ...

@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use sketchdb::plan::PlanKind;
 use sketchdb::recipes::Measure;
-use sketchdb::{Batch, Collection, QueryKind, QueryOptions};
+use sketchdb::{Batch, Clustering, Collection, QueryKind, QueryOptions};
 
 use crate::convert;
 use crate::database::{Shared, closed};
@@ -186,21 +186,24 @@ impl PyCollection {
         strict: bool,
     ) -> PyResult<PyInsertReport> {
         let coll = self.coll()?;
-        let contents = match hashvalues {
-            Some(h) if texts.is_none() && tokens.is_none() && sketches.is_none() && signatures.is_none() => {
-                ingest::hashvalue_rows(&coll, h)?
-            }
-            Some(_) => {
-                return Err(PyValueError::new_err(
-                    "give exactly one of texts, tokens=, sketches=, signatures=, hashvalues=",
-                ));
-            }
-            None if sketches.is_none() && signatures.is_none() && (texts.is_some() != tokens.is_some()) => {
-                return pipeline::insert_many(py, &coll, keys, texts, tokens, upsert, strict);
-            }
-            None => ingest::contents(&coll, texts, tokens, sketches, signatures)?,
+        if hashvalues.is_some() && (texts.is_some() || tokens.is_some() || sketches.is_some() || signatures.is_some()) {
+            return Err(PyValueError::new_err(
+                "give exactly one of texts, tokens=, sketches=, signatures=, hashvalues=",
+            ));
+        }
+        if hashvalues.is_none() && sketches.is_none() && signatures.is_none() && (texts.is_some() != tokens.is_some()) {
+            return pipeline::insert_many(py, &coll, keys, texts, tokens, upsert, strict);
+        }
+        // Read again when other writers store the call's keys meanwhile: an iterator is
+        // collected first (its items, not copies).
+        let rereadable = ingest::rereadable;
+        let (sketches, signatures, hashvalues) =
+            (rereadable(sketches)?, rereadable(signatures)?, rereadable(hashvalues)?);
+        let read = || match &hashvalues {
+            Some(h) => ingest::hashvalue_rows(&coll, h),
+            None => ingest::contents(&coll, texts, tokens, sketches.as_ref(), signatures.as_ref()),
         };
-        ingest::insert_many(py, &coll, keys, contents, upsert, strict)
+        ingest::insert_many(py, &coll, keys, read, upsert, strict)
     }
 
     /// Runs one threshold query per probe (exactly one of `texts`, `tokens`, `keys`,
@@ -421,10 +424,13 @@ impl PyCollection {
     }
 
     /// Groups near-duplicates: clusters of records whose pairwise estimate is at least
-    /// `threshold` (connected components), largest first. The join runs on all cores, or on
-    /// `threads` threads (the clusters do not depend on it); `stages` on the result says where
-    /// its time went.
-    #[pyo3(signature = (threshold = None, *, level = 0.95, exact = false, threads = None))]
+    /// `threshold`, largest first. `clustering` is the CLI's `dedup --clustering`:
+    /// `"components"` (connected components: chains of verified pairs join) or
+    /// `"representative"` (star clusters: every member is a verified pair with its cluster's
+    /// `representative`, so no chaining through weak links; a record is in at most one
+    /// cluster). The join runs on all cores, or on `threads` threads (the clusters do not
+    /// depend on it); `stages` on the result says where its time went.
+    #[pyo3(signature = (threshold = None, *, level = 0.95, exact = false, threads = None, clustering = "components"))]
     fn dedup(
         &self,
         py: Python<'_>,
@@ -432,38 +438,23 @@ impl PyCollection {
         level: f64,
         exact: bool,
         threads: Option<usize>,
+        clustering: &str,
     ) -> PyResult<PyDedupResult> {
         let coll = self.coll()?;
         let t = threshold_or_default(&coll, threshold);
+        let clustering = Clustering::from_name(clustering).ok_or_else(|| {
+            let names: Vec<&str> = Clustering::ALL.iter().map(|c| c.name()).collect();
+            PyValueError::new_err(format!("unknown clustering '{clustering}' (expected {})", names.join(" or ")))
+        })?;
         let pool = ingest::pool_of(threads)?;
-        let join = || coll.dedup(QueryKind::Threshold(t), options(level, exact));
+        let join = || coll.dedup_clustered(QueryKind::Threshold(t), options(level, exact), clustering);
         let r = py
             .detach(|| match &pool {
                 None => join(),
                 Some(pool) => pool.install(join),
             })
             .py_err()?;
-        let clusters = r
-            .clusters
-            .into_iter()
-            .map(|c| {
-                let keys = c.keys.iter().map(|k| convert::key_to_py(py, k)).collect::<PyResult<_>>()?;
-                Py::new(py, PyCluster { keys, rows: c.rows })
-            })
-            .collect::<PyResult<_>>()?;
-        let s = r.stages;
-        let stages = [("load", s.load), ("keys", s.keys), ("pairs", s.pairs), ("cluster", s.cluster)]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect();
-        Ok(PyDedupResult {
-            clusters,
-            pairs: r.pairs,
-            candidates: r.candidates,
-            plan: r.plan.map(|p| p.to_string()),
-            reason: r.reason,
-            stages,
-        })
+        results::dedup_result(py, r, clustering)
     }
 
     /// The collection's counters and configuration.

@@ -275,3 +275,60 @@ def test_read_only_open_never_writes_and_follows_the_writer(tmp_path):
     with sketchdb.open(path) as rw, sketchdb.open(path, read_only=True) as ro:
         rw["c"].insert("c", text="eleven twelve thirteen fourteen fifteen")
         assert len(ro["c"]) == 3 and "c" in ro["c"]
+
+
+@pytest.mark.parametrize("clustering", ["components", "representative"])
+def test_dedup_clustering_equals_the_cli_json(tmp_path, cli, clustering):
+    # Near-copies that chain: a text, an edit of it, an edit of the edit, ... so components
+    # join chains that star clusters split.
+    corpus = make_corpus(600, seed=11, near=0.7)
+    path = tmp_path / "d.sketchdb"
+    with sketchdb.open(path) as db:
+        c = db.create_collection("c", shingle=1, lsh=0.6)
+        c.insert_many([f"k{i}" for i in range(len(corpus))], corpus)
+    with sketchdb.open(path, read_only=True) as db:
+        r = db["c"].dedup(threshold=0.6, clustering=clustering)
+    proc = cli("--db", path, "--json", "dedup", "c", "--threshold", "0.6", "--clustering", clustering)
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    summary = [json.loads(line) for line in proc.stderr.splitlines() if '"command"' in line][-1]
+    assert r.clustering == summary["clustering"] == clustering
+    assert (len(r), r.pairs, r.candidates, r.plan) == (
+        summary["clusters"],
+        summary["pairs"],
+        summary["candidates"],
+        summary["plan"],
+    )
+    assert len(r) >= 20, len(r)
+    # Cluster by cluster (the same order: largest first, then by first row): keys, rows and
+    # the representative the CLI prints.
+    assert [(cl.keys, cl.rows, cl.representative) for cl in r] == [
+        (x["keys"], x["rows"], x.get("representative")) for x in lines
+    ]
+    if clustering == "representative":
+        # Every member is a verified pair with its cluster's representative.
+        with sketchdb.open(path, read_only=True) as db:
+            c = db["c"]
+            for cl in r:
+                assert cl.representative in cl.keys
+                near = {h.key for h in c.query(key=cl.representative, threshold=0.6, exact=True)}
+                assert set(cl.keys) - {cl.representative} <= near
+    else:
+        assert all(cl.representative is None for cl in r)
+
+
+def test_dedup_representative_splits_chains_and_names_bad_clusterings(tmp_path):
+    # k0-k1 and k1-k2 are verified pairs (Jaccard 8/12), k0-k2 is not (6/14): one component
+    # either way, and as a star cluster k1 (two partners) is its representative.
+    w = [f"w{i}" for i in range(14)]
+    texts = [w[0:10], w[2:12], w[4:14], [f"v{i}" for i in range(10)]]
+    with sketchdb.open(tmp_path / "r.sketchdb") as db:
+        c = db.create_collection("c", k=512, shingle=1)
+        c.insert_many([f"k{i}" for i in range(len(texts))], [" ".join(t) for t in texts])
+        comp = c.dedup(threshold=0.55, exact=True)
+        star = c.dedup(threshold=0.55, exact=True, clustering="representative")
+        assert [(cl.keys, cl.representative) for cl in comp] == [(["k0", "k1", "k2"], None)]
+        assert [(cl.keys, cl.representative) for cl in star] == [(["k0", "k1", "k2"], "k1")]
+        assert comp.pairs == star.pairs == 2
+        assert (comp.clustering, star.clustering) == ("components", "representative")
+        with pytest.raises(ValueError, match="unknown clustering 'stars' \\(expected components or representative\\)"):
+            c.dedup(threshold=0.55, clustering="stars")

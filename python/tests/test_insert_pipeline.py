@@ -4,6 +4,11 @@ what single inserts and sketch_many give; bad records in any chunk are skipped a
 (or, under strict=True, the first raises and nothing is written); bad arguments raise
 TypeError/ValueError naming the record."""
 
+import os
+import pathlib
+import subprocess
+import sys
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -128,6 +133,48 @@ def test_bad_records_in_later_chunks_are_skipped_and_reported(tmp_path, sets, sh
         assert _sigs(c, [keys[i] for i in good[::50]]) == [bytes(s) for s in sketched]
 
 
+def _check_slow_sketching(path):
+    """MinHash 1024 sketches far slower than Python int lists are read: the sketching thread
+    falls behind and the reader sketches (shares of) chunks too. Every record still gets its
+    own sketch, in order, and the rejects of any chunk their own index."""
+    rng = np.random.default_rng(11)
+    n = 24000  # 6 chunks of 4,096 records (about 20 tokens each)
+    sets = [rng.integers(0, 2**64, size=int(m), dtype=np.uint64).tolist() for m in rng.integers(1, 40, size=n)]
+    keys = [f"k{i}" for i in range(n)]
+    bad = {i: [] for i in range(1500, n, 2500)}  # empty: the sketch's reject
+    bad.update({i: [1, -1] for i in range(2600, n, 3100)})  # negative token: the reader's reject
+    records = [bad.get(i, s) for i, s in enumerate(sets)]
+    with sketchdb.open(path) as db:
+        c = db.create_collection("c", k=1024)
+        r = c.insert_many(keys, tokens=records)
+        assert [x.index for x in r.rejects] == sorted(bad)
+        for x in r.rejects:
+            assert ("empty set" if bad[x.index] == [] else "token 1") in str(x.error), (x.index, x.error)
+        good = [i for i in range(n) if i not in bad]
+        assert r.written == len(good)
+        want = sketchdb.sketch_many([sets[i] for i in good], k=1024)
+        assert _sigs(c, [keys[i] for i in good]) == [bytes(s) for s in want]
+
+
+def test_slow_sketching_many_chunks_keep_their_order_and_rejects(tmp_path):
+    _check_slow_sketching(tmp_path / "o.sketchdb")
+
+
+def test_slow_sketching_beside_three_workers_the_reader_sketches_shares_of_chunks(tmp_path):
+    """With four threads the reader sketches a third of a chunk at a time (one of three pool
+    workers' share): the same records, order and rejects (run in a child interpreter, whose
+    rayon pool is sized by RAYON_NUM_THREADS)."""
+    here = pathlib.Path(__file__).resolve().parent
+    code = (
+        f"import sys; sys.path.insert(0, {str(here)!r}); import test_insert_pipeline as t; "
+        "t._check_slow_sketching(sys.argv[1])"
+    )
+    env = {**os.environ, "RAYON_NUM_THREADS": "4"}
+    args = [sys.executable, "-c", code, str(tmp_path / "o.sketchdb")]
+    r = subprocess.run(args, env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
 def test_strict_raises_the_first_bad_record_of_a_later_chunk_and_writes_nothing(tmp_path, sets):
     keys, records, _ = _bad_batch(sets)
     with sketchdb.open(tmp_path / "s.sketchdb") as db:
@@ -176,17 +223,24 @@ def test_bad_arguments_raise_naming_the_record(tmp_path):
         assert len(c) == 0
 
 
-def test_keys_another_thread_stores_meanwhile_are_rejects_and_nothing_is_lost(tmp_path, sets):
+@pytest.mark.parametrize("shape", ["tokens", "signatures generator", "sketches"])
+def test_keys_another_thread_stores_meanwhile_are_rejects_and_nothing_is_lost(tmp_path, sets, shape):
     """Another writer stores some of the call's keys while it runs: whichever commit comes
     first keeps a key (the call's keys it finds stored are its rejects; it looks them up
-    before writing and, if the other commit lands after that, runs again), no key is stored
-    twice and no record of the call is lost."""
+    before writing and, if the other commit lands after that, runs again from its input, a
+    generator's items included), no key is stored twice and no record of the call is lost."""
     import threading
 
     keys = [f"k{i}" for i in range(N)]
     theirs = keys[::450]
     their_sig = bytes(sketchdb.sketch_many([[9, 10, 11]], k=64)[0])
-    ours = {k: bytes(s) for k, s in zip(keys, sketchdb.sketch_many(sets, k=64))}
+    sigs = sketchdb.sketch_many(sets, k=64)
+    ours = {k: bytes(s) for k, s in zip(keys, sigs)}
+    records = {
+        "tokens": lambda: dict(tokens=sets),
+        "signatures generator": lambda: dict(signatures=(bytes(s) for s in sigs)),
+        "sketches": lambda: dict(sketches=sketchdb.MinHash.bulk(sets, num_perm=64)),
+    }[shape]
     for attempt in range(3):
         with sketchdb.open(tmp_path / f"r{attempt}.sketchdb") as db:
             c = db.create_collection("c", k=64, lsh=0.8)
@@ -198,7 +252,7 @@ def test_keys_another_thread_stores_meanwhile_are_rejects_and_nothing_is_lost(tm
 
             t = threading.Thread(target=other)
             t.start()
-            r = c.insert_many(keys, tokens=sets)
+            r = c.insert_many(keys, **records())
             t.join()
             rejected = {x.key for x in r.rejects}
             assert all(isinstance(x.error, sketchdb.Error) and "already stored" in str(x.error) for x in r.rejects)

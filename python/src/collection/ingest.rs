@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyIterator, PyList};
 use rayon::prelude::*;
 use sketchdb::recipes::check_key;
 use sketchdb::{Batch, Collection, QueryKind, QueryOptions, Sketch, StorageError, signature};
@@ -239,132 +239,160 @@ pub(super) fn not_text(x: &Bound<'_, PyAny>) -> PyErr {
     PyTypeError::new_err(format!("a text is str, not {name}"))
 }
 
-/// `insert_many`: see the module docs for the rejects rule.
+/// `obj` as an input that can be read twice: an iterator (a generator) is collected into a
+/// list of its items first.
+pub(crate) fn rereadable<'py>(obj: Option<&Bound<'py, PyAny>>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    match obj {
+        Some(o) if o.cast::<PyIterator>().is_ok() => {
+            let items = o.try_iter()?.collect::<PyResult<Vec<_>>>()?;
+            Ok(Some(PyList::new(o.py(), items)?.into_any()))
+        }
+        o => Ok(o.cloned()),
+    }
+}
+
+/// How often an insert runs again when other writers store its keys while it runs.
+pub(super) const ATTEMPTS: usize = 3;
+
+/// Which records' keys are stored: a lookup of each key that `key(i)` gives (none where it
+/// gives `None`), on all cores, without the GIL.
+pub(super) fn stored_keys<'k>(
+    py: Python<'_>,
+    coll: &Collection,
+    n: usize,
+    key: impl Fn(usize) -> Option<&'k [u8]> + Sync,
+) -> PyResult<Vec<bool>> {
+    py.detach(|| {
+        let snap = coll.snapshot()?;
+        (0..n)
+            .into_par_iter()
+            .map(|i| key(i).map_or(Ok(false), |k| Ok(snap.get(k)?.is_some())))
+            .collect::<sketchdb::Result<Vec<bool>>>()
+    })
+    .map_err(to_py)
+}
+
+/// The reject of record `i`, whose key is stored already.
+pub(super) fn already_stored(i: usize, key: &[u8]) -> PyErr {
+    let msg = format!("record {i}: duplicate key {} (already stored)", String::from_utf8_lossy(key));
+    crate::errors::raise(crate::errors::Class::Error, msg)
+}
+
+/// `insert_many` of the contents `read` gives (see the module docs for the rejects rule).
+///
+/// An insert looks its keys up before it writes (none on an empty collection), so every
+/// sketch moves into the batch, none is copied. If another writer stores one of the keys
+/// meanwhile, the transaction fails whole and the call runs again from `read` (which must
+/// give the same contents again).
 pub(crate) fn insert_many(
     py: Python<'_>,
     coll: &Collection,
     keys_in: &Bound<'_, PyAny>,
-    contents: Vec<Content>,
+    read: impl Fn() -> PyResult<Vec<Content>>,
     upsert: bool,
     strict: bool,
 ) -> PyResult<PyInsertReport> {
+    let mut contents = read()?;
     let ks = keys_for(keys_in, contents.len())?;
-    // The first record of each key (keys borrowed, not copied), then per record: its key
-    // (when readable) and its probe, or the error that rejects it.
-    let first: Vec<Option<usize>> = {
-        let mut first_at: HashMap<&[u8], usize> = HashMap::with_capacity(ks.len());
-        ks.iter()
-            .enumerate()
-            .map(|(i, k)| k.as_ref().ok().map(|k| *first_at.entry(k.as_slice()).or_insert(i)))
-            .collect()
-    };
-    let mut records: Vec<(Option<Vec<u8>>, Content)> = Vec::with_capacity(ks.len());
-    for (i, ((k, c), first)) in ks.into_iter().zip(contents).zip(first).enumerate() {
-        let (key, r) = match (k, first) {
-            (Err(e), _) => (None, Err(e)),
-            (Ok(k), Some(j)) if j != i => {
-                (Some(k), Err(PyValueError::new_err(format!("duplicate key: record {j} has the same key"))))
-            }
-            (Ok(k), _) => (Some(k), c),
+    // Per record: its key (when readable) and, when its key keeps it out, why: the key's own
+    // error, or a repeat of an earlier record's key (the first record of each key is written).
+    let mut keys: Vec<Option<Vec<u8>>> = Vec::with_capacity(ks.len());
+    let mut key_errs: Vec<Option<PyErr>> = Vec::with_capacity(ks.len());
+    for k in ks {
+        let (k, e) = match k {
+            Ok(k) => (Some(k), None),
+            Err(e) => (None, Some(e)),
         };
-        if strict && let Err(e) = &r {
-            return Err(at(py, i, e));
-        }
-        records.push((key, r));
+        keys.push(k);
+        key_errs.push(e);
     }
-    // Sketch on all cores; then, unless strict mode meets a reject, write the good records.
-    // A staged record is `None` once its sketch has moved into the written batch.
-    type Sketched = (Option<Vec<u8>>, Result<Option<Staged>, Result<PyErr, sketchdb::Error>>);
-    let (sketched, applied) = py.detach(|| {
-        let mut sketched: Vec<Sketched> = records
-            .into_par_iter()
-            .map(|(k, r)| {
-                let s = match (r, &k) {
+    {
+        let mut first_at: HashMap<&[u8], usize> = HashMap::with_capacity(keys.len());
+        for (i, k) in keys.iter().enumerate() {
+            if let Some(k) = k {
+                let j = *first_at.entry(k.as_slice()).or_insert(i);
+                if j != i {
+                    key_errs[i] = Some(PyValueError::new_err(format!("duplicate key: record {j} has the same key")));
+                }
+            }
+        }
+    }
+    // A strict insert meeting a stored key fails as a whole (the library's error): only the
+    // other inserts look stored keys up.
+    let looks_up = !upsert && !strict;
+    let mut check = looks_up && !py.detach(|| coll.is_empty()).map_err(to_py)?;
+    for attempt in 1..=ATTEMPTS {
+        if attempt > 1 {
+            contents = read()?;
+            if contents.len() != keys.len() {
+                return Err(PyRuntimeError::new_err("insert_many: the records changed while the call ran"));
+            }
+        }
+        let stored = if check {
+            stored_keys(py, coll, keys.len(), |i| if key_errs[i].is_none() { keys[i].as_deref() } else { None })?
+        } else {
+            Vec::new()
+        };
+        let mut records: Vec<Content> = Vec::with_capacity(keys.len());
+        for (i, c) in contents.drain(..).enumerate() {
+            let r = match (&key_errs[i], &keys[i]) {
+                (Some(e), _) => Err(e.clone_ref(py)),
+                (None, Some(k)) if stored.get(i) == Some(&true) => Err(already_stored(i, k)),
+                _ => c,
+            };
+            if strict && let Err(e) = &r {
+                return Err(at(py, i, e));
+            }
+            records.push(r);
+        }
+        let keys = &keys;
+        // Sketch on all cores; then, unless strict mode meets a reject, move the good
+        // records' sketches into the batch and write it.
+        let (rejects, applied) = py.detach(|| {
+            let sketched: Vec<Result<Staged, Result<PyErr, sketchdb::Error>>> = records
+                .into_par_iter()
+                .zip(keys.par_iter())
+                .map(|(r, k)| match (r, k) {
                     // A sketch of other parameters (or a bare sketch where exact shingles are
                     // kept) is this record's reject, not the batch's failure.
                     (Ok(p), Some(key)) => p
                         .stage(coll, key)
                         .and_then(|s| {
                             coll.params().check_compatible(s.sketch().params())?;
-                            Ok(Some(s))
+                            Ok(s)
                         })
                         .map_err(Err),
                     (Ok(_), None) => Err(Ok(PyValueError::new_err("a record without a key"))),
                     (Err(e), _) => Err(Ok(e)),
-                };
-                (k, s)
-            })
-            .collect();
-        if strict && sketched.iter().any(|r| r.1.is_err()) {
-            return (sketched, None);
-        }
-        let mut batch = Batch::new();
-        if strict || upsert {
-            // Nothing is written again after this commit (strict mode raises on a stored
-            // key, an upsert meets none): the sketches move into the batch.
-            for (k, s) in sketched.iter_mut() {
-                if let (Some(k), Ok(s)) = (k, s)
-                    && let Some(s) = s.take()
-                {
-                    s.add_to(&mut batch, k, upsert);
+                })
+                .collect();
+            let mut rejects = Vec::new();
+            let mut batch = Batch::with_capacity(keys.len());
+            for (i, (s, k)) in sketched.into_iter().zip(keys).enumerate() {
+                match (s, k) {
+                    (Ok(s), Some(k)) => s.add_to(&mut batch, k, upsert),
+                    (Ok(_), None) => {}
+                    (Err(e), _) => rejects.push((i, e)),
                 }
             }
-        } else {
-            // An insert that meets stored keys writes the rest again: the batch gets copies.
-            for (k, s) in &sketched {
-                if let (Some(k), Ok(Some(s))) = (k, s) {
-                    s.add_copy_to(&mut batch, k, upsert);
-                }
+            let applied = (!strict || rejects.is_empty()).then(|| commit(coll, &batch));
+            (rejects, applied)
+        });
+        let written = match applied {
+            Some(Ok(n)) => n,
+            Some(Err(sketchdb::Error::Storage(StorageError::DuplicateKey { .. })))
+                if looks_up && attempt < ATTEMPTS =>
+            {
+                check = true;
+                continue;
             }
-        }
-        let applied = commit(coll, &batch);
-        (sketched, Some(applied))
-    });
-    let mut rejects: Vec<(usize, Option<Vec<u8>>, PyErr)> = Vec::new();
-    let mut good: Vec<Option<(Vec<u8>, Staged)>> = Vec::with_capacity(sketched.len());
-    for (i, (k, r)) in sketched.into_iter().enumerate() {
-        match (k, r) {
-            (Some(k), Ok(s)) => good.push(s.map(|s| (k, s))),
-            (k, Err(e)) => {
-                let e = e.unwrap_or_else(to_py);
-                if strict {
-                    return Err(at(py, i, &e));
-                }
-                rejects.push((i, k, e));
-                good.push(None);
-            }
-            (None, Ok(_)) => good.push(None),
-        }
+            Some(Err(e)) => return Err(to_py(e)),
+            None => 0,
+        };
+        let rejects = rejects.into_iter().map(|(i, e)| (i, keys[i].clone(), e.unwrap_or_else(to_py))).collect();
+        return report(py, written, rejects, strict);
     }
-    let written = match applied {
-        Some(Ok(n)) => n,
-        // Keys already stored fail an insert batch as a whole: outside strict mode they
-        // become rejects and the rest is written.
-        Some(Err(sketchdb::Error::Storage(StorageError::DuplicateKey { .. }))) if !strict && !upsert => {
-            let snap = py.detach(|| coll.snapshot()).map_err(to_py)?;
-            for (i, g) in good.iter_mut().enumerate() {
-                let stored = match g {
-                    Some((k, _)) => snap.get(&*k).map_err(to_py)?.is_some(),
-                    None => false,
-                };
-                if stored && let Some((k, _)) = g.take() {
-                    let msg = format!("record {i}: duplicate key {} (already stored)", String::from_utf8_lossy(&k));
-                    rejects.push((i, Some(k), crate::errors::raise(crate::errors::Class::Error, msg)));
-                }
-            }
-            py.detach(|| {
-                let mut batch = Batch::new();
-                for (k, s) in good.into_iter().flatten() {
-                    s.add_to(&mut batch, &k, false);
-                }
-                commit(coll, &batch)
-            })
-            .map_err(to_py)?
-        }
-        Some(Err(e)) => return Err(to_py(e)),
-        None => 0,
-    };
-    report(py, written, rejects, strict)
+    Err(PyRuntimeError::new_err("insert_many: other writers kept storing this call's keys"))
 }
 
 /// Writes `batch` in one commit; returns the records written.

@@ -8,7 +8,11 @@
 //!    thread fewer than the caller's where the calling thread reads token lists beside it
 //!    (on all of them for texts, NumPy rows and Arrow columns), and moves the sketches into
 //!    the call's [`Batch`]
-//!    (no copy: keys already stored are found before, so the batch is written once).
+//!    (no copy: keys already stored are found before, so the batch is written once). A
+//!    reader of token lists that finds the sketching thread behind (two chunks waiting)
+//!    sketches a worker's share of its next chunk itself instead of waiting: the reader's
+//!    core works whichever of reading and sketching is the slower (sketching MinHash
+//!    without AVX-512 is).
 //! 3. The batch is applied in one transaction ([`Collection::apply`]: the index's band keys
 //!    are computed beside the record writes), with the GIL released.
 //!
@@ -19,32 +23,23 @@
 //! do not ascend across chunks are then inserted into the key B-tree one by one instead of
 //! appended, and the index keys each row after the last chunk instead of beside the writes.)
 
-use std::borrow::Cow;
-use std::ops::Range;
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::sync::mpsc::sync_channel;
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
-use rayon::prelude::*;
 use sketchdb::{Batch, Collection, StorageError, WriteSummary};
 
-use super::ingest::{keys_for, not_text};
-use super::probe::Staged;
+use super::ingest::{ATTEMPTS, already_stored, keys_for, stored_keys};
 use super::results::{PyInsertReport, report};
 use crate::arrow::ffi::arrow_chunks;
 use crate::arrow::{TokenRows, text_rows};
 use crate::bulk::Items;
-use crate::convert;
 use crate::errors::to_py;
 
-/// A chunk is handed on once it holds this many tokens (text bytes count one token per 8)
-/// or [`CHUNK_ROWS`] records: each chunk is one part of the transaction.
-const CHUNK_TOKENS: usize = 1 << 18;
-const CHUNK_ROWS: usize = 4096;
+mod chunks;
 
-/// How often the call runs again when other writers store its keys while it runs.
-const ATTEMPTS: usize = 3;
+use chunks::{Msg, read_arrow, read_python, stage_all};
 
 /// An Arrow column of contents, borrowed in place (read by the sketching thread).
 enum ArrowRows<'a> {
@@ -92,31 +87,9 @@ enum Why {
     Core(sketchdb::Error),
 }
 
-/// One record of a chunk: its content's place in the chunk's buffers, or its row of the
-/// Arrow column, or why it is left out.
-enum Item {
-    Bad(Why),
-    Text(Range<usize>),
-    Tokens(Range<usize>),
-    Row(usize),
-}
-
 /// The rejects (record index and why, in input order) and the batch of the other records
 /// (`None` when a strict call met a reject).
 type Staging = (Vec<(usize, Why)>, Option<Batch>);
-
-struct Chunk {
-    first: usize,
-    items: Vec<Item>,
-    flat: Vec<u64>,
-    text: String,
-}
-
-impl Chunk {
-    fn new(first: usize) -> Self {
-        Chunk { first, items: Vec::with_capacity(CHUNK_ROWS), flat: Vec::new(), text: String::new() }
-    }
-}
 
 /// `insert_many(keys, texts)` or `insert_many(keys, tokens=...)` (exactly one given).
 pub(crate) fn insert_many(
@@ -224,11 +197,7 @@ fn run(
                 Why::Key(KeyIssue::Duplicate(j)) => {
                     PyValueError::new_err(format!("duplicate key: record {j} has the same key"))
                 }
-                Why::Key(KeyIssue::Stored) => {
-                    let k = String::from_utf8_lossy(key.as_deref().unwrap_or_default()).into_owned();
-                    let msg = format!("record {i}: duplicate key {k} (already stored)");
-                    crate::errors::raise(crate::errors::Class::Error, msg)
-                }
+                Why::Key(KeyIssue::Stored) => already_stored(i, key.as_deref().unwrap_or_default()),
             };
             out.push((i, key, err));
         }
@@ -237,26 +206,18 @@ fn run(
     Err(PyRuntimeError::new_err("insert_many: other writers kept storing this call's keys"))
 }
 
-/// Marks the records whose key is stored already (a lookup per readable, unrepeated key, on
-/// all cores, without the GIL).
+/// Marks the records whose key is stored already (see [`stored_keys`]; a key marked stored
+/// by an earlier attempt is looked up again).
 fn mark_stored(
     py: Python<'_>,
     coll: &Collection,
     keys: &[Option<Vec<u8>>],
     issues: &mut [Option<KeyIssue>],
 ) -> PyResult<()> {
-    let stored: Vec<bool> = py
-        .detach(|| {
-            let snap = coll.snapshot()?;
-            keys.par_iter()
-                .zip(issues.par_iter())
-                .map(|(k, issue)| match (k, issue) {
-                    (Some(k), None | Some(KeyIssue::Stored)) => Ok(snap.get(k)?.is_some()),
-                    _ => Ok(false),
-                })
-                .collect::<sketchdb::Result<Vec<bool>>>()
-        })
-        .map_err(to_py)?;
+    let stored = stored_keys(py, coll, keys.len(), |i| match issues[i] {
+        None | Some(KeyIssue::Stored) => keys[i].as_deref(),
+        _ => None,
+    })?;
     for (issue, stored) in issues.iter_mut().zip(stored) {
         if stored {
             *issue = Some(KeyIssue::Stored);
@@ -288,8 +249,10 @@ fn pipeline(
         }
         Source::Python { .. } => (None, None),
     };
+    // A reader with a core of its own sketches too whenever the sketching thread is behind.
+    let help = pool.as_ref().map(|p| p.current_num_threads());
     std::thread::scope(|s| {
-        let (tx, rx) = sync_channel::<Chunk>(2);
+        let (tx, rx) = sync_channel::<Msg>(2);
         let stager = s.spawn(move || {
             let go = || stage_all(coll, keys, arrow, rx, upsert, strict);
             match pool {
@@ -298,7 +261,7 @@ fn pipeline(
             }
         });
         let read = match source {
-            Source::Python { items, texts } => read_python(py, items, *texts, coll, issues, &tx),
+            Source::Python { items, texts } => read_python(py, items, *texts, coll, issues, help, &tx),
             Source::Arrow(a) => py.detach(|| read_arrow(a, issues, &tx)),
         };
         drop(tx);
@@ -312,167 +275,4 @@ fn pipeline(
 
 fn is_seq(obj: &Bound<'_, PyAny>) -> bool {
     obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>()
-}
-
-/// The item of record `i` whose key keeps it out, if it does.
-fn key_item(issues: &[Option<KeyIssue>], i: usize) -> Option<Item> {
-    issues[i].as_ref().map(|issue| Item::Bad(Why::Key(issue.clone())))
-}
-
-/// Hands a chunk on; false once the sketching thread has stopped.
-fn send(py: Option<Python<'_>>, tx: &SyncSender<Chunk>, chunk: Chunk) -> bool {
-    match (tx.try_send(chunk), py) {
-        (Err(TrySendError::Full(m)), Some(py)) => py.detach(|| tx.send(m).is_ok()),
-        (Err(TrySendError::Full(m)), None) => tx.send(m).is_ok(),
-        (r, _) => r.is_ok(),
-    }
-}
-
-/// The calling thread's part for Python contents: reads each record's text or tokens into
-/// its chunk's buffers (a bad content is that record's reject). Fails only when the input
-/// itself cannot be read (a list that shrank while read).
-fn read_python(
-    py: Python<'_>,
-    items: &Items<'_, '_>,
-    texts: bool,
-    coll: &Collection,
-    issues: &[Option<KeyIssue>],
-    tx: &SyncSender<Chunk>,
-) -> PyResult<()> {
-    let seed = coll.config().tokenizer.seed();
-    send_chunks(Some(py), items.len(), tx, |i, c| {
-        let item = match key_item(issues, i) {
-            Some(bad) => bad,
-            None if texts => read_text(&items.get(i)?, &mut c.text),
-            None => read_tokens(&items.get(i)?, seed, &mut c.flat),
-        };
-        let cost = match &item {
-            Item::Text(r) => r.len() / 8 + 1,
-            Item::Tokens(r) => r.len() + 1,
-            _ => 1,
-        };
-        Ok((item, cost))
-    })
-}
-
-/// Reads items `0..n` by `next` (the item, and its cost in tokens with text bytes counting
-/// one per 8) into chunks of at most [`CHUNK_ROWS`] items, each handed on once its cost
-/// reaches [`CHUNK_TOKENS`]; stops early when the sketching thread has gone.
-fn send_chunks(
-    py: Option<Python<'_>>,
-    n: usize,
-    tx: &SyncSender<Chunk>,
-    mut next: impl FnMut(usize, &mut Chunk) -> PyResult<(Item, usize)>,
-) -> PyResult<()> {
-    let mut i = 0;
-    while i < n {
-        let mut c = Chunk::new(i);
-        let mut cost = 0;
-        while i < n && cost < CHUNK_TOKENS && c.items.len() < CHUNK_ROWS {
-            let (item, item_cost) = next(i, &mut c)?;
-            c.items.push(item);
-            cost += item_cost;
-            i += 1;
-        }
-        if !send(py, tx, c) {
-            break;
-        }
-    }
-    Ok(())
-}
-
-fn read_text(obj: &Bound<'_, PyAny>, text: &mut String) -> Item {
-    let Ok(s) = obj.cast::<PyString>() else { return Item::Bad(Why::Py(not_text(obj))) };
-    match s.to_cow() {
-        Ok(t) => {
-            let start = text.len();
-            text.push_str(&t);
-            Item::Text(start..text.len())
-        }
-        Err(e) => Item::Bad(Why::Py(e)),
-    }
-}
-
-fn read_tokens(obj: &Bound<'_, PyAny>, seed: u64, flat: &mut Vec<u64>) -> Item {
-    let start = flat.len();
-    match convert::tokens_into(obj, seed, flat) {
-        Ok(()) => Item::Tokens(start..flat.len()),
-        Err(e) => {
-            flat.truncate(start);
-            Item::Bad(Why::Py(e))
-        }
-    }
-}
-
-/// The chunks of an Arrow column: rows by index (read by the sketching thread in place).
-fn read_arrow(rows: &ArrowRows<'_>, issues: &[Option<KeyIssue>], tx: &SyncSender<Chunk>) -> PyResult<()> {
-    send_chunks(None, issues.len(), tx, |i, _| {
-        let cost = 1 + match rows {
-            ArrowRows::Texts(t) => t[i].map_or(0, |t| t.len() / 8),
-            ArrowRows::Tokens(t) => t.rows()[i].map_or(0, |(_, start, end)| end - start),
-        };
-        Ok((key_item(issues, i).unwrap_or(Item::Row(i)), cost))
-    })
-}
-
-/// The sketching thread: each chunk's records staged on the current pool and moved into
-/// the call's batch. Stops at the first chunk with a reject under `strict` (no batch).
-fn stage_all(
-    coll: &Collection,
-    keys: &[Option<Vec<u8>>],
-    arrow: Option<&ArrowRows<'_>>,
-    rx: Receiver<Chunk>,
-    upsert: bool,
-    strict: bool,
-) -> Staging {
-    let mut rejects = Vec::new();
-    let mut batch = Batch::with_capacity(keys.len());
-    for c in rx {
-        let (flat, text) = (&c.flat, &c.text);
-        let staged: Vec<Result<Staged, Why>> =
-            c.items.into_par_iter().map(|item| stage(coll, arrow, flat, text, item)).collect();
-        for (j, r) in staged.into_iter().enumerate() {
-            let i = c.first + j;
-            match (r, &keys[i]) {
-                (Ok(s), Some(k)) => s.add_to(&mut batch, k, upsert),
-                (Ok(_), None) => rejects.push((i, Why::Py(PyValueError::new_err("a record without a key")))),
-                (Err(why), _) => rejects.push((i, why)),
-            }
-        }
-        if strict && !rejects.is_empty() {
-            return (rejects, None);
-        }
-    }
-    (rejects, Some(batch))
-}
-
-/// One record's sketch (and set, where kept), made as [`super::probe::Probe::stage`] makes it.
-fn stage(
-    coll: &Collection,
-    arrow: Option<&ArrowRows<'_>>,
-    flat: &[u64],
-    text: &str,
-    item: Item,
-) -> Result<Staged, Why> {
-    let tokenizer = &coll.config().tokenizer;
-    match item {
-        Item::Bad(why) => Err(why),
-        Item::Tokens(r) => Staged::of_tokens(coll, &flat[r]).map_err(Why::Core),
-        Item::Text(r) => Staged::of_owned_tokens(coll, tokenizer.tokens(&text[r])).map_err(Why::Core),
-        Item::Row(i) => match arrow {
-            Some(ArrowRows::Texts(t)) => match t[i] {
-                Some(t) => Staged::of_owned_tokens(coll, tokenizer.tokens(t)).map_err(Why::Core),
-                None => Err(Why::Py(PyValueError::new_err("a null text"))),
-            },
-            Some(ArrowRows::Tokens(rows)) => match rows.rows()[i] {
-                Some(r) => match rows.tokens(r, tokenizer.seed()) {
-                    Ok(Cow::Borrowed(t)) => Staged::of_tokens(coll, t).map_err(Why::Core),
-                    Ok(Cow::Owned(t)) => Staged::of_owned_tokens(coll, t).map_err(Why::Core),
-                    Err(msg) => Err(Why::Py(PyValueError::new_err(msg))),
-                },
-                None => Err(Why::Py(PyValueError::new_err("a null token list"))),
-            },
-            None => Err(Why::Py(PyRuntimeError::new_err("an Arrow row without its column"))),
-        },
-    }
 }

@@ -53,18 +53,10 @@ impl Staged {
 
     /// Adds the record to `batch` as an insert (or an upsert) of `key`.
     pub(crate) fn add_to(self, batch: &mut Batch, key: &[u8], upsert: bool) {
-        Self::add(self.sketch, self.set.as_ref(), batch, key, upsert);
-    }
-
-    /// [`Staged::add_to`] with a copy of the sketch, keeping this record.
-    pub(crate) fn add_copy_to(&self, batch: &mut Batch, key: &[u8], upsert: bool) {
-        Self::add(self.sketch.clone(), self.set.as_ref(), batch, key, upsert);
-    }
-
-    fn add(sketch: Sketch, set: Option<&TokenSet>, batch: &mut Batch, key: &[u8], upsert: bool) {
+        let Staged { sketch, set } = self;
         match (set, upsert) {
-            (Some(set), false) => batch.insert_with_shingles(key, sketch, set),
-            (Some(set), true) => batch.upsert_with_shingles(key, sketch, set),
+            (Some(set), false) => batch.insert_with_shingles(key, sketch, &set),
+            (Some(set), true) => batch.upsert_with_shingles(key, sketch, &set),
             (None, false) => batch.insert(key, sketch),
             (None, true) => batch.upsert(key, sketch),
         };

@@ -3,7 +3,7 @@
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use sketchdb::{Collection, CollectionStats, IndexSummary};
+use sketchdb::{Clustering, Collection, CollectionStats, DedupResult, IndexSummary};
 
 use crate::convert;
 
@@ -79,6 +79,9 @@ pub(crate) struct PyCluster {
     pub(super) keys: Vec<Py<PyAny>>,
     /// Row ids, ascending.
     pub(super) rows: Vec<u64>,
+    /// Representative clustering: the key every other member is a verified pair with (one
+    /// of `keys`). None for connected components.
+    pub(super) representative: Option<Py<PyAny>>,
 }
 
 #[pymethods]
@@ -96,6 +99,8 @@ impl PyCluster {
 pub(crate) struct PyDedupResult {
     /// The clusters.
     pub(super) clusters: Vec<Py<PyCluster>>,
+    /// How verified pairs formed them: `components` or `representative`.
+    pub(super) clustering: String,
     /// Verified pairs found.
     pub(super) pairs: u64,
     /// Candidate pairs the plan proposed and verified (what `pairs` was kept from).
@@ -122,6 +127,37 @@ impl PyDedupResult {
     fn __repr__(&self) -> String {
         format!("DedupResult({} clusters, {} pairs)", self.clusters.len(), self.pairs)
     }
+}
+
+/// The Python result of a dedup clustered by `clustering`.
+pub(super) fn dedup_result(py: Python<'_>, r: DedupResult, clustering: Clustering) -> PyResult<PyDedupResult> {
+    let clusters = r
+        .clusters
+        .into_iter()
+        .map(|c| {
+            let keys = c.keys.iter().map(|k| convert::key_to_py(py, k)).collect::<PyResult<_>>()?;
+            let representative = c
+                .representative
+                .and_then(|row| c.rows.iter().position(|&x| x == row))
+                .map(|i| convert::key_to_py(py, &c.keys[i]))
+                .transpose()?;
+            Py::new(py, PyCluster { keys, rows: c.rows, representative })
+        })
+        .collect::<PyResult<_>>()?;
+    let s = r.stages;
+    let stages = [("load", s.load), ("keys", s.keys), ("pairs", s.pairs), ("cluster", s.cluster)]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    Ok(PyDedupResult {
+        clusters,
+        clustering: clustering.name().to_string(),
+        pairs: r.pairs,
+        candidates: r.candidates,
+        plan: r.plan.map(|p| p.to_string()),
+        reason: r.reason,
+        stages,
+    })
 }
 
 /// `Collection.stats()`'s dict: counters, configuration and the index's summary.
