@@ -35,44 +35,69 @@ pub(crate) fn decode_rows(
     params: &SketchParams,
 ) -> Result<Vec<Sketch>, (usize, CodecError)> {
     let layout = ColumnLayout::for_params(params);
-    let row_by_row =
-        || rows.iter().enumerate().map(|(n, &i)| decode_row(page, i, params).map_err(|e| (n, e))).collect();
     if &layout != page.layout() || rows.iter().any(|&i| page.check_row(i).is_err()) {
-        return row_by_row();
+        return rows.iter().enumerate().map(|(n, &i)| decode_row(page, i, params).map_err(|e| (n, e))).collect();
     }
     let k = usize::from(layout.value_cols);
-    let width = usize::from(layout.value_width);
-    // Row-major values of the requested rows, filled one column at a time.
-    let mut values = vec![0u64; rows.len() * k];
-    for j in 0..k {
-        let col = page.value_column(j);
-        for (n, &i) in rows.iter().enumerate() {
-            values[n * k + j] = entry(col, width, i);
-        }
-    }
     let words = usize::from(layout.word_cols);
     let sketch_err = |n: usize| move |source| (n, CodecError::Sketch { what: WHAT, source });
     let mut out = Vec::with_capacity(rows.len());
-    for (n, (&i, v)) in rows.iter().zip(values.chunks_exact(k.max(1))).enumerate() {
-        let v = &v[..k];
-        let cardinality = page.cardinality(i).unwrap_or(0);
-        out.push(match params.kind() {
-            SketchKind::MinHash => {
-                Sketch::MinHash(MinHash::from_parts(*params, v.to_vec(), cardinality).map_err(sketch_err(n))?)
+    match params.kind() {
+        SketchKind::MinHash | SketchKind::BBitMinHash => {
+            let mut values: Vec<Vec<u64>> = rows.iter().map(|_| vec![0; k]).collect();
+            gather(page, rows, &mut values, |x| x);
+            for (n, (&i, v)) in rows.iter().zip(values).enumerate() {
+                let cardinality = page.cardinality(i).unwrap_or(0);
+                out.push(if params.kind() == SketchKind::MinHash {
+                    Sketch::MinHash(MinHash::from_parts(*params, v, cardinality).map_err(sketch_err(n))?)
+                } else {
+                    Sketch::BBit(BBitMinHash::from_parts(*params, v, cardinality).map_err(sketch_err(n))?)
+                });
             }
-            SketchKind::BBitMinHash => {
-                Sketch::BBit(BBitMinHash::from_parts(*params, v.to_vec(), cardinality).map_err(sketch_err(n))?)
-            }
-            SketchKind::Oph => {
-                let bins = v.iter().map(|&x| u32::try_from(x).unwrap_or(u32::MAX)).collect();
+        }
+        SketchKind::Oph => {
+            let mut bins: Vec<Vec<u32>> = rows.iter().map(|_| vec![0; k]).collect();
+            gather(page, rows, &mut bins, |x| u32::try_from(x).unwrap_or(u32::MAX));
+            for (n, (&i, bins)) in rows.iter().zip(bins).enumerate() {
+                let cardinality = page.cardinality(i).unwrap_or(0);
                 let empty = (0..words).map(|j| page.word(j, i)).collect();
-                Sketch::Oph(OphSketch::from_parts(*params, bins, empty, cardinality).map_err(sketch_err(n))?)
+                out.push(Sketch::Oph(OphSketch::from_parts(*params, bins, empty, cardinality).map_err(sketch_err(n))?));
             }
-            // One or two value columns: nothing to gain over the row's own decoding.
-            SketchKind::SimHash => decode_row(page, i, params).map_err(|e| (n, e))?,
-        });
+        }
+        // One or two value columns: nothing to gain over the row's own decoding.
+        SketchKind::SimHash => {
+            for (n, &i) in rows.iter().enumerate() {
+                out.push(decode_row(page, i, params).map_err(|e| (n, e))?);
+            }
+        }
     }
     Ok(out)
+}
+
+/// Sets `out[n][j]` to entry `rows[n]` of value column `j` of `page`, converted by `conv`,
+/// for every `j` below `out[n].len()` (the layout's value columns): one pass down each
+/// column, the entry width fixed per loop.
+fn gather<T>(page: &PageView<'_>, rows: &[usize], out: &mut [Vec<T>], conv: impl Fn(u64) -> T + Copy) {
+    match usize::from(page.layout().value_width) {
+        1 => gather_width::<1, T>(page, rows, out, conv),
+        2 => gather_width::<2, T>(page, rows, out, conv),
+        4 => gather_width::<4, T>(page, rows, out, conv),
+        8 => gather_width::<8, T>(page, rows, out, conv),
+        _ => gather_width::<0, T>(page, rows, out, conv),
+    }
+}
+
+/// [`gather`] of `W`-byte entries (`W = 0`: the layout's width, whatever it is).
+#[inline(always)]
+fn gather_width<const W: usize, T>(page: &PageView<'_>, rows: &[usize], out: &mut [Vec<T>], conv: impl Fn(u64) -> T) {
+    let width = if W == 0 { usize::from(page.layout().value_width) } else { W };
+    let k = out.first().map_or(0, Vec::len);
+    for j in 0..k {
+        let col = page.value_column(j);
+        for (o, &i) in out.iter_mut().zip(rows) {
+            o[j] = conv(entry(col, width, i));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -72,25 +72,42 @@ pub(crate) fn group(edges: &[(u64, u64)], clustering: Clustering) -> Vec<Group> 
     }
 }
 
+/// Connected components by union-find over the positions of the edges' rows in their sorted
+/// list (a flat array, not a map keyed by row id). A root is the smallest position of its
+/// component (a union links the greater root under the smaller), so members are pushed in
+/// ascending order and each component starts at its root.
 fn components(edges: &[(u64, u64)]) -> Vec<Group> {
-    let mut parent: HashMap<u64, u64> = HashMap::new();
+    let mut ids: Vec<u64> = edges.iter().flat_map(|&(a, b)| [a, b]).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    // Every row of an edge is in `ids`: its position is where it sorts.
+    let at = |r: u64| ids.partition_point(|&x| x < r);
+    let mut parent: Vec<usize> = (0..ids.len()).collect();
     for &(a, b) in edges {
-        union(&mut parent, a, b);
+        let (ra, rb) = (root(&mut parent, at(a)), root(&mut parent, at(b)));
+        parent[ra.max(rb)] = ra.min(rb);
     }
-    let mut groups: HashMap<u64, Vec<u64>> = HashMap::new();
-    let members: Vec<u64> = parent.keys().copied().collect();
-    for r in members {
-        let root = find(&mut parent, r);
-        groups.entry(root).or_default().push(r);
+    // Component of each root, by its position in `groups`.
+    let mut slot = vec![usize::MAX; ids.len()];
+    let mut groups: Vec<Vec<u64>> = Vec::new();
+    for (p, &row) in ids.iter().enumerate() {
+        let r = root(&mut parent, p);
+        if r == p {
+            slot[p] = groups.len();
+            groups.push(Vec::new());
+        }
+        groups[slot[r]].push(row);
     }
-    groups
-        .into_values()
-        .filter(|g| g.len() > 1)
-        .map(|mut rows| {
-            rows.sort_unstable();
-            Group { rows, representative: None }
-        })
-        .collect()
+    groups.into_iter().filter(|g| g.len() > 1).map(|rows| Group { rows, representative: None }).collect()
+}
+
+/// The root of `x` in the forest `parent`, halving the path on the way.
+fn root(parent: &mut [usize], mut x: usize) -> usize {
+    while parent[x] != x {
+        parent[x] = parent[parent[x]];
+        x = parent[x];
+    }
+    x
 }
 
 fn stars(edges: &[(u64, u64)]) -> Vec<Group> {
@@ -122,35 +139,6 @@ fn stars(edges: &[(u64, u64)]) -> Vec<Group> {
     out
 }
 
-fn find(parent: &mut HashMap<u64, u64>, x: u64) -> u64 {
-    let mut root = x;
-    while let Some(&p) = parent.get(&root) {
-        if p == root {
-            break;
-        }
-        root = p;
-    }
-    // Path compression.
-    let mut cur = x;
-    while cur != root {
-        let next = parent.get(&cur).copied().unwrap_or(root);
-        parent.insert(cur, root);
-        cur = next;
-    }
-    root
-}
-
-fn union(parent: &mut HashMap<u64, u64>, a: u64, b: u64) {
-    parent.entry(a).or_insert(a);
-    parent.entry(b).or_insert(b);
-    let (ra, rb) = (find(parent, a), find(parent, b));
-    if ra != rb {
-        // The smaller row id becomes the root: deterministic clusters.
-        let (lo, hi) = if ra < rb { (ra, rb) } else { (rb, ra) };
-        parent.insert(hi, lo);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,6 +163,55 @@ mod tests {
                 Group { rows: vec![7, 8], representative: Some(7) },
             ]
         );
+    }
+
+    #[test]
+    fn components_equal_a_breadth_first_search_of_the_graph() {
+        // Sparse rows (far apart, not from 0) of a pseudo-random graph (xorshift, fixed seed)
+        // with chains and repeated edges.
+        let mut x = 0x9e37_79b9_u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let rows: Vec<u64> = (0..300u64).map(|i| 1_000_000_007 * i + 3).collect();
+        let edges: Vec<(u64, u64)> = (0..150)
+            .map(|_| (rows[(next() % 300) as usize], rows[(next() % 300) as usize]))
+            .filter(|(a, b)| a != b)
+            .collect();
+        let mut want: Vec<Vec<u64>> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for &start in &rows {
+            if !edges.iter().any(|&(a, b)| a == start || b == start) || !seen.insert(start) {
+                continue;
+            }
+            let mut comp = vec![start];
+            let mut i = 0;
+            while i < comp.len() {
+                let r = comp[i];
+                for &(a, b) in &edges {
+                    let other = if a == r {
+                        b
+                    } else if b == r {
+                        a
+                    } else {
+                        continue;
+                    };
+                    if seen.insert(other) {
+                        comp.push(other);
+                    }
+                }
+                i += 1;
+            }
+            comp.sort_unstable();
+            want.push(comp);
+        }
+        want.sort();
+        let got: Vec<Vec<u64>> = sorted(group(&edges, Clustering::Components)).into_iter().map(|g| g.rows).collect();
+        assert!(want.len() > 10 && want.iter().any(|c| c.len() > 3), "{want:?}");
+        assert_eq!(got, want);
     }
 
     #[test]

@@ -5,19 +5,17 @@
 use std::cell::{Cell, OnceCell};
 use std::time::Instant;
 
-use rayon::prelude::*;
-
 use crate::index::{
     BandedKeys, Banding, IndexError, LshParams, SimhashMemIndex, SimhashTableDesign, for_each_lsh_pair, lsh_scheme_for,
     simhash_pairs,
 };
 use crate::sketch::sketcher::Sketch;
 use crate::storage::catalog::CollectionInfo;
-use crate::storage::error::StorageError;
-use crate::storage::reader::{ReadSnapshot, decode_many};
+use crate::storage::reader::ReadSnapshot;
 
 use super::cost::{Choice, CostModel, Stats};
 use super::dedup::choose_dedup;
+use super::dedup_load::{Loaded, load};
 use super::error::QueryError;
 use super::exact::candidate_floor;
 use super::exec::{execute, validate_question};
@@ -26,10 +24,6 @@ use super::plan::{Access, Finish, Plan};
 use super::query::{Query, QueryKind, QueryOptions};
 use super::run::{banding_shown, stats_in};
 use crate::codec::shingles::exact_jaccard;
-
-/// Rows of a page decoded together by one worker: 16 rows of 1-byte OPH bins are 16
-/// consecutive bytes of each column.
-const DECODE_CHUNK: usize = 16;
 
 type Result<T, E = QueryError> = std::result::Result<T, E>;
 
@@ -94,9 +88,6 @@ fn cached(cell: &OnceCell<Vec<u64>>, load: impl FnOnce() -> Result<Vec<u64>>) ->
     Ok(cell.get_or_init(|| v))
 }
 
-/// A loaded live record: row id, key, sketch.
-type Row = (u64, Vec<u8>, Sketch);
-
 /// Refuses a dedup question that is not a threshold or Hamming radius, or does not fit a
 /// collection of `info`'s sketch kind.
 fn check_question(info: &CollectionInfo, kind: QueryKind, options: &QueryOptions) -> Result<()> {
@@ -122,11 +113,11 @@ fn index_error(info: &CollectionInfo, source: IndexError) -> QueryError {
     IndexError::Collection { collection: info.name().to_string(), source: Box::new(source) }.into()
 }
 
-/// Calls `on_pair` for every pair of `rows` sharing a band of the banding `banding` for
-/// `threshold` (each pair once) that `keep` accepts (by row index).
+/// Calls `on_pair` for every pair of the records `rows` sharing a band of the banding
+/// `banding` for `threshold` (each pair once) that `keep` accepts (by position).
 fn join_banded(
     info: &CollectionInfo,
-    rows: &[Row],
+    rows: &Loaded,
     banding: LshParams,
     threshold: f64,
     keep: &impl Fn(usize, usize) -> Result<bool>,
@@ -137,24 +128,24 @@ fn join_banded(
     let scheme = lsh_scheme_for(p.kind(), p.bits(), p.slots(), threshold, Banding::given(banding))
         .map_err(|e| index_error(info, e))?;
     let started = Instant::now();
-    let keys = BandedKeys::new(&scheme, rows, |r| &r.2).map_err(|(i, e)| {
-        let row = rows[i].0;
+    let keys = BandedKeys::new(&scheme, &rows.sketches, |s| s).map_err(|(i, e)| {
+        let row = rows.rows[i];
         index_error(info, IndexError::inconsistent("signature", format!("row {row}: {e}")))
     })?;
     *key_seconds = started.elapsed().as_secs_f64();
     keys.for_each_pair(|i, j| -> Result<()> {
         if keep(i, j)? {
-            on_pair(rows[i].0, rows[j].0);
+            on_pair(rows.rows[i], rows.rows[j]);
         }
         Ok(())
     })
 }
 
-/// Calls `on_pair` for every pair of `rows` (SimHash fingerprints) within `radius`, each
-/// once, through permuted tables built in memory.
+/// Calls `on_pair` for every pair of the records `rows` (SimHash fingerprints) within
+/// `radius`, each once, through permuted tables built in memory.
 fn join_simhash_in_memory(
     info: &CollectionInfo,
-    rows: &[Row],
+    rows: &Loaded,
     radius: u32,
     on_pair: &mut impl FnMut(u64, u64),
 ) -> Result<()> {
@@ -162,11 +153,12 @@ fn join_simhash_in_memory(
     let design = SimhashTableDesign::design(rows.len() as u64, radius, f).map_err(|e| index_error(info, e))?;
     // The plan is chosen for SimHash collections only, whose rows all hold fingerprints.
     let fp = |s: &Sketch| if let Sketch::SimHash(h) = s { h.value() } else { 0 };
+    let records = || rows.rows.iter().copied().zip(&rows.sketches);
     let pairs = if f == 64 {
-        let items: Vec<(u64, u64)> = rows.iter().map(|r| (r.0, fp(&r.2) as u64)).collect();
+        let items: Vec<(u64, u64)> = records().map(|(r, s)| (r, fp(s) as u64)).collect();
         SimhashMemIndex::build(design, &items).and_then(|m| m.self_join())
     } else {
-        let items: Vec<(u64, u128)> = rows.iter().map(|r| (r.0, fp(&r.2))).collect();
+        let items: Vec<(u64, u128)> = records().map(|(r, s)| (r, fp(s))).collect();
         SimhashMemIndex::build(design, &items).and_then(|m| m.self_join())
     }
     .map_err(|e| index_error(info, e))?;
@@ -212,25 +204,9 @@ pub(crate) fn dedup(
     check_question(info, kind, &options)?;
     let started = Instant::now();
     let mut stages = JoinStages::default();
-    let mut rows: Vec<Row> = Vec::new();
-    // Decoding is most of a dedup's loading: a page's live rows are decoded on the caller's
-    // rayon pool, DECODE_CHUNK rows at a time column by column, in row order.
-    snap.for_each_page(info, |first, view| {
-        let live: Vec<usize> = (0..view.row_count()).filter(|&i| !view.is_deleted(i)).collect();
-        let decoded = live
-            .par_chunks(DECODE_CHUNK)
-            .map(|chunk| {
-                let sketches = decode_many(info, view, first, chunk)?;
-                Ok(chunk.iter().zip(sketches).map(|(&i, s)| (view.first_row() + i as u64, view.key(i).to_vec(), s)))
-            })
-            .collect::<Result<Vec<_>, StorageError>>()?;
-        let decoded: Vec<Row> = decoded.into_iter().flatten().collect();
-        rows.extend(decoded);
-        Ok(true)
-    })?;
-    // Row ids ascend: pages come in row order, rows ascend within a page.
+    let rows = load(snap, info)?;
     stages.load = started.elapsed().as_secs_f64();
-    let Some(first) = rows.first() else {
+    let Some(first) = rows.sketches.first() else {
         let scoring = Scoring::of(info, kind);
         return Ok(DedupResult {
             clusters: vec![],
@@ -244,17 +220,17 @@ pub(crate) fn dedup(
         });
     };
     let stats = stats_in(snap, info)?;
-    let choice = choice(&stats, kind, options, &first.2, costs);
+    let choice = choice(&stats, kind, options, first, costs);
     let plan = choice.plan;
     // On a collection that keeps shingles, a threshold pair is a candidate from its estimate
     // (down to the candidate floor) and kept by its exact Jaccard.
     // Sets are read and decoded on first use: only rows of a pair whose estimate passes the
     // floor need one.
     let sets: Option<Vec<OnceCell<Vec<u64>>>> = match (Scoring::of(info, kind), kind) {
-        (Scoring::Exact, QueryKind::Threshold(_)) => Some(rows.iter().map(|_| OnceCell::new()).collect()),
+        (Scoring::Exact, QueryKind::Threshold(_)) => Some((0..rows.len()).map(|_| OnceCell::new()).collect()),
         _ => None,
     };
-    let set = |i: usize| -> Result<Vec<u64>> { Ok(snap.shingles(info, rows[i].0)?) };
+    let set = |i: usize| -> Result<Vec<u64>> { Ok(snap.shingles(info, rows.rows[i])?) };
     let exact_t = match kind {
         QueryKind::Threshold(t) if sets.is_some() => Some(t),
         _ => None,
@@ -265,11 +241,11 @@ pub(crate) fn dedup(
         proposed.set(proposed.get() + 1);
         Ok(match (&sets, exact_t, floor) {
             (Some(sets), Some(t), Some(floor)) => {
-                rows[i].2.similarity_value(&rows[j].2)? >= floor
+                rows.sketches[i].similarity_value(&rows.sketches[j])? >= floor
                     && exact_jaccard(cached(&sets[i], || set(i))?, cached(&sets[j], || set(j))?) >= t
             }
             _ => match plan.finish {
-                Finish::Verify { threshold } => rows[i].2.similarity_value(&rows[j].2)? >= threshold,
+                Finish::Verify { threshold } => rows.sketches[i].similarity_value(&rows.sketches[j])? >= threshold,
                 _ => true,
             },
         })
@@ -286,9 +262,8 @@ pub(crate) fn dedup(
         // An LSH probe of every record becomes one pass over the buckets (the same
         // candidate pairs), each pair verified on the sketches already in memory.
         Plan { access: Access::LshProbe { bands }, finish: Finish::Verify { .. } } if stats.lsh.is_some() => {
-            let at = |row: u64| rows.binary_search_by_key(&row, |r| r.0).ok();
             for_each_lsh_pair(snap, info, bands, |a, b| -> Result<()> {
-                if let (Some(i), Some(j)) = (at(a), at(b))
+                if let (Some(i), Some(j)) = (rows.index_of(a), rows.index_of(b))
                     && keep(i, j)?
                 {
                     on_pair(a, b);
@@ -325,11 +300,11 @@ pub(crate) fn dedup(
             // Each record's probe verifies its own candidates (every pair twice, once from
             // each side); `keep` then only scores exactly those that pass the floor.
             let mut probed = 0u64;
-            for (i, (row, _, sketch)) in rows.iter().enumerate() {
+            for (i, (row, sketch)) in rows.rows.iter().zip(&rows.sketches).enumerate() {
                 let (hits, analyze) = execute(snap, info, &probe(sketch), &plan, &stats)?;
                 probed += analyze.candidates;
                 for h in hits.iter().filter(|h| h.row_id > *row) {
-                    let Ok(j) = rows.binary_search_by_key(&h.row_id, |r| r.0) else { continue };
+                    let Some(j) = rows.index_of(h.row_id) else { continue };
                     if sets.is_none() || keep(i, j)? {
                         on_pair(*row, h.row_id);
                     }
@@ -340,7 +315,7 @@ pub(crate) fn dedup(
     }
     stages.pairs = joined.elapsed().as_secs_f64() - stages.keys;
     let grouped = Instant::now();
-    let key_of = |r: &u64| rows.binary_search_by_key(r, |x| x.0).map(|i| rows[i].1.clone()).unwrap_or_default();
+    let key_of = |r: &u64| rows.index_of(*r).map(|i| rows.key(i).to_vec()).unwrap_or_default();
     let mut clusters: Vec<Cluster> = super::cluster::group(&edges, clustering)
         .into_iter()
         .map(|g| Cluster { keys: g.rows.iter().map(key_of).collect(), rows: g.rows, representative: g.representative })

@@ -6,6 +6,7 @@ pub(crate) mod cluster;
 pub(crate) mod cost;
 pub(crate) mod dedup;
 pub(crate) mod dedup_exec;
+pub(crate) mod dedup_load;
 pub(crate) mod error;
 pub(crate) mod exact;
 pub(crate) mod exec;

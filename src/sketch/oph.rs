@@ -184,12 +184,15 @@ impl OphSketch {
         }
         let mask = value_mask(params.bits());
         let bad = |i: usize, v: u32| u64::from(v) > mask || (empty[i / 64] >> (i % 64) & 1 == 1 && v != 0);
-        // Checked 64 bins (one bitmap word) at a time without branches; the first bad bin is
-        // looked for only when a word has one.
+        // Checked 64 bins (one bitmap word) at a time: a value above the mask (all ones below
+        // bit `bits`) shows in the OR of the word's values, and only the bins the word marks
+        // empty are looked at; the first bad bin is looked for only when a word has one.
         let word_ok = |(chunk, &w): (&[u32], &u64)| {
-            let mut wrong = false;
-            for (k, &v) in chunk.iter().enumerate() {
-                wrong |= (u64::from(v) > mask) | ((w >> k & 1 == 1) & (v != 0));
+            let mut wrong = u64::from(chunk.iter().fold(0, |a, &v| a | v)) > mask;
+            let mut marked = w;
+            while marked != 0 {
+                wrong |= chunk.get(marked.trailing_zeros() as usize).is_some_and(|&v| v != 0);
+                marked &= marked - 1;
             }
             !wrong
         };

@@ -9,8 +9,9 @@
 //!   [`scan_in`] reads every live row inside a write transaction (index rebuilds);
 //!   [`ops_writer`] writes a transaction's ops (given whole or in parts while it is open),
 //!   [`page_cache`] the pages they touch.
-//! * [`reader`]: read snapshots: gets and page scans; [`current`] keeps the snapshot of a
-//!   handle's last commit for its warm reads.
+//! * [`reader`]: read snapshots: gets and page scans; [`page_runs`] splits a scan into runs
+//!   of row ids that threads read at once; [`current`] keeps the snapshot of a handle's last
+//!   commit for its warm reads.
 //! * [`rules`]: what a write is made of, and the key check and error builders reads and
 //!   writes share.
 //! * [`shingles`]: the exact shingle sets of collections that keep them.
@@ -45,6 +46,7 @@ pub(crate) mod integrity;
 pub(crate) mod key_append;
 pub(crate) mod ops_writer;
 pub(crate) mod page_cache;
+pub(crate) mod page_runs;
 pub(crate) mod reader;
 pub(crate) mod rules;
 pub(crate) mod scan_in;

@@ -253,39 +253,9 @@ impl ReadSnapshot {
     pub(crate) fn for_each_page(
         &self,
         info: &CollectionInfo,
-        mut f: impl FnMut(u64, &PageView<'_>) -> Result<bool, StorageError>,
+        f: impl FnMut(u64, &PageView<'_>) -> Result<bool, StorageError>,
     ) -> Result<(), StorageError> {
-        // redb panics are contained; a panic of `f` (the caller's code) is passed on.
-        let mut caller_panic = None;
-        let r = contain("scan", || {
-            self.state(info)?;
-            let Some(pages) = open(&self.txn, PAGES)? else { return Ok(()) };
-            let dead = self.dead_tables()?;
-            let id = info.def.id;
-            for entry in pages.range((id, 0u64)..=(id, u64::MAX)).map_err(StorageError::backend("scan pages"))? {
-                let (k, v) = entry.map_err(StorageError::backend("scan pages"))?;
-                let first = k.value().1;
-                let called = super::rules::with_page(&dead, info, first, v.value(), |view| {
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(first, view)))
-                })?;
-                match called {
-                    Ok(go_on) => {
-                        if !go_on? {
-                            break;
-                        }
-                    }
-                    Err(payload) => {
-                        caller_panic = Some(payload);
-                        break;
-                    }
-                }
-            }
-            Ok(())
-        });
-        if let Some(payload) = caller_panic {
-            std::panic::resume_unwind(payload);
-        }
-        r
+        self.for_each_page_in(info, 0..=u64::MAX, f)
     }
 
     /// The first page whose first row is `from` or later, with its live records decoded;
