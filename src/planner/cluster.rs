@@ -142,6 +142,7 @@ fn stars(edges: &[(u64, u64)]) -> Vec<Group> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sketch::hash::splitmix64;
 
     fn sorted(mut g: Vec<Group>) -> Vec<Group> {
         g.sort_by_key(|g| g.rows[0]);
@@ -167,15 +168,10 @@ mod tests {
 
     #[test]
     fn components_equal_a_breadth_first_search_of_the_graph() {
-        // Sparse rows (far apart, not from 0) of a pseudo-random graph (xorshift, fixed seed)
-        // with chains and repeated edges.
+        // Sparse rows (far apart, not from 0) of a pseudo-random graph (splitmix64 stream,
+        // fixed seed) with chains and repeated edges.
         let mut x = 0x9e37_79b9_u64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = || splitmix64(&mut x);
         let rows: Vec<u64> = (0..300u64).map(|i| 1_000_000_007 * i + 3).collect();
         let edges: Vec<(u64, u64)> = (0..150)
             .map(|_| (rows[(next() % 300) as usize], rows[(next() % 300) as usize]))
@@ -218,13 +214,7 @@ mod tests {
     fn every_star_member_is_a_pair_with_its_representative() {
         // A pseudo-random graph (splitmix64 stream, fixed seed) over 200 rows.
         let mut x = 0x5eed_u64;
-        let mut next = || {
-            x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = x;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        };
+        let mut next = || splitmix64(&mut x);
         let mut edges: Vec<(u64, u64)> =
             (0..400).map(|_| (next() % 200, next() % 200)).filter(|(a, b)| a < b).collect();
         edges.sort_unstable();
