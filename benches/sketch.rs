@@ -5,7 +5,7 @@
 //! Run: `cargo bench --bench sketch`. Throughput is reported in tokens (elements) per second.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use sketchdb::{SketchParams, Sketcher, TokenSet};
+use sketchdb::{HashFamily, SketchParams, Sketcher, TokenSet};
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -27,8 +27,11 @@ fn single_core(c: &mut Criterion) {
     g.measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_millis(500));
     let cases = [
         ("minhash_k128_32bit", SketchParams::minhash(128, 32, 1).unwrap()),
+        ("minhash_k128_32bit_lanes32", SketchParams::minhash(128, 32, 1).unwrap().with_family(LANES32).unwrap()),
         ("minhash_k128_64bit", SketchParams::minhash(128, 64, 1).unwrap()),
         ("bbit_k128_b8", SketchParams::bbit(128, 8, 1).unwrap()),
+        ("bbit_k128_b8_lanes32", SketchParams::bbit(128, 8, 1).unwrap().with_family(LANES32).unwrap()),
+        ("bbit_k512_b8_lanes32", SketchParams::bbit(512, 8, 1).unwrap().with_family(LANES32).unwrap()),
         ("oph_t128_32bit", SketchParams::oph(128, 32, 1).unwrap()),
         ("oph_t128_8bit", SketchParams::oph(128, 8, 1).unwrap()),
         ("simhash_64", SketchParams::simhash(64, 1).unwrap()),
@@ -46,6 +49,9 @@ fn single_core(c: &mut Criterion) {
     }
     g.finish();
 }
+
+/// The 32-bit lane family: the default of MinHash with 32-bit values and b-bit MinHash.
+const LANES32: HashFamily = HashFamily::MixMultiplyShift32;
 
 fn batch(c: &mut Criterion) {
     let mut g = c.benchmark_group("sketch_batch_all_cores");

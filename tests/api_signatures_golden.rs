@@ -11,7 +11,9 @@
 use serde_json::{Value, json};
 use sketchdb::lsh::index_band_scheme;
 use sketchdb::recipes::{DEFAULT_SEED, default_params};
-use sketchdb::{CollectionConfig, Database, IndexConfig, SketchKind, Sketcher, Tokenizer, signature};
+use sketchdb::{
+    CollectionConfig, Database, HashFamily, IndexConfig, SketchKind, SketchParams, Sketcher, Tokenizer, signature,
+};
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/golden_signatures.json");
 
@@ -28,22 +30,32 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// (kind name, kind, k, bits, LSH threshold or none)
-fn cases() -> Vec<(&'static str, SketchKind, u32, u8, Option<f64>)> {
+/// (kind name, kind, k, bits, LSH threshold or none, hash family when not the default)
+type Case = (&'static str, SketchKind, u32, u8, Option<f64>, Option<HashFamily>);
+
+fn cases() -> Vec<Case> {
     vec![
-        ("minhash", SketchKind::MinHash, 64, 32, Some(0.8)),
-        ("minhash", SketchKind::MinHash, 32, 64, Some(0.5)),
-        ("bbit", SketchKind::BBitMinHash, 128, 8, Some(0.7)),
-        ("oph", SketchKind::Oph, 128, 16, Some(0.9)),
-        ("simhash", SketchKind::SimHash, 0, 64, None),
+        ("minhash", SketchKind::MinHash, 64, 32, Some(0.8), None),
+        ("minhash", SketchKind::MinHash, 64, 32, Some(0.8), Some(HashFamily::MixMultiplyShift)),
+        ("minhash", SketchKind::MinHash, 32, 64, Some(0.5), None),
+        ("bbit", SketchKind::BBitMinHash, 128, 8, Some(0.7), None),
+        ("bbit", SketchKind::BBitMinHash, 128, 8, Some(0.7), Some(HashFamily::MixMultiplyShift)),
+        ("oph", SketchKind::Oph, 128, 16, Some(0.9), None),
+        ("simhash", SketchKind::SimHash, 0, 64, None, None),
     ]
+}
+
+/// A case's parameters: the kind's default family unless the case names another.
+fn params_of(kind: SketchKind, k: u32, bits: u8, family: Option<HashFamily>) -> SketchParams {
+    let params = default_params(kind, k, Some(bits), DEFAULT_SEED).unwrap();
+    family.map_or(params, |f| params.with_family(f).unwrap())
 }
 
 fn compute() -> Value {
     let tokenizer = Tokenizer::shingles(3, 0).unwrap();
     let mut out = Vec::new();
-    for (name, kind, k, bits, lsh) in cases() {
-        let params = default_params(kind, k, Some(bits), DEFAULT_SEED).unwrap();
+    for (name, kind, k, bits, lsh, family) in cases() {
+        let params = params_of(kind, k, bits, family);
         let sketcher = Sketcher::new(params).unwrap();
         let sketches: Vec<_> = TEXTS.iter().map(|t| sketcher.sketch_text(&tokenizer, t).unwrap()).collect();
         let sigs: Vec<String> = sketches.iter().map(|s| hex(&signature::encode(s))).collect();
@@ -60,7 +72,8 @@ fn compute() -> Value {
             json!({"threshold": t, "bands": scheme.params.bands, "rows": scheme.params.rows, "keys": keys})
         });
         out.push(json!({
-            "kind": name, "k": k, "bits": bits, "seed": DEFAULT_SEED, "shingle": 3, "token_seed": 0,
+            "kind": name, "k": k, "bits": bits, "seed": DEFAULT_SEED, "family": params.family().name(),
+            "shingle": 3, "token_seed": 0,
             "signatures": sigs, "estimates": estimates, "band_keys": band_keys,
         }));
     }
@@ -86,8 +99,8 @@ fn collections_store_signature_bytes_and_index_the_public_band_keys() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::create(dir.path().join("g.sketchdb")).unwrap();
     let tokenizer = Tokenizer::shingles(3, 0).unwrap();
-    for (i, (_, kind, k, bits, lsh)) in cases().into_iter().enumerate() {
-        let params = default_params(kind, k, Some(bits), DEFAULT_SEED).unwrap();
+    for (i, (_, kind, k, bits, lsh, family)) in cases().into_iter().enumerate() {
+        let params = params_of(kind, k, bits, family);
         let index = lsh.map_or(IndexConfig::None, IndexConfig::lsh);
         let config = CollectionConfig::new(params).with_tokenizer(tokenizer).with_index(index);
         let c = db.create_collection(&format!("c{i}"), config).unwrap();

@@ -1,7 +1,7 @@
 //! `export` / `import` of collections made with a recipe: the header carries the recipe and
 //! the hash family, so `import` into a new file recreates the same collection. For every
-//! preset (sketchdb's own, the native word recipes and every compatibility preset) and for
-//! the textbook Charikar SimHash: the same configuration, identical signatures (the second
+//! preset (sketchdb's own, the native word recipes and every compatibility preset), for
+//! sketchdb's two own hash families and for the textbook Charikar SimHash: the same configuration, identical signatures (the second
 //! export is byte for byte the first) and identical answers to queries.
 
 #[path = "common/cli.rs"]
@@ -109,6 +109,41 @@ fn charikar_simhash_round_trips() {
     let q = [QueryKind::Hamming(20), QueryKind::TopK(3)];
     round_trip(&["--kind", "simhash", "--family", "charikar", "--simhash-tables", "3"], &q, "sketchdb");
     round_trip(&["--kind", "simhash", "--family", "charikar", "--recipe", "words-5"], &q, "words-5");
+}
+
+/// sketchdb's two own families: the 32-bit lane family (the default of MinHash with 32-bit
+/// values and b-bit) and the 64-bit one by name; each collection keeps its family through
+/// export and import.
+#[test]
+fn both_own_families_round_trip_and_are_recorded() {
+    use sketchdb::HashFamily;
+    let q = [QueryKind::Threshold(0.3), QueryKind::TopK(3)];
+    let cases: [(&[&str], HashFamily); 5] = [
+        (&["--lsh", "0.5"], HashFamily::MixMultiplyShift32),
+        (&["--family", "mix-multiply-shift", "--lsh", "0.5"], HashFamily::MixMultiplyShift),
+        (&["--kind", "bbit", "--k", "256", "--bits", "4", "--lsh", "0.5"], HashFamily::MixMultiplyShift32),
+        (&["--kind", "bbit", "--family", "mix-multiply-shift", "--lsh", "0.5"], HashFamily::MixMultiplyShift),
+        (&["--bits", "64", "--lsh", "0.5"], HashFamily::MixMultiplyShift),
+    ];
+    for (args, family) in cases {
+        round_trip(args, &q, "sketchdb");
+        let dir = tempfile::tempdir().unwrap();
+        let mut create = vec!["--db", "f.sketchdb", "create", "c"];
+        create.extend_from_slice(args);
+        ok(dir.path(), &create);
+        let c = Database::open(dir.path().join("f.sketchdb")).unwrap().collection("c").unwrap();
+        assert_eq!(c.params().family(), family, "{args:?}");
+    }
+    // The 32-bit lane family takes MinHash with 32-bit values and b-bit only.
+    let dir = tempfile::tempdir().unwrap();
+    for args in [&["--bits", "64"][..], &["--kind", "oph"], &["--kind", "simhash"]] {
+        let mut create = vec!["--db", "f.sketchdb", "create", "c", "--family", "mix-multiply-shift-32"];
+        create.extend_from_slice(args);
+        let out = run(dir.path(), &create);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--family mix-multiply-shift-32") && err.contains("32-bit"), "{err}");
+    }
 }
 
 #[test]

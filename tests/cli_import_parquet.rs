@@ -282,6 +282,19 @@ fn minhash_from_spark_metadata_answers_like_a_direct_collection() {
     case(config, None, IdColumn::Strings(0), Meta::Spark);
 }
 
+/// The 32-bit lane family, the default of MinHash 32 and b-bit, and the 64-bit family named
+/// for the same kinds (the metadata names each; `import` recreates the collection in it).
+#[test]
+fn both_own_families_from_metadata_answer_like_a_direct_collection() {
+    use sketchdb::HashFamily;
+    for family in [HashFamily::MixMultiplyShift32, HashFamily::MixMultiplyShift] {
+        let minhash = SketchParams::minhash(128, 32, 21).unwrap().with_family(family).unwrap();
+        case(CollectionConfig::new(minhash), None, IdColumn::Strings(0), Meta::Spark);
+        let bbit = SketchParams::bbit(256, 4, 22).unwrap().with_family(family).unwrap();
+        case(CollectionConfig::new(bbit), None, IdColumn::Ints(0), Meta::TopLevel);
+    }
+}
+
 #[test]
 fn oph_words5_from_top_level_metadata_with_integer_ids() {
     let config =
@@ -309,11 +322,9 @@ fn configuration_from_flags_when_the_file_has_none() {
 
 /// A one-file signature Parquet of 50 documents with `meta`.
 fn small(d: &Path, meta: Meta) -> CollectionConfig {
-    let config = CollectionConfig::new(SketchParams::minhash(128, 32, 11).unwrap()).with_index(IndexConfig::Lsh {
-        threshold: 0.8,
-        bands: Some(16),
-        rows: Some(8),
-    });
+    let params = sketchdb::recipes::default_params(sketchdb::SketchKind::MinHash, 128, None, 11).unwrap();
+    let config =
+        CollectionConfig::new(params).with_index(IndexConfig::Lsh { threshold: 0.8, bands: Some(16), rows: Some(8) });
     let spec = spec_json(&config, None, 16, 8);
     write_signatures(&d.join("s.parquet"), &config, IdColumn::Strings(0), &corpus(50), meta, &spec);
     config

@@ -94,6 +94,11 @@ fn bbit_512_bytes_beats_minhash_512_bytes() {
 }
 
 fn bbit_bias(b: u8, set_size: usize, seed: u64) -> f64 {
+    bbit_bias_of(SketchParams::bbit(128, b, seed).unwrap(), set_size, seed)
+}
+
+fn bbit_bias_of(params: SketchParams, set_size: usize, seed: u64) -> f64 {
+    let b = params.bits();
     let mut rng = Rng(seed);
     let pairs: Vec<_> = (0..5000)
         .map(|_| {
@@ -103,8 +108,8 @@ fn bbit_bias(b: u8, set_size: usize, seed: u64) -> f64 {
             set_pair(&mut rng, union, j)
         })
         .collect();
-    let s = evaluate(SketchParams::bbit(128, b, seed).unwrap(), &pairs);
-    eprintln!("bbit b={b} sets~{set_size}: bias {:+.5} mean|err| {:.4}", s.mean_err, s.mean_abs);
+    let s = evaluate(params, &pairs);
+    eprintln!("bbit b={b} {} sets~{set_size}: bias {:+.5} mean|err| {:.4}", params.family(), s.mean_err, s.mean_abs);
     s.mean_err
 }
 
@@ -126,7 +131,25 @@ fn bbit_is_unbiased_for_large_sets() {
 
 #[test]
 fn minhash_cardinality_interval_is_calibrated() {
-    let sk = Sketcher::new(SketchParams::minhash(256, 64, 9).unwrap()).unwrap();
+    check_cardinality(SketchParams::minhash(256, 64, 9).unwrap());
+}
+
+#[test]
+fn minhash_lanes32_cardinality_interval_is_calibrated() {
+    check_cardinality(lanes32(SketchParams::minhash(256, 32, 9).unwrap()));
+}
+
+#[test]
+fn bbit_lanes32_is_unbiased_for_small_and_large_sets() {
+    for (b, size) in [(1u8, 50), (8, 50), (1, 5000), (8, 5000)] {
+        let seed = 300 + u64::from(b) + size as u64;
+        let bias = bbit_bias_of(lanes32(SketchParams::bbit(128, b, seed).unwrap()), size, seed);
+        assert!(bias.abs() <= 0.01, "b={b}, sets of ~{size}: mean error {bias:+.5} outside ±0.01");
+    }
+}
+
+fn check_cardinality(params: SketchParams) {
+    let sk = Sketcher::new(params).unwrap();
     let mut rng = Rng(77);
     let mut covered = 0;
     let trials = 1000;
@@ -141,8 +164,24 @@ fn minhash_cardinality_interval_is_calibrated() {
         rel_err += ((e.value - n) / n).abs();
     }
     let coverage = covered as f64 / trials as f64;
-    eprintln!("cardinality: coverage {coverage:.3}, mean relative error {:.4}", rel_err / trials as f64);
+    eprintln!("cardinality {params}: coverage {coverage:.3}, mean relative error {:.4}", rel_err / trials as f64);
     assert!((0.93..=0.97).contains(&coverage), "coverage {coverage}");
     // The relative standard error of (k-1)/S is 1/sqrt(k-2), about 0.063 at k = 256.
     assert!(rel_err / (trials as f64) < 0.07);
+}
+
+/// The 32-bit lane family (the default of MinHash with 32-bit values and of b-bit MinHash)
+/// under the same bounds as `MixMultiplyShift`.
+fn lanes32(p: SketchParams) -> SketchParams {
+    p.with_family(sketchdb::HashFamily::MixMultiplyShift32).unwrap()
+}
+
+#[test]
+fn minhash_lanes32_k128_is_accurate_and_calibrated() {
+    check_spanning("minhash k=128 lanes32", lanes32(SketchParams::minhash(128, 32, 5).unwrap()));
+}
+
+#[test]
+fn bbit_lanes32_b8_k128_is_accurate_and_calibrated() {
+    check_spanning("bbit b=8 k=128 lanes32", lanes32(SketchParams::bbit(128, 8, 6).unwrap()));
 }

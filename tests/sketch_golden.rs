@@ -110,3 +110,72 @@ fn simhash_is_pinned() {
         assert_eq!(s.value(), want, "{bits}-bit");
     }
 }
+
+/// `MixMultiplyShift32` computed straight from storage-format.md section 8.3.1, one token and
+/// one slot at a time (no kernel of the library).
+fn lanes32_by_the_spec(seed: u64, k: usize, tokens: &[u64]) -> Vec<u64> {
+    fn splitmix64(state: &mut u64) -> u64 {
+        *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// fmix32 of the XOR of the halves of `y`.
+    fn fmix32(y: u64) -> u32 {
+        let mut x = (y as u32) ^ ((y >> 32) as u32);
+        x ^= x >> 16;
+        x = x.wrapping_mul(0x85EB_CA6B);
+        x ^= x >> 13;
+        x = x.wrapping_mul(0xC2B2_AE35);
+        x ^ (x >> 16)
+    }
+    let mut state = seed;
+    let out: Vec<u64> = (0..1 + 2 * k).map(|_| splitmix64(&mut state)).collect();
+    (0..k)
+        .map(|i| {
+            let a = (out[1 + 2 * i] >> 32) as u32 | 1;
+            let b = (out[2 + 2 * i] >> 32) as u32;
+            let v = |h: u64| a.wrapping_mul(fmix32(h ^ out[0])).wrapping_add(b);
+            u64::from(tokens.iter().map(|&h| v(h)).min().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn minhash_lanes32_is_pinned_and_follows_the_spec() {
+    let params = SketchParams::minhash(128, 32, 42).unwrap().with_family(HashFamily::MixMultiplyShift32).unwrap();
+    let Sketch::MinHash(m) = Sketcher::new(params).unwrap().sketch(&set()).unwrap() else { panic!("kind") };
+    assert_eq!(m.values(), lanes32_by_the_spec(42, 128, set().as_slice()));
+    // Reproduced by an independent Python transcription of the spec (arbitrary-precision
+    // integers masked to 64 and 32 bits).
+    assert_eq!(m.values()[..4], [1_273_566, 9_606_107, 1_626_125, 5_161_866]);
+    assert_eq!(digest(m.values()), 12_213_303_513_637_642_817);
+    assert_eq!(m.cardinality(), 1000);
+    // k = 100 leaves a tail of slots outside the kernel's blocks of 64.
+    let params = SketchParams::minhash(100, 32, 7).unwrap().with_family(HashFamily::MixMultiplyShift32).unwrap();
+    let Sketch::MinHash(m) = Sketcher::new(params).unwrap().sketch(&set()).unwrap() else { panic!("kind") };
+    assert_eq!(m.values(), lanes32_by_the_spec(7, 100, set().as_slice()));
+}
+
+#[test]
+fn bbit_lanes32_keeps_the_low_bits_of_the_mixed_minima() {
+    let params = SketchParams::bbit(100, 4, 42).unwrap().with_family(HashFamily::MixMultiplyShift32).unwrap();
+    let Sketch::BBit(b) = Sketcher::new(params).unwrap().sketch(&set()).unwrap() else { panic!("kind") };
+    let mins = lanes32_by_the_spec(42, 100, set().as_slice());
+    let mut values = Vec::new();
+    b.values_into(&mut values);
+    let mixed: Vec<u32> = mins
+        .iter()
+        .map(|&m| {
+            let mut k = m;
+            k ^= k >> 33;
+            k = k.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+            k ^= k >> 33;
+            k = k.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
+            ((k ^ (k >> 33)) & 0xF) as u32
+        })
+        .collect();
+    assert_eq!(values, mixed);
+    assert_eq!(digest(b.words()), 515_640_153_891_664_703);
+}

@@ -31,7 +31,12 @@ returns them for an existing collection, so ``sketch(texts, **coll.spec())`` mat
 * ``seed``: the hash family's seed (default ``sketchdb.DEFAULT_SEED``);
 * ``recipe``: a recipe preset's name (``sketchdb recipes`` lists them): its tokenizer, and
   for a compatibility preset (``"datasketch"``, ``"text-dedup"``, ...) its hash family, so
-  the signatures equal that library's (MinHash, 32-bit values).
+  the signatures equal that library's (MinHash, 32-bit values);
+* ``family``: sketchdb's own hash family by name, for a collection made with another than
+  its kind's default: ``"mix-multiply-shift-32"`` (the default of MinHash with 32-bit values
+  and b-bit MinHash), ``"mix-multiply-shift"`` (the default of the others, and the family of
+  MinHash and b-bit collections created before the 32-bit lane family existed), ``"charikar"``
+  (textbook 64-bit SimHash). ``Collection.spec()`` includes it.
 
 Text is cut by ``shingle`` words (default 5) or ``ngram`` characters, hashing each shingle
 with ``token_seed`` (default 0), as collections do.
@@ -70,10 +75,15 @@ def _chunks(obj: Any, what: str) -> list:
 
 
 def signature_width(
-    kind: str = "minhash", k: int = 128, bits: Optional[int] = None, seed: int = DEFAULT_SEED, recipe: Optional[str] = None
+    kind: str = "minhash",
+    k: int = 128,
+    bits: Optional[int] = None,
+    seed: int = DEFAULT_SEED,
+    recipe: Optional[str] = None,
+    family: Optional[str] = None,
 ) -> int:
     """The bytes of one signature with these parameters (``W`` of ``fixed_size_binary(W)``)."""
-    return _sketchdb.signature_width(kind, k, bits, seed, recipe)
+    return _sketchdb.signature_width(kind, k, bits, seed, recipe, family)
 
 
 def sketch(
@@ -88,6 +98,7 @@ def sketch(
     token_seed: int = 0,
     on_error: str = "raise",
     recipe: Optional[str] = None,
+    family: Optional[str] = None,
 ):
     """Signatures of texts: a ``pyarrow.FixedSizeBinaryArray``, one row per input row.
 
@@ -98,7 +109,7 @@ def sketch(
     tokenizer stores for the same texts.
     """
     out = _sketchdb.arrow_sketch(
-        _chunks(texts, "texts"), kind, k, bits, seed, shingle, ngram, token_seed, on_error, recipe
+        _chunks(texts, "texts"), kind, k, bits, seed, shingle, ngram, token_seed, on_error, recipe, family
     )
     return _pyarrow().array(out)
 
@@ -113,6 +124,7 @@ def sketch_tokens(
     token_seed: int = 0,
     on_error: str = "raise",
     recipe: Optional[str] = None,
+    family: Optional[str] = None,
 ):
     """Signatures of token lists: a ``pyarrow.FixedSizeBinaryArray``, one row per list.
 
@@ -122,7 +134,9 @@ def sketch_tokens(
     the set kinds. Null rows give nulls; a null token or an empty list raises (or, with
     ``on_error="null"``, gives a null).
     """
-    out = _sketchdb.arrow_sketch_tokens(_chunks(tokens, "tokens"), kind, k, bits, seed, token_seed, on_error, recipe)
+    out = _sketchdb.arrow_sketch_tokens(
+        _chunks(tokens, "tokens"), kind, k, bits, seed, token_seed, on_error, recipe, family
+    )
     return _pyarrow().array(out)
 
 
@@ -139,6 +153,7 @@ def band_keys(
     signed: bool = False,
     recipe: Optional[str] = None,
     key_bits: int = 32,
+    family: Optional[str] = None,
 ):
     """LSH band keys of signatures: a ``pyarrow.RecordBatch`` ``(row int32, band int32, key)``.
 
@@ -156,7 +171,7 @@ def band_keys(
     are not the index's. SimHash signatures have no bands (``ValueError``).
     """
     out = _sketchdb.arrow_band_keys(
-        _chunks(signatures, "signatures"), kind, k, bits, seed, threshold, bands, rows, signed, recipe, key_bits
+        _chunks(signatures, "signatures"), kind, k, bits, seed, threshold, bands, rows, signed, recipe, key_bits, family
     )
     return _pyarrow().record_batch(out)
 
@@ -171,6 +186,7 @@ def estimate(
     seed: int = DEFAULT_SEED,
     level: float = 0.95,
     recipe: Optional[str] = None,
+    family: Optional[str] = None,
 ):
     """Estimated similarity of row pairs ``(a[i], b[i])``: a ``pyarrow.RecordBatch``
     ``(estimate, lower, upper)`` of float64.
@@ -180,5 +196,5 @@ def estimate(
     interval at ``level``, equal to ``Collection.estimate`` of the stored records. A row
     where either signature is null is null.
     """
-    out = _sketchdb.arrow_estimate(_chunks(a, "a"), _chunks(b, "b"), kind, k, bits, seed, level, recipe)
+    out = _sketchdb.arrow_estimate(_chunks(a, "a"), _chunks(b, "b"), kind, k, bits, seed, level, recipe, family)
     return _pyarrow().record_batch(out)

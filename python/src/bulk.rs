@@ -342,7 +342,7 @@ fn bounds(offsets: &Bound<'_, PyAny>, len: usize) -> PyResult<Vec<usize>> {
 /// thread while the rows read before them are sketched on all cores with the GIL released.
 /// A bad item raises `TypeError` or `ValueError` naming the item (and the token) by index.
 #[pyfunction]
-#[pyo3(signature = (items, *, offsets = None, kind = "minhash", k = 128, bits = None, seed = DEFAULT_SEED, shingle = None, ngram = None, token_seed = 0, recipe = None))]
+#[pyo3(signature = (items, *, offsets = None, kind = "minhash", k = 128, bits = None, seed = DEFAULT_SEED, shingle = None, ngram = None, token_seed = 0, recipe = None, family = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn sketch_many<'py>(
     py: Python<'py>,
@@ -356,8 +356,10 @@ pub(crate) fn sketch_many<'py>(
     ngram: Option<u32>,
     token_seed: u64,
     recipe: Option<&str>,
+    family: Option<&str>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let (params, tokenizer) = convert::config(convert::kind(kind)?, k, bits, seed, recipe, shingle, ngram, token_seed)?;
+    let (params, tokenizer) =
+        convert::config(convert::kind(kind)?, k, bits, seed, recipe, shingle, ngram, token_seed, family)?;
     let sketcher = Sketcher::new(params).map_err(sketch_to_py)?;
     let width = signature::width(&params);
     let put = |s: Sketch, o: &mut [u8]| signature::encode_into(&s, o).map_err(|e| e.to_string());

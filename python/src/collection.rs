@@ -255,7 +255,8 @@ impl PyCollection {
 
     /// The keyword arguments of the `sketchdb.arrow` kernels (and of the sketch classes'
     /// parameters) that reproduce this collection's signatures: `kind`, `k`, `bits`,
-    /// `seed`, `shingle` or `ngram`, and `token_seed`.
+    /// `seed`, `family` (sketchdb's own families; a compatibility recipe brings its own),
+    /// `shingle`, `ngram` or `recipe`, and `token_seed`.
     fn spec<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let coll = self.coll()?;
         let p = coll.params();
@@ -264,6 +265,9 @@ impl PyCollection {
         d.set_item("k", p.size())?;
         d.set_item("bits", p.bits())?;
         d.set_item("seed", p.seed())?;
+        if !p.family().is_compat() {
+            d.set_item("family", p.family().name())?;
+        }
         let t = &coll.config().tokenizer;
         match convert::tokenizer_parts(t, p.family()) {
             (k, n) if k == "ngrams" => d.set_item("ngram", n)?,

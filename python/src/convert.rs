@@ -233,6 +233,36 @@ pub(crate) fn config(
     shingle: Option<u32>,
     ngram: Option<u32>,
     token_seed: u64,
+    family: Option<&str>,
+) -> PyResult<(SketchParams, Tokenizer)> {
+    let (params, tokenizer) = recipe_config(kind, size, bits, seed, recipe, shingle, ngram, token_seed)?;
+    let Some(name) = family else { return Ok((params, tokenizer)) };
+    let f = HashFamily::from_name(name).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "unknown hash family {name:?}: expected \"mix-multiply-shift-32\", \"mix-multiply-shift\" or \
+             \"charikar\" (compatibility families come with recipe=)"
+        ))
+    })?;
+    if f == params.family() {
+        return Ok((params, tokenizer));
+    }
+    if f == HashFamily::Charikar && params.kind() == SketchKind::SimHash && params.bits() == 64 {
+        return Ok((SketchParams::simhash_charikar().py_err()?, tokenizer));
+    }
+    Ok((params.with_family(f).map_err(|e| PyValueError::new_err(format!("family={name:?}: {e}")))?, tokenizer))
+}
+
+/// [`config`] before a `family=` choice.
+#[allow(clippy::too_many_arguments)]
+fn recipe_config(
+    kind: SketchKind,
+    size: u32,
+    bits: Option<u8>,
+    seed: u64,
+    recipe: Option<&str>,
+    shingle: Option<u32>,
+    ngram: Option<u32>,
+    token_seed: u64,
 ) -> PyResult<(SketchParams, Tokenizer)> {
     let Some(name) = recipe else {
         return Ok((params(kind, size, bits, seed)?, tokenizer(shingle, ngram, token_seed)?));
@@ -269,7 +299,12 @@ pub(crate) fn params_in(
     if family.is_compat() {
         return SketchParams::compat(family, size, seed).py_err();
     }
-    let p = params(kind, size, Some(bits), seed)?;
+    let mut p = params(kind, size, Some(bits), seed)?;
+    if p.family() != family
+        && let Ok(other) = p.with_family(family)
+    {
+        p = other;
+    }
     if p.family() != family {
         return Err(PyValueError::new_err(format!(
             "hash family {family} is not one this binding rebuilds for {kind:?}"

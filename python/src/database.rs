@@ -105,12 +105,15 @@ impl PyDatabase {
     /// permutations or bins; `bits` defaults per kind (32, 8, 8, 64); `lsh`: keep an LSH
     /// index tuned for this Jaccard threshold; `simhash_radius`: keep SimHash tables for
     /// Hamming queries up to this radius; `shingle`/`ngram`/`token_seed`: the tokenizer
-    /// (or `recipe`, a preset name). `exact_shingles=True` (alias `exact=True`; the CLI's
+    /// (or `recipe`, a preset name). `family`: sketchdb's own hash family by name, when not
+    /// the kind's default ("mix-multiply-shift-32" for MinHash with 32-bit values and b-bit,
+    /// "mix-multiply-shift" for the others; `stats()["family"]` says which a collection has).
+    /// `exact_shingles=True` (alias `exact=True`; the CLI's
     /// `create --exact-shingles`) keeps each record's distinct shingle set beside its sketch:
     /// queries from text, tokens or a stored key are then re-ranked by exact Jaccard
     /// (`Hit.exact`), and records must be written from text or tokens (set sketches only;
     /// about 7 bytes per distinct shingle).
-    #[pyo3(signature = (name, kind = "minhash", k = 128, bits = None, seed = DEFAULT_SEED, *, lsh = None, bands = None, rows = None, simhash_radius = None, shingle = None, ngram = None, token_seed = 0, recipe = None, exact_shingles = None, exact = None))]
+    #[pyo3(signature = (name, kind = "minhash", k = 128, bits = None, seed = DEFAULT_SEED, *, lsh = None, bands = None, rows = None, simhash_radius = None, shingle = None, ngram = None, token_seed = 0, recipe = None, exact_shingles = None, exact = None, family = None))]
     #[allow(clippy::too_many_arguments)]
     fn create_collection(
         &self,
@@ -130,6 +133,7 @@ impl PyDatabase {
         recipe: Option<&str>,
         exact_shingles: Option<bool>,
         exact: Option<bool>,
+        family: Option<&str>,
     ) -> PyResult<PyCollection> {
         let kind = convert::kind(kind)?;
         let keep = match (exact_shingles, exact) {
@@ -145,7 +149,7 @@ impl PyDatabase {
                 "exact_shingles=True: SimHash collections keep no shingle sets (use a set sketch: minhash, bbit, oph)",
             ));
         }
-        let (params, tokenizer) = convert::config(kind, k, bits, seed, recipe, shingle, ngram, token_seed)?;
+        let (params, tokenizer) = convert::config(kind, k, bits, seed, recipe, shingle, ngram, token_seed, family)?;
         let index = match (lsh, simhash_radius) {
             (Some(_), Some(_)) => {
                 return Err(pyo3::exceptions::PyValueError::new_err("give lsh= or simhash_radius=, not both"));

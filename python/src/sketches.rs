@@ -189,6 +189,12 @@ macro_rules! sketch_class {
                 self.core.read().params.seed()
             }
 
+            /// The hash family's name (`sketchdb recipes` and `stats()["family"]` use the same).
+            #[getter]
+            fn family(&self) -> &'static str {
+                self.core.read().params.family().name()
+            }
+
             /// Bits per value (fingerprint bits for SimHash).
             #[getter]
             fn bits(&self) -> u8 {
@@ -262,7 +268,7 @@ macro_rules! sketch_class {
 
 sketch_class!(PyMinHash, "MinHash", "k-permutation MinHash of a token set.", {
     #[new]
-    #[pyo3(signature = (num_perm = 128, seed = DEFAULT_SEED, bits = None, *, shingle = None, ngram = None, token_seed = 0, recipe = None))]
+    #[pyo3(signature = (num_perm = 128, seed = DEFAULT_SEED, bits = None, *, shingle = None, ngram = None, token_seed = 0, recipe = None, family = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         num_perm: u32,
@@ -272,9 +278,10 @@ sketch_class!(PyMinHash, "MinHash", "k-permutation MinHash of a token set.", {
         ngram: Option<u32>,
         token_seed: u64,
         recipe: Option<&str>,
+        family: Option<&str>,
     ) -> PyResult<Self> {
         let (params, tokenizer) =
-            convert::config(SketchKind::MinHash, num_perm, bits, seed, recipe, shingle, ngram, token_seed)?;
+            convert::config(SketchKind::MinHash, num_perm, bits, seed, recipe, shingle, ngram, token_seed, family)?;
         Ok(Self::wrap(Core::open(params, tokenizer)?))
     }
 
@@ -286,7 +293,7 @@ sketch_class!(PyMinHash, "MinHash", "k-permutation MinHash of a token set.", {
 
 sketch_class!(PyBBitMinHash, "BBitMinHash", "b-bit MinHash of a token set.", {
     #[new]
-    #[pyo3(signature = (num_perm = 128, b = 8, seed = DEFAULT_SEED, *, shingle = None, ngram = None, token_seed = 0, recipe = None))]
+    #[pyo3(signature = (num_perm = 128, b = 8, seed = DEFAULT_SEED, *, shingle = None, ngram = None, token_seed = 0, recipe = None, family = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         num_perm: u32,
@@ -296,9 +303,19 @@ sketch_class!(PyBBitMinHash, "BBitMinHash", "b-bit MinHash of a token set.", {
         ngram: Option<u32>,
         token_seed: u64,
         recipe: Option<&str>,
+        family: Option<&str>,
     ) -> PyResult<Self> {
-        let (params, tokenizer) =
-            convert::config(SketchKind::BBitMinHash, num_perm, Some(b), seed, recipe, shingle, ngram, token_seed)?;
+        let (params, tokenizer) = convert::config(
+            SketchKind::BBitMinHash,
+            num_perm,
+            Some(b),
+            seed,
+            recipe,
+            shingle,
+            ngram,
+            token_seed,
+            family,
+        )?;
         Ok(Self::wrap(Core::open(params, tokenizer)?))
     }
 
@@ -322,7 +339,7 @@ sketch_class!(PyOph, "OPH", "One Permutation Hashing sketch of a token set.", {
         recipe: Option<&str>,
     ) -> PyResult<Self> {
         let (params, tokenizer) =
-            convert::config(SketchKind::Oph, bins, Some(bits), seed, recipe, shingle, ngram, token_seed)?;
+            convert::config(SketchKind::Oph, bins, Some(bits), seed, recipe, shingle, ngram, token_seed, None)?;
         Ok(Self::wrap(Core::open(params, tokenizer)?))
     }
 
@@ -344,7 +361,7 @@ sketch_class!(PySimHash, "SimHash", "SimHash fingerprint of a weighted token mul
         recipe: Option<&str>,
     ) -> PyResult<Self> {
         let (params, tokenizer) =
-            convert::config(SketchKind::SimHash, 0, Some(bits), seed, recipe, shingle, ngram, token_seed)?;
+            convert::config(SketchKind::SimHash, 0, Some(bits), seed, recipe, shingle, ngram, token_seed, None)?;
         Ok(Self::wrap(Core::open(params, tokenizer)?))
     }
 

@@ -17,7 +17,7 @@ TEXTS = GOLDEN["texts"]
 
 
 def _params(case):
-    return dict(kind=case["kind"], k=case["k"], bits=case["bits"], seed=case["seed"])
+    return dict(kind=case["kind"], k=case["k"], bits=case["bits"], seed=case["seed"], family=case["family"])
 
 
 def _class(case):
@@ -29,18 +29,22 @@ def _class(case):
 def _kw(case):
     """The sketch class's own parameter names for the case."""
     return {
-        "minhash": dict(num_perm=case["k"], bits=case["bits"]),
-        "bbit": dict(num_perm=case["k"], b=case["bits"]),
+        "minhash": dict(num_perm=case["k"], bits=case["bits"], family=case["family"]),
+        "bbit": dict(num_perm=case["k"], b=case["bits"], family=case["family"]),
         "oph": dict(bins=case["k"], bits=case["bits"]),
         "simhash": dict(bits=case["bits"]),
     }[case["kind"]]
+
+
+def _case_id(case):
+    return f"{case['kind']}{case['bits']}-{case['family']}"
 
 
 def _tok(case):
     return dict(shingle=case["shingle"], token_seed=case["token_seed"])
 
 
-@pytest.mark.parametrize("case", GOLDEN["cases"], ids=lambda c: f"{c['kind']}{c['bits']}")
+@pytest.mark.parametrize("case", GOLDEN["cases"], ids=_case_id)
 def test_kernels_and_sketch_objects_match_the_rust_api(case):
     sigs = sa.sketch(pa.array(TEXTS), **_params(case), **_tok(case))
     assert [s.hex() for s in sigs.to_pylist()] == case["signatures"]
@@ -67,7 +71,7 @@ def test_kernels_and_sketch_objects_match_the_rust_api(case):
         assert [[k for r, k in zip(rows, keys) if r == i] for i in range(n)] == bk["keys"]
 
 
-@pytest.mark.parametrize("case", GOLDEN["cases"], ids=lambda c: f"{c['kind']}{c['bits']}")
+@pytest.mark.parametrize("case", GOLDEN["cases"], ids=_case_id)
 def test_collection_and_cli_match_the_rust_api(tmp_path, cli, case):
     path = tmp_path / "g.sketchdb"
     with sketchdb.open(path) as db:
@@ -97,7 +101,7 @@ def test_collection_and_cli_match_the_rust_api(tmp_path, cli, case):
             assert e["cardinality"] == s.cardinality
 
 
-@pytest.mark.parametrize("case", GOLDEN["cases"], ids=lambda c: f"{c['kind']}{c['bits']}")
+@pytest.mark.parametrize("case", GOLDEN["cases"], ids=_case_id)
 def test_sketch_many_matches_the_rust_api_in_every_input_shape(case):
     """``sketchdb.sketch_many`` from texts and from the texts' token hashes in every shape it
     reads gives the golden signature bytes."""
@@ -125,7 +129,7 @@ def test_sketch_many_matches_the_rust_api_in_every_input_shape(case):
     assert [o.to_bytes().hex() for o in objs] == want
 
 
-@pytest.mark.parametrize("case", GOLDEN["cases"], ids=lambda c: f"{c['kind']}{c['bits']}")
+@pytest.mark.parametrize("case", GOLDEN["cases"], ids=_case_id)
 def test_insert_many_from_tokens_and_arrow_texts_stores_the_rust_api_signatures(tmp_path, case):
     """``insert_many`` from the texts' token hashes (Python lists, NumPy rows, an Arrow
     ``list<uint64>`` column) and from an Arrow text column stores the golden signature bytes."""

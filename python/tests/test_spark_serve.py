@@ -19,11 +19,14 @@ def spark():
     return local_session()
 
 
-def test_batch_against_existing_file(spark, tmp_path):
+# The default family, and a collection made in the 64-bit family (as every MinHash collection
+# was before the 32-bit lane family): the batch is sketched in the collection's own.
+@pytest.mark.parametrize("family", [None, "mix-multiply-shift"])
+def test_batch_against_existing_file(spark, tmp_path, family):
     corpus = make_corpus(300, seed=11, near=0.5)
     old, new = corpus[:200], corpus[200:]
     db = tmp_path / "old.sketchdb"
-    spec = SketchSpec(threshold=0.7).with_banding()
+    spec = SketchSpec(threshold=0.7, family=family).with_banding()
     with sketchdb.open(db) as d:
         d.create_collection("old", **spec.collection_kwargs()).insert_many([f"o{i}" for i in range(200)], old)
     before = db.read_bytes()
@@ -37,6 +40,7 @@ def test_batch_against_existing_file(spark, tmp_path):
     want = {}
     with sketchdb.open(db, read_only=True) as d:
         coll = d["old"]
+        assert coll.stats()["family"] == (family or "mix-multiply-shift-32")
         for i, t in zip(ids, new):
             hits = {(h.key, h.estimate, h.lower, h.upper) for h in coll.query(text=t, threshold=0.7)}
             if hits:

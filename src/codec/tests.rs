@@ -28,6 +28,9 @@ fn all_params() -> Vec<SketchParams> {
     }
     v.push(SketchParams::simhash(64, 7).unwrap());
     v.push(SketchParams::simhash(128, 7).unwrap());
+    let lanes32 = crate::sketch::params::HashFamily::MixMultiplyShift32;
+    v.push(SketchParams::minhash(128, 32, 7).unwrap().with_family(lanes32).unwrap());
+    v.push(SketchParams::bbit(100, 4, 7).unwrap().with_family(lanes32).unwrap());
     v
 }
 

@@ -51,7 +51,8 @@ pub(crate) enum SketchKindWire {
 }
 
 /// [`HashFamily`] as stored: variant index 0 MixMultiplyShift, then the compatibility
-/// families 1 DatasketchLegacy .. 5 DatasketchAffine32, and 6 Charikar (index = code - 1).
+/// families 1 DatasketchLegacy .. 5 DatasketchAffine32, 6 Charikar and 7 MixMultiplyShift32
+/// (index = code - 1). Variants are only appended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum HashFamilyWire {
     MixMultiplyShift,
@@ -61,6 +62,7 @@ pub(crate) enum HashFamilyWire {
     NemoCurator,
     DatasketchAffine32,
     Charikar,
+    MixMultiplyShift32,
 }
 
 /// [`SketchParams`] as stored.
@@ -230,7 +232,8 @@ macro_rules! wire_enum {
 }
 
 wire_enum!(HashFamily <=> HashFamilyWire {
-    MixMultiplyShift, DatasketchLegacy, TextDedup, TextDedupSpark, NemoCurator, DatasketchAffine32, Charikar
+    MixMultiplyShift, DatasketchLegacy, TextDedup, TextDedupSpark, NemoCurator, DatasketchAffine32, Charikar,
+    MixMultiplyShift32
 });
 wire_enum!(Normalization <=> NormalizationWire { None, Nfc, Nfkc, NfdStripMarks });
 wire_enum!(CaseFold <=> CaseFoldWire { None, Ascii, Unicode });

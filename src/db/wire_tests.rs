@@ -6,7 +6,7 @@
 use crate::codec::meta::CollectionDef;
 use crate::db::config::{CollectionConfig, IndexConfig, decode_settings, encode_settings};
 use crate::index::{BandKeyScheme, LshParams, RowWidth};
-use crate::sketch::params::SketchParams;
+use crate::sketch::params::{HashFamily, SketchParams};
 use crate::sketch::tokenize::Tokenizer;
 
 fn hex(b: &[u8]) -> String {
@@ -209,4 +209,16 @@ fn recipe_settings_and_compat_families_round_trip() {
     let charikar = SketchParams::simhash_charikar().unwrap();
     let def = CollectionDef { id: 7, name: "docs".into(), params: charikar, capacity: 1024, settings: vec![] };
     assert_eq!(CollectionDef::decode(&def.encode().unwrap()).unwrap(), def);
+}
+
+/// The 32-bit lane family is `HashFamily` variant 7: the byte after the kind, in a definition
+/// otherwise equal to family 0's (pinned above).
+#[test]
+fn lanes32_family_is_variant_seven() {
+    let params = SketchParams::minhash(128, 32, 42).unwrap().with_family(HashFamily::MixMultiplyShift32).unwrap();
+    let def = CollectionDef { id: 7, name: "docs".into(), params, capacity: 1024, settings: vec![1, 2, 3] };
+    let bytes = def.encode().unwrap();
+    // Envelope (magic, version, kind, length, crc: 16 bytes), id 07, name 04 "docs", kind 00.
+    assert_eq!(hex(&bytes[16..]), "0704646f63730007012a80012000800803010203");
+    assert_eq!(CollectionDef::decode(&bytes).unwrap(), def);
 }

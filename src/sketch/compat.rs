@@ -23,6 +23,7 @@
 use rand_mt::Mt;
 
 use super::error::SketchError;
+use super::hash::fmix32;
 use super::params::HashFamily;
 use crate::simd::{minhash_update_reduced, minhash32_update};
 
@@ -65,16 +66,6 @@ impl NumpyRandomState {
             }
         }
     }
-}
-
-/// murmur3's 32-bit finaliser (datasketch's `affine32` pre-mix).
-#[inline]
-fn fmix32(mut h: u32) -> u32 {
-    h ^= h >> 16;
-    h = h.wrapping_mul(0x85EB_CA6B);
-    h ^= h >> 13;
-    h = h.wrapping_mul(0xC2B2_AE35);
-    h ^ (h >> 16)
 }
 
 /// The coefficients of one compatibility family for k slots.

@@ -13,6 +13,10 @@
 //!   and `b_i = output #(2 + 2i)`; its permuted value is `v_i(h) = a_i * x + b_i mod 2^64`.
 //!   Because `a_i` is odd, `v_i` is a permutation of the 64-bit space.
 //! * OPH densification key: output #3 of the stream (after `pre`, `a_0`, `b_0`).
+//! * `MixMultiplyShift32` (32-bit lanes, MinHash with 32-bit values and b-bit MinHash): the
+//!   same stream; with `y = h ^ pre`, `x32 = fmix32(lo32(y) ^ hi32(y))` (murmur3's 32-bit
+//!   finaliser of the two halves' XOR), slot i uses `a_i = (output #(1 + 2i) >> 32) | 1`
+//!   and `b_i = output #(2 + 2i) >> 32` as u32, and `v_i(h) = a_i * x32 + b_i mod 2^32`.
 //! * SimHash word w (0 or 1) of feature `h`: `g_w = fmix64(h ^ key_w)` with `key_0` = output #0
 //!   and `key_1` = output #1.
 
@@ -45,20 +49,57 @@ pub(crate) fn stream(seed: u64, n: usize) -> Vec<u64> {
 }
 
 /// The pre-mix key and the per-slot affine coefficients for `slots` permutations.
+///
+/// Invariant: the 64-bit coefficients (`a`, `b`) or the 32-bit ones (`a32`, `b32`) are set,
+/// never both: [`Permutations::new`] makes the first, [`Permutations::lanes32`] the second.
 #[derive(Debug, Clone)]
 pub(crate) struct Permutations {
     pub(crate) pre: u64,
     pub(crate) a: Vec<u64>,
     pub(crate) b: Vec<u64>,
+    pub(crate) a32: Vec<u32>,
+    pub(crate) b32: Vec<u32>,
 }
 
 impl Permutations {
+    /// `MixMultiplyShift`'s coefficients.
     pub(crate) fn new(seed: u64, slots: usize) -> Self {
         let s = stream(seed, 1 + 2 * slots);
         let a = (0..slots).map(|i| s[1 + 2 * i] | 1).collect();
         let b = (0..slots).map(|i| s[2 + 2 * i]).collect();
-        Permutations { pre: s[0], a, b }
+        Permutations { pre: s[0], a, b, a32: Vec::new(), b32: Vec::new() }
     }
+
+    /// `MixMultiplyShift32`'s coefficients: the top halves of the same stream outputs.
+    pub(crate) fn lanes32(seed: u64, slots: usize) -> Self {
+        let s = stream(seed, 1 + 2 * slots);
+        let a32 = (0..slots).map(|i| (s[1 + 2 * i] >> 32) as u32 | 1).collect();
+        let b32 = (0..slots).map(|i| (s[2 + 2 * i] >> 32) as u32).collect();
+        Permutations { pre: s[0], a: Vec::new(), b: Vec::new(), a32, b32 }
+    }
+
+    /// Whether these are the 32-bit lane coefficients.
+    pub(crate) fn is_lanes32(&self) -> bool {
+        !self.a32.is_empty()
+    }
+}
+
+/// murmur3's 32-bit finaliser: a bijection on u32 with full avalanche.
+#[inline(always)]
+pub(crate) fn fmix32(mut h: u32) -> u32 {
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85EB_CA6B);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xC2B2_AE35);
+    h ^ (h >> 16)
+}
+
+/// `MixMultiplyShift32`'s pre-mix of a token hash: `fmix32` of the XOR of the two halves of
+/// `h ^ pre`. Every step has 32-bit lanes, so a chunk of tokens is pre-mixed in vectors too.
+#[inline(always)]
+pub(crate) fn premix32(h: u64, pre: u64) -> u32 {
+    let y = h ^ pre;
+    fmix32(y as u32 ^ (y >> 32) as u32)
 }
 
 /// Hashes a byte string to a token with xxh3-64 and the given seed (the token hash of text).
@@ -91,6 +132,9 @@ mod tests {
     fn fmix_is_murmur3_finaliser() {
         assert_eq!(fmix64(0), 0);
         assert_eq!(fmix64(1), 0xB456_BCFC_34C2_CB2C);
+        // murmur3's fmix32 of 1 (the 32-bit finaliser's published constants).
+        assert_eq!(fmix32(0), 0);
+        assert_eq!(fmix32(1), 0x514E_28B7);
     }
 
     #[test]
@@ -98,5 +142,13 @@ mod tests {
         let p = Permutations::new(42, 300);
         assert!(p.a.iter().all(|a| a & 1 == 1));
         assert_eq!(p.b.len(), 300);
+        assert!(!p.is_lanes32());
+        let q = Permutations::lanes32(42, 300);
+        assert!(q.is_lanes32() && q.a.is_empty() && q.b.is_empty());
+        assert!(q.a32.iter().all(|a| a & 1 == 1));
+        assert_eq!(q.pre, p.pre);
+        // The top halves of the same outputs (the low bit forced on for a).
+        assert!(q.a32.iter().zip(&p.a).all(|(&a32, &a)| a32 == (a >> 32) as u32 | 1));
+        assert!(q.b32.iter().zip(&p.b).all(|(&b32, &b)| b32 == (b >> 32) as u32));
     }
 }

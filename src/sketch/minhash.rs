@@ -3,9 +3,9 @@
 use super::compat::CompatPerms;
 use super::error::SketchError;
 use super::estimate::{Estimate, check_level, gamma_quantile, proportion, proportion_value};
-use super::hash::{Permutations, fmix64};
+use super::hash::{Permutations, fmix64, premix32};
 use super::params::{SketchKind, SketchParams};
-use crate::simd::minhash_update;
+use crate::simd::{minhash_update, minhash32_update};
 
 /// A MinHash signature: for each of k permutations the minimum permuted value over the set,
 /// kept at full 64 bits or as its top 32 bits (`bits` = 32), plus the set's cardinality.
@@ -35,10 +35,17 @@ pub struct MinHash {
     cardinality: u64,
 }
 
-/// The full 64-bit minima of every slot over `tokens` (shared with b-bit MinHash).
+/// The minima of every slot over `tokens` (shared with b-bit MinHash): full 64-bit values
+/// for `MixMultiplyShift`, 32-bit values for `MixMultiplyShift32`'s lanes.
 pub(crate) fn full_minima(perms: &Permutations, tokens: &[u64]) -> Result<Vec<u64>, SketchError> {
     if tokens.is_empty() {
         return Err(SketchError::EmptySet);
+    }
+    if perms.is_lanes32() {
+        let mut mins = vec![u32::MAX; perms.a32.len()];
+        let pre = perms.pre;
+        minhash32_update(&mut mins, &perms.a32, &perms.b32, tokens, |h| premix32(h, pre), |v| v);
+        return Ok(mins.into_iter().map(u64::from).collect());
     }
     let mut mins = vec![u64::MAX; perms.a.len()];
     minhash_update(&mut mins, &perms.a, &perms.b, perms.pre, tokens, fmix64);
@@ -48,7 +55,9 @@ pub(crate) fn full_minima(perms: &Permutations, tokens: &[u64]) -> Result<Vec<u6
 impl MinHash {
     pub(crate) fn compute(params: SketchParams, perms: &Permutations, tokens: &[u64]) -> Result<Self, SketchError> {
         let mut values = full_minima(perms, tokens)?;
-        if params.bits() == 32 {
+        // `MixMultiplyShift` keeps the top half of its 64-bit minima; the 32-bit lanes'
+        // minima are already 32-bit.
+        if params.bits() == 32 && !perms.is_lanes32() {
             for v in &mut values {
                 *v >>= 32;
             }

@@ -77,7 +77,8 @@ impl fmt::Display for SketchKind {
 /// The compatibility families (codes 2-6) reproduce other MinHash implementations bit for bit
 /// (MinHash with 32 bits only; the seed is NumPy's `RandomState` seed, below 2^32); `Charikar`
 /// (code 7) is the textbook SimHash (64 bits only). `storage-format.md` section 8.5 specifies
-/// them.
+/// them. `MixMultiplyShift32` (code 8) is sketchdb's own family in 32-bit lanes, for MinHash
+/// with 32-bit values and b-bit MinHash (section 8.3.1): the default of both.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 #[repr(u16)]
@@ -97,6 +98,9 @@ pub enum HashFamily {
     DatasketchAffine32 = 6,
     /// Charikar's SimHash as in the textbook: bit j of each feature's hash votes bit j.
     Charikar = 7,
+    /// fmix64 pre-mix keeping its top 32 bits, then odd-multiplier affine maps modulo 2^32
+    /// (eight or sixteen slots per vector multiply on AVX2 / AVX-512 machines).
+    MixMultiplyShift32 = 8,
 }
 
 impl HashFamily {
@@ -115,7 +119,7 @@ impl HashFamily {
     }
 
     /// Every family, in code order.
-    pub const ALL: [HashFamily; 7] = [
+    pub const ALL: [HashFamily; 8] = [
         HashFamily::MixMultiplyShift,
         HashFamily::DatasketchLegacy,
         HashFamily::TextDedup,
@@ -123,6 +127,7 @@ impl HashFamily {
         HashFamily::NemoCurator,
         HashFamily::DatasketchAffine32,
         HashFamily::Charikar,
+        HashFamily::MixMultiplyShift32,
     ];
 
     /// A short lower-case name, as shown.
@@ -135,6 +140,7 @@ impl HashFamily {
             HashFamily::NemoCurator => "nemo-curator",
             HashFamily::DatasketchAffine32 => "datasketch-affine32",
             HashFamily::Charikar => "charikar",
+            HashFamily::MixMultiplyShift32 => "mix-multiply-shift-32",
         }
     }
 
@@ -145,7 +151,7 @@ impl HashFamily {
 
     /// Whether this family reproduces another implementation's MinHash (codes 2-6).
     pub fn is_compat(self) -> bool {
-        !matches!(self, HashFamily::MixMultiplyShift | HashFamily::Charikar)
+        !matches!(self, HashFamily::MixMultiplyShift | HashFamily::Charikar | HashFamily::MixMultiplyShift32)
     }
 }
 
@@ -250,7 +256,7 @@ impl SketchParams {
     /// # Ok::<(), sketchdb::Error>(())
     /// ```
     pub fn simhash_charikar() -> Result<Self, SketchError> {
-        Self::with_family(SketchKind::SimHash, HashFamily::Charikar, 0, 64, 64)
+        Self::of_family(SketchKind::SimHash, HashFamily::Charikar, 0, 64, 64)
     }
 
     /// MinHash with `k` permutations of a compatibility `family` (32-bit values) drawn from
@@ -266,10 +272,39 @@ impl SketchParams {
     /// # Ok::<(), sketchdb::Error>(())
     /// ```
     pub fn compat(family: HashFamily, k: u32, seed: u64) -> Result<Self, SketchError> {
-        Self::with_family(SketchKind::MinHash, family, seed, k, 32)
+        Self::of_family(SketchKind::MinHash, family, seed, k, 32)
     }
 
-    fn with_family(kind: SketchKind, family: HashFamily, seed: u64, size: u32, bits: u8) -> Result<Self, SketchError> {
+    /// These parameters computed by sketchdb's other own family: `MixMultiplyShift` and
+    /// `MixMultiplyShift32` give the same kind, size, width and seed with other values (the
+    /// 32-bit lane family takes MinHash with 32-bit values and b-bit MinHash only). Other
+    /// families come with their own constructors ([`SketchParams::compat`],
+    /// [`SketchParams::simhash_charikar`]).
+    ///
+    /// ```
+    /// use sketchdb::{HashFamily, SketchParams};
+    ///
+    /// let p = SketchParams::minhash(128, 32, 7)?.with_family(HashFamily::MixMultiplyShift32)?;
+    /// assert_eq!(p.family(), HashFamily::MixMultiplyShift32);
+    /// assert!(SketchParams::minhash(128, 64, 7)?.with_family(HashFamily::MixMultiplyShift32).is_err());
+    /// assert!(SketchParams::oph(128, 8, 7)?.with_family(HashFamily::MixMultiplyShift32).is_err());
+    /// # Ok::<(), sketchdb::Error>(())
+    /// ```
+    pub fn with_family(self, family: HashFamily) -> Result<Self, SketchError> {
+        let own = [HashFamily::MixMultiplyShift, HashFamily::MixMultiplyShift32];
+        if !own.contains(&self.family) || !own.contains(&family) {
+            return Err(SketchError::invalid(
+                "family",
+                family,
+                "mix-multiply-shift or mix-multiply-shift-32 in place of either",
+            ));
+        }
+        let p = SketchParams { family, ..self };
+        p.validate()?;
+        Ok(p)
+    }
+
+    fn of_family(kind: SketchKind, family: HashFamily, seed: u64, size: u32, bits: u8) -> Result<Self, SketchError> {
         let p = SketchParams {
             kind,
             family,
@@ -339,6 +374,18 @@ impl SketchParams {
             if self.seed > u64::from(u32::MAX) {
                 return Err(SketchError::invalid("seed", self.seed, "a NumPy RandomState seed, 0..=4294967295"));
             }
+        }
+        let lanes32 = match self.kind {
+            SketchKind::MinHash => self.bits == 32,
+            SketchKind::BBitMinHash => true,
+            _ => false,
+        };
+        if self.family == HashFamily::MixMultiplyShift32 && !lanes32 {
+            return Err(SketchError::invalid(
+                "family",
+                self.family,
+                "the 32-bit lane family computes MinHash with 32-bit values and b-bit MinHash only",
+            ));
         }
         if self.family == HashFamily::Charikar && (self.kind != SketchKind::SimHash || self.bits != 64) {
             return Err(SketchError::invalid(

@@ -9,7 +9,7 @@ use super::estimate::{Estimate, set_hamming_from_resemblance};
 use super::hash::{Permutations, stream};
 use super::minhash::MinHash;
 use super::oph::OphSketch;
-use super::params::{SketchKind, SketchParams};
+use super::params::{HashFamily, SketchKind, SketchParams};
 use super::simhash::SimHash;
 use super::tokenize::Tokenizer;
 use super::tokens::{TokenSet, distinct};
@@ -187,7 +187,10 @@ impl Sketcher {
             let compat = Some(CompatPerms::new(params.family(), params.seed(), params.slots())?);
             return Ok(Sketcher { params, perms: Permutations::new(params.seed(), 0), simhash_keys: [0, 0], compat });
         }
-        let perms = Permutations::new(params.seed(), slots);
+        let perms = match params.family() {
+            HashFamily::MixMultiplyShift32 => Permutations::lanes32(params.seed(), slots),
+            _ => Permutations::new(params.seed(), slots),
+        };
         Ok(Sketcher { params, perms, simhash_keys: [keys[0], keys[1]], compat: None })
     }
 

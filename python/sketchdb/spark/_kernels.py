@@ -40,16 +40,6 @@ BUCKET_KEY_BITS = 64
 # The key of the signature Parquet's configuration (see SketchSpec.signature_metadata).
 SIGNATURE_METADATA_KEY = "sketchdb.signatures"
 SIGNATURE_METADATA_VERSION = 1
-# The hash family each compatibility recipe brings (`sketchdb recipes`); every other recipe
-# uses sketchdb's own, mix-multiply-shift. `sketchdb import` checks this against its own table.
-_COMPAT_FAMILIES = {
-    "datasketch": "datasketch-legacy",
-    "datasketch-affine32": "datasketch-affine32",
-    "text-dedup": "text-dedup",
-    "text-dedup-sha1": "text-dedup",
-    "text-dedup-spark": "text-dedup-spark",
-    "nemo-curator": "nemo-curator",
-}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +58,9 @@ class SketchSpec:
     ngram: Optional[int] = None
     token_seed: int = 0
     recipe: Optional[str] = None
+    # sketchdb's own hash family by name (None: the kind's default); `Collection.spec()`
+    # names it, so a spec read from a collection sketches in that collection's family.
+    family: Optional[str] = None
     threshold: float = 0.8
     bands: int = 0
     rows: int = 0
@@ -104,11 +97,21 @@ class SketchSpec:
             kw["ngram"] = self.ngram
         if self.recipe is not None:
             kw["recipe"] = self.recipe
+        # Only MinHash and b-bit have a choice of family (OPH's is its only one).
+        if self.family is not None and self.kind in ("minhash", "bbit"):
+            kw["family"] = self.family
         return kw
 
     def kernel_kwargs(self) -> dict:
         """The parameters every ``sketchdb.arrow`` kernel takes."""
-        return {"kind": self.kind, "k": self.k, "bits": self.bits, "seed": self.seed, "recipe": self.recipe}
+        return {
+            "kind": self.kind,
+            "k": self.k,
+            "bits": self.bits,
+            "seed": self.seed,
+            "recipe": self.recipe,
+            "family": self.family,
+        }
 
     def collection_kwargs(self) -> dict:
         """Keyword arguments of ``Database.create_collection`` for the same sketches and banding."""
@@ -121,6 +124,7 @@ class SketchSpec:
             "ngram": self.ngram,
             "token_seed": self.token_seed,
             "recipe": self.recipe,
+            "family": self.family,
         }
         kw["lsh"] = self.threshold
         if self.bands and self.rows:
@@ -144,7 +148,7 @@ class SketchSpec:
             "k": stats["size"],
             "bits": stats["bits"],
             "seed": stats["seed"],
-            "family": _COMPAT_FAMILIES.get(recipe or "", "mix-multiply-shift"),
+            "family": stats["family"],
             "recipe": recipe,
             "shingle": resolved.get("shingle"),
             "ngram": resolved.get("ngram"),

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
+import uuid
 from typing import Iterator, Optional, Sequence, Union
 
 import pyarrow as pa
@@ -91,9 +94,26 @@ def dedup_against(
     docs, _ = read_documents(spark, inputs, text_column=text_column, id_column=id_column, derive_id=derive_id)
     where = inputs if isinstance(inputs, str) else ", ".join(inputs)
     check_unique_ids(docs.where(F.col("__id").isNotNull()).select("__id"), where)
-    sc = spark.sparkContext
-    sc.addFile(os.path.abspath(db_path))
-    name = os.path.basename(db_path)
+    # Shipped under a name of its own: a Spark session refuses a second file of a name it
+    # already holds from another path (two runs against `old.sketchdb` files of different
+    # folders). Executors fetch it while the job runs, so the hard link (or copy) lives until
+    # the end.
+    stage = tempfile.mkdtemp(prefix="sketchdb-serve-")
+    try:
+        return _match(spark, docs, spec, db_path, stage, collection, output)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def _match(spark, docs, spec: SketchSpec, db_path: str, stage: str, collection: str, output: str) -> dict:
+    """:func:`dedup_against` once the batch is read: ships ``db_path`` through ``stage``,
+    sketches, matches, writes and counts."""
+    name = f"{uuid.uuid4().hex}-{os.path.basename(db_path)}"
+    try:
+        os.link(db_path, os.path.join(stage, name))
+    except OSError:  # another file system, or no hard links there
+        shutil.copyfile(db_path, os.path.join(stage, name))
+    spark.sparkContext.addFile(os.path.join(stage, name))
     sketched = _stages.sketch(docs.where(F.col("__id").isNotNull() & F.col("__text").isNotNull()), spec).where(
         F.col("signature").isNotNull()
     )

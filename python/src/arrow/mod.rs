@@ -20,8 +20,15 @@ use ffi::{ArrowExport, import_chunks};
 pub(crate) use kernels::{OnError, TokenRows, signature_rows, text_rows};
 
 /// The parameters named by a kernel's keyword arguments.
-fn params(kind: &str, k: u32, bits: Option<u8>, seed: u64, recipe: Option<&str>) -> PyResult<SketchParams> {
-    Ok(convert::config(convert::kind(kind)?, k, bits, seed, recipe, None, None, 0)?.0)
+fn params(
+    kind: &str,
+    k: u32,
+    bits: Option<u8>,
+    seed: u64,
+    recipe: Option<&str>,
+    family: Option<&str>,
+) -> PyResult<SketchParams> {
+    Ok(convert::config(convert::kind(kind)?, k, bits, seed, recipe, None, None, 0, family)?.0)
 }
 
 pub(crate) fn on_error(name: &str) -> PyResult<OnError> {
@@ -43,7 +50,7 @@ fn bad(msg: String) -> PyErr {
 
 /// Signatures of texts (see `sketchdb.arrow.sketch`).
 #[pyfunction]
-#[pyo3(signature = (chunks, kind, k, bits, seed, shingle, ngram, token_seed, on_error, recipe = None))]
+#[pyo3(signature = (chunks, kind, k, bits, seed, shingle, ngram, token_seed, on_error, recipe = None, family = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn arrow_sketch(
     py: Python<'_>,
@@ -57,8 +64,10 @@ pub(crate) fn arrow_sketch(
     token_seed: u64,
     on_error: &str,
     recipe: Option<&str>,
+    family: Option<&str>,
 ) -> PyResult<ArrowExport> {
-    let (params, tokenizer) = convert::config(convert::kind(kind)?, k, bits, seed, recipe, shingle, ngram, token_seed)?;
+    let (params, tokenizer) =
+        convert::config(convert::kind(kind)?, k, bits, seed, recipe, shingle, ngram, token_seed, family)?;
     let arrays = import_chunks(chunks, "texts")?;
     let rows = text_rows(&arrays).map_err(PyTypeError::new_err)?;
     sketch_export(py, &params, &rows, on_error, |s, t| s.sketch_text(&tokenizer, t).map_err(|e| e.to_string()))
@@ -66,7 +75,7 @@ pub(crate) fn arrow_sketch(
 
 /// Signatures of token lists (see `sketchdb.arrow.sketch_tokens`).
 #[pyfunction]
-#[pyo3(signature = (chunks, kind, k, bits, seed, token_seed, on_error, recipe = None))]
+#[pyo3(signature = (chunks, kind, k, bits, seed, token_seed, on_error, recipe = None, family = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn arrow_sketch_tokens(
     py: Python<'_>,
@@ -78,8 +87,9 @@ pub(crate) fn arrow_sketch_tokens(
     token_seed: u64,
     on_error: &str,
     recipe: Option<&str>,
+    family: Option<&str>,
 ) -> PyResult<ArrowExport> {
-    let params = params(kind, k, bits, seed, recipe)?;
+    let params = params(kind, k, bits, seed, recipe, family)?;
     let arrays = import_chunks(chunks, "tokens")?;
     let rows = TokenRows::new(&arrays).map_err(PyTypeError::new_err)?;
     let sets = params.kind() != SketchKind::SimHash;
@@ -111,7 +121,7 @@ fn sketch_export<T: Sync>(
 
 /// Band keys of signatures (see `sketchdb.arrow.band_keys`).
 #[pyfunction]
-#[pyo3(signature = (chunks, kind, k, bits, seed, threshold, bands, rows, signed, recipe = None, key_bits = 32))]
+#[pyo3(signature = (chunks, kind, k, bits, seed, threshold, bands, rows, signed, recipe = None, key_bits = 32, family = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn arrow_band_keys(
     py: Python<'_>,
@@ -126,8 +136,9 @@ pub(crate) fn arrow_band_keys(
     signed: bool,
     recipe: Option<&str>,
     key_bits: u32,
+    family: Option<&str>,
 ) -> PyResult<ArrowExport> {
-    let params = params(kind, k, bits, seed, recipe)?;
+    let params = params(kind, k, bits, seed, recipe, family)?;
     let threshold = match (threshold, bands, rows) {
         (Some(t), ..) => t,
         // Both given: the threshold does not enter the banding (any valid value will do).
@@ -151,7 +162,7 @@ pub(crate) fn arrow_band_keys(
 
 /// Pairwise estimates of two signature arrays (see `sketchdb.arrow.estimate`).
 #[pyfunction]
-#[pyo3(signature = (a, b, kind, k, bits, seed, level, recipe = None))]
+#[pyo3(signature = (a, b, kind, k, bits, seed, level, recipe = None, family = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn arrow_estimate(
     py: Python<'_>,
@@ -163,8 +174,9 @@ pub(crate) fn arrow_estimate(
     seed: u64,
     level: f64,
     recipe: Option<&str>,
+    family: Option<&str>,
 ) -> PyResult<ArrowExport> {
-    let params = params(kind, k, bits, seed, recipe)?;
+    let params = params(kind, k, bits, seed, recipe, family)?;
     let xs = import_chunks(a, "a")?;
     let ys = import_chunks(b, "b")?;
     let width = signature::width(&params);
@@ -179,15 +191,16 @@ pub(crate) fn arrow_estimate(
 
 /// The byte width of one signature of these parameters.
 #[pyfunction]
-#[pyo3(signature = (kind, k, bits, seed, recipe = None))]
+#[pyo3(signature = (kind, k, bits, seed, recipe = None, family = None))]
 pub(crate) fn signature_width(
     kind: &str,
     k: u32,
     bits: Option<u8>,
     seed: u64,
     recipe: Option<&str>,
+    family: Option<&str>,
 ) -> PyResult<usize> {
-    Ok(signature::width(&params(kind, k, bits, seed, recipe)?))
+    Ok(signature::width(&params(kind, k, bits, seed, recipe, family)?))
 }
 
 /// Registers the kernels on the extension module.

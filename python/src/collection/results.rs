@@ -169,6 +169,7 @@ pub(crate) fn stats_dict<'py>(py: Python<'py>, coll: &Collection, s: CollectionS
     d.set_item("size", p.size())?;
     d.set_item("bits", p.bits())?;
     d.set_item("seed", p.seed())?;
+    d.set_item("family", p.family().name())?;
     d.set_item("live", s.live)?;
     d.set_item("deleted", s.deleted)?;
     d.set_item("next_row", s.next_row)?;

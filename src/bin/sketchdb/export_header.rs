@@ -6,7 +6,8 @@
 //! "family_version":1,"seed":u64,"size":u32,"bits":u8,"universe":u64|null}`, FAMILY one of
 //! `"MixMultiplyShift"` (sketchdb's own), the compatibility families `"DatasketchLegacy"`,
 //! `"TextDedup"`, `"TextDedupSpark"`, `"NemoCurator"`, `"DatasketchAffine32"` (32-bit MinHash)
-//! and `"Charikar"` (64-bit SimHash).
+//! and `"Charikar"` (64-bit SimHash), and `"MixMultiplyShift32"` (sketchdb's 32-bit lane family:
+//! MinHash with 32-bit values, b-bit MinHash).
 //! `tokenizer`: `{"kind":{"Shingles":{"w":u32}}|{"CharNgrams":{"n":u32}}|{"Recipe":NAME},
 //! "seed":u64}`: a recipe's pipeline by its preset name (`sketchdb recipes`), seed 0.
 
@@ -31,10 +32,11 @@ enum FamilyJson {
     NemoCurator,
     DatasketchAffine32,
     Charikar,
+    MixMultiplyShift32,
 }
 
 impl FamilyJson {
-    const ALL: [(FamilyJson, HashFamily); 7] = [
+    const ALL: [(FamilyJson, HashFamily); 8] = [
         (FamilyJson::MixMultiplyShift, HashFamily::MixMultiplyShift),
         (FamilyJson::DatasketchLegacy, HashFamily::DatasketchLegacy),
         (FamilyJson::TextDedup, HashFamily::TextDedup),
@@ -42,6 +44,7 @@ impl FamilyJson {
         (FamilyJson::NemoCurator, HashFamily::NemoCurator),
         (FamilyJson::DatasketchAffine32, HashFamily::DatasketchAffine32),
         (FamilyJson::Charikar, HashFamily::Charikar),
+        (FamilyJson::MixMultiplyShift32, HashFamily::MixMultiplyShift32),
     ];
 
     fn family(self) -> HashFamily {
@@ -113,7 +116,7 @@ pub fn params_from_json(v: Value) -> Result<SketchParams, String> {
     }
     let e = |e: sketchdb::SketchError| e.to_string();
     let family = j.family.family();
-    if family != HashFamily::MixMultiplyShift {
+    if !matches!(family, HashFamily::MixMultiplyShift | HashFamily::MixMultiplyShift32) {
         let p = match (j.kind, family) {
             (KindJson::SimHash, HashFamily::Charikar) => SketchParams::simhash_charikar().map_err(e)?,
             (KindJson::MinHash, f) if f.is_compat() => SketchParams::compat(f, j.size, j.seed).map_err(e)?,
@@ -139,6 +142,9 @@ pub fn params_from_json(v: Value) -> Result<SketchParams, String> {
     };
     if p.kind() != SketchKind::BBitMinHash && j.universe.is_some() {
         return Err(invalid("universe", format!("{:?}", j.universe), "only b-bit MinHash takes a universe"));
+    }
+    if family == HashFamily::MixMultiplyShift32 {
+        return p.with_family(family).map_err(e);
     }
     Ok(p)
 }

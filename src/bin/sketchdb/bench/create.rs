@@ -4,23 +4,27 @@ use std::path::Path;
 use std::time::Instant;
 
 use serde_json::json;
-use sketchdb::{HashFamily, SketchParams, Sketcher, TokenSet};
+use sketchdb::recipes::default_params;
+use sketchdb::{HashFamily, SketchKind, SketchParams, Sketcher, TokenSet};
 
 use super::data::load_sets;
 use super::report::{dataset_name, emit};
 use crate::error::CliError;
 
 /// The `minhash-create` workload: build 128-value signatures from the token sets, one thread
-/// and then all threads, for each sketch kind and for MinHash under each compatibility family
-/// (the 32-bit ones computed in 32-bit vector lanes).
+/// and then all threads, for each sketch kind with its default family (`minhash`, `bbit-b8`:
+/// the 32-bit lane family), MinHash and b-bit under the 64-bit `mix-multiply-shift`, and
+/// MinHash under each compatibility family (the 32-bit ones computed in 32-bit vector lanes).
 pub fn minhash_create(sets_path: &Path, limit: Option<usize>, run: &str) -> Result<(), CliError> {
     let sets = load_sets(sets_path, limit)?;
     let tokens: usize = sets.iter().map(|(_, s)| s.len()).sum();
     let just_sets: Vec<TokenSet> = sets.into_iter().map(|(_, s)| s).collect();
     let dataset = dataset_name(sets_path);
     let kinds = [
-        ("minhash", SketchParams::minhash(128, 32, 1)?),
-        ("bbit-b8", SketchParams::bbit(128, 8, 1)?),
+        ("minhash", default_params(SketchKind::MinHash, 128, Some(32), 1)?),
+        ("minhash-mix-multiply-shift", SketchParams::minhash(128, 32, 1)?),
+        ("bbit-b8", default_params(SketchKind::BBitMinHash, 128, Some(8), 1)?),
+        ("bbit-b8-mix-multiply-shift", SketchParams::bbit(128, 8, 1)?),
         ("oph", SketchParams::oph(128, 32, 1)?),
         ("minhash-datasketch-affine32", SketchParams::compat(HashFamily::DatasketchAffine32, 128, 1)?),
         ("minhash-text-dedup-spark", SketchParams::compat(HashFamily::TextDedupSpark, 128, 1)?),

@@ -74,10 +74,14 @@ pub fn workdir(dir: Option<&Path>) -> Result<(PathBuf, Option<tempfile::TempDir>
     }
 }
 
+/// The parameters a workload's kind names, in the kind's default hash family (what a user's
+/// `create --kind KIND` gets).
 pub fn params_for(kind: &str) -> Result<SketchParams, CliError> {
+    use sketchdb::SketchKind;
+    use sketchdb::recipes::default_params;
     Ok(match kind {
-        "minhash" => SketchParams::minhash(128, 32, 1)?,
-        "bbit" => SketchParams::bbit(512, 8, 1)?,
+        "minhash" => default_params(SketchKind::MinHash, 128, Some(32), 1)?,
+        "bbit" => default_params(SketchKind::BBitMinHash, 512, Some(8), 1)?,
         "oph" => SketchParams::oph(128, 32, 1)?,
         other => return Err(CliError::Usage(format!("unknown kind `{other}` (minhash, bbit or oph)"))),
     })

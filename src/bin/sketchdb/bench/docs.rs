@@ -47,11 +47,13 @@ pub fn parse_config(name: &str) -> Result<DocsConfig, CliError> {
         None => (rest.parse::<u32>().map_err(|_| usage())?, None),
     };
     let seed = sketchdb::recipes::DEFAULT_SEED;
-    let params = match kind {
-        "minhash" => SketchParams::minhash(slots, bits.unwrap_or(32), seed)?,
-        "bbit" => SketchParams::bbit(slots, bits.unwrap_or(8), seed)?,
-        _ => SketchParams::oph(slots, bits.unwrap_or(8), seed)?,
+    // Each kind in its default hash family, as `create --kind` makes it.
+    let kind = match kind {
+        "minhash" => sketchdb::SketchKind::MinHash,
+        "bbit" => sketchdb::SketchKind::BBitMinHash,
+        _ => sketchdb::SketchKind::Oph,
     };
+    let params = sketchdb::recipes::default_params(kind, slots, bits, seed)?;
     Ok(DocsConfig { name: name.into(), params })
 }
 
@@ -344,9 +346,11 @@ mod tests {
     #[test]
     fn configurations_parse_kind_slots_and_bits() {
         let c = parse_config("bbit1024x4").unwrap();
-        assert_eq!(c.params, SketchParams::bbit(1024, 4, sketchdb::recipes::DEFAULT_SEED).unwrap());
+        let lanes32 = sketchdb::HashFamily::MixMultiplyShift32;
+        let seed = sketchdb::recipes::DEFAULT_SEED;
+        assert_eq!(c.params, SketchParams::bbit(1024, 4, seed).unwrap().with_family(lanes32).unwrap());
         let c = parse_config("minhash128").unwrap();
-        assert_eq!(c.params, SketchParams::minhash(128, 32, sketchdb::recipes::DEFAULT_SEED).unwrap());
+        assert_eq!(c.params, SketchParams::minhash(128, 32, seed).unwrap().with_family(lanes32).unwrap());
         let c = parse_config("oph512x8").unwrap();
         assert_eq!(c.params, SketchParams::oph(512, 8, sketchdb::recipes::DEFAULT_SEED).unwrap());
         for bad in ["", "bbit", "bbitx4", "simhash64", "oph512x"] {

@@ -40,7 +40,9 @@ pub struct CreateArgs {
     /// the hash family and seed (MinHash).
     #[arg(long, conflicts_with_all = ["shingle", "ngram"])]
     pub recipe: Option<String>,
-    /// Hash family: mix-multiply-shift (sketchdb's own), or charikar for the textbook SimHash.
+    /// Hash family: sketchdb's own mix-multiply-shift-32 (the default of minhash with 32 bits and
+    /// bbit) or mix-multiply-shift (the default of the other kinds), or charikar for the
+    /// textbook SimHash.
     #[arg(long)]
     pub family: Option<String>,
     /// Keep each record's exact shingle set: threshold, top-k and dedup results are then
@@ -99,14 +101,17 @@ impl CreateArgs {
         })?;
         let mut params = default_params(kind, self.k.unwrap_or(DEFAULT_SLOTS), self.bits, self.seed)?;
         match self.family.as_deref().map(|f| (f, HashFamily::from_name(f))) {
-            None | Some((_, Some(HashFamily::MixMultiplyShift))) => {}
+            None => {}
             Some((_, Some(HashFamily::Charikar))) if kind == SketchKind::SimHash && self.bits.unwrap_or(64) == 64 => {
                 params = SketchParams::simhash_charikar()?;
             }
+            Some((f, Some(family @ (HashFamily::MixMultiplyShift | HashFamily::MixMultiplyShift32)))) => {
+                params = params.with_family(family).map_err(|e| CliError::Usage(format!("--family {f}: {e}")))?;
+            }
             Some((f, _)) => {
                 return Err(CliError::Usage(format!(
-                    "--family {f}: expected mix-multiply-shift, or charikar with --kind simhash (64 bits); \
-                     compatibility families come with --recipe"
+                    "--family {f}: expected mix-multiply-shift, mix-multiply-shift-32 (minhash with 32 bits, bbit), \
+                     or charikar with --kind simhash (64 bits); compatibility families come with --recipe"
                 )));
             }
         }

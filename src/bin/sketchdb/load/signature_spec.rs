@@ -187,7 +187,7 @@ impl SignatureSpec {
         let k = self.k.unwrap_or(128);
         let seed = self.seed.unwrap_or(DEFAULT_SEED);
         let recipe = self.recipe.as_deref().map(Recipe::preset).transpose().map_err(|e| e.to_string())?;
-        let params = match recipe.filter(|r| r.family().is_compat()) {
+        let mut params = match recipe.filter(|r| r.family().is_compat()) {
             Some(r) => {
                 if kind != SketchKind::MinHash || self.bits.is_some_and(|b| b != 32) {
                     return Err(format!(
@@ -208,6 +208,12 @@ impl SignatureSpec {
         };
         if let Some(name) = &self.family {
             let family = HashFamily::from_name(name).ok_or_else(|| format!("unknown hash family `{name}`"))?;
+            // sketchdb's two own families compute the same kinds: either may be named.
+            if family != params.family()
+                && let Ok(other) = params.with_family(family)
+            {
+                params = other;
+            }
             if family != params.family() {
                 return Err(format!(
                     "hash family `{name}` does not match the recipe's: {} {} signatures use `{}`",
