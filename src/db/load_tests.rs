@@ -79,7 +79,7 @@ fn runs_read_on_any_number_of_threads_load_what_a_serial_scan_reads() {
         assert_eq!(got.len(), want.len(), "{threads} threads");
         for (i, (row, key, sketch)) in want.iter().enumerate() {
             assert_eq!(
-                (got.rows[i], got.key(i), &got.sketches[i]),
+                (got.rows[i], got.key(i), &*got.sketches.get(i).expect("sketch")),
                 (*row, key.as_slice(), sketch),
                 "{threads} threads"
             );

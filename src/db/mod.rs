@@ -14,6 +14,8 @@ pub(crate) mod snapshot;
 pub(crate) mod stats;
 
 #[cfg(test)]
+mod dedup_tests;
+#[cfg(test)]
 mod load_tests;
 #[cfg(test)]
 mod warm_tests;

@@ -6,16 +6,17 @@ use std::cell::{Cell, OnceCell};
 use std::time::Instant;
 
 use crate::index::{
-    BandedKeys, Banding, IndexError, LshParams, SimhashMemIndex, SimhashTableDesign, for_each_lsh_pair, lsh_scheme_for,
-    simhash_pairs,
+    BandedKeys, Banding, IndexError, LshParams, LshRows, SimhashMemIndex, SimhashTableDesign, for_each_lsh_pair,
+    lsh_scheme_for, simhash_pairs,
 };
 use crate::sketch::sketcher::Sketch;
 use crate::storage::catalog::CollectionInfo;
+use crate::storage::error::StorageError;
 use crate::storage::reader::ReadSnapshot;
 
 use super::cost::{Choice, CostModel, Stats};
 use super::dedup::choose_dedup;
-use super::dedup_load::{Loaded, load};
+use super::dedup_load::{Loaded, Sketches, load};
 use super::error::QueryError;
 use super::exact::candidate_floor;
 use super::exec::{execute, validate_question};
@@ -128,7 +129,16 @@ fn join_banded(
     let scheme = lsh_scheme_for(p.kind(), p.bits(), p.slots(), threshold, Banding::given(banding))
         .map_err(|e| index_error(info, e))?;
     let started = Instant::now();
-    let keys = BandedKeys::new(&scheme, &rows.sketches, |s| s).map_err(|(i, e)| {
+    let keys = match &rows.sketches {
+        Sketches::Each(sketches) => BandedKeys::new(&scheme, sketches, |s| s),
+        // The densified bins of each column row, keyed as the sketch's own rows would be.
+        Sketches::Oph(column) => BandedKeys::from_fn(&scheme, column.len(), |i| {
+            let mut densified = Vec::with_capacity(column.params().slots());
+            column.densify_into(i, &mut densified)?;
+            scheme.keys(&LshRows::U32(densified))
+        }),
+    }
+    .map_err(|(i, e)| {
         let row = rows.rows[i];
         index_error(info, IndexError::inconsistent("signature", format!("row {row}: {e}")))
     })?;
@@ -153,7 +163,12 @@ fn join_simhash_in_memory(
     let design = SimhashTableDesign::design(rows.len() as u64, radius, f).map_err(|e| index_error(info, e))?;
     // The plan is chosen for SimHash collections only, whose rows all hold fingerprints.
     let fp = |s: &Sketch| if let Sketch::SimHash(h) = s { h.value() } else { 0 };
-    let records = || rows.rows.iter().copied().zip(&rows.sketches);
+    // SimHash collections hold their sketches one per record (columns are for OPH).
+    let sketches: &[Sketch] = match &rows.sketches {
+        Sketches::Each(sketches) => sketches,
+        Sketches::Oph(_) => &[],
+    };
+    let records = || rows.rows.iter().copied().zip(sketches);
     let pairs = if f == 64 {
         let items: Vec<(u64, u64)> = records().map(|(r, s)| (r, fp(s) as u64)).collect();
         SimhashMemIndex::build(design, &items).and_then(|m| m.self_join())
@@ -201,12 +216,26 @@ pub(crate) fn dedup(
     clustering: Clustering,
     costs: &CostModel,
 ) -> Result<DedupResult> {
+    dedup_with(snap, info, kind, options, clustering, costs, || load(snap, info))
+}
+
+/// [`dedup`] of the records `load` reads (the collection's live records at `snap`, however
+/// they are held).
+pub(crate) fn dedup_with(
+    snap: &ReadSnapshot,
+    info: &CollectionInfo,
+    kind: QueryKind,
+    options: QueryOptions,
+    clustering: Clustering,
+    costs: &CostModel,
+    load: impl FnOnce() -> Result<Loaded, StorageError>,
+) -> Result<DedupResult> {
     check_question(info, kind, &options)?;
     let started = Instant::now();
     let mut stages = JoinStages::default();
-    let rows = load(snap, info)?;
+    let rows = load()?;
     stages.load = started.elapsed().as_secs_f64();
-    let Some(first) = rows.sketches.first() else {
+    if rows.len() == 0 {
         let scoring = Scoring::of(info, kind);
         return Ok(DedupResult {
             clusters: vec![],
@@ -218,9 +247,9 @@ pub(crate) fn dedup(
             scoring,
             stages,
         });
-    };
+    }
     let stats = stats_in(snap, info)?;
-    let choice = choice(&stats, kind, options, first, costs);
+    let choice = choice(&stats, kind, options, rows.sketches.get(0)?.as_ref(), costs);
     let plan = choice.plan;
     // On a collection that keeps shingles, a threshold pair is a candidate from its estimate
     // (down to the candidate floor) and kept by its exact Jaccard.
@@ -241,11 +270,11 @@ pub(crate) fn dedup(
         proposed.set(proposed.get() + 1);
         Ok(match (&sets, exact_t, floor) {
             (Some(sets), Some(t), Some(floor)) => {
-                rows.sketches[i].similarity_value(&rows.sketches[j])? >= floor
+                rows.sketches.similarity_value(i, j)? >= floor
                     && exact_jaccard(cached(&sets[i], || set(i))?, cached(&sets[j], || set(j))?) >= t
             }
             _ => match plan.finish {
-                Finish::Verify { threshold } => rows.sketches[i].similarity_value(&rows.sketches[j])? >= threshold,
+                Finish::Verify { threshold } => rows.sketches.similarity_value(i, j)? >= threshold,
                 _ => true,
             },
         })
@@ -300,8 +329,8 @@ pub(crate) fn dedup(
             // Each record's probe verifies its own candidates (every pair twice, once from
             // each side); `keep` then only scores exactly those that pass the floor.
             let mut probed = 0u64;
-            for (i, (row, sketch)) in rows.rows.iter().zip(&rows.sketches).enumerate() {
-                let (hits, analyze) = execute(snap, info, &probe(sketch), &plan, &stats)?;
+            for (i, row) in rows.rows.iter().enumerate() {
+                let (hits, analyze) = execute(snap, info, &probe(rows.sketches.get(i)?.as_ref()), &plan, &stats)?;
                 probed += analyze.candidates;
                 for h in hits.iter().filter(|h| h.row_id > *row) {
                     let Some(j) = rows.index_of(h.row_id) else { continue };

@@ -6,6 +6,12 @@
 
 use rayon::prelude::*;
 
+use std::borrow::Cow;
+
+use crate::codec::error::CodecError;
+use crate::sketch::error::SketchError;
+use crate::sketch::oph_column::OphColumn;
+use crate::sketch::params::SketchParams;
 use crate::sketch::sketcher::Sketch;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::error::StorageError;
@@ -23,14 +29,83 @@ const RUNS_PER_THREAD: u64 = 8;
 ///
 /// Invariant: `rows`, `key_ends` and `sketches` have one entry per record; the key of record
 /// `i` is `key_bytes[key_ends[i - 1]..key_ends[i]]` (from 0 for the first).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Loaded {
     /// Row ids, ascending.
     pub rows: Vec<u64>,
     /// The sketches, in the same order.
-    pub sketches: Vec<Sketch>,
+    pub sketches: Sketches,
     key_bytes: Vec<u8>,
     key_ends: Vec<usize>,
+}
+
+/// The loaded sketches: OPH ones in columns (a quarter of their decoded size for 8-bit bins,
+/// and no allocation per record), the other kinds as decoded.
+#[derive(Debug)]
+pub(crate) enum Sketches {
+    /// Sketches of any kind, one per record.
+    Each(Vec<Sketch>),
+    /// OPH sketches of the collection's parameters.
+    Oph(OphColumn),
+}
+
+impl Sketches {
+    /// An empty holder for sketches of `params`.
+    fn for_params(params: &SketchParams) -> Sketches {
+        match OphColumn::new(*params) {
+            Ok(column) => Sketches::Oph(column),
+            Err(_) => Sketches::Each(Vec::new()),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Sketches::Each(v) => v.len(),
+            Sketches::Oph(c) => c.len(),
+        }
+    }
+
+    fn push(&mut self, sketch: Sketch) -> Result<(), SketchError> {
+        match (self, sketch) {
+            (Sketches::Oph(c), Sketch::Oph(s)) => c.push(&s),
+            (Sketches::Oph(c), other) => Err(SketchError::incompatible("kind", c.params().kind(), other.kind())),
+            (Sketches::Each(v), s) => {
+                v.push(s);
+                Ok(())
+            }
+        }
+    }
+
+    fn append(&mut self, other: Sketches) -> Result<(), SketchError> {
+        match (self, other) {
+            (Sketches::Oph(a), Sketches::Oph(b)) => a.append(b),
+            (Sketches::Each(a), Sketches::Each(b)) => {
+                a.extend(b);
+                Ok(())
+            }
+            // Every part holds sketches of the collection's parameters: not reached.
+            _ => Err(SketchError::malformed("loaded", "parts holding sketches of different kinds")),
+        }
+    }
+
+    /// The sketch of record `i`.
+    pub(crate) fn get(&self, i: usize) -> Result<Cow<'_, Sketch>, SketchError> {
+        match self {
+            Sketches::Each(v) => v
+                .get(i)
+                .map(Cow::Borrowed)
+                .ok_or_else(|| SketchError::invalid("loaded record", i, "a record below the number loaded")),
+            Sketches::Oph(c) => Ok(Cow::Owned(Sketch::Oph(c.sketch(i)?))),
+        }
+    }
+
+    /// `Sketch::similarity_value` of records `i` and `j`, bit for bit.
+    pub(crate) fn similarity_value(&self, i: usize, j: usize) -> Result<f64, SketchError> {
+        match self {
+            Sketches::Each(v) => v[i].similarity_value(&v[j]),
+            Sketches::Oph(c) => c.similarity_value(i, j),
+        }
+    }
 }
 
 impl Loaded {
@@ -50,31 +125,44 @@ impl Loaded {
         self.rows.binary_search(&row).ok()
     }
 
-    fn push(&mut self, row: u64, key: &[u8], sketch: Sketch) {
+    /// No records, to hold sketches of `params`.
+    fn new(params: &SketchParams) -> Loaded {
+        Loaded { rows: vec![], sketches: Sketches::for_params(params), key_bytes: vec![], key_ends: vec![] }
+    }
+
+    fn push(&mut self, row: u64, key: &[u8], sketch: Sketch) -> Result<(), SketchError> {
+        self.sketches.push(sketch)?;
         self.rows.push(row);
         self.key_bytes.extend_from_slice(key);
         self.key_ends.push(self.key_bytes.len());
-        self.sketches.push(sketch);
+        Ok(())
+    }
+
+    /// The same records with their sketches held one per record (the path of kinds without
+    /// columns), for comparing the two.
+    #[cfg(test)]
+    pub(crate) fn into_each(self) -> Result<Loaded, SketchError> {
+        let sketches = (0..self.len()).map(|i| self.sketches.get(i).map(Cow::into_owned)).collect::<Result<_, _>>()?;
+        Ok(Loaded { sketches: Sketches::Each(sketches), ..self })
     }
 
     /// `parts` (each in row order, each part's rows after the previous part's) as one.
-    fn concat(parts: Vec<Loaded>) -> Loaded {
+    fn concat(params: &SketchParams, parts: Vec<Loaded>) -> Result<Loaded, SketchError> {
         let n = parts.iter().map(Loaded::len).sum();
         let bytes = parts.iter().map(|p| p.key_bytes.len()).sum();
-        let mut all = Loaded {
-            rows: Vec::with_capacity(n),
-            sketches: Vec::with_capacity(n),
-            key_bytes: Vec::with_capacity(bytes),
-            key_ends: Vec::with_capacity(n),
-        };
+        let mut all = Loaded::new(params);
+        all.rows.reserve(n);
+        all.key_bytes.reserve(bytes);
+        all.key_ends.reserve(n);
         for p in parts {
             let base = all.key_bytes.len();
             all.rows.extend(p.rows);
-            all.sketches.extend(p.sketches);
+            all.sketches.append(p.sketches)?;
             all.key_bytes.extend(p.key_bytes);
             all.key_ends.extend(p.key_ends.into_iter().map(|e| base + e));
         }
-        all
+        debug_assert_eq!(all.sketches.len(), all.rows.len());
+        Ok(all)
     }
 }
 
@@ -87,7 +175,7 @@ pub(crate) fn load(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Loaded,
     let parts: Vec<Result<Loaded, StorageError>> = runs
         .into_par_iter()
         .map(|run| {
-            let mut part = Loaded::default();
+            let mut part = Loaded::new(&info.def.params);
             let mut live = Vec::new();
             snap.for_each_page_in(info, run, |first, view| {
                 live.clear();
@@ -95,7 +183,13 @@ pub(crate) fn load(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Loaded,
                 for chunk in live.chunks(DECODE_CHUNK) {
                     let sketches = decode_many(info, view, first, chunk)?;
                     for (&i, sketch) in chunk.iter().zip(sketches) {
-                        part.push(view.first_row() + i as u64, view.key(i), sketch);
+                        let row = view.first_row() + i as u64;
+                        part.push(row, view.key(i), sketch).map_err(|source| StorageError::CorruptRow {
+                            collection: info.def.name.clone(),
+                            page: first,
+                            row,
+                            source: Box::new(CodecError::Sketch { what: "loaded row", source }),
+                        })?;
                     }
                 }
                 Ok(true)
@@ -103,5 +197,10 @@ pub(crate) fn load(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Loaded,
             Ok(part)
         })
         .collect();
-    Ok(Loaded::concat(parts.into_iter().collect::<Result<Vec<_>, _>>()?))
+    let parts = parts.into_iter().collect::<Result<Vec<_>, _>>()?;
+    Loaded::concat(&info.def.params, parts).map_err(|e| StorageError::Inconsistent {
+        collection: info.def.name.clone(),
+        row: None,
+        detail: e.to_string(),
+    })
 }

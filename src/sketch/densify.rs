@@ -81,9 +81,18 @@ fn table(key: u64, t: usize) -> Rc<ProbeTable> {
 /// The densified bins: `bins` with every bin flagged in `empty` replaced by its source's value.
 /// At least one bin must be non-empty (the caller checks), `bins.len() <= u16::MAX + 1`.
 pub(crate) fn densify(bins: &[u32], empty: &[u64], key: u64) -> Vec<u32> {
+    let mut out = Vec::with_capacity(bins.len());
+    densify_into(bins, empty, key, &mut out);
+    out
+}
+
+/// [`densify`] of bins held in any integer type, written into `out` (cleared first) widened
+/// to `U`: the same sources, so the values equal [`densify`]'s of the bins widened to u32.
+pub(crate) fn densify_into<T: Copy, U: From<T>>(bins: &[T], empty: &[u64], key: u64, out: &mut Vec<U>) {
     let t = bins.len();
     let tab = table(key, t);
-    let mut out = bins.to_vec();
+    out.clear();
+    out.extend(bins.iter().map(|&b| U::from(b)));
     for (w, &word) in empty.iter().enumerate() {
         let mut left = word;
         while left != 0 {
@@ -102,10 +111,9 @@ pub(crate) fn densify(bins: &[u32], empty: &[u64], key: u64) -> Vec<u32> {
             if src == usize::MAX {
                 src = source_from(empty, key, j, TABLE_PROBES as u32, t);
             }
-            out[j] = bins[src];
+            out[j] = U::from(bins[src]);
         }
     }
-    out
 }
 
 /// The definition, probe by probe, with no table: what [`densify`] must equal.
@@ -151,6 +159,12 @@ mod tests {
             prop_assert_eq!(densify(&bins, &empty, key), want.clone());
             // Again with the table of this (key, t) already built.
             prop_assert_eq!(densify(&bins, &empty, key), want);
+            // Bins held as bytes, widened on the way out: the definition over the same bytes.
+            let bytes: Vec<u8> = bins.iter().map(|&b| b as u8).collect();
+            let mut out: Vec<u32> = vec![7; 3];
+            densify_into(&bytes, &empty, key, &mut out);
+            let widened: Vec<u32> = bytes.iter().map(|&b| u32::from(b)).collect();
+            prop_assert_eq!(out, densify_by_definition(&widened, &empty, key));
         }
     }
 }

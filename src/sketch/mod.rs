@@ -13,6 +13,7 @@ pub(crate) mod estimate;
 pub(crate) mod hash;
 pub(crate) mod minhash;
 pub(crate) mod oph;
+pub(crate) mod oph_column;
 pub(crate) mod params;
 pub(crate) mod recipe;
 pub(crate) mod simhash;

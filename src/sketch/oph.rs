@@ -101,6 +101,47 @@ pub fn oph_estimate(c: OphCounts, bits: u8, card_x: u64, card_y: u64, level: f64
     Ok(Estimate { value, lower: correct(lo), upper: correct(hi), level, samples: m })
 }
 
+/// Counts (N_emp, N_mat, both non-empty) over the bins and empty-bin bitmaps of two sketches
+/// of the same t (bins in any integer type, as wide as the sketches' values need): the one
+/// count behind every decoded or column-held OPH comparison. Equal-length inputs are the
+/// caller's invariant.
+pub(crate) fn bin_counts<T: Copy + Eq>(xb: &[T], xe: &[u64], yb: &[T], ye: &[u64]) -> (usize, usize, usize) {
+    let t = xb.len();
+    let (mut n_emp, mut n_mat, mut both) = (0, 0, 0);
+    // A word of 64 bins at a time: bins past t are flagged neither empty nor filled.
+    for (w, (x, y)) in xe.iter().zip(ye).enumerate() {
+        let (lo, hi) = (w * 64, (w * 64 + 64).min(t));
+        let in_t = if hi - lo == 64 { u64::MAX } else { (1u64 << (hi - lo)) - 1 };
+        let filled = !(x | y) & in_t;
+        n_emp += (x & y).count_ones() as usize;
+        both += filled.count_ones() as usize;
+        let mut equal = 0u64;
+        for (k, (a, b)) in xb[lo..hi].iter().zip(&yb[lo..hi]).enumerate() {
+            equal |= u64::from(a == b) << k;
+        }
+        n_mat += (equal & filled).count_ones() as usize;
+    }
+    (n_emp, n_mat, both)
+}
+
+/// [`OphSketch::jaccard`]'s `value` over two sketches' bins and bitmaps ([`bin_counts`], then
+/// [`oph_point`]): what `Sketch::similarity_value` computes for OPH sketches, bit for bit.
+pub(crate) fn oph_value<T: Copy + Eq>(
+    xb: &[T],
+    xe: &[u64],
+    yb: &[T],
+    ye: &[u64],
+    bits: u8,
+) -> Result<f64, SketchError> {
+    let (n_emp, n_mat, both) = bin_counts(xb, xe, yb, ye);
+    oph_point(OphCounts { bins: xb.len(), n_emp, n_mat, both }, bits)
+}
+
+/// The densification key of sketches of `params`: output #3 of the seed's splitmix64 stream.
+pub(crate) fn densify_key(params: &SketchParams) -> u64 {
+    stream(params.seed(), 4)[3]
+}
+
 fn value_mask(bits: u8) -> u64 {
     (1u64 << bits) - 1
 }
@@ -239,22 +280,7 @@ impl OphSketch {
     /// Counts (N_emp, N_mat, both non-empty) over the bins of two sketches.
     pub fn bin_counts(&self, other: &OphSketch) -> Result<(usize, usize, usize), SketchError> {
         self.params.check_compatible(&other.params)?;
-        let t = self.bins.len();
-        let (mut n_emp, mut n_mat, mut both) = (0, 0, 0);
-        // A word of 64 bins at a time: bins past t are flagged neither empty nor filled.
-        for (w, (x, y)) in self.empty.iter().zip(&other.empty).enumerate() {
-            let (lo, hi) = (w * 64, (w * 64 + 64).min(t));
-            let in_t = if hi - lo == 64 { u64::MAX } else { (1u64 << (hi - lo)) - 1 };
-            let filled = !(x | y) & in_t;
-            n_emp += (x & y).count_ones() as usize;
-            both += filled.count_ones() as usize;
-            let mut equal = 0u64;
-            for (k, (a, b)) in self.bins[lo..hi].iter().zip(&other.bins[lo..hi]).enumerate() {
-                equal |= u64::from(a == b) << k;
-            }
-            n_mat += (equal & filled).count_ones() as usize;
-        }
-        Ok((n_emp, n_mat, both))
+        Ok(bin_counts(&self.bins, &self.empty, &other.bins, &other.empty))
     }
 
     /// The resemblance N_mat / (t - N_emp).
@@ -291,8 +317,8 @@ impl OphSketch {
     /// [`OphSketch::jaccard`]'s `value` alone (bit-identical: the same [`oph_point`]),
     /// without the interval.
     pub(crate) fn jaccard_value(&self, other: &OphSketch) -> Result<f64, SketchError> {
-        let (n_emp, n_mat, both) = self.bin_counts(other)?;
-        oph_point(OphCounts { bins: self.bins.len(), n_emp, n_mat, both }, self.params.bits())
+        self.params.check_compatible(&other.params)?;
+        oph_value(&self.bins, &self.empty, &other.bins, &other.empty, self.params.bits())
     }
 
     /// A fully filled signature for LSH keys by optimal densification: an empty bin j takes
@@ -305,8 +331,7 @@ impl OphSketch {
         if self.empty_bins() == t {
             return Err(SketchError::EmptySet);
         }
-        let key = stream(self.params.seed(), 4)[3];
-        Ok(densify(&self.bins, &self.empty, key))
+        Ok(densify(&self.bins, &self.empty, densify_key(&self.params)))
     }
 }
 

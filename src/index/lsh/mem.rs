@@ -44,15 +44,25 @@ impl BandedKeys {
         items: &[T],
         sketch_of: impl Fn(&T) -> &Sketch + Sync,
     ) -> Result<BandedKeys, (usize, IndexError)> {
+        BandedKeys::from_fn(scheme, items.len(), |i| scheme.sketch_keys(sketch_of(&items[i])))
+    }
+
+    /// [`BandedKeys::new`] over `n` signatures whose band keys `keys_of(i)` computes (as
+    /// `scheme` keys signature i; `Sketch(EmptySet)` for one of no keys).
+    pub(crate) fn from_fn(
+        scheme: &BandKeyScheme,
+        n: usize,
+        keys_of: impl Fn(usize) -> Result<Vec<u64>, IndexError> + Sync,
+    ) -> Result<BandedKeys, (usize, IndexError)> {
         let bands = scheme.params.bands as usize;
-        let mut keyed = vec![false; items.len()];
+        let mut keyed = vec![false; n];
         let keys = if scheme.key_bits() <= 32 {
-            let mut keys = vec![0u32; bands * items.len()];
-            fill(scheme, items, &sketch_of, &mut keys, &mut keyed, |k| (k >> 32) as u32)?;
+            let mut keys = vec![0u32; bands * n];
+            fill(bands, &keys_of, &mut keys, &mut keyed, |k| (k >> 32) as u32)?;
             Keys::Narrow(keys)
         } else {
-            let mut keys = vec![0u64; bands * items.len()];
-            fill(scheme, items, &sketch_of, &mut keys, &mut keyed, |k| k)?;
+            let mut keys = vec![0u64; bands * n];
+            fill(bands, &keys_of, &mut keys, &mut keyed, |k| k)?;
             Keys::Wide(keys)
         };
         Ok(BandedKeys { bands, keys, keyed })
@@ -189,19 +199,17 @@ const GATHER_BANDS: usize = 8;
 const GATHER_BLOCK: usize = 1 << 14;
 
 /// Keys every item's signature into `keys` (`bands` per item, `narrow` of each key), in
-/// parallel; `keyed[i]` false for a signature of no keys. A signature the scheme cannot key
-/// (another width, too few slots) is an error naming its position, the first such position
-/// whatever the threads' order.
-fn fill<T: Sync, K: Copy + Send>(
-    scheme: &BandKeyScheme,
-    items: &[T],
-    sketch_of: &(impl Fn(&T) -> &Sketch + Sync),
+/// parallel, item i's keys from `keys_of(i)`; `keyed[i]` false for a signature of no keys.
+/// A signature the scheme cannot key (another width, too few slots) is an error naming its
+/// position, the first such position whatever the threads' order.
+fn fill<K: Copy + Send>(
+    bands: usize,
+    keys_of: &(impl Fn(usize) -> Result<Vec<u64>, IndexError> + Sync),
     keys: &mut [K],
     keyed: &mut [bool],
     narrow: impl Fn(u64) -> K + Sync,
 ) -> Result<(), (usize, IndexError)> {
-    let bands = scheme.params.bands as usize;
-    let check = |item: &T, out: &mut [K]| match scheme.sketch_keys(sketch_of(item)) {
+    let check = |i: usize, out: &mut [K]| match keys_of(i) {
         Ok(k) if k.len() == out.len() => {
             for (o, &k) in out.iter_mut().zip(&k) {
                 *o = narrow(k);
@@ -214,7 +222,7 @@ fn fill<T: Sync, K: Copy + Send>(
     };
     let first_error = if bands == 0 {
         // Nothing to write, but every signature is still checked.
-        items.iter().zip(keyed.iter_mut()).enumerate().find_map(|(i, (item, flag))| match check(item, &mut []) {
+        keyed.iter_mut().enumerate().find_map(|(i, flag)| match check(i, &mut []) {
             Ok(k) => {
                 *flag = k;
                 None
@@ -224,9 +232,8 @@ fn fill<T: Sync, K: Copy + Send>(
     } else {
         keys.par_chunks_mut(bands)
             .zip(keyed.par_iter_mut())
-            .zip(items.par_iter())
             .enumerate()
-            .filter_map(|(i, ((out, flag), item))| match check(item, out) {
+            .filter_map(|(i, (out, flag))| match check(i, out) {
                 Ok(k) => {
                     *flag = k;
                     None
