@@ -4,6 +4,8 @@ use sha1::{Digest, Sha1};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 use xxhash_rust::xxh32::xxh32;
 
+use crate::sketch::hash::fmix32;
+
 /// The hash of a shingle's UTF-8 bytes, giving the 64-bit token the sketch families read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -85,12 +87,7 @@ fn murmur3_x86_32(bytes: &[u8], seed: u32) -> u32 {
         }
         h ^= k.wrapping_mul(C1).rotate_left(15).wrapping_mul(C2);
     }
-    h ^= bytes.len() as u32;
-    h ^= h >> 16;
-    h = h.wrapping_mul(0x85EB_CA6B);
-    h ^= h >> 13;
-    h = h.wrapping_mul(0xC2B2_AE35);
-    h ^ (h >> 16)
+    fmix32(h ^ bytes.len() as u32)
 }
 
 #[cfg(test)]
