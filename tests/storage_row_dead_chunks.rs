@@ -228,3 +228,37 @@ fn an_ended_rows_content_hash_stays_until_compaction_purges_the_row() {
     assert_eq!(testing::content_hash_rows(&c, &db).unwrap(), hashed, "compaction purges the ended rows' entries");
     assert_verified(&db, "compacted");
 }
+
+/// Content hashes of a batch's new rows are written through one cursor at the end of their
+/// collection's entries: with two collections taking turns, each key reads back its own
+/// hash, whichever collection's entries follow the gap.
+#[test]
+fn content_hashes_of_two_collections_taking_turns_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::create(dir.path().join("turns.sketchdb")).unwrap();
+    let params = SketchParams::minhash(16, 32, 3).unwrap();
+    let first = db.create_collection("first", CollectionConfig::new(params)).unwrap();
+    let second = db.create_collection("second", CollectionConfig::new(params)).unwrap();
+    let sk = Sketcher::new(params).unwrap();
+    let hash = |c: u128, i: u64| (c << 64) | u128::from(i * 31 + 5);
+    let mut next = [0u64; 2];
+    // Batch sizes on both sides of the one-by-one threshold.
+    for (turn, n) in [(1usize, 200u64), (0, 300), (1, 65), (0, 3), (0, 64), (1, 500)] {
+        let c = if turn == 0 { &first } else { &second };
+        let mut b = Batch::new();
+        for i in next[turn]..next[turn] + n {
+            let s = sk.sketch(&TokenSet::from_unsorted(vec![i, i + 1, 1000 + i])).unwrap();
+            b.insert_with_hash(format!("k{i}"), s, hash(turn as u128, i));
+        }
+        c.apply(&b).unwrap();
+        next[turn] += n;
+    }
+    for (turn, c) in [&first, &second].into_iter().enumerate() {
+        let snap = c.snapshot().unwrap();
+        for i in 0..next[turn] {
+            let got = snap.stored_hash(format!("k{i}")).unwrap();
+            assert_eq!(got.map(|g| g.1), Some(Some(hash(turn as u128, i))), "collection {turn}, k{i}");
+        }
+    }
+    assert_verified(&db, "two collections");
+}

@@ -5,7 +5,8 @@
 //! * [`header`]: the columnar page header, a zerocopy struct whose `*_OFFSET` constants mirror
 //!   `storage-format.md` field by field.
 //! * [`layout`]: which fixed-width columns a sketch kind is stored as.
-//! * [`page`]: [`page::PageBuilder`] (writer) and [`page::PageView`] (zero-copy reader).
+//! * [`page`]: the page layout and [`page::PageView`] (zero-copy reader); [`page_builder`]:
+//!   [`page_builder::PageBuilder`] (writer).
 //! * [`record`]: one row of columns <-> a [`crate::Sketch`], always through `from_parts`.
 //! * [`shingles`]: a record's exact shingle hashes, sorted, delta-coded and Rice bit-packed.
 //! * [`signature`]: one record's cells as fixed-width bytes (the Arrow kernels' signatures).
@@ -23,6 +24,7 @@ pub(crate) mod header;
 pub(crate) mod layout;
 pub(crate) mod meta;
 pub(crate) mod page;
+pub(crate) mod page_builder;
 pub(crate) mod record;
 pub(crate) mod rows;
 pub(crate) mod shingles;

@@ -15,11 +15,10 @@
 //! ids `[first_row, first_row + row_count)`; `row_count <= capacity`.
 
 use zerocopy::FromBytes;
-use zerocopy::little_endian::{U16, U32, U64};
 
 use super::FORMAT_VERSION;
 use super::error::CodecError;
-use super::header::{CRC_OFFSET, FLAG_CARDINALITY, PAGE_HEADER_LEN, PAGE_MAGIC, PageHeader, page_crc};
+use super::header::{FLAG_CARDINALITY, PAGE_HEADER_LEN, PAGE_MAGIC, PageHeader, page_crc};
 use super::layout::{ColumnLayout, bitmap_len};
 use crate::sketch::params::SketchKind;
 
@@ -233,7 +232,7 @@ impl<'a> PageView<'a> {
     }
 
     /// Tombstone word `w`: the page's own bits and the side table's.
-    fn tombstone_word(&self, w: usize) -> u64 {
+    pub(super) fn tombstone_word(&self, w: usize) -> u64 {
         self.own_tombstone_word(w) | self.extra.get(w).copied().unwrap_or(0)
     }
 
@@ -261,7 +260,7 @@ impl<'a> PageView<'a> {
         self.bytes.get(self.heap + start..self.heap + self.key_end(i)).unwrap_or(&[])
     }
 
-    fn column_at(&self, prefix: usize, width: usize) -> &'a [u8] {
+    pub(super) fn column_at(&self, prefix: usize, width: usize) -> &'a [u8] {
         let start = self.data + prefix * self.rows;
         self.bytes.get(start..start + width * self.rows).unwrap_or(&[])
     }
@@ -315,282 +314,6 @@ impl<'a> PageView<'a> {
             return Err(CodecError::RowOutOfRange { index: i, rows: self.rows });
         }
         Ok(())
-    }
-}
-
-/// Builds one page: rows are appended at the end of the page's run, rows may be marked
-/// deleted, and [`PageBuilder::finish`] lays the columns out and seals the crc.
-///
-/// Internally each column has room for `capacity` rows; `finish` packs them to stride
-/// `row_count`.
-#[derive(Clone, Debug)]
-pub(crate) struct PageBuilder {
-    spec: PageSpec,
-    first_row: u64,
-    rows: usize,
-    max_rows: usize,
-    tombstones: Vec<u64>,
-    data: Vec<u8>,
-    key_ends: Vec<u32>,
-    keys: Vec<u8>,
-}
-
-impl PageBuilder {
-    /// An empty page whose first row will be `first_row`.
-    /// `spec.capacity` is 1..=[`MAX_PAGE_ROWS`] (checked where a spec comes from bytes).
-    pub(crate) fn new(spec: PageSpec, first_row: u64) -> PageBuilder {
-        let max_rows = spec.capacity as usize;
-        PageBuilder {
-            spec,
-            first_row,
-            rows: 0,
-            max_rows,
-            tombstones: vec![0; max_rows.div_ceil(64)],
-            data: vec![0; max_rows * spec.layout.record_width()],
-            key_ends: Vec::with_capacity(max_rows),
-            keys: Vec::new(),
-        }
-    }
-
-    /// A builder holding a copy of an existing page, with the page's own spec.
-    pub(crate) fn from_view(view: &PageView<'_>) -> PageBuilder {
-        let mut b = PageBuilder::new(view.spec(), view.first_row());
-        let n = view.row_count();
-        b.rows = n;
-        for w in 0..n.div_ceil(64) {
-            b.tombstones[w] = view.tombstone_word(w);
-        }
-        for i in 0..n {
-            b.keys.extend_from_slice(view.key(i));
-            b.key_ends.push(b.keys.len() as u32);
-        }
-        let layout = b.spec.layout;
-        let mut copy = |prefix: usize, width: usize| {
-            let src = view.column_at(prefix, width);
-            let dst = prefix * b.max_rows;
-            let len = src.len().min(width * n);
-            if let (Some(d), Some(s)) = (b.data.get_mut(dst..dst + len), src.get(..len)) {
-                d.copy_from_slice(s);
-            }
-        };
-        let vw = usize::from(layout.value_width);
-        for j in 0..usize::from(layout.value_cols) {
-            copy(j * vw, vw);
-        }
-        for j in 0..usize::from(layout.word_cols) {
-            copy(layout.words_prefix() + 8 * j, 8);
-        }
-        if layout.has_cardinality {
-            copy(layout.cardinality_prefix(), 8);
-        }
-        b
-    }
-
-    /// The page's spec.
-    pub(crate) fn spec(&self) -> &PageSpec {
-        &self.spec
-    }
-    /// Row id of the page's first row.
-    pub(crate) fn first_row(&self) -> u64 {
-        self.first_row
-    }
-    /// Rows held so far.
-    pub(crate) fn row_count(&self) -> usize {
-        self.rows
-    }
-    /// The row id the next appended row gets.
-    pub(crate) fn next_row(&self) -> u64 {
-        self.first_row + self.rows as u64
-    }
-    /// Whether the page holds `capacity` rows.
-    pub(crate) fn is_full(&self) -> bool {
-        self.rows >= self.max_rows
-    }
-    /// The page's length after appending one more row with a key of `key_len` bytes.
-    pub(crate) fn len_with(&self, key_len: usize) -> usize {
-        page_len(self.rows + 1, self.spec.layout.record_width(), self.keys.len() + key_len)
-    }
-
-    /// Row index `i`'s key (empty if out of range).
-    pub(crate) fn key(&self, i: usize) -> &[u8] {
-        let start = if i == 0 { 0 } else { self.key_ends.get(i - 1).map_or(0, |&e| e as usize) };
-        let end = self.key_ends.get(i).map_or(0, |&e| e as usize);
-        self.keys.get(start..end).unwrap_or(&[])
-    }
-
-    /// Marks row index `i` deleted; returns whether it was live.
-    pub(crate) fn set_deleted(&mut self, i: usize) -> Result<bool, CodecError> {
-        if i >= self.rows {
-            return Err(CodecError::RowOutOfRange { index: i, rows: self.rows });
-        }
-        let word = &mut self.tombstones[i / 64];
-        let was_live = *word >> (i % 64) & 1 == 0;
-        *word |= 1 << (i % 64);
-        Ok(was_live)
-    }
-
-    /// Marks deleted every row whose bit `words` has (a removed-rows bitmap of this page's
-    /// current rows, see [`dead_words`]); fails when `words` does not fit the rows.
-    pub(crate) fn or_deleted(&mut self, words: &[u64]) -> Result<(), CodecError> {
-        let rows = self.rows;
-        if words.len() != rows.div_ceil(64) || (!rows.is_multiple_of(64) && words[rows / 64] >> (rows % 64) != 0) {
-            return Err(CodecError::field(
-                "removed-rows bitmap",
-                "bits",
-                format!("{} words", words.len()),
-                format!("bits of the page's {rows} rows only"),
-            ));
-        }
-        for (t, w) in self.tombstones.iter_mut().zip(words) {
-            *t |= w;
-        }
-        Ok(())
-    }
-
-    /// Appends a zeroed row with `key` and returns its index; fails when the page is full or
-    /// the key is empty or longer than [`MAX_KEY_LEN`].
-    pub(crate) fn begin_row(&mut self, key: &[u8]) -> Result<usize, CodecError> {
-        if self.is_full() {
-            return Err(CodecError::RowOutOfRange { index: self.rows, rows: self.max_rows });
-        }
-        if key.is_empty() || key.len() > MAX_KEY_LEN {
-            return Err(CodecError::field(WHAT, "key", format!("{} bytes", key.len()), "1..=1024 bytes"));
-        }
-        let end = u32::try_from(self.keys.len() + key.len())
-            .map_err(|_| CodecError::field(WHAT, "key_bytes", "over 4 GiB", "under 4 GiB"))?;
-        self.keys.extend_from_slice(key);
-        self.key_ends.push(end);
-        self.rows += 1;
-        Ok(self.rows - 1)
-    }
-
-    fn put(&mut self, prefix: usize, width: usize, i: usize, v: u64) {
-        let at = prefix * self.max_rows + i * width;
-        // A copy of a constant width is one store; of a variable width, a call to memcpy
-        // (which took a tenth of an insert's CPU time with 128 cells per record).
-        let b = v.to_le_bytes();
-        match (width, self.data.get_mut(at..at + width)) {
-            (8, Some(d)) => d.copy_from_slice(&b),
-            (4, Some(d)) => d.copy_from_slice(&b[..4]),
-            (2, Some(d)) => d.copy_from_slice(&b[..2]),
-            (1, Some(d)) => d.copy_from_slice(&b[..1]),
-            (_, Some(d)) => d.copy_from_slice(&b[..width]),
-            (_, None) => {}
-        }
-    }
-
-    /// Entry `i` of value column `j` (0 out of range).
-    pub(crate) fn value(&self, j: usize, i: usize) -> u64 {
-        let w = usize::from(self.spec.layout.value_width);
-        self.get(j * w, w, i)
-    }
-
-    /// Entry `i` of word column `j` (0 out of range).
-    pub(crate) fn word(&self, j: usize, i: usize) -> u64 {
-        self.get(self.spec.layout.words_prefix() + 8 * j, 8, i)
-    }
-
-    /// Row `i`'s cardinality, if the layout has one (0 out of range).
-    pub(crate) fn cardinality(&self, i: usize) -> Option<u64> {
-        let layout = &self.spec.layout;
-        layout.has_cardinality.then(|| self.get(layout.cardinality_prefix(), 8, i))
-    }
-
-    /// Entry `i` of the column of `width`-byte entries at `prefix` (bytes per row before it).
-    fn get(&self, prefix: usize, width: usize, i: usize) -> u64 {
-        let at = prefix * self.max_rows + i * width;
-        let mut b = [0u8; 8];
-        if let Some(s) = self.data.get(at..at + width) {
-            b[..width].copy_from_slice(s);
-        }
-        u64::from_le_bytes(b)
-    }
-
-    /// Sets entry `i` of value column `j` (truncated to `value_width` bytes).
-    pub(crate) fn set_value(&mut self, j: usize, i: usize, v: u64) {
-        let w = usize::from(self.spec.layout.value_width);
-        self.put(j * w, w, i, v);
-    }
-    /// Sets entry `i` of word column `j`.
-    pub(crate) fn set_word(&mut self, j: usize, i: usize, v: u64) {
-        self.put(self.spec.layout.words_prefix() + 8 * j, 8, i, v);
-    }
-    /// Sets row `i`'s cardinality (ignored without a cardinality column).
-    pub(crate) fn set_cardinality(&mut self, i: usize, v: u64) {
-        if self.spec.layout.has_cardinality {
-            self.put(self.spec.layout.cardinality_prefix(), 8, i, v);
-        }
-    }
-
-    /// The page's final length.
-    pub(crate) fn len(&self) -> usize {
-        page_len(self.rows, self.spec.layout.record_width(), self.keys.len())
-    }
-
-    /// The page value: header, tombstones, packed columns and keys, crc sealed.
-    pub(crate) fn finish(&self) -> Vec<u8> {
-        let mut out = vec![0u8; self.len()];
-        self.finish_into(&mut out);
-        out
-    }
-
-    /// Writes the page value into `out`, which must be exactly [`PageBuilder::len`] bytes
-    /// (as the storage engine's reserved value space is); a shorter buffer gets a truncated, invalid page.
-    pub(crate) fn finish_into(&self, out: &mut [u8]) {
-        let layout = &self.spec.layout;
-        let n = self.rows;
-        let width = layout.record_width();
-        let header = PageHeader {
-            magic: PAGE_MAGIC,
-            format_version: U16::new(FORMAT_VERSION),
-            header_len: U16::new(PAGE_HEADER_LEN as u16),
-            crc32: U32::new(0),
-            collection_id: U32::new(self.spec.collection_id),
-            first_row: U64::new(self.first_row),
-            row_count: U32::new(n as u32),
-            capacity: U32::new(self.spec.capacity),
-            record_width: U32::new(width as u32),
-            sketch_kind: layout.kind.code(),
-            value_width: layout.value_width,
-            value_cols: U16::new(layout.value_cols),
-            word_cols: U16::new(layout.word_cols),
-            flags: if layout.has_cardinality { FLAG_CARDINALITY } else { 0 },
-            reserved: 0,
-            key_bytes: U32::new(self.keys.len() as u32),
-        };
-        let mut at = 0usize;
-        let mut put = |src: &[u8]| {
-            if let Some(d) = out.get_mut(at..at + src.len()) {
-                d.copy_from_slice(src);
-            }
-            at += src.len();
-        };
-        put(zerocopy::IntoBytes::as_bytes(&header));
-        for w in self.tombstones.iter().take(n.div_ceil(64)) {
-            put(&w.to_le_bytes());
-        }
-        let col = |prefix: usize, w: usize, put: &mut dyn FnMut(&[u8])| {
-            let start = prefix * self.max_rows;
-            put(self.data.get(start..start + w * n).unwrap_or(&[]));
-        };
-        let vw = usize::from(layout.value_width);
-        for j in 0..usize::from(layout.value_cols) {
-            col(j * vw, vw, &mut put);
-        }
-        for j in 0..usize::from(layout.word_cols) {
-            col(layout.words_prefix() + 8 * j, 8, &mut put);
-        }
-        if layout.has_cardinality {
-            col(layout.cardinality_prefix(), 8, &mut put);
-        }
-        for e in &self.key_ends {
-            put(&e.to_le_bytes());
-        }
-        put(&self.keys);
-        let crc = page_crc(out);
-        if let Some(c) = out.get_mut(CRC_OFFSET..CRC_OFFSET + 4) {
-            c.copy_from_slice(&crc.to_le_bytes());
-        }
     }
 }
 

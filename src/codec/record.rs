@@ -5,7 +5,8 @@
 
 use super::error::CodecError;
 use super::layout::ColumnLayout;
-use super::page::{PageBuilder, PageView};
+use super::page::PageView;
+use super::page_builder::PageBuilder;
 use crate::sketch::bbit::BBitMinHash;
 use crate::sketch::minhash::MinHash;
 use crate::sketch::oph::OphSketch;
@@ -24,55 +25,55 @@ pub(crate) fn push_sketch(page: &mut PageBuilder, key: &[u8], sketch: &Sketch) -
         return Err(CodecError::field(WHAT, "layout", format!("{layout:?}"), format!("{:?}", page.spec().layout)));
     }
     let row_id = page.next_row();
-    let i = page.begin_row(key)?;
-    write_cells(sketch, |cell, v| match cell {
-        Cell::Value(j) => page.set_value(j, i, v),
-        Cell::Word(j) => page.set_word(j, i, v),
-        Cell::Cardinality => page.set_cardinality(i, v),
-    });
+    let (_, cells) = page.begin_row_cells(key)?;
+    encode_cells(sketch, &layout, cells);
     Ok(row_id)
 }
 
-/// One cell of a record: value column `j`, word column `j`, or the cardinality.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Cell {
-    Value(usize),
-    Word(usize),
-    Cardinality,
-}
-
-/// Every cell of `sketch`'s record in column order, as `(cell, value)` (a value is cut to
-/// the layout's width by whoever stores it). The one place that maps a sketch to its columns.
-pub(crate) fn write_cells(sketch: &Sketch, mut put: impl FnMut(Cell, u64)) {
+/// Writes `sketch`'s cells into `out` in signature order (see [`super::signature`]):
+/// `layout`'s value columns, then its word columns, then the cardinality, each cut to its
+/// column's width. `out` is `layout.record_width()` bytes (cells past its end are dropped).
+/// The one place that maps a sketch to its cells; every stored record is written through it
+/// (a page stages its rows in this order), so it runs once per insert.
+pub(crate) fn encode_cells(sketch: &Sketch, layout: &ColumnLayout, out: &mut [u8]) {
+    let w = usize::from(layout.value_width);
+    let (values, rest) = out.split_at_mut(layout.words_prefix().min(out.len()));
     match sketch {
         Sketch::MinHash(s) => {
-            for (j, &v) in s.values().iter().enumerate() {
-                put(Cell::Value(j), v);
-            }
-            put(Cell::Cardinality, s.cardinality());
+            put_values(values, w, s.values());
+            put_values(rest, 8, &[s.cardinality()]);
         }
         Sketch::BBit(s) => {
-            for (j, &w) in s.words().iter().enumerate() {
-                put(Cell::Value(j), w);
-            }
-            put(Cell::Cardinality, s.cardinality());
+            put_values(values, w, s.words());
+            put_values(rest, 8, &[s.cardinality()]);
         }
         Sketch::Oph(s) => {
-            for (j, &v) in s.bins().iter().enumerate() {
-                put(Cell::Value(j), u64::from(v));
-            }
-            for (j, &w) in s.empty_bitmap().iter().enumerate() {
-                put(Cell::Word(j), w);
-            }
-            put(Cell::Cardinality, s.cardinality());
+            put_values(values, w, s.bins());
+            let words = s.empty_bitmap();
+            put_values(rest, 8, words);
+            put_values(rest.get_mut(8 * words.len()..).unwrap_or_default(), 8, &[s.cardinality()]);
         }
         Sketch::SimHash(s) => {
             let v = s.value();
-            put(Cell::Value(0), v as u64);
-            if s.params().bits() > 64 {
-                put(Cell::Value(1), (v >> 64) as u64);
-            }
+            put_values(values, w, &[v as u64, (v >> 64) as u64]);
         }
+    }
+}
+
+/// Writes `vals` into consecutive `w`-byte little-endian cells of `out` (each value cut to
+/// `w` bytes), as many as both hold.
+fn put_values<T: Copy + Into<u64>>(out: &mut [u8], w: usize, vals: &[T]) {
+    fn cells<const W: usize, T: Copy + Into<u64>>(out: &mut [u8], vals: &[T]) {
+        for (d, &v) in out.chunks_exact_mut(W).zip(vals) {
+            d.copy_from_slice(&v.into().to_le_bytes()[..W]);
+        }
+    }
+    match w {
+        // One byte a cell (8-bit bins): a plain narrowing loop, which vectorizes.
+        1 => out.iter_mut().zip(vals).for_each(|(d, &v)| *d = v.into() as u8),
+        2 => cells::<2, T>(out, vals),
+        4 => cells::<4, T>(out, vals),
+        _ => cells::<8, T>(out, vals),
     }
 }
 

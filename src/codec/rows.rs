@@ -103,7 +103,8 @@ fn gather_width<const W: usize, T>(page: &PageView<'_>, rows: &[usize], out: &mu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::page::{PageBuilder, PageSpec};
+    use crate::codec::page::PageSpec;
+    use crate::codec::page_builder::PageBuilder;
     use crate::codec::record::push_sketch;
     use crate::sketch::sketcher::Sketcher;
     use crate::sketch::tokens::TokenSet;

@@ -12,7 +12,7 @@
 
 use super::error::CodecError;
 use super::layout::ColumnLayout;
-use super::record::{Cell, RowColumns, decode_row, write_cells};
+use super::record::{RowColumns, decode_row, encode_cells};
 use crate::sketch::params::SketchParams;
 use crate::sketch::sketcher::Sketch;
 
@@ -29,17 +29,7 @@ pub fn encode_into(sketch: &Sketch, out: &mut [u8]) -> Result<(), CodecError> {
     if out.len() != layout.record_width() {
         return Err(CodecError::field(WHAT, "length", out.len(), layout.record_width()));
     }
-    let w = usize::from(layout.value_width);
-    write_cells(sketch, |cell, v| {
-        let (at, width) = match cell {
-            Cell::Value(j) => (j * w, w),
-            Cell::Word(j) => (layout.words_prefix() + 8 * j, 8),
-            Cell::Cardinality => (layout.cardinality_prefix(), 8),
-        };
-        if let Some(d) = out.get_mut(at..at + width) {
-            d.copy_from_slice(&v.to_le_bytes()[..width]);
-        }
-    });
+    encode_cells(sketch, &layout, out);
     Ok(())
 }
 
@@ -102,7 +92,8 @@ impl RowColumns for OneRow<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::page::{PageBuilder, PageSpec, PageView};
+    use crate::codec::page::{PageSpec, PageView};
+    use crate::codec::page_builder::PageBuilder;
     use crate::codec::record::push_sketch;
     use crate::sketch::sketcher::Sketcher;
 

@@ -7,7 +7,8 @@ use super::envelope::{self, RecordKind};
 use super::error::CodecError;
 use super::layout::ColumnLayout;
 use super::meta::{CollectionDef, CollectionState, FormatRecord};
-use super::page::{PageBuilder, PageSpec, PageView};
+use super::page::{PageSpec, PageView};
+use super::page_builder::PageBuilder;
 use super::record::{decode_row, push_sketch};
 use crate::sketch::params::SketchParams;
 use crate::sketch::sketcher::{Sketch, Sketcher};
@@ -69,6 +70,39 @@ fn every_kind_decodes_from_a_builder() {
             assert_eq!(&decode_row(&again, i, &params).unwrap(), s, "{params}, row {i} after reload");
         }
         assert!(matches!(decode_row(&b, 23, &params), Err(CodecError::RowOutOfRange { index: 23, rows: 23 })));
+    }
+}
+
+/// A builder stages rows and moves them into the columns in blocks: every row reads back
+/// equal whether it is staged, settled, or written after a finish (which settles), across
+/// several stage blocks and a page of a capacity that is no multiple of a block.
+#[test]
+fn rows_read_back_while_staged_and_after_settling() {
+    for params in all_params() {
+        let spec = spec(&params, 203);
+        let input = sketches(params, 203);
+        let mut b = PageBuilder::new(spec, 0);
+        for (i, s) in input.iter().enumerate() {
+            push_sketch(&mut b, format!("k{i}").as_bytes(), s).unwrap();
+            for j in [i, i / 2, i.saturating_sub(64), i.saturating_sub(65)] {
+                assert_eq!(&decode_row(&b, j, &params).unwrap(), &input[j], "{params}, row {j} after {i}");
+            }
+            if i == 100 {
+                // A finish part way settles every row; appending goes on after it.
+                let part = b.finish();
+                let view = PageView::parse_expected(&part, &spec, 0).unwrap();
+                assert_eq!(view.row_count(), 101);
+                assert_eq!(&decode_row(&view, 100, &params).unwrap(), s, "{params}");
+            }
+        }
+        b.set_deleted(202).unwrap();
+        let bytes = b.finish();
+        let view = PageView::parse_expected(&bytes, &spec, 0).unwrap();
+        assert!(view.is_deleted(202) && !view.is_deleted(201));
+        for (i, s) in input.iter().enumerate() {
+            assert_eq!(&decode_row(&view, i, &params).unwrap(), s, "{params}, row {i} stored");
+            assert_eq!(view.key(i), format!("k{i}").as_bytes());
+        }
     }
 }
 
@@ -236,9 +270,10 @@ fn a_stored_value_beyond_its_width_is_an_error_not_a_sketch() {
     let mut b = PageBuilder::new(spec, 0);
     assert!(b.begin_row(b"").is_err());
     assert!(b.begin_row(&[0; 1025]).is_err());
-    let row = b.begin_row(b"x").unwrap();
-    b.set_value(0, row, u64::MAX);
-    b.set_cardinality(row, 5);
+    let (_, cells) = b.begin_row_cells(b"x").unwrap();
+    // One packed word with every bit set, then the cardinality.
+    cells[..8].copy_from_slice(&u64::MAX.to_le_bytes());
+    cells[8..16].copy_from_slice(&5u64.to_le_bytes());
     let bytes = b.finish();
     let view = PageView::parse(&bytes).unwrap();
     assert!(matches!(decode_row(&view, 0, &params), Err(CodecError::Sketch { .. })));

@@ -143,6 +143,10 @@ impl Collection {
     /// parts stays) and is returned. No other write of this database can begin while the
     /// transaction is open (it waits), so `parts` must not wait on one.
     ///
+    /// A part is a [`Batch`] or anything that lends one (`&Batch`, `Arc<Batch>`, a caller's
+    /// own wrapper): a part is dropped once its writes are made, so a caller that hands over
+    /// a wrapper decides where a part's memory is freed (off the writing thread, say).
+    ///
     /// ```
     /// use sketchdb::{Batch, Database, recipes::text_config};
     ///
@@ -164,11 +168,14 @@ impl Collection {
     /// assert_eq!(coll.len()?, 2);
     /// # Ok::<(), sketchdb::Error>(())
     /// ```
-    pub fn apply_parts<E: From<crate::Error>>(
+    pub fn apply_parts<B: std::borrow::Borrow<Batch>, E: From<crate::Error>>(
         &self,
-        parts: impl IntoIterator<Item = std::result::Result<Batch, E>>,
+        parts: impl IntoIterator<Item = std::result::Result<B, E>>,
     ) -> std::result::Result<WriteSummary, E> {
-        fn view(b: &Batch) -> (Vec<crate::storage::rules::WriteOp<'_>>, Vec<Option<&[u64]>>) {
+        fn view<B: std::borrow::Borrow<Batch>>(
+            b: &B,
+        ) -> (Vec<crate::storage::rules::WriteOp<'_>>, Vec<Option<&[u64]>>) {
+            let b = b.borrow();
             (b.ops().collect(), b.shingles())
         }
         let applied = self.store.apply_parts(&self.info, parts.into_iter(), view, &mut IndexMaintainer::new());

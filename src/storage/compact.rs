@@ -137,7 +137,7 @@ impl Store {
             let mut sets = ShingleWriter::new(&txn, info)?;
             let mut hashes = content_hash::open_in(&txn, false)?;
             for first in holed {
-                let Some(b) = pages.take(first)? else { continue };
+                let Some(mut b) = pages.take(first)? else { continue };
                 let bytes = b.finish();
                 let view = PageView::parse_expected(&bytes, &info.spec, first).map_err(corrupt_page(info, first))?;
                 summary.pages_rewritten += 1;

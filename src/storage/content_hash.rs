@@ -12,6 +12,8 @@
 //! row's entry to its new row id; drop removes all. Row ids are never reused. Reads are
 //! `ReadSnapshot::content_hash` (reader.rs).
 
+use std::ops::Bound;
+
 use redb::{Table, WriteTransaction};
 
 use super::error::StorageError;
@@ -42,6 +44,33 @@ pub(crate) fn open_in(txn: &WriteTransaction, create: bool) -> Result<Option<Has
 pub(crate) fn put(table: &mut HashTable<'_>, id: u32, row: u64, hash: u128) -> Result<(), StorageError> {
     table.insert((id, row), hash).map_err(StorageError::backend("write content hash"))?;
     Ok(())
+}
+
+/// Fewer hashes than this are stored one by one (a cursor's setup is not worth it).
+const MIN_APPEND: usize = 64;
+
+/// Stores the hashes of new rows of collection `id` (`rows` ascending, each past every row
+/// of the collection that has an entry: row ids are never reused) through one cursor at the
+/// gap after the collection's entries, without a descent per row. Should an entry be in the
+/// way after all, the rest are stored one by one, as [`put`] would have stored them.
+pub(crate) fn append(table: &mut HashTable<'_>, id: u32, rows: &[(u64, u128)]) -> Result<(), StorageError> {
+    let Some(&(first, _)) = rows.first() else { return Ok(()) };
+    if rows.len() < MIN_APPEND {
+        return rows.iter().try_for_each(|&(row, hash)| put(table, id, row, hash));
+    }
+    let mut cursor =
+        table.lower_bound_mut(Bound::Included((id, first))).map_err(StorageError::backend("position hash cursor"))?;
+    for (i, &(row, hash)) in rows.iter().enumerate() {
+        match cursor.insert_before((id, row), hash) {
+            Ok(()) => {}
+            Err(redb::CursorError::UnorderedKey) => {
+                cursor.close().map_err(StorageError::backend("append content hashes"))?;
+                return rows[i..].iter().try_for_each(|&(row, hash)| put(table, id, row, hash));
+            }
+            Err(e) => return Err(StorageError::backend("append content hash")(e)),
+        }
+    }
+    cursor.close().map_err(StorageError::backend("append content hashes"))
 }
 
 /// Removes the hash of `row` of collection `id`, returning it.

@@ -45,6 +45,8 @@ pub(crate) struct OpsWriter<'t, 'i> {
     sets: Option<ShingleWriter<'t, 'i>>,
     /// Opened (created) at the first op that carries a content hash.
     hashes: Option<HashTable<'t>>,
+    /// The content hashes of one `write`'s new rows, stored at its end in one pass.
+    new_hashes: Vec<(u64, u128)>,
 }
 
 impl<'t, 'i> OpsWriter<'t, 'i> {
@@ -52,7 +54,7 @@ impl<'t, 'i> OpsWriter<'t, 'i> {
         let keys: KeysTable<'t> = txn.open_table(KEYS).map_err(StorageError::backend("open table"))?;
         let pages = PageCache::new(txn, info)?;
         let sets = ShingleWriter::new(txn, info)?;
-        Ok(OpsWriter { txn, info, keys, pages, sets, hashes: None })
+        Ok(OpsWriter { txn, info, keys, pages, sets, hashes: None, new_hashes: Vec::new() })
     }
 
     /// Stores the records of `ops` and their keys (and shingle sets, for a collection that
@@ -90,7 +92,7 @@ impl<'t, 'i> OpsWriter<'t, 'i> {
         let params = &info.def.params;
         // Whether a removed row's page is read for its sketch (SimHash tables need it).
         let wants = hook.wants_removed_sketch();
-        let OpsWriter { keys, pages, sets, hashes, .. } = self;
+        let OpsWriter { keys, pages, sets, hashes, new_hashes, .. } = self;
         for (i, (op, appended)) in ops.into_iter().zip(appended).enumerate() {
             match op {
                 WriteOp::Insert(key, sketch, hash) | WriteOp::Upsert(key, sketch, hash) => {
@@ -135,8 +137,8 @@ impl<'t, 'i> OpsWriter<'t, 'i> {
                         })?;
                         sets.put(row, set)?;
                     }
-                    if let (Some(t), Some(h)) = (hashes.as_mut(), hash) {
-                        content_hash::put(t, id, row, h)?;
+                    if let (Some(_), Some(h)) = (hashes.as_ref(), hash) {
+                        new_hashes.push((row, h));
                     }
                     hook.added(row, sketch)?;
                     state.next_row += 1;
@@ -165,6 +167,10 @@ impl<'t, 'i> OpsWriter<'t, 'i> {
                     }
                 }
             }
+        }
+        if let Some(t) = hashes.as_mut() {
+            content_hash::append(t, id, new_hashes)?;
+            new_hashes.clear();
         }
         Ok(())
     }

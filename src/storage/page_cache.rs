@@ -13,7 +13,8 @@ use super::dead_write::DeadWriter;
 use super::error::{StorageError, show_key};
 use super::rules::{corrupt_page, inconsistent};
 use super::tables::PAGES;
-use crate::codec::page::{PageBuilder, PageView, check_dead_words};
+use crate::codec::page::{PageView, check_dead_words};
+use crate::codec::page_builder::PageBuilder;
 use crate::codec::record::{decode_row, push_sketch};
 use crate::sketch::sketcher::Sketch;
 
@@ -81,7 +82,7 @@ impl<'t, 'i> PageCache<'t, 'i> {
         Ok(b)
     }
 
-    fn write(&mut self, b: &PageBuilder) -> Result<(), StorageError> {
+    fn write(&mut self, b: &mut PageBuilder) -> Result<(), StorageError> {
         let mut guard = self
             .table
             .insert_reserve((self.info.def.id, b.first_row()), b.len())
@@ -129,10 +130,10 @@ impl<'t, 'i> PageCache<'t, 'i> {
     }
 
     fn flush_tail(&mut self) -> Result<(), StorageError> {
-        if let Some(b) = self.tail.take()
+        if let Some(mut b) = self.tail.take()
             && b.row_count() > 0
         {
-            self.write(&b)?;
+            self.write(&mut b)?;
         }
         Ok(())
     }
@@ -199,8 +200,8 @@ impl<'t, 'i> PageCache<'t, 'i> {
     /// Writes every touched page and side-table entry back.
     pub(crate) fn flush(mut self) -> Result<(), StorageError> {
         self.flush_tail()?;
-        for b in std::mem::take(&mut self.dirty).into_values() {
-            self.write(&b)?;
+        for mut b in std::mem::take(&mut self.dirty).into_values() {
+            self.write(&mut b)?;
         }
         let PageCache { info, table, dead, .. } = self;
         drop(table);

@@ -1,10 +1,11 @@
 //! The `lsh-query-batch` workload of `sketchdb bench lsh`: the stored-signature threshold
 //! queries asked one by one (each its own read snapshot, `Collection::query`, spread over the
 //! pool's threads) and as batches (`Collection::query_many`: one snapshot per batch), on
-//! rayon pools of 1 and 2 threads, and batched with the probes ordered by their first band
-//! key (`qps_batched_band_sorted`: whether locality in the band tables pays for computing
-//! and sorting the keys). All three must give the same result sets; the recall and precision
-//! against the truth of one by one and batched are printed side by side.
+//! rayon pools of 1, 2, 4, ... threads and of all the machine's cores, and batched with the
+//! probes ordered by their first band key (`qps_batched_band_sorted`: whether locality in the
+//! band tables pays for computing and sorting the keys). All three must give the same result
+//! sets; the recall and precision against the truth of one by one and batched are printed
+//! side by side.
 
 use std::collections::HashSet;
 use std::time::Instant;
@@ -20,8 +21,13 @@ use crate::error::CliError;
 /// milliseconds: too short to time alone).
 const PASSES: usize = 20;
 
-/// The thread counts measured.
-const THREADS: [usize; 2] = [1, 2];
+/// The thread counts measured: powers of two up to the machine's cores, and all of them.
+fn thread_counts() -> Vec<usize> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut counts: Vec<usize> = (0..).map(|p| 1usize << p).take_while(|&t| t < cores).collect();
+    counts.push(cores.max(1));
+    counts
+}
 
 /// What the benchmark's caller knows of the collection and its queries.
 pub struct BatchBench<'a> {
@@ -90,7 +96,7 @@ impl BatchBench<'_> {
             .map(|s| Query { sketch: s.clone(), kind: QueryKind::Threshold(self.t), options: self.options })
             .collect();
         let n = queries.len();
-        for threads in THREADS {
+        for threads in thread_counts() {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
                 .build()

@@ -10,6 +10,7 @@
 //! the batches submitted before it commit. A failed commit stops the stage: no later batch
 //! commits.
 
+use std::borrow::Borrow;
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, channel, sync_channel};
 use std::thread::{Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
@@ -18,6 +19,9 @@ use sketchdb::{Batch, Collection, Snapshot, WriteSummary};
 
 use super::reader::READ_CHUNK;
 use crate::error::CliError;
+
+/// Written parts that may wait for the freeing thread.
+const FREE_QUEUE: usize = 16;
 
 /// Where the first and the last record of a batch were read, for errors.
 pub type Span = (String, String);
@@ -71,11 +75,37 @@ fn commit(coll: &Collection, mut batch: Batch, span: &Span) -> Outcome {
     Ok(Committed { summary, batch: Some(batch), snapshot: coll.snapshot().map_err(|e| failed(e, span))? })
 }
 
+/// A part lent to the writer. Dropped once its writes are made, it is handed to the freeing
+/// thread: the part's sketches were allocated by the sketching threads, and freeing them
+/// took about a quarter of the committing thread's time.
+struct Lent<'f> {
+    batch: Batch,
+    free: &'f SyncSender<Batch>,
+}
+
+impl Borrow<Batch> for Lent<'_> {
+    fn borrow(&self) -> &Batch {
+        &self.batch
+    }
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        // Without a freeing thread the part is freed here.
+        let _ = self.free.send(std::mem::replace(&mut self.batch, Batch::new()));
+    }
+}
+
 /// Writes the parts of the next batch arriving on `batches` into one transaction as they
 /// arrive and commits it when its end arrives. `None` once no batch is left, or when the
 /// caller stopped handing parts before the batch's end (it is rolled back; nothing follows).
 /// `busy` gains the time spent writing and committing, not waiting.
-fn stream_one(coll: &Collection, batches: &Receiver<Message>, busy: &mut Duration) -> Option<Outcome> {
+fn stream_one(
+    coll: &Collection,
+    batches: &Receiver<Message>,
+    free: &SyncSender<Batch>,
+    busy: &mut Duration,
+) -> Option<Outcome> {
     let mut next = Some(batches.recv().ok()?);
     let mut span: Option<Span> = None;
     let mut waited = Duration::ZERO;
@@ -90,7 +120,7 @@ fn stream_one(coll: &Collection, batches: &Receiver<Message>, busy: &mut Duratio
         match message {
             Ok(Message::Part(part, so_far)) => {
                 span = Some(so_far);
-                Some(Ok(part))
+                Some(Ok(Lent { batch: part, free }))
             }
             Ok(Message::Commit(whole)) => {
                 span = Some(whole);
@@ -132,18 +162,25 @@ impl<'scope> Committer<'scope> {
         let handle = std::thread::Builder::new()
             .name("sketchdb-commit".into())
             .spawn_scoped(scope, move || {
-                let mut busy = Duration::ZERO;
-                // A caller that stopped early (a strict-mode reject, an input that cannot be
-                // read on) no longer listens, but the batches it submitted whole before
-                // still commit; the one it was handing over is rolled back.
-                while let Some(outcome) = stream_one(&coll, &batches, &mut busy) {
-                    let failed = outcome.is_err();
-                    let _ = done.send(outcome);
-                    if failed {
-                        break;
+                std::thread::scope(|inner| {
+                    let (free, parts) = sync_channel::<Batch>(FREE_QUEUE);
+                    // If it cannot start, parts are freed where they are dropped.
+                    let _ = std::thread::Builder::new()
+                        .name("sketchdb-free".into())
+                        .spawn_scoped(inner, move || parts.into_iter().for_each(drop));
+                    let mut busy = Duration::ZERO;
+                    // A caller that stopped early (a strict-mode reject, an input that cannot
+                    // be read on) no longer listens, but the batches it submitted whole
+                    // before still commit; the one it was handing over is rolled back.
+                    while let Some(outcome) = stream_one(&coll, &batches, &free, &mut busy) {
+                        let failed = outcome.is_err();
+                        let _ = done.send(outcome);
+                        if failed {
+                            break;
+                        }
                     }
-                }
-                busy
+                    busy
+                })
             })
             .map_err(|e| CliError::Runtime(format!("cannot start the commit thread: {e}")))?;
         Ok(Committer::Thread { tx, rx, handle })
