@@ -83,8 +83,7 @@ fn oph_columns_join_as_the_sketches_one_per_record() {
         let probed = db.create_collection(&format!("{name}-probed"), CollectionConfig::new(params)).expect("probed");
         fill(&plain, n, params.bits().into(), true);
         fill(&indexed, n, params.bits().into(), false);
-        // A probe of every record fails on a pair of empty-set sketches (no estimate).
-        fill(&probed, n, params.bits().into(), false);
+        fill(&probed, n, params.bits().into(), true);
         let snap = db.store.current_snapshot().expect("snapshot");
         let exact = QueryOptions { exact: true, ..Default::default() };
         // In-memory banding, the index's bucket self-join, and a probe of every record.
@@ -122,5 +121,45 @@ fn oph_columns_join_as_the_sketches_one_per_record() {
                 }
             }
         }
+    }
+}
+
+/// Two sketches of the empty set have no estimate of their similarity: every path that
+/// compares a probe with stored records, and every dedup plan, treats such a pair as no
+/// match (as an empty document is), and still finds the planted pairs among the others.
+#[test]
+fn pairs_of_empty_set_sketches_are_no_match_on_every_path() {
+    use crate::planner::plan::PlanKind;
+    use crate::planner::query::Query;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Database::create(dir.path().join("e.sketchdb")).expect("create");
+    let params = SketchParams::oph(64, 8, 11).expect("params");
+    let coll = db.create_collection("e", CollectionConfig::new(params)).expect("collection");
+    let t = params.slots();
+    let empty = Sketch::Oph(OphSketch::from_parts(params, vec![0; t], all_empty(t), 0).expect("empty-set sketch"));
+    let base: Vec<u64> = (1..=200).collect();
+    let near: Vec<u64> = (2..=201).collect();
+    let other: Vec<u64> = (1000..1150).collect();
+    let sketch = |v: &[u64]| coll.sketcher().sketch(&TokenSet::from_unsorted(v.to_vec())).expect("sketch");
+    let mut b = Batch::new();
+    b.insert("empty-a", empty.clone()).insert("empty-b", empty.clone()).insert("empty-c", empty.clone());
+    b.insert("base", sketch(&base)).insert("near", sketch(&near)).insert("other", sketch(&other));
+    coll.apply(&b).expect("insert");
+    let keys = |q: &Query| -> Vec<String> {
+        let r = coll.query(q).expect("query");
+        r.hits.iter().map(|h| String::from_utf8_lossy(&h.key).into_owned()).collect()
+    };
+    for force in [Some(PlanKind::FullScan), Some(PlanKind::OphBinScan), None] {
+        let options = QueryOptions { force, exact: force.is_none(), ..QueryOptions::default() };
+        let q = |sketch: &Sketch, kind| Query { sketch: sketch.clone(), kind, options };
+        assert!(keys(&q(&empty, QueryKind::Threshold(0.5))).is_empty(), "{force:?}: the empty set matches nothing");
+        let top = keys(&q(&empty, QueryKind::TopK(6)));
+        assert!(top.iter().all(|k| !k.starts_with("empty")), "{force:?}: top-k of the empty set: {top:?}");
+        assert_eq!(keys(&q(&sketch(&base), QueryKind::Threshold(0.8))), ["base", "near"], "{force:?}");
+    }
+    for options in [QueryOptions::default(), QueryOptions { exact: true, ..QueryOptions::default() }] {
+        let d = coll.dedup(QueryKind::Threshold(0.8), options).expect("dedup");
+        assert_eq!(d.pairs, 1, "{:?}: only base and near pair", d.plan);
+        assert_eq!(d.clusters.len(), 1, "{:?}", d.plan);
     }
 }

@@ -266,15 +266,22 @@ pub(crate) fn dedup_with(
     };
     let floor = exact_t.map(|t| candidate_floor(t, &info.def.params));
     let proposed = Cell::new(0u64);
+    // At least `at`: a pair without an estimate (two sketches of empty sets) never is.
+    let at_least = |i: usize, j: usize, at: f64| -> Result<bool> {
+        match rows.sketches.similarity_value(i, j) {
+            Ok(v) => Ok(v >= at),
+            Err(e) if e.is_undefined() => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    };
     let keep = |i: usize, j: usize| -> Result<bool> {
         proposed.set(proposed.get() + 1);
         Ok(match (&sets, exact_t, floor) {
             (Some(sets), Some(t), Some(floor)) => {
-                rows.sketches.similarity_value(i, j)? >= floor
-                    && exact_jaccard(cached(&sets[i], || set(i))?, cached(&sets[j], || set(j))?) >= t
+                at_least(i, j, floor)? && exact_jaccard(cached(&sets[i], || set(i))?, cached(&sets[j], || set(j))?) >= t
             }
             _ => match plan.finish {
-                Finish::Verify { threshold } => rows.sketches.similarity_value(i, j)? >= threshold,
+                Finish::Verify { threshold } => at_least(i, j, threshold)?,
                 _ => true,
             },
         })

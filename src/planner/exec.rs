@@ -270,17 +270,21 @@ fn full_scan(
                     match query.sketch.similarity_value(&stored) {
                         Ok(v) if v < t => continue,
                         Ok(_) => {}
+                        // No estimate (two sketches of empty sets): no match.
+                        Err(e) if e.is_undefined() => continue,
                         Err(e) => {
                             failed = Some(e.into());
                             return Ok(false);
                         }
                     }
                 }
-                query
-                    .sketch
-                    .similarity(&stored, level)
-                    .map(|estimate| Hit { key: view.key(i).to_vec(), row_id, estimate, distance: None, exact: None })
-                    .map_err(Into::into)
+                match query.sketch.similarity(&stored, level) {
+                    Ok(estimate) => {
+                        Ok(Hit { key: view.key(i).to_vec(), row_id, estimate, distance: None, exact: None })
+                    }
+                    Err(e) if e.is_undefined() => continue,
+                    Err(e) => Err(e.into()),
+                }
             };
             match hit {
                 Ok(h) => out.push(h),
@@ -372,12 +376,20 @@ fn lsh_probe(
         a.candidates += 1;
         // The point estimate decides (bit-identical to the estimate's value); the interval
         // is computed for qualifying candidates only.
-        if let Some(t) = threshold
-            && query.sketch.similarity_value(&rec.sketch)? < t
-        {
-            continue;
+        // A pair without an estimate (two sketches of empty sets) is no match.
+        if let Some(t) = threshold {
+            match query.sketch.similarity_value(&rec.sketch) {
+                Ok(v) if v < t => continue,
+                Ok(_) => {}
+                Err(e) if e.is_undefined() => continue,
+                Err(e) => return Err(e.into()),
+            }
         }
-        let estimate = query.sketch.similarity(&rec.sketch, query.options.level)?;
+        let estimate = match query.sketch.similarity(&rec.sketch, query.options.level) {
+            Ok(estimate) => estimate,
+            Err(e) if e.is_undefined() => continue,
+            Err(e) => return Err(e.into()),
+        };
         out.push(Hit { key: rec.key.clone(), row_id: row, estimate, distance: None, exact: None });
     }
     Ok(())

@@ -302,9 +302,12 @@ pub(crate) fn scan_page_portable<C: BinColumns>(
             emit(i, proportion(n_mat as f64, k, level));
             continue;
         }
-        // The interval costs an incomplete-beta inversion: only for rows that qualify.
-        if threshold.is_some_and(|th| oph_point(c, probe.bits).is_ok_and(|v| v < th)) {
-            continue;
+        // The interval costs an incomplete-beta inversion: only for rows that qualify. A row
+        // without an estimate (it and the probe both sketch the empty set) is no match.
+        match oph_point(c, probe.bits) {
+            Ok(v) if threshold.is_some_and(|th| v < th) => continue,
+            Err(e) if e.is_undefined() => continue,
+            _ => {}
         }
         let e = oph_estimate(c, probe.bits, probe.cardinality, page.cardinality(i), level)?;
         emit(i, e);

@@ -50,6 +50,12 @@ pub enum SketchError {
 }
 
 impl SketchError {
+    /// Whether no estimate exists for the inputs (two sketches of empty sets): a query or a
+    /// join treats such a pair as no match, as it treats an empty document.
+    pub(crate) fn is_undefined(&self) -> bool {
+        matches!(self, SketchError::Undefined { .. })
+    }
+
     pub(crate) fn invalid(param: &'static str, value: impl ToString, expected: &'static str) -> Self {
         SketchError::InvalidParam { param, value: value.to_string(), expected }
     }
