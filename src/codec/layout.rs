@@ -64,6 +64,17 @@ impl ColumnLayout {
         usize::from(self.value_cols) * usize::from(self.value_width)
     }
 
+    /// Every column in page order as `(prefix, width)`: the bytes of a record before the
+    /// column, and its entry width.
+    pub(crate) fn columns(&self) -> impl Iterator<Item = (usize, usize)> + use<> {
+        let vw = usize::from(self.value_width);
+        let (words, cardinality) = (self.words_prefix(), self.cardinality_prefix());
+        (0..usize::from(self.value_cols))
+            .map(move |j| (j * vw, vw))
+            .chain((0..usize::from(self.word_cols)).map(move |j| (words + 8 * j, 8)))
+            .chain(self.has_cardinality.then_some((cardinality, 8)))
+    }
+
     /// Byte offset (per row of the page) at which the cardinality column starts.
     pub(crate) fn cardinality_prefix(&self) -> usize {
         self.words_prefix() + usize::from(self.word_cols) * 8

@@ -73,24 +73,13 @@ impl PageBuilder {
             b.keys.extend_from_slice(view.key(i));
             b.key_ends.push(b.keys.len() as u32);
         }
-        let layout = b.spec.layout;
-        let mut copy = |prefix: usize, width: usize| {
+        for (prefix, width) in b.spec.layout.columns() {
             let src = view.column_at(prefix, width);
             let dst = prefix * b.max_rows;
             let len = src.len().min(width * n);
             if let (Some(d), Some(s)) = (b.data.get_mut(dst..dst + len), src.get(..len)) {
                 d.copy_from_slice(s);
             }
-        };
-        let vw = usize::from(layout.value_width);
-        for j in 0..usize::from(layout.value_cols) {
-            copy(j * vw, vw);
-        }
-        for j in 0..usize::from(layout.word_cols) {
-            copy(layout.words_prefix() + 8 * j, 8);
-        }
-        if layout.has_cardinality {
-            copy(layout.cardinality_prefix(), 8);
         }
         b
     }
@@ -193,12 +182,10 @@ impl PageBuilder {
         if n == 0 {
             return;
         }
-        let layout = self.spec.layout;
-        let record = layout.record_width();
-        let vw = usize::from(layout.value_width);
+        let record = self.spec.layout.record_width();
         let (staged, data) = (&self.staged, &mut self.data);
         let (max_rows, settled) = (self.max_rows, self.settled);
-        let mut column = |prefix: usize, width: usize| {
+        for (prefix, width) in self.spec.layout.columns() {
             let at = prefix * max_rows + settled * width;
             if let Some(dst) = data.get_mut(at..at + n * width) {
                 match width {
@@ -215,15 +202,6 @@ impl PageBuilder {
                     }
                 }
             }
-        };
-        for j in 0..usize::from(layout.value_cols) {
-            column(j * vw, vw);
-        }
-        for j in 0..usize::from(layout.word_cols) {
-            column(layout.words_prefix() + 8 * j, 8);
-        }
-        if layout.has_cardinality {
-            column(layout.cardinality_prefix(), 8);
         }
         self.staged.clear();
         self.settled = self.rows;
@@ -314,19 +292,9 @@ impl PageBuilder {
         for w in self.tombstones.iter().take(n.div_ceil(64)) {
             put(&w.to_le_bytes());
         }
-        let col = |prefix: usize, w: usize, put: &mut dyn FnMut(&[u8])| {
+        for (prefix, w) in layout.columns() {
             let start = prefix * self.max_rows;
             put(self.data.get(start..start + w * n).unwrap_or(&[]));
-        };
-        let vw = usize::from(layout.value_width);
-        for j in 0..usize::from(layout.value_cols) {
-            col(j * vw, vw, &mut put);
-        }
-        for j in 0..usize::from(layout.word_cols) {
-            col(layout.words_prefix() + 8 * j, 8, &mut put);
-        }
-        if layout.has_cardinality {
-            col(layout.cardinality_prefix(), 8, &mut put);
         }
         for e in &self.key_ends {
             put(&e.to_le_bytes());
