@@ -167,13 +167,13 @@ impl PageBuilder {
         Ok(self.rows - 1)
     }
 
-    /// [`Self::begin_row`], also returning the new row's zeroed cells in signature order
+    /// [`Self::begin_row`], returning the new row's zeroed cells in signature order
     /// (see [`super::signature`]): the row is written by filling them.
-    pub(crate) fn begin_row_cells(&mut self, key: &[u8]) -> Result<(usize, &mut [u8]), CodecError> {
+    pub(crate) fn begin_row_cells(&mut self, key: &[u8]) -> Result<&mut [u8], CodecError> {
         let i = self.begin_row(key)?;
         let width = self.spec.layout.record_width();
         let at = (i - self.settled) * width;
-        Ok((i, self.staged.get_mut(at..at + width).unwrap_or_default()))
+        Ok(self.staged.get_mut(at..at + width).unwrap_or_default())
     }
 
     /// Moves the staged rows into their columns, one column at a time.

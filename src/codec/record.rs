@@ -25,7 +25,7 @@ pub(crate) fn push_sketch(page: &mut PageBuilder, key: &[u8], sketch: &Sketch) -
         return Err(CodecError::field(WHAT, "layout", format!("{layout:?}"), format!("{:?}", page.spec().layout)));
     }
     let row_id = page.next_row();
-    let (_, cells) = page.begin_row_cells(key)?;
+    let cells = page.begin_row_cells(key)?;
     encode_cells(sketch, &layout, cells);
     Ok(row_id)
 }

@@ -270,7 +270,7 @@ fn a_stored_value_beyond_its_width_is_an_error_not_a_sketch() {
     let mut b = PageBuilder::new(spec, 0);
     assert!(b.begin_row(b"").is_err());
     assert!(b.begin_row(&[0; 1025]).is_err());
-    let (_, cells) = b.begin_row_cells(b"x").unwrap();
+    let cells = b.begin_row_cells(b"x").unwrap();
     // One packed word with every bit set, then the cardinality.
     cells[..8].copy_from_slice(&u64::MAX.to_le_bytes());
     cells[8..16].copy_from_slice(&5u64.to_le_bytes());

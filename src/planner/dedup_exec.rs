@@ -9,6 +9,7 @@ use crate::index::{
     BandedKeys, Banding, IndexError, LshParams, LshRows, SimhashMemIndex, SimhashTableDesign, for_each_lsh_pair,
     lsh_scheme_for, simhash_pairs,
 };
+use crate::sketch::error::defined;
 use crate::sketch::sketcher::Sketch;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::error::StorageError;
@@ -268,11 +269,7 @@ pub(crate) fn dedup_with(
     let proposed = Cell::new(0u64);
     // At least `at`: a pair without an estimate (two sketches of empty sets) never is.
     let at_least = |i: usize, j: usize, at: f64| -> Result<bool> {
-        match rows.sketches.similarity_value(i, j) {
-            Ok(v) => Ok(v >= at),
-            Err(e) if e.is_undefined() => Ok(false),
-            Err(e) => Err(e.into()),
-        }
+        Ok(defined(rows.sketches.similarity_value(i, j))?.is_some_and(|v| v >= at))
     };
     let keep = |i: usize, j: usize| -> Result<bool> {
         proposed.set(proposed.get() + 1);

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::codec::page::PageView;
+use crate::sketch::error::defined;
 use crate::sketch::estimate::Estimate;
 use crate::sketch::params::SketchKind;
 use crate::sketch::simhash::SimHash;
@@ -267,22 +268,20 @@ fn full_scan(
             } else {
                 let stored = decode(info, view, first, i)?;
                 if let Some(t) = threshold_of(out.finish) {
-                    match query.sketch.similarity_value(&stored) {
-                        Ok(v) if v < t => continue,
-                        Ok(_) => {}
-                        // No estimate (two sketches of empty sets): no match.
-                        Err(e) if e.is_undefined() => continue,
+                    match defined(query.sketch.similarity_value(&stored)) {
+                        Ok(Some(v)) if v >= t => {}
+                        Ok(_) => continue,
                         Err(e) => {
                             failed = Some(e.into());
                             return Ok(false);
                         }
                     }
                 }
-                match query.sketch.similarity(&stored, level) {
-                    Ok(estimate) => {
+                match defined(query.sketch.similarity(&stored, level)) {
+                    Ok(Some(estimate)) => {
                         Ok(Hit { key: view.key(i).to_vec(), row_id, estimate, distance: None, exact: None })
                     }
-                    Err(e) if e.is_undefined() => continue,
+                    Ok(None) => continue,
                     Err(e) => Err(e.into()),
                 }
             };
@@ -377,19 +376,12 @@ fn lsh_probe(
         // The point estimate decides (bit-identical to the estimate's value); the interval
         // is computed for qualifying candidates only.
         // A pair without an estimate (two sketches of empty sets) is no match.
-        if let Some(t) = threshold {
-            match query.sketch.similarity_value(&rec.sketch) {
-                Ok(v) if v < t => continue,
-                Ok(_) => {}
-                Err(e) if e.is_undefined() => continue,
-                Err(e) => return Err(e.into()),
-            }
+        if let Some(t) = threshold
+            && !defined(query.sketch.similarity_value(&rec.sketch))?.is_some_and(|v| v >= t)
+        {
+            continue;
         }
-        let estimate = match query.sketch.similarity(&rec.sketch, query.options.level) {
-            Ok(estimate) => estimate,
-            Err(e) if e.is_undefined() => continue,
-            Err(e) => return Err(e.into()),
-        };
+        let Some(estimate) = defined(query.sketch.similarity(&rec.sketch, query.options.level))? else { continue };
         out.push(Hit { key: rec.key.clone(), row_id: row, estimate, distance: None, exact: None });
     }
     Ok(())

@@ -19,7 +19,7 @@
 //! stored zeros of empty bins that equal a query zero) and scored by
 //! [`crate::sketch::oph::oph_estimate`], the estimator every access path shares.
 
-use crate::sketch::error::SketchError;
+use crate::sketch::error::{SketchError, defined};
 use crate::sketch::estimate::{Estimate, clopper_pearson, proportion};
 use crate::sketch::minhash::MinHash;
 use crate::sketch::oph::{OphCounts, OphSketch, oph_estimate, oph_point};
@@ -304,10 +304,9 @@ pub(crate) fn scan_page_portable<C: BinColumns>(
         }
         // The interval costs an incomplete-beta inversion: only for rows that qualify. A row
         // without an estimate (it and the probe both sketch the empty set) is no match.
-        match oph_point(c, probe.bits) {
-            Ok(v) if threshold.is_some_and(|th| v < th) => continue,
-            Err(e) if e.is_undefined() => continue,
-            _ => {}
+        match defined(oph_point(c, probe.bits))? {
+            Some(v) if threshold.is_none_or(|th| v >= th) => {}
+            _ => continue,
         }
         let e = oph_estimate(c, probe.bits, probe.cardinality, page.cardinality(i), level)?;
         emit(i, e);

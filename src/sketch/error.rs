@@ -50,12 +50,6 @@ pub enum SketchError {
 }
 
 impl SketchError {
-    /// Whether no estimate exists for the inputs (two sketches of empty sets): a query or a
-    /// join treats such a pair as no match, as it treats an empty document.
-    pub(crate) fn is_undefined(&self) -> bool {
-        matches!(self, SketchError::Undefined { .. })
-    }
-
     pub(crate) fn invalid(param: &'static str, value: impl ToString, expected: &'static str) -> Self {
         SketchError::InvalidParam { param, value: value.to_string(), expected }
     }
@@ -66,5 +60,16 @@ impl SketchError {
 
     pub(crate) fn malformed(kind: &'static str, detail: impl ToString) -> Self {
         SketchError::Malformed { kind, detail: detail.to_string() }
+    }
+}
+
+/// `r`'s value, `None` where no estimate exists for the inputs (`Undefined`: two sketches
+/// of empty sets). A query or a join treats such a pair as no match, as it treats an empty
+/// document; any other error stays an error.
+pub(crate) fn defined<T>(r: Result<T, SketchError>) -> Result<Option<T>, SketchError> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(SketchError::Undefined { .. }) => Ok(None),
+        Err(e) => Err(e),
     }
 }
