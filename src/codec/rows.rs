@@ -7,8 +7,10 @@ use super::layout::ColumnLayout;
 use super::page::{PageView, read_le};
 use super::record::decode_row;
 use crate::sketch::bbit::BBitMinHash;
+use crate::sketch::error::SketchError;
 use crate::sketch::minhash::MinHash;
 use crate::sketch::oph::OphSketch;
+use crate::sketch::oph_column::OphColumn;
 use crate::sketch::params::{SketchKind, SketchParams};
 use crate::sketch::sketcher::Sketch;
 
@@ -72,6 +74,47 @@ pub(crate) fn decode_rows(
         }
     }
     Ok(out)
+}
+
+/// The OPH rows `rows` of `page` appended to `column` (a column of the page's parameters), in
+/// the order given, each the sketch `decode_row(page, rows[n], column.params())` gives, with
+/// no [`OphSketch`] built per row: the bins are gathered into `scratch` (one vector per row,
+/// reused from call to call) and checked as [`OphSketch::from_parts`] checks them. On
+/// failure, the position in `rows` of the first row that fails and the error `decode_rows`
+/// gives for it; the rows before it are appended.
+pub(crate) fn decode_oph_rows_into(
+    page: &PageView<'_>,
+    rows: &[usize],
+    column: &mut OphColumn,
+    scratch: &mut Vec<Vec<u32>>,
+) -> Result<(), (usize, CodecError)> {
+    let params = *column.params();
+    let layout = ColumnLayout::for_params(&params);
+    let sketch_err = |n: usize| move |source| (n, CodecError::Sketch { what: WHAT, source });
+    if &layout != page.layout() || rows.iter().any(|&i| page.check_row(i).is_err()) {
+        for (n, &i) in rows.iter().enumerate() {
+            match decode_row(page, i, &params).map_err(|e| (n, e))? {
+                Sketch::Oph(s) => column.push(&s).map_err(sketch_err(n))?,
+                other => {
+                    let e = SketchError::incompatible("kind", SketchKind::Oph, other.kind());
+                    return Err(sketch_err(n)(e));
+                }
+            }
+        }
+        return Ok(());
+    }
+    let k = usize::from(layout.value_cols);
+    scratch.resize_with(rows.len(), Vec::new);
+    let bins = &mut scratch[..rows.len()];
+    bins.iter_mut().for_each(|b| b.resize(k, 0));
+    gather(page, rows, bins, |x| u32::try_from(x).unwrap_or(u32::MAX));
+    let mut empty = vec![0u64; usize::from(layout.word_cols)];
+    for (n, (&i, bins)) in rows.iter().zip(bins.iter()).enumerate() {
+        let cardinality = page.cardinality(i).unwrap_or(0);
+        empty.iter_mut().enumerate().for_each(|(j, w)| *w = page.word(j, i));
+        column.push_parts(bins, &empty, cardinality).map_err(sketch_err(n))?;
+    }
+    Ok(())
 }
 
 /// Sets `out[n][j]` to entry `rows[n]` of value column `j` of `page`, converted by `conv`,
@@ -144,6 +187,30 @@ mod tests {
             let (at, e) = decode_rows(&view, &[1, 4, 31, 2], &params).unwrap_err();
             assert_eq!(at, 2, "{params}");
             assert!(matches!(e, CodecError::RowOutOfRange { index: 31, rows: 31 }), "{params}: {e:?}");
+            if params.kind() == SketchKind::Oph {
+                oph_rows_into_a_column_equal_the_decoded_rows(&view, &params);
+            }
         }
+    }
+
+    /// `decode_oph_rows_into` holds the rows `decode_rows` gives, across calls sharing one
+    /// scratch (a shorter call after a longer one), and stops at the first bad row.
+    fn oph_rows_into_a_column_equal_the_decoded_rows(view: &PageView<'_>, params: &SketchParams) {
+        let mut scratch = Vec::new();
+        let mut column = OphColumn::new(*params).unwrap();
+        let calls = [(0..16).collect::<Vec<_>>(), vec![30, 2, 2], vec![], (16..31).collect()];
+        let mut want = vec![];
+        for rows in &calls {
+            decode_oph_rows_into(view, rows, &mut column, &mut scratch).unwrap();
+            want.extend(decode_rows(view, rows, params).unwrap());
+        }
+        assert_eq!(column.len(), want.len(), "{params}");
+        for (i, w) in want.iter().enumerate() {
+            assert_eq!(&Sketch::Oph(column.sketch(i).unwrap()), w, "{params} row {i}");
+        }
+        let (at, e) = decode_oph_rows_into(view, &[1, 31], &mut column, &mut scratch).unwrap_err();
+        assert_eq!(at, 1, "{params}");
+        assert!(matches!(e, CodecError::RowOutOfRange { index: 31, rows: 31 }), "{params}: {e:?}");
+        assert_eq!(column.len(), want.len() + 1, "{params}: the row before the bad one is appended");
     }
 }

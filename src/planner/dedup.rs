@@ -100,6 +100,15 @@ fn lsh_pass_cost(lsh: &LshStats, s: &Stats, c: &CostModel) -> (f64, f64) {
     (cost, pairs)
 }
 
+/// Computes the banding [`choose_dedup`] considers for a threshold-`t` dedup over `s`, for
+/// its memo: the rule's search takes tens of milliseconds on one thread, which a caller can
+/// run beside other work (the records' load) instead of before the choice.
+pub(crate) fn warm_banding(t: f64, s: &Stats) {
+    if s.kind != SketchKind::SimHash {
+        let _ = lsh_scheme_for(s.kind, s.bits, s.slots, t, Banding::rule(s.banding));
+    }
+}
+
 fn banding(t: f64, q: &Query, s: &Stats, c: &CostModel) -> Alternative {
     let finish = Finish::Verify { threshold: t };
     let no = |why: String| Alternative {

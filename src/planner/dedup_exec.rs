@@ -2,7 +2,7 @@
 //! [`super::dedup::choose_dedup`] and run here. The verified pairs are grouped by
 //! [`super::cluster`].
 
-use std::cell::{Cell, OnceCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::time::Instant;
 
 use crate::index::{
@@ -16,7 +16,7 @@ use crate::storage::error::StorageError;
 use crate::storage::reader::ReadSnapshot;
 
 use super::cost::{Choice, CostModel, Stats};
-use super::dedup::choose_dedup;
+use super::dedup::{choose_dedup, warm_banding};
 use super::dedup_load::{Loaded, Sketches, load};
 use super::error::QueryError;
 use super::exact::candidate_floor;
@@ -115,6 +115,11 @@ fn index_error(info: &CollectionInfo, source: IndexError) -> QueryError {
     IndexError::Collection { collection: info.name().to_string(), source: Box::new(source) }.into()
 }
 
+thread_local! {
+    /// The densified bins of the OPH row being keyed on this thread (one buffer, reused).
+    static DENSIFIED: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
+}
+
 /// Calls `on_pair` for every pair of the records `rows` sharing a band of the banding
 /// `banding` for `threshold` (each pair once) that `keep` accepts (by position).
 fn join_banded(
@@ -134,9 +139,15 @@ fn join_banded(
         Sketches::Each(sketches) => BandedKeys::new(&scheme, sketches, |s| s),
         // The densified bins of each column row, keyed as the sketch's own rows would be.
         Sketches::Oph(column) => BandedKeys::from_fn(&scheme, column.len(), |i| {
-            let mut densified = Vec::with_capacity(column.params().slots());
-            column.densify_into(i, &mut densified)?;
-            scheme.keys(&LshRows::U32(densified))
+            DENSIFIED.with_borrow_mut(|densified| {
+                column.densify_into(i, densified)?;
+                let rows = LshRows::U32(std::mem::take(densified));
+                let keys = scheme.keys(&rows);
+                if let LshRows::U32(v) = rows {
+                    *densified = v;
+                }
+                keys
+            })
         }),
     }
     .map_err(|(i, e)| {
@@ -229,12 +240,18 @@ pub(crate) fn dedup_with(
     options: QueryOptions,
     clustering: Clustering,
     costs: &CostModel,
-    load: impl FnOnce() -> Result<Loaded, StorageError>,
+    load: impl FnOnce() -> Result<Loaded, StorageError> + Send,
 ) -> Result<DedupResult> {
     check_question(info, kind, &options)?;
     let started = Instant::now();
     let mut stages = JoinStages::default();
-    let rows = load()?;
+    let stats = stats_in(snap, info)?;
+    let (rows, ()) = rayon::join(load, || {
+        if let QueryKind::Threshold(t) = kind {
+            warm_banding(t, &stats);
+        }
+    });
+    let rows = rows?;
     stages.load = started.elapsed().as_secs_f64();
     if rows.len() == 0 {
         let scoring = Scoring::of(info, kind);
@@ -249,7 +266,6 @@ pub(crate) fn dedup_with(
             stages,
         });
     }
-    let stats = stats_in(snap, info)?;
     let choice = choice(&stats, kind, options, rows.sketches.get(0)?.as_ref(), costs);
     let plan = choice.plan;
     // On a collection that keeps shingles, a threshold pair is a candidate from its estimate

@@ -10,12 +10,13 @@ use std::borrow::Cow;
 
 use crate::codec::error::CodecError;
 use crate::sketch::error::SketchError;
+use crate::sketch::oph::OphSketch;
 use crate::sketch::oph_column::OphColumn;
 use crate::sketch::params::SketchParams;
 use crate::sketch::sketcher::Sketch;
 use crate::storage::catalog::CollectionInfo;
 use crate::storage::error::StorageError;
-use crate::storage::reader::{ReadSnapshot, decode_many};
+use crate::storage::reader::{ReadSnapshot, decode_many, decode_many_into};
 
 /// Rows of a page decoded together: 16 rows of 1-byte OPH bins are 16 consecutive bytes of
 /// each column.
@@ -46,14 +47,88 @@ pub(crate) enum Sketches {
     /// Sketches of any kind, one per record.
     Each(Vec<Sketch>),
     /// OPH sketches of the collection's parameters.
-    Oph(OphColumn),
+    Oph(OphParts),
+}
+
+/// OPH sketches in the columns the load's workers filled, one after another, read as one
+/// column (no copy into a single column: at 1M sketches of 512 bins that copy is half a
+/// gigabyte on one thread).
+///
+/// Invariant: `parts` is never empty and every part has the same parameters; `starts[p]` is
+/// the number of sketches held before part `p`.
+#[derive(Debug)]
+pub(crate) struct OphParts {
+    parts: Vec<OphColumn>,
+    starts: Vec<usize>,
+}
+
+impl OphParts {
+    fn new(column: OphColumn) -> OphParts {
+        OphParts { parts: vec![column], starts: vec![0] }
+    }
+
+    /// Sketches held.
+    pub(crate) fn len(&self) -> usize {
+        self.starts.last().zip(self.parts.last()).map_or(0, |(s, p)| s + p.len())
+    }
+
+    /// The parameters of every sketch held.
+    pub(crate) fn params(&self) -> &SketchParams {
+        self.parts[0].params()
+    }
+
+    /// The last part, where sketches are pushed.
+    fn last_mut(&mut self) -> &mut OphColumn {
+        let last = self.parts.len() - 1;
+        &mut self.parts[last]
+    }
+
+    /// Appends the sketches of `other`, after those held (an empty part is dropped).
+    fn append(&mut self, other: OphParts) -> Result<(), SketchError> {
+        for part in other.parts.into_iter().filter(|p| p.len() > 0) {
+            self.params().check_compatible(part.params())?;
+            let start = self.len();
+            if self.parts.len() == 1 && self.parts[0].len() == 0 {
+                self.parts[0] = part;
+            } else {
+                self.parts.push(part);
+                self.starts.push(start);
+            }
+        }
+        Ok(())
+    }
+
+    /// The part holding sketch `i` and its position there (past the end: the last part and a
+    /// position past its end, which the part refuses).
+    fn locate(&self, i: usize) -> (&OphColumn, usize) {
+        let p = self.starts.partition_point(|&s| s <= i).saturating_sub(1);
+        (&self.parts[p], i - self.starts[p])
+    }
+
+    /// `OphColumn::similarity_value` of sketches `i` and `j`, across parts.
+    pub(crate) fn similarity_value(&self, i: usize, j: usize) -> Result<f64, SketchError> {
+        let ((a, x), (b, y)) = (self.locate(i), self.locate(j));
+        a.similarity_value_with(x, b, y)
+    }
+
+    /// `OphColumn::densify_into` of sketch `i`.
+    pub(crate) fn densify_into(&self, i: usize, out: &mut Vec<u32>) -> Result<(), SketchError> {
+        let (part, at) = self.locate(i);
+        part.densify_into(at, out)
+    }
+
+    /// Sketch `i`.
+    fn sketch(&self, i: usize) -> Result<OphSketch, SketchError> {
+        let (part, at) = self.locate(i);
+        part.sketch(at)
+    }
 }
 
 impl Sketches {
     /// An empty holder for sketches of `params`.
     fn for_params(params: &SketchParams) -> Sketches {
         match OphColumn::new(*params) {
-            Ok(column) => Sketches::Oph(column),
+            Ok(column) => Sketches::Oph(OphParts::new(column)),
             Err(_) => Sketches::Each(Vec::new()),
         }
     }
@@ -67,7 +142,7 @@ impl Sketches {
 
     fn push(&mut self, sketch: Sketch) -> Result<(), SketchError> {
         match (self, sketch) {
-            (Sketches::Oph(c), Sketch::Oph(s)) => c.push(&s),
+            (Sketches::Oph(c), Sketch::Oph(s)) => c.last_mut().push(&s),
             (Sketches::Oph(c), other) => Err(SketchError::incompatible("kind", c.params().kind(), other.kind())),
             (Sketches::Each(v), s) => {
                 v.push(s);
@@ -132,10 +207,15 @@ impl Loaded {
 
     fn push(&mut self, row: u64, key: &[u8], sketch: Sketch) -> Result<(), SketchError> {
         self.sketches.push(sketch)?;
+        self.push_key(row, key);
+        Ok(())
+    }
+
+    /// The row id and key of the record whose sketch was just appended to `sketches`.
+    fn push_key(&mut self, row: u64, key: &[u8]) {
         self.rows.push(row);
         self.key_bytes.extend_from_slice(key);
         self.key_ends.push(self.key_bytes.len());
-        Ok(())
     }
 
     /// The same records with their sketches held one per record (the path of kinds without
@@ -176,11 +256,20 @@ pub(crate) fn load(snap: &ReadSnapshot, info: &CollectionInfo) -> Result<Loaded,
         .into_par_iter()
         .map(|run| {
             let mut part = Loaded::new(&info.def.params);
-            let mut live = Vec::new();
+            let (mut live, mut scratch) = (Vec::new(), Vec::new());
             snap.for_each_page_in(info, run, |first, view| {
                 live.clear();
                 live.extend((0..view.row_count()).filter(|&i| !view.is_deleted(i)));
                 for chunk in live.chunks(DECODE_CHUNK) {
+                    // OPH rows go straight into the column; other kinds are decoded one
+                    // sketch per row.
+                    if let Sketches::Oph(column) = &mut part.sketches {
+                        decode_many_into(info, view, first, chunk, column.last_mut(), &mut scratch)?;
+                        for &i in chunk {
+                            part.push_key(view.first_row() + i as u64, view.key(i));
+                        }
+                        continue;
+                    }
                     let sketches = decode_many(info, view, first, chunk)?;
                     for (&i, sketch) in chunk.iter().zip(sketches) {
                         let row = view.first_row() + i as u64;

@@ -93,6 +93,55 @@ pub(crate) fn densify_into<T: Copy, U: From<T>>(bins: &[T], empty: &[u64], key: 
     let tab = table(key, t);
     out.clear();
     out.extend(bins.iter().map(|&b| U::from(b)));
+    FILLED.with_borrow_mut(|filled| {
+        // Bin i's flag at byte i: a probe tests one byte, indexed by a u16 below the
+        // array's length (no bounds check). Bytes at t and above are never read: every
+        // probe is a bin below t.
+        for (w, &word) in empty.iter().enumerate() {
+            let spread = (!word).to_le_bytes().map(|byte| SPREAD[usize::from(byte)].to_le_bytes());
+            for (dst, src) in filled[w * 64..].chunks_exact_mut(8).zip(spread) {
+                dst.copy_from_slice(&src);
+            }
+        }
+        fill_sources(bins, empty, key, &tab, filled, out);
+    });
+}
+
+/// The bin indices a u16 probe can name.
+const BIN_INDICES: usize = 1 << 16;
+
+/// Per byte value, the u64 whose byte i is bit i of it (0 or 1).
+const SPREAD: [u64; 256] = {
+    let mut table = [0u64; 256];
+    let mut x = 0;
+    while x < 256 {
+        let mut i = 0;
+        while i < 8 {
+            table[x] |= ((x as u64 >> i) & 1) << (8 * i);
+            i += 1;
+        }
+        x += 1;
+    }
+    table
+};
+
+thread_local! {
+    /// Per bin, 1 when it is filled in the row being densified on this thread.
+    static FILLED: RefCell<Box<[u8; BIN_INDICES]>> = RefCell::new(Box::new([0; BIN_INDICES]));
+}
+
+/// Sets every empty bin of `out` (the row's bins, as `densify_into` copied them) to its
+/// source's value; `filled` flags the row's filled bins.
+#[inline(always)]
+fn fill_sources<T: Copy, U: From<T>>(
+    bins: &[T],
+    empty: &[u64],
+    key: u64,
+    tab: &ProbeTable,
+    filled: &[u8; BIN_INDICES],
+    out: &mut [U],
+) {
+    let t = bins.len();
     for (w, &word) in empty.iter().enumerate() {
         let mut left = word;
         while left != 0 {
@@ -103,9 +152,8 @@ pub(crate) fn densify_into<T: Copy, U: From<T>>(bins: &[T], empty: &[u64], key: 
             let row = &tab.probes[j];
             let mut src = usize::MAX;
             for &c in row.iter().rev() {
-                let c = usize::from(c);
-                if !is_empty(empty, c) {
-                    src = c;
+                if filled[usize::from(c)] != 0 {
+                    src = usize::from(c);
                 }
             }
             if src == usize::MAX {

@@ -209,46 +209,7 @@ impl OphSketch {
         empty: Vec<u64>,
         cardinality: u64,
     ) -> Result<Self, SketchError> {
-        params.validate()?;
-        if params.kind() != SketchKind::Oph {
-            return Err(SketchError::incompatible("kind", SketchKind::Oph, params.kind()));
-        }
-        let t = params.slots();
-        if bins.len() != t || empty.len() != t.div_ceil(64) {
-            return Err(SketchError::malformed(
-                "oph",
-                format!("{} bins / {} bitmap words for t = {t}", bins.len(), empty.len()),
-            ));
-        }
-        if !t.is_multiple_of(64) && empty.last().is_some_and(|w| w >> (t % 64) != 0) {
-            return Err(SketchError::malformed("oph", "empty-bin bitmap marks bins beyond t"));
-        }
-        let mask = value_mask(params.bits());
-        let bad = |i: usize, v: u32| u64::from(v) > mask || (empty[i / 64] >> (i % 64) & 1 == 1 && v != 0);
-        // Checked 64 bins (one bitmap word) at a time: a value above the mask (all ones below
-        // bit `bits`) shows in the OR of the word's values, and only the bins the word marks
-        // empty are looked at; the first bad bin is looked for only when a word has one.
-        let word_ok = |(chunk, &w): (&[u32], &u64)| {
-            let mut wrong = u64::from(chunk.iter().fold(0, |a, &v| a | v)) > mask;
-            let mut marked = w;
-            while marked != 0 {
-                wrong |= chunk.get(marked.trailing_zeros() as usize).is_some_and(|&v| v != 0);
-                marked &= marked - 1;
-            }
-            !wrong
-        };
-        if !bins.chunks(64).zip(&empty).all(word_ok)
-            && let Some((i, &v)) = bins.iter().enumerate().find(|&(i, &v)| bad(i, v))
-        {
-            return Err(SketchError::malformed(
-                "oph",
-                format!("bin {i} holds {v}, not a valid {}-bit value", params.bits()),
-            ));
-        }
-        let all_empty = empty.iter().map(|w| w.count_ones() as usize).sum::<usize>() == t;
-        if all_empty != (cardinality == 0) {
-            return Err(SketchError::malformed("oph", "cardinality disagrees with the empty-bin bitmap"));
-        }
+        check_parts(&params, &bins, &empty, cardinality)?;
         Ok(OphSketch { params, bins, empty, cardinality })
     }
 
@@ -333,6 +294,58 @@ impl OphSketch {
         }
         Ok(densify(&self.bins, &self.empty, densify_key(&self.params)))
     }
+}
+
+/// The checks of [`OphSketch::from_parts`]: `bins` and `empty` are t values and t / 64
+/// (rounded up) words of OPH `params`, every value fits `bits`, every bin marked empty holds 0
+/// and the cardinality is 0 exactly when every bin is empty.
+pub(crate) fn check_parts(
+    params: &SketchParams,
+    bins: &[u32],
+    empty: &[u64],
+    cardinality: u64,
+) -> Result<(), SketchError> {
+    params.validate()?;
+    if params.kind() != SketchKind::Oph {
+        return Err(SketchError::incompatible("kind", SketchKind::Oph, params.kind()));
+    }
+    let t = params.slots();
+    if bins.len() != t || empty.len() != t.div_ceil(64) {
+        return Err(SketchError::malformed(
+            "oph",
+            format!("{} bins / {} bitmap words for t = {t}", bins.len(), empty.len()),
+        ));
+    }
+    if !t.is_multiple_of(64) && empty.last().is_some_and(|w| w >> (t % 64) != 0) {
+        return Err(SketchError::malformed("oph", "empty-bin bitmap marks bins beyond t"));
+    }
+    let mask = value_mask(params.bits());
+    let bad = |i: usize, v: u32| u64::from(v) > mask || (empty[i / 64] >> (i % 64) & 1 == 1 && v != 0);
+    // Checked 64 bins (one bitmap word) at a time: a value above the mask (all ones below
+    // bit `bits`) shows in the OR of the word's values, and only the bins the word marks
+    // empty are looked at; the first bad bin is looked for only when a word has one.
+    let word_ok = |(chunk, &w): (&[u32], &u64)| {
+        let mut wrong = u64::from(chunk.iter().fold(0, |a, &v| a | v)) > mask;
+        let mut marked = w;
+        while marked != 0 {
+            wrong |= chunk.get(marked.trailing_zeros() as usize).is_some_and(|&v| v != 0);
+            marked &= marked - 1;
+        }
+        !wrong
+    };
+    if !bins.chunks(64).zip(empty).all(word_ok)
+        && let Some((i, &v)) = bins.iter().enumerate().find(|&(i, &v)| bad(i, v))
+    {
+        return Err(SketchError::malformed(
+            "oph",
+            format!("bin {i} holds {v}, not a valid {}-bit value", params.bits()),
+        ));
+    }
+    let all_empty = empty.iter().map(|w| w.count_ones() as usize).sum::<usize>() == t;
+    if all_empty != (cardinality == 0) {
+        return Err(SketchError::malformed("oph", "cardinality disagrees with the empty-bin bitmap"));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

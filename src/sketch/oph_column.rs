@@ -3,7 +3,7 @@
 
 use super::densify::densify_into;
 use super::error::SketchError;
-use super::oph::{OphSketch, densify_key, oph_value};
+use super::oph::{OphSketch, check_parts, densify_key, oph_value};
 use super::params::{SketchKind, SketchParams};
 
 /// The bins of n sketches, t per sketch, row-major, in the narrowest type holding the
@@ -89,18 +89,19 @@ impl OphColumn {
         Ok(())
     }
 
-    /// Appends every row of `other` (a column of the same parameters), in order.
-    pub(crate) fn append(&mut self, other: OphColumn) -> Result<(), SketchError> {
-        self.params.check_compatible(&other.params)?;
-        match (&mut self.bins, other.bins) {
-            (Bins::U8(a), Bins::U8(b)) => a.extend(b),
-            (Bins::U16(a), Bins::U16(b)) => a.extend(b),
-            (Bins::U32(a), Bins::U32(b)) => a.extend(b),
-            // Equal parameters have equal bits, so one bin type: not reached.
-            _ => return Err(SketchError::incompatible("bits", self.params.bits(), other.params.bits())),
+    /// Appends the row whose parts are `bins`, `empty` and `cardinality`, checked as
+    /// [`OphSketch::from_parts`] checks them (the same error for the same parts): a row read
+    /// from storage without an [`OphSketch`] in between.
+    pub(crate) fn push_parts(&mut self, bins: &[u32], empty: &[u64], cardinality: u64) -> Result<(), SketchError> {
+        check_parts(&self.params, bins, empty, cardinality)?;
+        // Checked: every value is below 2^bits, the type's width.
+        match &mut self.bins {
+            Bins::U8(v) => v.extend(bins.iter().map(|&b| b as u8)),
+            Bins::U16(v) => v.extend(bins.iter().map(|&b| b as u16)),
+            Bins::U32(v) => v.extend_from_slice(bins),
         }
-        self.empty.extend(other.empty);
-        self.cards.extend(other.cards);
+        self.empty.extend_from_slice(empty);
+        self.cards.push(cardinality);
         Ok(())
     }
 
@@ -119,11 +120,21 @@ impl OphColumn {
 
     /// `Sketch::similarity_value` of rows `i` and `j`, bit for bit (the same count and
     /// estimate, over the rows' slices).
-    pub(crate) fn similarity_value(&self, i: usize, j: usize) -> Result<f64, SketchError> {
-        self.check_row(i.max(j))?;
+    /// Row `j` is of `other`, a column of the same parameters (or this one).
+    pub(crate) fn similarity_value_with(&self, i: usize, other: &OphColumn, j: usize) -> Result<f64, SketchError> {
+        self.params.check_compatible(&other.params)?;
+        self.check_row(i)?;
+        other.check_row(j)?;
         let (t, bits) = (self.slots(), self.params.bits());
-        let (ei, ej) = (self.empty_of(i), self.empty_of(j));
-        with_bins!(&self.bins, v => oph_value(&v[i * t..(i + 1) * t], ei, &v[j * t..(j + 1) * t], ej, bits))
+        let (ei, ej) = (self.empty_of(i), other.empty_of(j));
+        let (a, b) = (i * t..(i + 1) * t, j * t..(j + 1) * t);
+        match (&self.bins, &other.bins) {
+            (Bins::U8(x), Bins::U8(y)) => oph_value(&x[a], ei, &y[b], ej, bits),
+            (Bins::U16(x), Bins::U16(y)) => oph_value(&x[a], ei, &y[b], ej, bits),
+            (Bins::U32(x), Bins::U32(y)) => oph_value(&x[a], ei, &y[b], ej, bits),
+            // Equal parameters have equal bits, so one bin type: not reached.
+            _ => Err(SketchError::incompatible("bits", self.params.bits(), other.params.bits())),
+        }
     }
 
     /// `OphSketch::densify` of row `i`, written into `out` (cleared first): `EmptySet` for a
@@ -201,15 +212,14 @@ mod tests {
             let holes = [0.0, 0.3, 0.9, 1.0, 0.5, 0.99, 1.0, 0.1];
             let sketches: Vec<OphSketch> = holes.iter().map(|&h| random(params, h, &mut state)).collect();
             let mut column = OphColumn::new(params).unwrap();
-            let (head, tail) = sketches.split_at(3);
-            for s in head {
+            for s in &sketches {
                 column.push(s).unwrap();
             }
+            // A second column holding the last five: rows compared across columns too.
             let mut rest = OphColumn::new(params).unwrap();
-            for s in tail {
+            for s in &sketches[3..] {
                 rest.push(s).unwrap();
             }
-            column.append(rest).unwrap();
             prop_assert_eq!(column.len(), sketches.len());
             let mut out = Vec::new();
             for (i, x) in sketches.iter().enumerate() {
@@ -223,10 +233,16 @@ mod tests {
                 }
                 for (j, y) in sketches.iter().enumerate() {
                     let want = Sketch::Oph(x.clone()).similarity_value(&Sketch::Oph(y.clone()));
-                    match (column.similarity_value(i, j), want) {
-                        (Ok(got), Ok(want)) => prop_assert_eq!(got.to_bits(), want.to_bits(), "rows {} {}", i, j),
-                        (Err(got), Err(want)) => prop_assert_eq!(got, want),
-                        (got, want) => prop_assert!(false, "rows {i} {j}: {got:?} against {want:?}"),
+                    let mut got = vec![column.similarity_value_with(i, &column, j)];
+                    if j >= 3 {
+                        got.push(column.similarity_value_with(i, &rest, j - 3));
+                    }
+                    for got in got {
+                        match (got, &want) {
+                            (Ok(got), Ok(want)) => prop_assert_eq!(got.to_bits(), want.to_bits(), "rows {} {}", i, j),
+                            (Err(got), Err(want)) => prop_assert_eq!(&got, want),
+                            (got, want) => prop_assert!(false, "rows {i} {j}: {got:?} against {want:?}"),
+                        }
                     }
                 }
             }
@@ -242,9 +258,11 @@ mod tests {
         let other = random(SketchParams::oph(64, 16, 9).unwrap(), 0.5, &mut state);
         assert!(column.push(&other).is_err());
         column.push(&random(params, 0.5, &mut state)).unwrap();
-        assert!(column.similarity_value(0, 1).is_err());
+        assert!(column.similarity_value_with(0, &column, 1).is_err());
         assert!(column.sketch(1).is_err());
         assert!(column.densify_into(1, &mut Vec::new()).is_err());
-        assert!(column.append(OphColumn::new(SketchParams::oph(64, 16, 9).unwrap()).unwrap()).is_err());
+        let mut wider = OphColumn::new(SketchParams::oph(64, 16, 9).unwrap()).unwrap();
+        wider.push(&other).unwrap();
+        assert!(column.similarity_value_with(0, &wider, 0).is_err());
     }
 }

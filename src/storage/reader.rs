@@ -26,7 +26,8 @@ use super::tables::{
 use crate::codec::meta::CollectionState;
 use crate::codec::page::PageView;
 use crate::codec::record::decode_row;
-use crate::codec::rows::decode_rows;
+use crate::codec::rows::{decode_oph_rows_into, decode_rows};
+use crate::sketch::oph_column::OphColumn;
 use crate::sketch::sketcher::Sketch;
 
 /// A read transaction: every read through it sees the same commit, whatever writers do.
@@ -331,6 +332,24 @@ pub(crate) fn decode_many(
     rows: &[usize],
 ) -> Result<Vec<Sketch>, StorageError> {
     decode_rows(view, rows, &info.def.params).map_err(|(n, source)| StorageError::CorruptRow {
+        collection: info.def.name.clone(),
+        page,
+        row: view.first_row() + rows[n] as u64,
+        source: Box::new(source),
+    })
+}
+
+/// [`decode_many`] of OPH rows appended to `column` (see `codec::rows::decode_oph_rows_into`;
+/// `scratch` is reused from call to call): the same rows and the same error.
+pub(crate) fn decode_many_into(
+    info: &CollectionInfo,
+    view: &PageView<'_>,
+    page: u64,
+    rows: &[usize],
+    column: &mut OphColumn,
+    scratch: &mut Vec<Vec<u32>>,
+) -> Result<(), StorageError> {
+    decode_oph_rows_into(view, rows, column, scratch).map_err(|(n, source)| StorageError::CorruptRow {
         collection: info.def.name.clone(),
         page,
         row: view.first_row() + rows[n] as u64,

@@ -334,6 +334,14 @@ impl BandKeyScheme {
         if rows.len() < need {
             return Err(IndexError::size("signature rows for bands * rows", need, rows.len()));
         }
+        if let (LshRows::U32(v), RowWidth::U32) = (rows, self.width)
+            && cfg!(target_endian = "little")
+        {
+            // A u32's bytes in memory are its little-endian bytes: each band's bytes are a
+            // slice of the rows, hashed in place (the bytes the loop below would build).
+            let bands = v[..need].as_bytes().chunks_exact(r * 4).enumerate();
+            return Ok(bands.map(|(band, bytes)| band_key_v3(band as u32, bytes, self.seed) & mask).collect());
+        }
         let mut keys = Vec::with_capacity(b);
         let mut bytes = Vec::with_capacity(r * w);
         for band in 0..b {
