@@ -305,6 +305,7 @@ class Collection:
         self,
         threshold: Optional[float] = None,
         *,
+        radius: Optional[int] = None,
         level: float = 0.95,
         exact: bool = False,
         threads: Optional[int] = None,

@@ -432,26 +432,35 @@ impl PyCollection {
     /// `"components"` (connected components: chains of verified pairs join) or
     /// `"representative"` (star clusters: every member is a verified pair with its cluster's
     /// `representative`, so no chaining through weak links; a record is in at most one
-    /// cluster). The join runs on all cores, or on `threads` threads (the clusters do not
-    /// depend on it); `stages` on the result says where its time went.
-    #[pyo3(signature = (threshold = None, *, level = 0.95, exact = false, threads = None, clustering = "components"))]
+    /// cluster). On a SimHash collection, `radius` asks for pairs within that Hamming
+    /// distance instead (exact: the collection's tables where they cover the radius, else
+    /// tables built in memory), as the CLI's `dedup --radius`. The join runs on all cores, or
+    /// on `threads` threads (the clusters do not depend on it); `stages` on the result says
+    /// where its time went.
+    #[pyo3(signature = (threshold = None, *, radius = None, level = 0.95, exact = false, threads = None, clustering = "components"))]
+    #[allow(clippy::too_many_arguments)]
     fn dedup(
         &self,
         py: Python<'_>,
         threshold: Option<f64>,
+        radius: Option<u32>,
         level: f64,
         exact: bool,
         threads: Option<usize>,
         clustering: &str,
     ) -> PyResult<PyDedupResult> {
         let coll = self.coll()?;
-        let t = threshold_or_default(&coll, threshold);
+        let kind = match (threshold, radius) {
+            (Some(_), Some(_)) => return Err(PyValueError::new_err("give threshold= or radius=, not both")),
+            (_, Some(r)) => QueryKind::Hamming(r),
+            (t, None) => QueryKind::Threshold(threshold_or_default(&coll, t)),
+        };
         let clustering = Clustering::from_name(clustering).ok_or_else(|| {
             let names: Vec<&str> = Clustering::ALL.iter().map(|c| c.name()).collect();
             PyValueError::new_err(format!("unknown clustering '{clustering}' (expected {})", names.join(" or ")))
         })?;
         let pool = ingest::pool_of(threads)?;
-        let join = || coll.dedup_clustered(QueryKind::Threshold(t), options(level, exact), clustering);
+        let join = || coll.dedup_clustered(kind, options(level, exact), clustering);
         let r = py
             .detach(|| match &pool {
                 None => join(),

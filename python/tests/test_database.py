@@ -122,6 +122,47 @@ def test_dedup_threads_give_the_same_clusters(tmp_path):
             c.dedup(threshold=0.7, threads=0)
 
 
+@pytest.mark.parametrize("tables", [None, 3, 2])
+def test_dedup_radius_pairs_equal_brute_force_over_the_stored_fingerprints(tmp_path, tables):
+    # With tables covering the radius (3), tables too narrow (2: built in memory instead) and
+    # none: the pairs within the radius, exactly.
+    texts = make_corpus(300, seed=11, near=0.6)
+    keys = [f"k{i}" for i in range(len(texts))]
+    with sketchdb.open(tmp_path / "h.sketchdb") as db:
+        c = db.create_collection("h", kind="simhash", bits=64, simhash_radius=tables)
+        c.insert_many(keys, texts)
+        fp = {k: c.get(k).value for k in keys}
+        for radius in (0, 3, 6):
+            want = {
+                (a, b) for i, a in enumerate(keys) for b in keys[i + 1 :] if bin(fp[a] ^ fp[b]).count("1") <= radius
+            }
+            # Connected components of the brute-force pairs.
+            parent = {k: k for k in keys}
+
+            def find(k):
+                while parent[k] != k:
+                    k = parent[k]
+                return k
+
+            for a, b in sorted(want):
+                parent[find(a)] = find(b)
+            groups = {}
+            for k in keys:
+                groups.setdefault(find(k), []).append(k)
+            clusters = sorted(sorted(g) for g in groups.values() if len(g) > 1)
+            result = c.dedup(radius=radius)
+            assert result.pairs == len(want), (tables, radius)
+            assert sorted(sorted(cl.keys) for cl in result) == clusters, (tables, radius)
+            if radius == 3:
+                assert len(want) >= 10 and len(clusters) >= 8, (len(want), len(clusters))
+        with pytest.raises(ValueError, match="not both"):
+            c.dedup(threshold=0.9, radius=3)
+        m = db.create_collection("m")
+        m.insert_many(keys[:5], texts[:5])
+        with pytest.raises(ValueError, match="(?i)hamming|radius|simhash"):
+            m.dedup(radius=3)
+
+
 def test_threads_query_while_one_inserts(tmp_path):
     corpus = make_corpus(600, seed=11)
     with sketchdb.open(tmp_path / "t.sketchdb") as db:
