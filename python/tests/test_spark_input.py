@@ -109,3 +109,28 @@ def test_cli_entry_reports_bad_input_in_one_line(tmp_path):
     assert r.returncode == 2, r.stderr
     last = r.stderr.strip().splitlines()[-1]
     assert last.startswith("sketchdb.spark: input") and "no text column 'text'" in last
+
+
+def test_cli_family_reaches_the_signatures(tmp_path):
+    # `--family` of the CLI entry: the run's signatures are those of that family (equal to the
+    # Arrow kernel's with it, not to the default family's), and spec.json records it.
+    texts = make_corpus(40, seed=3)
+    ids = [f"d{i}" for i in range(len(texts))]
+    p = parquet(tmp_path / "f.parquet", id=ids, text=texts)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "sketchdb.spark", "dedup", p, str(out), "--threshold", "0.7"]
+    r = subprocess.run(cmd + ["--family", "mix-multiply-shift"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert json.loads((out / "spec.json").read_text())["family"] == "mix-multiply-shift"
+    got = {row["id"]: row["signature"] for row in pq.read_table(str(out / "signatures")).to_pylist()}
+    import sketchdb.arrow as sa
+
+    want = sa.sketch(pa.array(texts), family="mix-multiply-shift").to_pylist()
+    default = sa.sketch(pa.array(texts)).to_pylist()
+    assert got == dict(zip(ids, want))
+    assert want != default
+    r = subprocess.run(cmd + ["--family", "no-such-family", "--overwrite"], capture_output=True, text=True)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("sketchdb.spark: sketch settings: ") and "no-such-family" in last, last
+

@@ -44,6 +44,10 @@ def main(argv=None) -> int:
     d.add_argument("--k", type=int, default=128)
     d.add_argument("--bits", type=int)
     d.add_argument("--seed", type=lambda s: int(s, 0))
+    d.add_argument(
+        "--family",
+        help="the hash family of minhash and bbit signatures (as `sketchdb create --family`; default: the kind's own)",
+    )
     d.add_argument("--shingle", type=int)
     d.add_argument("--ngram", type=int)
     d.add_argument("--recipe")
@@ -101,9 +105,15 @@ def _run(args) -> int:
 
     spec = SketchSpec(
         kind=args.kind, k=args.k, bits=args.bits, seed=args.seed if args.seed is not None else sketchdb.DEFAULT_SEED,
-        shingle=args.shingle, ngram=args.ngram, recipe=args.recipe, threshold=args.threshold,
+        shingle=args.shingle, ngram=args.ngram, recipe=args.recipe, family=args.family, threshold=args.threshold,
         bands=args.bands, rows=args.rows, level=args.level,
     )
+    # Bad sketch settings (a kind, family or recipe sketchdb does not know, an impossible
+    # banding) are told in one line before Spark starts.
+    try:
+        spec = spec.with_banding()
+    except ValueError as e:
+        raise SparkDedupError(f"sketch settings: {e}") from None
     options = DedupOptions(
         text_column=args.text_column, id_column=id_column, derive_id=args.derive_id,
         input_format=args.input_format, bucket_cap=args.bucket_cap, oversize=args.oversize, edges=args.edges,
