@@ -37,7 +37,7 @@ pub(crate) fn decode_rows(
     params: &SketchParams,
 ) -> Result<Vec<Sketch>, (usize, CodecError)> {
     let layout = ColumnLayout::for_params(params);
-    if &layout != page.layout() || rows.iter().any(|&i| page.check_row(i).is_err()) {
+    if !column_wise(page, rows, &layout) {
         return rows.iter().enumerate().map(|(n, &i)| decode_row(page, i, params).map_err(|e| (n, e))).collect();
     }
     let k = usize::from(layout.value_cols);
@@ -76,6 +76,12 @@ pub(crate) fn decode_rows(
     Ok(out)
 }
 
+/// Whether `rows` of `page` can be read down its columns as `layout`'s: the page has that
+/// layout and holds every row (else each row is decoded on its own, for `decode_row`'s error).
+fn column_wise(page: &PageView<'_>, rows: &[usize], layout: &ColumnLayout) -> bool {
+    layout == page.layout() && rows.iter().all(|&i| page.check_row(i).is_ok())
+}
+
 /// The OPH rows `rows` of `page` appended to `column` (a column of the page's parameters), in
 /// the order given, each the sketch `decode_row(page, rows[n], column.params())` gives, with
 /// no [`OphSketch`] built per row: the bins are gathered into `scratch` (one vector per row,
@@ -91,7 +97,7 @@ pub(crate) fn decode_oph_rows_into(
     let params = *column.params();
     let layout = ColumnLayout::for_params(&params);
     let sketch_err = |n: usize| move |source| (n, CodecError::Sketch { what: WHAT, source });
-    if &layout != page.layout() || rows.iter().any(|&i| page.check_row(i).is_err()) {
+    if !column_wise(page, rows, &layout) {
         for (n, &i) in rows.iter().enumerate() {
             match decode_row(page, i, &params).map_err(|e| (n, e))? {
                 Sketch::Oph(s) => column.push(&s).map_err(sketch_err(n))?,

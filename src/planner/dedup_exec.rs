@@ -117,7 +117,7 @@ fn index_error(info: &CollectionInfo, source: IndexError) -> QueryError {
 
 thread_local! {
     /// The densified bins of the OPH row being keyed on this thread (one buffer, reused).
-    static DENSIFIED: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
+    static DENSIFIED: RefCell<LshRows> = const { RefCell::new(LshRows::U32(Vec::new())) };
 }
 
 /// Calls `on_pair` for every pair of the records `rows` sharing a band of the banding
@@ -139,14 +139,11 @@ fn join_banded(
         Sketches::Each(sketches) => BandedKeys::new(&scheme, sketches, |s| s),
         // The densified bins of each column row, keyed as the sketch's own rows would be.
         Sketches::Oph(column) => BandedKeys::from_fn(&scheme, column.len(), |i| {
-            DENSIFIED.with_borrow_mut(|densified| {
-                column.densify_into(i, densified)?;
-                let rows = LshRows::U32(std::mem::take(densified));
-                let keys = scheme.keys(&rows);
-                if let LshRows::U32(v) = rows {
-                    *densified = v;
+            DENSIFIED.with_borrow_mut(|rows| {
+                if let LshRows::U32(densified) = rows {
+                    column.densify_into(i, densified)?;
                 }
-                keys
+                scheme.keys(rows)
             })
         }),
     }

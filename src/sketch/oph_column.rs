@@ -78,23 +78,14 @@ impl OphColumn {
     /// Appends `s` as the next row; a sketch of other parameters is refused.
     pub(crate) fn push(&mut self, s: &OphSketch) -> Result<(), SketchError> {
         self.params.check_compatible(s.params())?;
-        // The values fit: they are below 2^bits, the type's width.
-        match &mut self.bins {
-            Bins::U8(v) => v.extend(s.bins().iter().map(|&b| b as u8)),
-            Bins::U16(v) => v.extend(s.bins().iter().map(|&b| b as u16)),
-            Bins::U32(v) => v.extend_from_slice(s.bins()),
-        }
-        self.empty.extend_from_slice(s.empty_bitmap());
-        self.cards.push(s.cardinality());
+        // A sketch of these parameters holds valid parts.
+        self.append_row(s.bins(), s.empty_bitmap(), s.cardinality());
         Ok(())
     }
 
-    /// Appends the row whose parts are `bins`, `empty` and `cardinality`, checked as
-    /// [`OphSketch::from_parts`] checks them (the same error for the same parts): a row read
-    /// from storage without an [`OphSketch`] in between.
-    pub(crate) fn push_parts(&mut self, bins: &[u32], empty: &[u64], cardinality: u64) -> Result<(), SketchError> {
-        check_parts(&self.params, bins, empty, cardinality)?;
-        // Checked: every value is below 2^bits, the type's width.
+    /// Appends a row whose parts are those of a valid OPH sketch of the column's parameters.
+    fn append_row(&mut self, bins: &[u32], empty: &[u64], cardinality: u64) {
+        // The values fit: they are below 2^bits, the type's width.
         match &mut self.bins {
             Bins::U8(v) => v.extend(bins.iter().map(|&b| b as u8)),
             Bins::U16(v) => v.extend(bins.iter().map(|&b| b as u16)),
@@ -102,6 +93,14 @@ impl OphColumn {
         }
         self.empty.extend_from_slice(empty);
         self.cards.push(cardinality);
+    }
+
+    /// Appends the row whose parts are `bins`, `empty` and `cardinality`, checked as
+    /// [`OphSketch::from_parts`] checks them (the same error for the same parts): a row read
+    /// from storage without an [`OphSketch`] in between.
+    pub(crate) fn push_parts(&mut self, bins: &[u32], empty: &[u64], cardinality: u64) -> Result<(), SketchError> {
+        check_parts(&self.params, bins, empty, cardinality)?;
+        self.append_row(bins, empty, cardinality);
         Ok(())
     }
 

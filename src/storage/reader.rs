@@ -23,6 +23,7 @@ use super::tables::{
     COLLECTION_STATE, CONTENT_HASHES, INDEX_DEFS, KEYS, LSH_BUCKETS, LSH_DEAD, LSH_GROUPS_V1, LSH_ROWS, PAGES,
     ROW_DEAD, ROW_DEAD64, SIMHASH_BUCKETS,
 };
+use crate::codec::error::CodecError;
 use crate::codec::meta::CollectionState;
 use crate::codec::page::PageView;
 use crate::codec::record::decode_row;
@@ -331,12 +332,22 @@ pub(crate) fn decode_many(
     page: u64,
     rows: &[usize],
 ) -> Result<Vec<Sketch>, StorageError> {
-    decode_rows(view, rows, &info.def.params).map_err(|(n, source)| StorageError::CorruptRow {
+    decode_rows(view, rows, &info.def.params).map_err(corrupt_row_of(info, view, page, rows))
+}
+
+/// The error of `rows[n]` of page `page` failing to decode with `source`.
+fn corrupt_row_of<'a>(
+    info: &'a CollectionInfo,
+    view: &'a PageView<'_>,
+    page: u64,
+    rows: &'a [usize],
+) -> impl Fn((usize, CodecError)) -> StorageError + 'a {
+    move |(n, source)| StorageError::CorruptRow {
         collection: info.def.name.clone(),
         page,
         row: view.first_row() + rows[n] as u64,
         source: Box::new(source),
-    })
+    }
 }
 
 /// [`decode_many`] of OPH rows appended to `column` (see `codec::rows::decode_oph_rows_into`;
@@ -349,12 +360,7 @@ pub(crate) fn decode_many_into(
     column: &mut OphColumn,
     scratch: &mut Vec<Vec<u32>>,
 ) -> Result<(), StorageError> {
-    decode_oph_rows_into(view, rows, column, scratch).map_err(|(n, source)| StorageError::CorruptRow {
-        collection: info.def.name.clone(),
-        page,
-        row: view.first_row() + rows[n] as u64,
-        source: Box::new(source),
-    })
+    decode_oph_rows_into(view, rows, column, scratch).map_err(corrupt_row_of(info, view, page, rows))
 }
 
 /// The index tables of a snapshot (`None`: the file never had the table).
