@@ -246,9 +246,6 @@ pub(crate) fn config(
     if f == params.family() {
         return Ok((params, tokenizer));
     }
-    if f == HashFamily::Charikar && params.kind() == SketchKind::SimHash && params.bits() == 64 {
-        return Ok((SketchParams::simhash_charikar().py_err()?, tokenizer));
-    }
     Ok((params.with_family(f).map_err(|e| PyValueError::new_err(format!("family={name:?}: {e}")))?, tokenizer))
 }
 

@@ -351,7 +351,8 @@ sketch_class!(PyOph, "OPH", "One Permutation Hashing sketch of a token set.", {
 
 sketch_class!(PySimHash, "SimHash", "SimHash fingerprint of a weighted token multiset.", {
     #[new]
-    #[pyo3(signature = (bits = 64, seed = DEFAULT_SEED, *, shingle = None, ngram = None, token_seed = 0, recipe = None))]
+    #[pyo3(signature = (bits = 64, seed = DEFAULT_SEED, *, shingle = None, ngram = None, token_seed = 0, recipe = None, family = None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         bits: u8,
         seed: u64,
@@ -359,9 +360,10 @@ sketch_class!(PySimHash, "SimHash", "SimHash fingerprint of a weighted token mul
         ngram: Option<u32>,
         token_seed: u64,
         recipe: Option<&str>,
+        family: Option<&str>,
     ) -> PyResult<Self> {
         let (params, tokenizer) =
-            convert::config(SketchKind::SimHash, 0, Some(bits), seed, recipe, shingle, ngram, token_seed, None)?;
+            convert::config(SketchKind::SimHash, 0, Some(bits), seed, recipe, shingle, ngram, token_seed, family)?;
         Ok(Self::wrap(Core::open(params, tokenizer)?))
     }
 

@@ -104,3 +104,30 @@ def test_bad_family_arguments_raise_value_errors(tmp_path):
         assert "o" not in db
     with pytest.raises(ValueError, match="unknown hash family"):
         sa.sketch(pa.array(["a b c d e f"]), family="nope")
+
+
+def test_charikar_simhash_pickles_and_its_spec_reproduces_it(tmp_path):
+    texts = make_corpus(20, seed=5)
+    keys = [f"d{i}" for i in range(len(texts))]
+    with sketchdb.open(tmp_path / "c.sketchdb") as db:
+        c = db.create_collection("fp", kind="simhash", family="charikar")
+        c.insert_many(keys, texts, strict=True)
+        spec = c.spec()
+        assert spec["family"] == "charikar" and c.stats()["family"] == "charikar"
+        stored = [c.get(k) for k in keys]
+        assert sa.sketch(pa.array(texts), **spec).to_pylist() == [s.to_bytes() for s in stored]
+        # A stored Charikar fingerprint survives pickling with its family (it has no seed).
+        for s in stored:
+            back = pickle.loads(pickle.dumps(s))
+            assert back == s and back.family == "charikar" and back.to_bytes() == s.to_bytes()
+        # Another family of SimHash gives other fingerprints of the same texts.
+        mixed = sa.sketch(pa.array(texts), **{**spec, "family": MIX64}).to_pylist()
+        assert mixed != [s.to_bytes() for s in stored]
+
+
+def test_simhash_takes_the_charikar_family_by_name():
+    assert sketchdb.SimHash(family="charikar").family == "charikar"
+    assert sketchdb.SimHash(family="charikar").seed == 0
+    assert sketchdb.SimHash().family == MIX64
+    with pytest.raises(ValueError, match="charikar"):
+        sketchdb.SimHash(bits=128, family="charikar")

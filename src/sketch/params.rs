@@ -275,11 +275,12 @@ impl SketchParams {
         Self::of_family(SketchKind::MinHash, family, seed, k, 32)
     }
 
-    /// These parameters computed by sketchdb's other own family: `MixMultiplyShift` and
-    /// `MixMultiplyShift32` give the same kind, size, width and seed with other values (the
-    /// 32-bit lane family takes MinHash with 32-bit values and b-bit MinHash only). Other
-    /// families come with their own constructors ([`SketchParams::compat`],
-    /// [`SketchParams::simhash_charikar`]).
+    /// These parameters computed by another of sketchdb's own families: `MixMultiplyShift`,
+    /// `MixMultiplyShift32` and `Charikar` give the same kind, size and width with other
+    /// values. The 32-bit lane family takes MinHash with 32-bit values and b-bit MinHash only;
+    /// `Charikar` takes 64-bit SimHash only and has no seed, so its parameters record seed 0
+    /// ([`SketchParams::simhash_charikar`]) and keep it when changed back. The compatibility
+    /// families come with [`SketchParams::compat`].
     ///
     /// ```
     /// use sketchdb::{HashFamily, SketchParams};
@@ -288,18 +289,22 @@ impl SketchParams {
     /// assert_eq!(p.family(), HashFamily::MixMultiplyShift32);
     /// assert!(SketchParams::minhash(128, 64, 7)?.with_family(HashFamily::MixMultiplyShift32).is_err());
     /// assert!(SketchParams::oph(128, 8, 7)?.with_family(HashFamily::MixMultiplyShift32).is_err());
+    /// let c = SketchParams::simhash(64, 7)?.with_family(HashFamily::Charikar)?;
+    /// assert_eq!(c, SketchParams::simhash_charikar()?);
+    /// assert!(SketchParams::simhash(128, 7)?.with_family(HashFamily::Charikar).is_err());
     /// # Ok::<(), sketchdb::Error>(())
     /// ```
     pub fn with_family(self, family: HashFamily) -> Result<Self, SketchError> {
-        let own = [HashFamily::MixMultiplyShift, HashFamily::MixMultiplyShift32];
+        let own = [HashFamily::MixMultiplyShift, HashFamily::MixMultiplyShift32, HashFamily::Charikar];
         if !own.contains(&self.family) || !own.contains(&family) {
             return Err(SketchError::invalid(
                 "family",
                 family,
-                "mix-multiply-shift or mix-multiply-shift-32 in place of either",
+                "mix-multiply-shift, mix-multiply-shift-32 or charikar in place of another of them",
             ));
         }
-        let p = SketchParams { family, ..self };
+        let seed = if family == HashFamily::Charikar { 0 } else { self.seed };
+        let p = SketchParams { family, seed, ..self };
         p.validate()?;
         Ok(p)
     }

@@ -4,7 +4,7 @@
 use clap::Args;
 use serde_json::json;
 use sketchdb::recipes::{DEFAULT_SLOTS, default_params};
-use sketchdb::{CollectionConfig, HashFamily, IndexConfig, IndexSummary, Recipe, SketchKind, SketchParams, Tokenizer};
+use sketchdb::{CollectionConfig, HashFamily, IndexConfig, IndexSummary, Recipe, SketchKind, Tokenizer};
 
 use crate::error::CliError;
 use crate::output::{outln, summary, table};
@@ -102,10 +102,10 @@ impl CreateArgs {
         let mut params = default_params(kind, self.k.unwrap_or(DEFAULT_SLOTS), self.bits, self.seed)?;
         match self.family.as_deref().map(|f| (f, HashFamily::from_name(f))) {
             None => {}
-            Some((_, Some(HashFamily::Charikar))) if kind == SketchKind::SimHash && self.bits.unwrap_or(64) == 64 => {
-                params = SketchParams::simhash_charikar()?;
-            }
-            Some((f, Some(family @ (HashFamily::MixMultiplyShift | HashFamily::MixMultiplyShift32)))) => {
+            Some((
+                f,
+                Some(family @ (HashFamily::MixMultiplyShift | HashFamily::MixMultiplyShift32 | HashFamily::Charikar)),
+            )) => {
                 params = params.with_family(family).map_err(|e| CliError::Usage(format!("--family {f}: {e}")))?;
             }
             Some((f, _)) => {
