@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::builder::{ListBuilder, UInt64Builder};
-use arrow_array::{ArrayRef, RecordBatch, StringArray, StructArray, UInt32Array};
+use arrow_array::types::{Int8Type, Int16Type, Int32Type};
+use arrow_array::{Array, ArrayRef, DictionaryArray, RecordBatch, StringArray, StructArray, UInt32Array};
 use arrow_schema::{DataType, Field};
 use common::Rng;
 use parquet::arrow::ArrowWriter;
@@ -197,6 +198,54 @@ fn the_same_documents_read_identically_from_every_format() {
     assert_eq!(items[12].as_ref().unwrap().raw, Raw::ParquetRow(12));
     let items = read_items(&inputs[0], &keep);
     assert_eq!(items[1].as_ref().unwrap().raw, Raw::JsonLine(lines.lines().nth(1).unwrap().into()));
+}
+
+/// Docs as Parquet whose columns are dictionary-encoded (as pandas categoricals and Arrow
+/// dictionary arrays are written, with their Arrow schema): `id` with 8-bit keys, `text` with
+/// 32-bit keys, and `meta.body` inside a struct; row `null_at` has a null text.
+fn dictionary_parquet(path: &Path, docs: &[Doc], null_at: usize) {
+    let texts: Vec<Option<&str>> =
+        docs.iter().enumerate().map(|(i, d)| (i != null_at).then_some(d.text.as_str())).collect();
+    let body: ArrayRef = Arc::new(texts.iter().copied().collect::<DictionaryArray<Int16Type>>());
+    let meta = StructArray::from(vec![(Arc::new(Field::new("body", body.data_type().clone(), true)), body)]);
+    let ids: DictionaryArray<Int8Type> = docs.iter().map(|d| Some(d.id.as_str())).collect();
+    let batch = RecordBatch::try_from_iter(vec![
+        ("id", Arc::new(ids) as ArrayRef),
+        ("text", Arc::new(texts.into_iter().collect::<DictionaryArray<Int32Type>>()) as ArrayRef),
+        ("meta", Arc::new(meta) as ArrayRef),
+    ])
+    .unwrap();
+    let props = WriterProperties::builder().set_max_row_group_row_count(Some(7)).build();
+    let mut w = ArrowWriter::try_new(std::fs::File::create(path).unwrap(), batch.schema(), Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+}
+
+#[test]
+fn dictionary_encoded_parquet_columns_read_as_their_values() {
+    let docs = docs(40);
+    let dir = tempfile::tempdir().unwrap();
+    let pq = dir.path().join("dict.parquet");
+    dictionary_parquet(&pq, &docs, 9);
+    let plain = dir.path().join("plain.parquet");
+    parquet(&plain, &docs, docs.iter().enumerate().map(|(i, d)| (i != 9).then_some(d.text.as_str())).collect());
+    let want: Vec<(String, String)> =
+        docs.iter().enumerate().filter(|&(i, _)| i != 9).map(|(_, d)| (d.id.clone(), d.text.clone())).collect();
+    let mut nested = ReadOptions::default();
+    nested.text_field = "meta.body".into();
+    let mut small_batches = ReadOptions::default();
+    small_batches.parquet_batch_rows = 5;
+    for opts in [ReadOptions::default(), nested, small_batches] {
+        for input in [&pq, &plain] {
+            let items = read_items(input, &opts);
+            let ok: Vec<_> = items.iter().filter(|r| r.is_ok()).cloned().collect();
+            assert_eq!(pairs(&ok), want, "{} {}", input.display(), opts.text_field);
+            let bad: Vec<_> = items.iter().filter_map(|r| r.as_ref().err()).collect();
+            assert_eq!(bad.len(), 1, "{}", input.display());
+            assert_eq!(bad[0].origin.to_string(), format!("{}:9", input.display()));
+            assert_eq!(bad[0].reason, RejectReason::MissingField(opts.text_field.clone()));
+        }
+    }
 }
 
 #[test]

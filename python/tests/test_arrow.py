@@ -139,3 +139,23 @@ def test_nulls_and_bad_rows():
     bad = pa.array([b"\x07" * w], type=pa.binary(w))
     with pytest.raises(ValueError, match="row 0"):
         sa.estimate(bad, bad, kind="oph", k=64, bits=8)
+
+
+def test_dictionary_encoded_arrays_read_as_their_values(tmp_path, corpus):
+    # pandas categoricals and dictionary-encoded Parquet columns arrive as DictionaryArrays,
+    # with repeated values and nulls; they read exactly as the plain arrays they encode.
+    texts = corpus[:60] + corpus[:20] + [None]
+    keys = [f"d{i}" for i in range(len(texts))]
+    plain, encoded = pa.array(texts), pa.array(texts).dictionary_encode()
+    assert pa.types.is_dictionary(encoded.type)
+    want = sa.sketch(plain, on_error="null")
+    assert sa.sketch(encoded, on_error="null").equals(want)
+    chunked = pa.chunked_array([encoded.slice(0, 30), encoded.slice(30)])
+    assert sa.sketch(chunked, on_error="null").equals(want)
+    with sketchdb.open(tmp_path / "d.sketchdb") as db:
+        a, b = db.create_collection("a"), db.create_collection("b")
+        ra = a.insert_many(pa.array(keys), plain)
+        rb = b.insert_many(pa.array(keys).dictionary_encode(), chunked)
+        assert ra.written == rb.written == len(texts) - 1
+        assert [(r.index, r.key) for r in ra.rejects] == [(r.index, r.key) for r in rb.rejects] == [(80, "d80")]
+        assert [b.get(k) for k in keys[:-1]] == [a.get(k) for k in keys[:-1]]

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type, UInt32Type, UInt64Type};
-use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_array::{Array, ArrayRef, RecordBatch, downcast_dictionary_array};
 use arrow_schema::{DataType, Schema};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
@@ -83,13 +83,22 @@ fn resolve(schema: &Schema, dotted: &str) -> Option<(Column, DataType)> {
     Some((Column { name: dotted.into(), path }, ty))
 }
 
+/// The type of a column's values: a dictionary-encoded column (pandas categoricals, Arrow
+/// dictionary arrays written with their schema) reads as its values' type.
+fn values_type(t: &DataType) -> &DataType {
+    match t {
+        DataType::Dictionary(_, v) => v,
+        t => t,
+    }
+}
+
 fn is_string(t: &DataType) -> bool {
     use DataType::*;
-    matches!(t, Utf8 | LargeUtf8 | Utf8View | Binary | LargeBinary | BinaryView)
+    matches!(values_type(t), Utf8 | LargeUtf8 | Utf8View | Binary | LargeBinary | BinaryView)
 }
 
 fn is_int(t: &DataType) -> bool {
-    matches!(t, DataType::Int32 | DataType::Int64 | DataType::UInt32 | DataType::UInt64)
+    matches!(values_type(t), DataType::Int32 | DataType::Int64 | DataType::UInt32 | DataType::UInt64)
 }
 
 /// Whether a column of type `t` can hold content of kind `select`, and what it should be.
@@ -245,6 +254,17 @@ enum Cell<'a> {
 fn cell(a: &dyn Array, i: usize) -> Cell<'_> {
     if a.is_null(i) {
         return Cell::Null;
+    }
+    if let DataType::Dictionary(..) = a.data_type() {
+        // The value its key names (a key past the values, which the reader's checks should
+        // exclude, reads as `Null` rather than panicking).
+        return downcast_dictionary_array!(
+            a => match a.key(i) {
+                Some(key) if key < a.values().len() => cell(a.values().as_ref(), key),
+                _ => Cell::Null,
+            },
+            _ => Cell::Null
+        );
     }
     if let Some(s) = a.as_string_opt::<i32>() {
         Cell::Str(s.value(i))

@@ -25,8 +25,18 @@ pub(crate) fn arrow_err(what: &str) -> impl Fn(arrow_schema::ArrowError) -> PyEr
 }
 
 /// Imports one array from an object with `__arrow_c_array__` (no copy: the buffers stay the
-/// producer's, released when the last reference here drops).
+/// producer's, released when the last reference here drops; a pyarrow dictionary array is
+/// decoded into a new array first).
 pub(crate) fn import_array(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<ArrayRef> {
+    // A pyarrow dictionary array (a pandas categorical, a dictionary-encoded Parquet column)
+    // is read as its values, decoded by pyarrow.
+    let decoded;
+    let obj = if obj.hasattr("dictionary_decode")? {
+        decoded = obj.call_method0("dictionary_decode")?;
+        &decoded
+    } else {
+        obj
+    };
     if !obj.hasattr("__arrow_c_array__")? {
         return Err(PyTypeError::new_err(format!(
             "{what}: expected an Arrow array (an object with __arrow_c_array__, e.g. pyarrow.Array), not {}",
