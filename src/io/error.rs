@@ -130,7 +130,10 @@ pub enum ReadError {
         source: std::io::Error,
     },
     /// Neither the extension nor the first bytes say which format the input is in.
-    #[error("{path}: unknown input format (expected JSONL, CSV/TSV, Parquet, u64 or a folder)")]
+    #[error(
+        "{path}: unknown input format: neither its name nor its first bytes tell (expected JSONL, CSV/TSV, Parquet, \
+         u64 or a folder); name it (the CLI's --input-format, ReadOptions::format)"
+    )]
     UnknownFormat {
         /// The input.
         path: PathBuf,

@@ -139,6 +139,8 @@ fn id_string(field: &str, v: Value) -> Result<String, RejectReason> {
     match v {
         Value::String(s) => Ok(s),
         Value::Number(n) if n.is_u64() || n.is_i64() => Ok(n.to_string()),
+        // Integers are ids too, so a number here is one that is not an integer.
+        Value::Number(_) => Err(RejectReason::NotAString { field: field.to_owned(), found: "non-integer number" }),
         other => Err(RejectReason::NotAString { field: field.to_owned(), found: kind(&other) }),
     }
 }

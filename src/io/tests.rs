@@ -232,6 +232,18 @@ fn raw_u64_files_stream_rows_keyed_by_index() {
 fn unknown_formats_are_refused() {
     let err = read::from_reader("-", Cursor::new(b"hello".to_vec()), &ReadOptions::default()).err().unwrap();
     assert!(matches!(err, ReadError::UnknownFormat { .. }));
+    // The message says how to name the format.
+    assert!(err.to_string().contains("--input-format"), "{err}");
+}
+
+#[test]
+fn ids_are_strings_or_integers() {
+    let data = b"{\"id\":7,\"text\":\"a\"}\n{\"id\":2.5,\"text\":\"b\"}\n{\"id\":true,\"text\":\"c\"}\n{\"id\":-3,\"text\":\"d\"}\n";
+    let items = read_all("i.jsonl", data, &ReadOptions::default());
+    assert_eq!(texts(&items), [("7".into(), "a".into()), ("-3".into(), "d".into())]);
+    let got = rejects(&items);
+    let not = |found| RejectReason::NotAString { field: "id".into(), found };
+    assert_eq!(got, [("i.jsonl:2".into(), not("non-integer number")), ("i.jsonl:3".into(), not("boolean"))]);
 }
 
 #[test]
