@@ -29,7 +29,7 @@ def parquet(path, **cols):
 
 def test_missing_columns_named(spark, tmp_path):
     p = parquet(tmp_path / "x.parquet", id=["a", "b"], body=["x y", "y z"])
-    with pytest.raises(SparkDedupError, match=r"no text column 'text' \(its columns: body, id\)"):
+    with pytest.raises(SparkDedupError, match=r"no text column 'text' \(its columns: body, id;"):
         dedup(spark, p, str(tmp_path / "o1"))
     with pytest.raises(SparkDedupError, match=r"no id column 'key'"):
         dedup(spark, p, str(tmp_path / "o2"), options=DedupOptions(text_column="body", id_column="key"))
@@ -78,6 +78,26 @@ def test_jsonl_gz_equals_parquet_and_malformed_lines_reported(spark, tmp_path):
     assert rows("a") == rows("b")
     kept = pq.read_table(str(tmp_path / "a" / "kept"))
     assert "extra" in kept.schema.names and kept.num_rows == a["kept"]
+
+
+def test_nested_text_and_dictionary_ids_read_like_flat_columns(spark, tmp_path):
+    # A struct's field (``meta.body``) as the text and a dictionary-encoded (categorical) id
+    # column give the same clusters as plain top-level columns.
+    texts = make_corpus(50, seed=6, near=0.6)
+    ids = [f"n{i:02d}" for i in range(50)]
+    flat = parquet(tmp_path / "flat.parquet", id=ids, text=texts)
+    meta = pa.array([{"body": t, "lang": "en"} for t in texts])
+    nested = parquet(tmp_path / "nested.parquet", id=pa.array(ids).dictionary_encode(), meta=meta)
+    spec = SketchSpec(threshold=0.5)
+    a = dedup(spark, flat, str(tmp_path / "a"), spec)
+    b = dedup(spark, nested, str(tmp_path / "b"), spec, DedupOptions(text_column="meta.body"))
+    assert a["verified_pairs"] == b["verified_pairs"] > 0
+    rows = lambda d: sorted(map(tuple, (r.values() for r in pq.read_table(str(tmp_path / d / "clusters")).to_pylist())))
+    assert rows("a") == rows("b")
+    with pytest.raises(SparkDedupError, match=r"no text column 'meta.nothing'"):
+        dedup(spark, nested, str(tmp_path / "c"), spec, DedupOptions(text_column="meta.nothing"))
+    with pytest.raises(SparkDedupError, match=r"column 'meta' is struct<.*>, not a string"):
+        dedup(spark, nested, str(tmp_path / "d"), spec, DedupOptions(text_column="meta"))
 
 
 def test_derived_ids_are_deterministic(spark, tmp_path):

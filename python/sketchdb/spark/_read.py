@@ -36,6 +36,26 @@ def detect_format(paths: Sequence[str]) -> str:
     return kinds.pop()
 
 
+def resolve_column(schema: T.StructType, name: str):
+    """The column ``name`` names in ``schema`` and its type, or ``None``: a top-level column of
+    that exact name first (names with dots included), else a dotted path through struct
+    fields (``meta.body``), as the CLI's ``--text-field`` reads Parquet."""
+    top = {f.name: f for f in schema.fields}
+    quoted = lambda n: F.col("`" + n.replace("`", "``") + "`")  # noqa: E731
+    if name in top:
+        return quoted(name), top[name].dataType
+    first, *rest = name.split(".")
+    if first not in top or not rest:
+        return None
+    col, ty = quoted(first), top[first].dataType
+    for seg in rest:
+        sub = {f.name: f for f in ty.fields} if isinstance(ty, T.StructType) else {}
+        if seg not in sub:
+            return None
+        col, ty = col.getField(seg), sub[seg].dataType
+    return col, ty
+
+
 def read_documents(
     spark: SparkSession,
     paths: Union[str, Sequence[str]],
@@ -68,30 +88,31 @@ def read_documents(
         raise SparkDedupError(f"input format {fmt!r}: use parquet or json")
     info: dict = {"format": fmt, "identical_rows": 0}
     fields = {f.name: f for f in df.schema.fields}
-    if text_column not in fields:
+    text = resolve_column(df.schema, text_column)
+    if text is None:
         raise SparkDedupError(
-            f"input {', '.join(paths)} has no text column {text_column!r} (its columns: {', '.join(sorted(fields))}); "
-            "pass --text-column"
+            f"input {', '.join(paths)} has no text column {text_column!r} (its columns: {', '.join(sorted(fields))}; "
+            "a struct's field as struct.field); pass --text-column"
         )
-    if not isinstance(fields[text_column].dataType, T.StringType):
+    if not isinstance(text[1], T.StringType):
         raise SparkDedupError(
-            f"input {', '.join(paths)}: column {text_column!r} is {fields[text_column].dataType.simpleString()}, "
-            "not a string"
+            f"input {', '.join(paths)}: column {text_column!r} is {text[1].simpleString()}, not a string"
         )
     if "__corrupt" in fields:
         info["corrupt_lines"] = "__corrupt"
     if id_column:
-        if id_column not in fields:
+        ident = resolve_column(df.schema, id_column)
+        if ident is None:
             raise SparkDedupError(
                 f"input {', '.join(paths)} has no id column {id_column!r} (its columns: {', '.join(sorted(fields))}); "
                 f"pass --id-column, or --derive-id {'|'.join(DERIVE_IDS)}"
             )
-        idt = fields[id_column].dataType
+        idt = ident[1]
         if not isinstance(idt, (T.StringType, T.LongType, T.IntegerType, T.ShortType, T.ByteType)):
             raise SparkDedupError(
                 f"input {', '.join(paths)}: id column {id_column!r} is {idt.simpleString()}; ids must be strings or integers"
             )
-        df = df.withColumn("__id", F.col(id_column))
+        df = df.withColumn("__id", ident[0])
     elif derive_id == "content":
         cols = [c for c in df.columns if c != "__corrupt"]
         df = df.withColumn("__id", F.sha2(F.to_json(F.struct(*[F.col(c) for c in cols])), 256))
@@ -106,7 +127,7 @@ def read_documents(
         )
     else:
         raise SparkDedupError(f"no id column and no way to derive one: pass --id-column or --derive-id {'|'.join(DERIVE_IDS)}")
-    return df.withColumn("__text", F.col(text_column)), info
+    return df.withColumn("__text", text[0]), info
 
 
 def check_unique_ids(docs: DataFrame, where: str, limit: int = 5) -> None:
