@@ -98,6 +98,13 @@ def test_nested_text_and_dictionary_ids_read_like_flat_columns(spark, tmp_path):
         dedup(spark, nested, str(tmp_path / "c"), spec, DedupOptions(text_column="meta.nothing"))
     with pytest.raises(SparkDedupError, match=r"column 'meta' is struct<.*>, not a string"):
         dedup(spark, nested, str(tmp_path / "d"), spec, DedupOptions(text_column="meta"))
+    # A top-level name with a dot is that column (found before any struct path), in the text
+    # and in content-derived ids.
+    dotted = parquet(tmp_path / "dotted.parquet", **{"body.text": texts, "src.name": ["x"] * 50})
+    c = dedup(spark, dotted, str(tmp_path / "e"), spec, DedupOptions(text_column="body.text", id_column=None, derive_id="content"))
+    # Rows equal in every column share a content id and collapse into one.
+    assert c["documents"] == len(set(texts)) and c["identical_rows"] == 50 - len(set(texts))
+    assert c["verified_pairs"] > 0
 
 
 def test_derived_ids_are_deterministic(spark, tmp_path):

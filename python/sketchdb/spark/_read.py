@@ -36,18 +36,22 @@ def detect_format(paths: Sequence[str]) -> str:
     return kinds.pop()
 
 
+def _col(name: str):
+    """The top-level column ``name``, quoted, so dots and backticks in it are part of the name."""
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
 def resolve_column(schema: T.StructType, name: str):
     """The column ``name`` names in ``schema`` and its type, or ``None``: a top-level column of
     that exact name first (names with dots included), else a dotted path through struct
     fields (``meta.body``), as the CLI's ``--text-field`` reads Parquet."""
     top = {f.name: f for f in schema.fields}
-    quoted = lambda n: F.col("`" + n.replace("`", "``") + "`")  # noqa: E731
     if name in top:
-        return quoted(name), top[name].dataType
+        return _col(name), top[name].dataType
     first, *rest = name.split(".")
     if first not in top or not rest:
         return None
-    col, ty = quoted(first), top[first].dataType
+    col, ty = _col(first), top[first].dataType
     for seg in rest:
         sub = {f.name: f for f in ty.fields} if isinstance(ty, T.StructType) else {}
         if seg not in sub:
@@ -115,7 +119,7 @@ def read_documents(
         df = df.withColumn("__id", ident[0])
     elif derive_id == "content":
         cols = [c for c in df.columns if c != "__corrupt"]
-        df = df.withColumn("__id", F.sha2(F.to_json(F.struct(*[F.col(c) for c in cols])), 256))
+        df = df.withColumn("__id", F.sha2(F.to_json(F.struct(*[_col(c) for c in cols])), 256))
         before = df.count()
         df = df.dropDuplicates(["__id"])
         info["identical_rows"] = before - df.count()

@@ -102,10 +102,8 @@ impl CreateArgs {
         let mut params = default_params(kind, self.k.unwrap_or(DEFAULT_SLOTS), self.bits, self.seed)?;
         match self.family.as_deref().map(|f| (f, HashFamily::from_name(f))) {
             None => {}
-            Some((
-                f,
-                Some(family @ (HashFamily::MixMultiplyShift | HashFamily::MixMultiplyShift32 | HashFamily::Charikar)),
-            )) => {
+            // sketchdb's own families: `with_family` says which kinds each computes.
+            Some((f, Some(family))) if !family.is_compat() => {
                 params = params.with_family(family).map_err(|e| CliError::Usage(format!("--family {f}: {e}")))?;
             }
             Some((f, _)) => {
